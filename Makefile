@@ -1,0 +1,49 @@
+# specgate — one Makefile for humans and CI. Everything it needs it installs itself.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TOOLS := .tools/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv tools demo test bench e2e lint chart-sync clean help
+
+help:
+	@echo "make demo    - replay engine -> exporter -> live specgate_* values (ENGINE=vllm-cpu for a real vLLM)"
+	@echo "make test    - unit, golden, promtool, helm and live-Prometheus tests"
+	@echo "make bench   - exporter benchmark (ratios vs prometheus_client's parser)"
+	@echo "make e2e     - real vLLM on CPU, scraped by the exporter, judged by the gate"
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# Pinned tool binaries (helm, prometheus, promtool) into .tools/bin, checksums verified.
+tools: venv
+	@for s in tools/install_*.sh; do [ -e "$$s" ] && bash "$$s" $(TOOLS) || exit 1; done
+
+lint: venv
+	$(BIN)/ruff check .
+
+demo: venv
+ifeq ($(ENGINE),vllm-cpu)
+	$(BIN)/python tools/demo.py --engine vllm-cpu
+else
+	$(BIN)/python tools/demo.py
+endif
+
+test: venv tools
+	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests --ignore=tests/e2e
+
+bench: venv
+	$(BIN)/python bench/exporter.py --json
+
+e2e: venv tools
+	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests/e2e
+
+clean:
+	rm -rf $(VENV) .tools .pytest_cache .hypothesis

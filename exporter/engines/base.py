@@ -1,0 +1,134 @@
+"""The normalised, engine-independent snapshot every later layer consumes.
+
+An engine adapter turns one parsed `/metrics` page (plus side information such as
+vLLM's `/v1/models` or SGLang's `/server_info`) into an `EngineSnapshot`: cumulative
+values exactly as the engine reported them. Windows and derivation (deltas, restarts,
+rates) happen later, in `exporter.windows` / `exporter.derive`.
+
+Missing inputs are `None` (absent), never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+EngineKind = Literal["vllm", "sglang"]
+
+# A parsed page: family base name (engine prefix stripped, e.g. "spec_decode_num_drafts_total",
+# "time_to_first_token_seconds_bucket", or unprefixed "process_start_time_seconds") to its samples.
+Sample = tuple[Mapping[str, str], float]
+ParsedPage = Mapping[str, list[Sample]]
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """A cumulative histogram as exposed: `buckets` are (le, cumulative count), sorted by le.
+
+    Boundaries are read from the page (`le`), never hard-coded. `+Inf` is present only if
+    the page had it.
+    """
+
+    buckets: tuple[tuple[float, float], ...]
+    count: float | None = None
+    sum: float | None = None
+
+
+@dataclass(frozen=True)
+class SpecCounters:
+    """Speculative-decoding inputs of one stream.
+
+    vLLM: cumulative `drafts`, `draft_tokens`, `accepted_tokens`, `accepted_per_position`.
+    SGLang >= 0.5.13: `verify_calls` (cumulative, one per draft round) with the stream's
+    `generation_tokens`; `num_draft_tokens` from the gauge. Older SGLang: only the interval
+    gauges `accept_length_gauge` (includes the bonus token) and `num_draft_tokens`.
+    """
+
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    accepted_per_position: tuple[float, ...] = ()
+    verify_calls: float | None = None
+    accept_length_gauge: float | None = None
+    num_draft_tokens: float | None = None
+
+
+@dataclass(frozen=True)
+class StreamSnapshot:
+    """One normalised stream: a (model, rank) pair of one engine at one instant.
+
+    `rank` is vLLM's `engine` label (DP rank) or SGLang's `dp_rank`; None when the page has none.
+    """
+
+    model: str | None
+    rank: str | None
+    kv_pool_tokens: int | None = None
+    kv_block_size: int | None = None
+    kv_pool_configured_tokens: int | None = None
+    kv_usage_ratio: float | None = None
+    kv_used_tokens: float | None = None
+    context_cap_tokens: int | None = None
+    spec: SpecCounters | None = None
+    ttft: Histogram | None = None
+    prompt_tokens: float | None = None
+    generation_tokens: float | None = None
+    requests_running: float | None = None
+    requests_waiting: float | None = None
+    preemptions: float | None = None
+
+    @property
+    def key(self) -> tuple[str | None, str | None]:
+        return (self.model, self.rank)
+
+
+@dataclass(frozen=True)
+class EngineSnapshot:
+    """Everything one scrape learned about one engine.
+
+    `timestamp` is when the page was fetched (seconds since the epoch); `process_start_time`
+    is the engine's `process_start_time_seconds` when exposed (restart detection).
+    `version_hints` are human-readable notes on what the page revealed ("vllm>=0.9.2:
+    kv_cache_usage_perc", "DP: num_gpu_blocks divided by 2 engines").
+    """
+
+    engine: EngineKind
+    timestamp: float
+    streams: tuple[StreamSnapshot, ...]
+    process_start_time: float | None = None
+    version: str | None = None
+    version_hints: tuple[str, ...] = ()
+
+    def stream(self, model: str | None, rank: str | None) -> StreamSnapshot | None:
+        for s in self.streams:
+            if s.key == (model, rank):
+                return s
+        return None
+
+
+@dataclass(frozen=True)
+class SideInfo:
+    """Facts that are not in `/metrics` and come from the engine's other endpoints.
+
+    vLLM: `max_model_len` per served model from `GET /v1/models`, version from `GET /version`.
+    SGLang (< 0.5.6 / < 0.5.12): `max_total_num_tokens`, `context_length`, `max_total_tokens`
+    (the configured ceiling) from `GET /server_info` or `/get_server_info`.
+    """
+
+    max_model_len: Mapping[str, int] = field(default_factory=dict)
+    max_total_num_tokens: int | None = None
+    context_length: int | None = None
+    configured_max_total_tokens: int | None = None
+    version: str | None = None
+
+
+class EngineAdapter(Protocol):
+    """One implementation per engine (Flagger-style pluggable source)."""
+
+    kind: EngineKind
+    prefixes: tuple[str, ...]
+    families: frozenset[str]  # base names (prefix stripped) this adapter consumes
+
+    def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
+        """Normalise one parsed page into a snapshot."""
+        ...

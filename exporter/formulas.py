@@ -1,0 +1,86 @@
+"""The acceptance arithmetic, in one place (DESIGN.md "Derived quantities", seed 004).
+
+Pure functions on plain numbers; `exporter.derive` applies them to counter deltas and
+`gate` reuses them (never re-implements them).
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def acceptance_length(accepted: float, drafts: float) -> float | None:
+    """Mean accepted tokens per verify, including the bonus token: L = 1 + accepted / drafts."""
+    if drafts <= 0:
+        return None
+    return 1.0 + accepted / drafts
+
+
+def acceptance_rate(accepted: float, draft_tokens: float) -> float | None:
+    """Fraction of proposed draft tokens that were accepted: a = accepted / draft_tokens."""
+    if draft_tokens <= 0:
+        return None
+    return accepted / draft_tokens
+
+
+def position_rates(accepted_per_position: list[float] | tuple[float, ...], drafts: float) -> list[float] | None:
+    """p_i = accepted_pos_i / drafts."""
+    if drafts <= 0 or not accepted_per_position:
+        return None
+    return [x / drafts for x in accepted_per_position]
+
+
+def sglang_rate_from_length(length: float, num_draft_tokens: float) -> float | None:
+    """SGLang's `spec_accept_rate` changed meaning twice; recompute it as (L-1)/(n_draft-1)."""
+    if num_draft_tokens is None or num_draft_tokens <= 1:
+        return None
+    return (length - 1.0) / (num_draft_tokens - 1.0)
+
+
+def verify_cycle_seconds(length: float, tokens_per_second_per_sequence: float) -> float | None:
+    """Seed 004's cycleMs (in seconds): one verify cycle = L / per-sequence decode rate.
+
+    For a baseline (no speculation) L = 1 and this is the plain target step 1 / r.
+    """
+    if tokens_per_second_per_sequence <= 0:
+        return None
+    return length / tokens_per_second_per_sequence
+
+
+def break_even_length(cycle_seconds: float, target_step_seconds: float) -> float | None:
+    """L* = t_cycle / t_target_step: speculation pays iff L > L*."""
+    if target_step_seconds <= 0:
+        return None
+    return cycle_seconds / target_step_seconds
+
+
+def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
+    """Quantile from cumulative (le, count) buckets, interpolating linearly inside a bucket.
+
+    Follows Prometheus' `histogram_quantile`: the lowest bucket starts at 0 (when its
+    upper bound is positive); a quantile in the +Inf bucket returns the highest finite
+    bound. Returns None when there are no observations or no +Inf bucket to anchor the total.
+    """
+    if not buckets:
+        return None
+    bs = sorted(buckets)
+    if not math.isinf(bs[-1][0]):
+        return None
+    total = bs[-1][1]
+    if total <= 0:
+        return None
+    rank = q * total
+    prev_le, prev_count = 0.0, 0.0
+    for i, (le, count) in enumerate(bs):
+        if count >= rank:
+            if math.isinf(le):
+                return bs[i - 1][0] if i > 0 else None
+            if i == 0 and le <= 0:
+                return le
+            lower = prev_le if i > 0 else (0.0 if le > 0 else le)
+            in_bucket = count - prev_count
+            if in_bucket <= 0:
+                return le
+            return lower + (le - lower) * (rank - prev_count) / in_bucket
+        prev_le, prev_count = le, count
+    return None

@@ -1,0 +1,62 @@
+"""`specgate` console script: dispatches the exporter commands and the gate commands.
+
+Exit codes (gate): 0 pass, 1 fail, 2 inconclusive, 3 invalid input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# (subcommand, module under gate.commands, one-line help). Order is the order in --help.
+COMMANDS: list[tuple[str, str, str]] = [
+    ("check", "check", "judge a rollout plan: five budget lines + acceptance SLO (exit 0/1/2/3)"),
+    ("budget", "budget", "the memory bill of a plan: weights, KV per token, predicted vs allocated pool"),
+    ("kv", "kv", "KV-cache bytes per token from a Hugging Face config.json"),
+    ("codesign", "codesign", "check that a drafter matches its target (taps, vocab, hidden size, depth)"),
+    ("serve", "serve", "HTTP gate for Argo Rollouts (web metric) and Flagger (webhook)"),
+    ("controller", "controller", "Kubernetes controller: flip the drafter on only after the gate passes"),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from exporter import cli as exporter_cli
+
+    parser = argparse.ArgumentParser(
+        prog="specgate",
+        description="Measure and gate speculative decoding on vLLM and SGLang.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    exp = sub.add_parser("exporter", help="the exporter sidecar and one-shot scrapes (run | once | window)",
+                         description="The exporter: scrape an engine's /metrics and expose specgate_* metrics.")
+    exporter_cli.add_exporter_commands(exp)
+    rep = sub.add_parser("replay", help="serve recorded real captures as a live engine on loopback",
+                         description=exporter_cli.REPLAY_DESCRIPTION)
+    exporter_cli.add_replay_arguments(rep)
+    rep.set_defaults(func=exporter_cli.run_replay)
+    for name, module, help_text in COMMANDS:
+        try:
+            mod = importlib.import_module(f"gate.commands.{module}")
+        except ModuleNotFoundError as e:
+            if e.name == f"gate.commands.{module}":
+                continue  # command not built yet
+            raise
+        p = sub.add_parser(name, help=help_text, description=(mod.__doc__ or help_text).strip(),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.add_arguments(p)
+        p.set_defaults(func=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
