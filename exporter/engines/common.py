@@ -1,0 +1,72 @@
+"""Helpers shared by the engine adapters: folding split labels, histograms, finite values."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+from exporter.engines.base import Histogram, ParsedPage
+
+
+def finite(v: float | None) -> float | None:
+    """NaN and ±Inf are not values: treat them as absent."""
+    if v is None or math.isnan(v) or math.isinf(v):
+        return None
+    return v
+
+
+def as_int(s: str | None) -> int | None:
+    """A label value as an int; "None", "", and garbage are unknown."""
+    if s is None:
+        return None
+    try:
+        f = float(s)
+    except ValueError:
+        return None
+    if math.isnan(f) or math.isinf(f):
+        return None
+    return int(f)
+
+
+KeyFn = Callable[[dict[str, str]], tuple]
+
+
+def fold(samples: Iterable[tuple[dict[str, str], float]], key: KeyFn, how: str) -> dict[tuple, float]:
+    """Fold samples that map to the same key: `sum` (counters) or `max` (gauges).
+
+    Non-finite values are dropped first, so one NaN never poisons a sum.
+    """
+    out: dict[tuple, float] = {}
+    for labels, value in samples:
+        v = finite(value)
+        if v is None:
+            continue
+        k = key(labels)
+        if k in out:
+            out[k] = out[k] + v if how == "sum" else max(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def histograms(page: ParsedPage, base: str, key: KeyFn) -> dict[tuple, Histogram]:
+    """Assemble `<base>_bucket/_count/_sum` into Histograms per key; bucket bounds read from `le`."""
+    buckets: dict[tuple, dict[float, float]] = {}
+    for labels, value in page.get(base + "_bucket", []):
+        v = finite(value)
+        le_s = labels.get("le")
+        if v is None or le_s is None:
+            continue
+        try:
+            le = float(le_s)
+        except ValueError:
+            continue
+        k = key(labels)
+        b = buckets.setdefault(k, {})
+        b[le] = b.get(le, 0.0) + v
+    counts = fold(page.get(base + "_count", []), key, "sum")
+    sums = fold(page.get(base + "_sum", []), key, "sum")
+    out = {}
+    for k in set(buckets) | set(counts):
+        out[k] = Histogram(buckets=tuple(sorted(buckets.get(k, {}).items())), count=counts.get(k), sum=sums.get(k))
+    return out

@@ -1,0 +1,137 @@
+"""vLLM (V1, 0.8–0.33): names, and the traps that change numbers (DESIGN.md engine table).
+
+- `vllm:cache_config_info` is an info gauge; the pool is in its labels: prefer
+  `kv_cache_size_tokens` (per engine), else `num_gpu_blocks` × `block_size`. `"None"` is
+  unknown. Under data parallelism `num_gpu_blocks` is the SUM over engines and is put on every
+  `engine` series: divide by the number of engines seen and say so in `version_hints`.
+- `kv_cache_usage_perc` (>= 0.9.2) replaced `gpu_cache_usage_perc`.
+- The context cap is not in `/metrics`: `max_model_len` comes from `GET /v1/models`.
+- Streams are keyed by (`model_name`, `engine`); `cache_config_info` carries no model and
+  belongs to every stream with the same `engine` label.
+"""
+
+from __future__ import annotations
+
+from exporter.engines.base import EngineSnapshot, ParsedPage, SideInfo, SpecCounters, StreamSnapshot
+from exporter.engines.common import as_int, finite, fold, histograms
+
+KIND = "vllm"
+PREFIXES = ("vllm:", "vllm_")
+
+CACHE_INFO = "cache_config_info"
+USAGE_NEW = "kv_cache_usage_perc"
+USAGE_OLD = "gpu_cache_usage_perc"
+DRAFTS = "spec_decode_num_drafts_total"
+DRAFT_TOKENS = "spec_decode_num_draft_tokens_total"
+ACCEPTED = "spec_decode_num_accepted_tokens_total"
+ACCEPTED_POS = "spec_decode_num_accepted_tokens_per_pos_total"
+TTFT = "time_to_first_token_seconds"
+PROMPT = "prompt_tokens_total"
+GENERATION = "generation_tokens_total"
+RUNNING = "num_requests_running"
+WAITING = "num_requests_waiting"
+PREEMPTIONS = "num_preemptions_total"
+
+FAMILIES = frozenset({
+    CACHE_INFO, USAGE_NEW, USAGE_OLD, DRAFTS, DRAFT_TOKENS, ACCEPTED, ACCEPTED_POS,
+    TTFT + "_bucket", TTFT + "_count", TTFT + "_sum", PROMPT, GENERATION, RUNNING, WAITING, PREEMPTIONS,
+})
+
+
+def _key(labels: dict[str, str]) -> tuple:
+    return (labels.get("model_name"), labels.get("engine"))
+
+
+def _get(page: ParsedPage, base: str) -> list:
+    return page.get(f"{KIND}:{base}", [])
+
+
+class VllmAdapter:
+    """Normalises a vLLM page into streams keyed by (model_name, engine)."""
+
+    kind = KIND
+    prefixes = PREFIXES
+    families = FAMILIES
+
+    def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
+        side = side or SideInfo()
+        hints: list[str] = []
+        g = {base: fold(_get(page, base), _key, "max") for base in (USAGE_NEW, USAGE_OLD, RUNNING, WAITING)}
+        c = {base: fold(_get(page, base), _key, "sum")
+             for base in (DRAFTS, DRAFT_TOKENS, ACCEPTED, PROMPT, GENERATION, PREEMPTIONS)}
+        usage = g[USAGE_NEW]
+        if usage:
+            hints.append("vllm>=0.9.2: kv_cache_usage_perc")
+        elif g[USAGE_OLD]:
+            usage = g[USAGE_OLD]
+            hints.append("vllm<0.9.2: gpu_cache_usage_perc")
+        per_pos: dict[tuple, dict[int, float]] = {}
+        for labels, value in _get(page, ACCEPTED_POS):
+            pos, v = as_int(labels.get("position")), finite(value)
+            if pos is None or v is None:
+                continue
+            d = per_pos.setdefault(_key(labels), {})
+            d[pos] = d.get(pos, 0.0) + v
+        ttft = histograms(page, f"{KIND}:{TTFT}", _key)
+
+        keys = set()
+        for d in (*g.values(), *c.values(), per_pos, ttft):
+            keys |= set(d)
+
+        pools = self._pools(_get(page, CACHE_INFO), hints)
+        for rank in pools:
+            if not any(k[1] == rank for k in keys):
+                keys.add((None, rank))  # a page with only cache_config_info: its own stream
+
+        streams = []
+        for key in sorted(keys, key=lambda k: (k[0] or "", k[1] or "")):
+            model, rank = key
+            pool_tokens, block = pools.get(rank, (None, None))
+            spec = None
+            if key in c[DRAFTS] or key in c[ACCEPTED] or key in per_pos:
+                pp = per_pos.get(key, {})
+                spec = SpecCounters(
+                    drafts=c[DRAFTS].get(key), draft_tokens=c[DRAFT_TOKENS].get(key),
+                    accepted_tokens=c[ACCEPTED].get(key),
+                    accepted_per_position=tuple(pp.get(i, 0.0) for i in range(max(pp) + 1)) if pp else (),
+                )
+            streams.append(StreamSnapshot(
+                model=model, rank=rank, kv_pool_tokens=pool_tokens, kv_block_size=block,
+                kv_usage_ratio=usage.get(key),
+                context_cap_tokens=side.max_model_len.get(model) if model is not None else None,
+                spec=spec, ttft=ttft.get(key), prompt_tokens=c[PROMPT].get(key),
+                generation_tokens=c[GENERATION].get(key), requests_running=g[RUNNING].get(key),
+                requests_waiting=g[WAITING].get(key), preemptions=c[PREEMPTIONS].get(key),
+            ))
+        start = page.get("process_start_time_seconds", [])
+        return EngineSnapshot(
+            engine=KIND, timestamp=timestamp, streams=tuple(streams),
+            process_start_time=finite(start[0][1]) if start else None,
+            version=side.version, version_hints=tuple(hints),
+        )
+
+    @staticmethod
+    def _pools(infos: list, hints: list[str]) -> dict[str | None, tuple[int | None, int | None]]:
+        """Allocated pool per `engine` label from cache_config_info: (tokens, block size)."""
+        engines = {labels.get("engine") for labels, _ in infos}
+        out: dict[str | None, tuple[int | None, int | None]] = {}
+        for labels, _ in infos:
+            rank = labels.get("engine")
+            block = as_int(labels.get("block_size"))
+            tokens = as_int(labels.get("kv_cache_size_tokens"))
+            if tokens is None:
+                blocks = as_int(labels.get("num_gpu_blocks"))
+                if blocks is not None and block is not None:
+                    if len(engines) > 1:
+                        hint = (f"DP: num_gpu_blocks is the sum over {len(engines)} engines; "
+                                f"divided by {len(engines)} (no kv_cache_size_tokens)")
+                        if hint not in hints:
+                            hints.append(hint)
+                        blocks //= len(engines)
+                    tokens = blocks * block
+                elif labels.get("num_gpu_blocks") == "None":
+                    hint = 'num_gpu_blocks="None": allocated pool unknown'
+                    if hint not in hints:
+                        hints.append(hint)
+            out[rank] = (tokens, block)
+        return out

@@ -1,0 +1,176 @@
+"""Fetching an engine's `/metrics` (and the side endpoints) with requests, and files.
+
+One attempt per scrape — no retries that pile up; the next scrape is the retry. Connect and
+read timeouts, a response-size cap, `Accept: text/plain; version=0.0.4` (engines that speak
+OpenMetrics would otherwise escape `vllm:` names). An engine API key is sent as a bearer token
+to `/v1/*` only.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+
+from exporter.engines import DetectError, adapter, detect
+from exporter.engines.base import EngineSnapshot, SideInfo
+from exporter.parse import ParseError, parse_page
+
+ACCEPT = "text/plain; version=0.0.4"
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+REASONS = ("timeout", "connect", "http", "parse", "too_large")
+
+
+class ScrapeError(Exception):
+    """A failed scrape with its reason (one of REASONS) and a one-line message."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """Engine URL (base or its /metrics) -> (base URL, metrics URL)."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    path = parts.path.rstrip("/")
+    if path.endswith("/metrics"):
+        base_path, metrics_path = path[: -len("/metrics")], path
+    else:
+        base_path, metrics_path = path, path + "/metrics"
+    base = urlunsplit((parts.scheme, parts.netloc, base_path, "", ""))
+    return base, urlunsplit((parts.scheme, parts.netloc, metrics_path, parts.query, ""))
+
+
+def _get(session: requests.Session, url: str, timeout: float, max_bytes: int,
+         headers: dict[str, str] | None = None) -> bytes:
+    try:
+        with session.get(url, timeout=(min(timeout, 3.0), timeout), stream=True, headers=headers or {}) as r:
+            if r.status_code != 200:
+                raise ScrapeError("http", f"{url} answered HTTP {r.status_code}")
+            length = r.headers.get("Content-Length")
+            if length and length.isdigit() and int(length) > max_bytes:
+                raise ScrapeError("too_large", f"{url} sent {int(length)} bytes (limit {max_bytes})")
+            chunks, total = [], 0
+            for chunk in r.iter_content(65536):
+                total += len(chunk)
+                if total > max_bytes:
+                    raise ScrapeError("too_large", f"{url} sent more than {max_bytes} bytes")
+                chunks.append(chunk)
+            return b"".join(chunks)
+    except requests.exceptions.Timeout:
+        raise ScrapeError("timeout", f"{url} did not answer within {timeout:g}s") from None
+    except requests.exceptions.ConnectionError as e:
+        msg = "connection refused" if "refused" in str(e).lower() else type(e).__name__
+        raise ScrapeError("connect", f"cannot reach {url}: {msg}") from None
+    except requests.exceptions.RequestException as e:
+        raise ScrapeError("http", f"{url}: {type(e).__name__}") from None
+
+
+def snapshot_from_text(text: str, engine: str = "auto", timestamp: float | None = None,
+                       side: SideInfo | None = None) -> EngineSnapshot:
+    """Parse a page into a normalised snapshot; a page that is not Prometheus text raises ScrapeError."""
+    try:
+        kind = detect(text) if engine == "auto" else engine
+        ad = adapter(kind)
+        page = parse_page(text, ad.families)
+    except (ParseError, DetectError) as e:
+        raise ScrapeError("parse", str(e)) from None
+    return ad.snapshot(page, time.time() if timestamp is None else timestamp, side)
+
+
+def read_file_snapshot(path: str | Path, engine: str = "auto") -> EngineSnapshot:
+    """A recorded `/metrics` page from disk; its timestamp is the file's modification time."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise ScrapeError("parse", f"cannot read {p}: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScrapeError("parse", f"{p}: not UTF-8 text, not a Prometheus exposition") from None
+    try:
+        return snapshot_from_text(text, engine, timestamp=p.stat().st_mtime)
+    except ScrapeError as e:
+        raise ScrapeError(e.reason, f"{p}: {e}") from None
+
+
+@dataclass
+class Scraper:
+    """Scrapes one engine; caches side information (context cap, SGLang pool) until a restart.
+
+    Not thread-safe: one scrape loop owns it.
+    """
+
+    url: str
+    engine: str = "auto"
+    timeout: float = 5.0
+    max_bytes: int = DEFAULT_MAX_BYTES
+    api_key: str | None = field(default=None, repr=False)
+    session: requests.Session = field(default_factory=requests.Session, repr=False)
+    _side: SideInfo | None = field(default=None, init=False, repr=False)
+    _side_start: float | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.base_url, self.metrics_url = split_url(self.url)
+        if self.api_key is None:
+            self.api_key = os.environ.get("SPECGATE_ENGINE_API_KEY") or None
+
+    def _json(self, path: str, v1: bool = False) -> dict | None:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if v1 and self.api_key else None
+        try:
+            import json
+
+            body = _get(self.session, self.base_url + path, self.timeout, 4 * 1024 * 1024, headers)
+            doc = json.loads(body)
+            return doc if isinstance(doc, dict) else None
+        except (ScrapeError, ValueError):
+            return None
+
+    def _side_info(self, kind: str) -> SideInfo:
+        if kind == "vllm":
+            models = self._json("/v1/models", v1=True) or {}
+            lens = {}
+            for m in models.get("data", []) if isinstance(models.get("data"), list) else []:
+                if isinstance(m, dict) and isinstance(m.get("max_model_len"), int):
+                    lens[str(m.get("id"))] = m["max_model_len"]
+            ver = (self._json("/version") or {}).get("version")
+            return SideInfo(max_model_len=lens, version=ver if isinstance(ver, str) else None)
+        info = self._json("/server_info") or self._json("/get_server_info") or {}
+
+        def num(*keys: str) -> int | None:
+            for k in keys:
+                v = info.get(k)
+                if v is None and isinstance(info.get("internal_states"), list) and info["internal_states"]:
+                    st = info["internal_states"][0]
+                    v = st.get(k) if isinstance(st, dict) else None
+                if isinstance(v, int | float) and not isinstance(v, bool):
+                    return int(v)
+            return None
+
+        ver = info.get("version")
+        return SideInfo(max_total_num_tokens=num("max_total_num_tokens"), context_length=num("context_length"),
+                        configured_max_total_tokens=num("max_total_tokens"),
+                        version=ver if isinstance(ver, str) else None)
+
+    def scrape(self) -> EngineSnapshot:
+        """Fetch and normalise one page; raises ScrapeError with its reason."""
+        raw = _get(self.session, self.metrics_url, self.timeout, self.max_bytes, {"Accept": ACCEPT})
+        ts = time.time()
+        text = raw.decode("utf-8", errors="replace")
+        first = snapshot_from_text(text, self.engine, timestamp=ts)
+        if self._side is None or first.process_start_time != self._side_start:
+            self._side = self._side_info(first.engine)
+            self._side_start = first.process_start_time
+        if self._side == SideInfo():
+            return first
+        return snapshot_from_text(text, first.engine, timestamp=ts, side=self._side)
+
+
+def scrape_once(url: str, engine: str = "auto", timeout: float = 5.0, api_key: str | None = None) -> EngineSnapshot:
+    """One scrape of a live engine (the `specgate exporter once` path and the gate's live evidence)."""
+    return Scraper(url, engine=engine, timeout=timeout, api_key=api_key).scrape()

@@ -1,0 +1,110 @@
+"""Exporter configuration: pydantic-settings (env prefix `SPECGATE_`) with matching CLI flags.
+
+Flags override the environment; the environment overrides defaults. The engine API key is
+read from `SPECGATE_ENGINE_API_KEY` only (never a flag: it would show in `ps`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(text: str | float | int) -> float:
+    """'30s', '1m', '1.5h', '250ms' or a plain number of seconds."""
+    if isinstance(text, int | float):
+        return float(text)
+    m = _DURATION.match(text)
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 1m, 5m)")
+    return float(m.group(1)) * _UNIT[m.group(2)]
+
+
+def duration_label(seconds: float) -> str:
+    """The `window` label value: 60 -> '1m', 90 -> '90s', 3600 -> '1h'."""
+    s = int(seconds) if float(seconds).is_integer() else seconds
+    if isinstance(s, int) and s % 3600 == 0 and s:
+        return f"{s // 3600}h"
+    if isinstance(s, int) and s % 60 == 0 and s:
+        return f"{s // 60}m"
+    return f"{s}s"
+
+
+class ExporterSettings(BaseSettings):
+    """Everything the sidecar needs; see README "Configuration"."""
+
+    model_config = SettingsConfigDict(env_prefix="SPECGATE_", extra="ignore")
+
+    engine_url: str = Field("http://127.0.0.1:8000", description="engine base URL (or its /metrics URL)")
+    engine: Literal["auto", "vllm", "sglang"] = Field("auto", description="engine kind; auto detects from prefixes")
+    engine_api_key: SecretStr | None = Field(None, description="bearer token sent to the engine's /v1/* endpoints")
+    listen: str = Field("127.0.0.1:9400", description="HOST:PORT to serve /metrics and /healthz on")
+    scrape_interval: float = Field(5.0, gt=0, description="seconds between engine scrapes")
+    scrape_timeout: float = Field(4.0, gt=0, description="connect/read timeout of one scrape, seconds")
+    max_page_bytes: int = Field(16 * 1024 * 1024, gt=0, description="refuse engine pages larger than this")
+    windows: list[float] = Field(default_factory=lambda: [60.0, 300.0],
+                                 description="sliding windows for the windowed gauges, e.g. 1m,5m")
+    batch_window: float = Field(30.0, gt=0, description="length of one per-batch SLO window, seconds")
+    min_drafts: int = Field(10, ge=1, description="a window with fewer drafts has no acceptance value")
+    acceptance_slo_target: float | None = Field(None, gt=1, description="target accepted tokens per verify (L)")
+    workload_demand_tokens: int | None = Field(None, ge=0, description="resident tokens of the request mix")
+    kv_pool_configured_tokens: int | None = Field(None, ge=0, description="configured KV ceiling, if known")
+    history: int = Field(1000, ge=1, description="completed batch windows kept for /api/v1/windows")
+
+    @field_validator("windows", mode="before")
+    @classmethod
+    def _windows(cls, v: object) -> object:
+        if isinstance(v, str):
+            v = [x for x in v.split(",") if x.strip()]
+        if isinstance(v, list | tuple):
+            return [parse_duration(x) for x in v]
+        return v
+
+    @field_validator("scrape_interval", "scrape_timeout", "batch_window", mode="before")
+    @classmethod
+    def _duration(cls, v: object) -> object:
+        return parse_duration(v) if isinstance(v, str) else v
+
+    def listen_address(self) -> tuple[str, int]:
+        host, _, port = self.listen.rpartition(":")
+        return (host.strip("[]") or "127.0.0.1", int(port))
+
+
+_FLAGS: list[tuple[str, dict]] = [
+    ("engine_url", {"metavar": "URL"}),
+    ("engine", {"choices": ["auto", "vllm", "sglang"]}),
+    ("listen", {"metavar": "HOST:PORT"}),
+    ("scrape_interval", {"metavar": "DURATION"}),
+    ("scrape_timeout", {"metavar": "DURATION"}),
+    ("max_page_bytes", {"type": int, "metavar": "BYTES"}),
+    ("windows", {"metavar": "LIST"}),
+    ("batch_window", {"metavar": "DURATION"}),
+    ("min_drafts", {"type": int, "metavar": "N"}),
+    ("acceptance_slo_target", {"type": float, "metavar": "L"}),
+    ("workload_demand_tokens", {"type": int, "metavar": "TOKENS"}),
+    ("kv_pool_configured_tokens", {"type": int, "metavar": "TOKENS"}),
+    ("history", {"type": int, "metavar": "N"}),
+]
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting; each also reads SPECGATE_<NAME> from the environment."""
+    for name, extra in _FLAGS:
+        f = ExporterSettings.model_fields[name]
+        default = f.default_factory() if f.default_factory else f.default
+        if isinstance(default, list):
+            default = ",".join(duration_label(x) for x in default)
+        parser.add_argument("--" + name.replace("_", "-"), default=None,
+                            help=f"{f.description} (env SPECGATE_{name.upper()}; default {default})", **extra)
+
+
+def settings_from_args(args: argparse.Namespace) -> ExporterSettings:
+    overrides = {name: getattr(args, name) for name, _ in _FLAGS if getattr(args, name, None) is not None}
+    return ExporterSettings(**overrides)

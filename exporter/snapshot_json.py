@@ -1,0 +1,39 @@
+"""The `specgate exporter once --format json` document (DESIGN.md command-line contract)."""
+
+from __future__ import annotations
+
+from exporter.engines.base import EngineSnapshot, StreamSnapshot
+
+
+def _num(v: float | None) -> float | int | None:
+    if v is None:
+        return None
+    return int(v) if float(v).is_integer() else v
+
+
+def stream_to_json(s: StreamSnapshot) -> dict:
+    spec = None
+    if s.spec is not None:
+        drafts, draft_tokens, accepted = s.spec.drafts, s.spec.draft_tokens, s.spec.accepted_tokens
+        if drafts is None and s.spec.verify_calls is not None:
+            drafts = s.spec.verify_calls  # SGLang >= 0.5.13: one verify call per draft round
+            if s.generation_tokens is not None:
+                accepted = s.generation_tokens - s.spec.verify_calls
+            if s.spec.num_draft_tokens is not None:
+                draft_tokens = s.spec.verify_calls * (s.spec.num_draft_tokens - 1)
+        spec = {
+            "drafts": _num(drafts), "draft_tokens": _num(draft_tokens), "accepted_tokens": _num(accepted),
+            "accepted_per_position": [_num(x) for x in s.spec.accepted_per_position],
+        }
+    return {
+        "model": s.model, "rank": s.rank, "kv_pool_tokens": s.kv_pool_tokens, "kv_block_size": s.kv_block_size,
+        "kv_usage_ratio": s.kv_usage_ratio, "context_cap_tokens": s.context_cap_tokens, "spec": spec,
+        "ttft_count": _num(s.ttft.count) if s.ttft is not None else None,
+        "prompt_tokens": _num(s.prompt_tokens), "generation_tokens": _num(s.generation_tokens),
+        "requests_running": _num(s.requests_running), "requests_waiting": _num(s.requests_waiting),
+    }
+
+
+def snapshot_to_json(snap: EngineSnapshot) -> dict:
+    return {"engine": snap.engine, "version_hints": list(snap.version_hints),
+            "streams": [stream_to_json(s) for s in snap.streams]}
