@@ -1,0 +1,144 @@
+"""Reading Hugging Face config.json files and telling what kind of drafter one is.
+
+The gate's static checks (KV geometry, co-design) work from config.json alone, so the
+rules for finding the text model inside a wrapper config and for naming a drafter's
+family live here, in one place, instead of in each check.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+DRAFTER_FAMILIES = ("eagle3", "dflash", "dspark", "mtp", "draft_model")
+
+# Keys of a target config that say it carries its own MTP (next-n) layers.
+MTP_LAYER_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used: the message is one line, fit for `specgate: error: ...`."""
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read a config.json (or a directory holding one) into a dict, with one-line errors."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config path is a directory: {p}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read config {p}: {e}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"config {p} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {p} is not a JSON object")
+    return data
+
+
+def resolve_text_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The text model's config, with the wrapper's own keys as fallbacks.
+
+    Multimodal and omni models keep their decoder in `text_config` or
+    `thinker_config.text_config`; speculators drafters keep theirs in
+    `transformer_layer_config`. Keys of the inner config win; wrapper keys such as
+    `torch_dtype`, `draft_vocab_size` or `speculators_config` stay visible.
+    """
+    inner: Any = None
+    nested_key: str | None = None
+    thinker = cfg.get("thinker_config")
+    if isinstance(thinker, dict) and isinstance(thinker.get("text_config"), dict):
+        inner, nested_key = thinker["text_config"], "thinker_config"
+    elif isinstance(cfg.get("text_config"), dict):
+        inner, nested_key = cfg["text_config"], "text_config"
+    elif isinstance(cfg.get("transformer_layer_config"), dict):
+        inner, nested_key = cfg["transformer_layer_config"], "transformer_layer_config"
+    if inner is None:
+        return dict(cfg)
+    merged = {k: v for k, v in cfg.items() if k != nested_key}
+    # A wrapper's null must not hide the inner value, and an inner value wins otherwise.
+    for k, v in inner.items():
+        if v is not None or k not in merged:
+            merged[k] = v
+    return merged
+
+
+def require_int(cfg: dict[str, Any], key: str, what: str = "config") -> int:
+    """An integer field the computation cannot go without (ConfigError names the field)."""
+    value = cfg.get(key)
+    if value is None:
+        raise ConfigError(f"{what} has no {key}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{what} field {key} must be an integer, got {value!r}")
+    return value
+
+
+def num_hidden_layers(cfg: dict[str, Any], what: str = "config") -> int:
+    """`num_hidden_layers` of the resolved text config; a config without it is unusable here."""
+    n = require_int(resolve_text_config(cfg), "num_hidden_layers", what)
+    if n < 0:
+        raise ConfigError(f"{what} field num_hidden_layers must not be negative, got {n}")
+    return n
+
+
+def mtp_layers(cfg: dict[str, Any]) -> int:
+    """How many MTP (next-n) layers a target config carries (0 when none)."""
+    text = resolve_text_config(cfg)
+    for key in MTP_LAYER_KEYS:
+        value = text.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
+
+
+def _architectures(cfg: dict[str, Any]) -> list[str]:
+    archs = cfg.get("architectures") or []
+    if isinstance(archs, str):
+        archs = [archs]
+    return [a for a in archs if isinstance(a, str)]
+
+
+def drafter_family(drafter_cfg: dict[str, Any] | None, target_cfg: dict[str, Any] | None = None) -> str:
+    """One of eagle3 | dflash | dspark | mtp | draft_model.
+
+    Detection order (DESIGN.md): `architectures`, `eagle_config`, `dflash_config`,
+    `speculators_config`, an MTP `model_type`; with no drafter config, the target's
+    `num_nextn_predict_layers` / `mtp_num_hidden_layers`. Anything else that is a causal
+    LM is a plain draft model.
+    """
+    if drafter_cfg is None:
+        if target_cfg is not None and mtp_layers(target_cfg) > 0:
+            return "mtp"
+        raise ConfigError("no drafter config, and the target has no MTP layers "
+                          "(num_nextn_predict_layers / mtp_num_hidden_layers)")
+    archs = [a.lower() for a in _architectures(drafter_cfg)]
+    joined = " ".join(archs)
+    if "dspark" in joined:
+        return "dspark"
+    if "dflash" in joined:
+        return "dflash"
+    if "eagle3" in joined:
+        return "eagle3"
+    if isinstance(drafter_cfg.get("eagle_config"), dict) or "eagle_aux_hidden_state_layer_ids" in drafter_cfg:
+        return "eagle3"
+    dflash_cfg = drafter_cfg.get("dflash_config")
+    if isinstance(dflash_cfg, dict):
+        return "dspark" if str(dflash_cfg.get("projector_type", "")).lower() == "dspark" else "dflash"
+    spec = drafter_cfg.get("speculators_config")
+    algorithm = ""
+    if isinstance(spec, dict):
+        algorithm = str(spec.get("algorithm", "")).lower()
+    algorithm = algorithm or str(drafter_cfg.get("speculators_model_type", "")).lower()
+    if algorithm in ("eagle3", "dflash", "dspark", "mtp"):
+        return algorithm
+    model_type = str(drafter_cfg.get("model_type", "")).lower()
+    if model_type.endswith("_mtp") or model_type.endswith("nextn") or "mtp" in joined or "nextn" in joined:
+        return "mtp"
+    return "draft_model"
