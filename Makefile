@@ -45,5 +45,11 @@ bench: venv
 e2e: venv tools
 	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests/e2e
 
+# Helm cannot read files outside the chart: copy the rules and the dashboard in (tests/helm fails on drift).
+CHART := deploy/helm/specgate
+chart-sync:
+	install -D -m 0644 deploy/prometheus/specgate-rules.yaml $(CHART)/files/specgate-rules.yaml
+	install -D -m 0644 dashboards/specgate.json $(CHART)/files/specgate-dashboard.json
+
 clean:
 	rm -rf $(VENV) .tools .pytest_cache .hypothesis
