@@ -1,0 +1,92 @@
+"""HTTP gate for Argo Rollouts (web metric) and Flagger (webhook).
+
+Endpoints:
+  GET|POST /argo     always 200; JSON {"decision", "phase", "checks": {line: {"status", "reason"}}}
+                     (successCondition: result.decision == "pass"); ?phase=pre|post, ?deployment=NAME
+  POST /flagger      Flagger's webhook payload; 200 allows, 403 blocks with the reasons in the body;
+                     metadata.phase picks the phase, metadata.token carries the token
+  GET /healthz       liveness
+  GET /metrics       specgate_gate_decisions_total{decision}, specgate_gate_line_status{line,status}
+
+The default phase is `post` (the live per-window SLO from Prometheus history or the exporter's window
+counters); an evaluation that does not finish within --timeout answers `inconclusive`.
+The token comes from --token-file or $SPECGATE_GATE_TOKEN; without one, no token is asked for.
+Listens on 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from gate.verdict import EXIT_INVALID
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """`HOST:PORT` (IPv6 as `[::1]:9401`)."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise argparse.ArgumentTypeError(f"--listen must be HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plan", required=True, type=Path, help="rollout plan (YAML)")
+    parser.add_argument("--listen", default="127.0.0.1:9401", type=parse_listen,
+                        help="HOST:PORT to listen on (default 127.0.0.1:9401)")
+    parser.add_argument("--prometheus", help="Prometheus URL for post-phase evidence (overrides the plan's)")
+    parser.add_argument("--metrics", action="append", default=[], metavar="URL",
+                        help="exporter /metrics URL for evidence (repeatable)")
+    parser.add_argument("--token-file", type=Path, help="file holding the bearer token (else $SPECGATE_GATE_TOKEN)")
+    parser.add_argument("--timeout", type=float, default=8.0, metavar="S",
+                        help="seconds an evaluation may take before the answer is inconclusive (default 8)")
+    parser.add_argument("--phase", choices=("pre", "post"), default="post",
+                        help="phase when the request names none (default post)")
+
+
+def read_token(path: Path | None) -> str | None:
+    if path is not None:
+        token = path.read_text(encoding="utf-8").strip()
+        if not token:
+            raise ValueError(f"token file {path} is empty")
+        return token
+    return os.environ.get("SPECGATE_GATE_TOKEN") or None
+
+
+def run(args: argparse.Namespace) -> int:
+    from gate.plan import load_plan
+    from gate.webhook import GateConfig, make_server
+
+    try:
+        token = read_token(args.token_file)
+    except (OSError, ValueError) as e:
+        print(f"specgate serve: {e}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.timeout <= 0:
+        print("specgate serve: --timeout must be positive", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        plan = load_plan(args.plan)
+    except Exception as e:  # the plan loader's errors are one-line messages naming the path
+        print(f"specgate serve: invalid plan {args.plan}: {e}", file=sys.stderr)
+        return EXIT_INVALID
+    host, port = args.listen
+    config = GateConfig(plan_path=args.plan, host=host, port=port, prometheus=args.prometheus,
+                        metrics=tuple(args.metrics), token=token, timeout_s=args.timeout,
+                        default_phase=args.phase)
+    try:
+        server = make_server(config, plan)
+    except OSError as e:
+        print(f"specgate serve: cannot listen on {host}:{port}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_INVALID
+    print(f"specgate serve: listening on http://{host}:{server.server_address[1]} "
+          f"(plan {args.plan}, token {'required' if token else 'not required'})", file=sys.stderr)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

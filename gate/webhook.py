@@ -1,0 +1,343 @@
+"""The HTTP gate: Argo Rollouts web metric, Flagger webhook, health and metrics on one small server.
+
+Why a separate server rather than a CLI in a Job: progressive-delivery tools ask during a canary, many
+times, and need an answer within their own timeout. Each request evaluates the plan (default phase
+`post`: the live per-window SLO, answered from Prometheus history or the exporter's window counters —
+nothing waits for a new window) in a worker thread; if that does not finish within `timeout_s` the
+answer is `inconclusive`, never a guess.
+
+Contracts (DESIGN.md "HTTP and Kubernetes contracts"):
+- `GET|POST /argo`: always 200 with `{"decision", "phase", "checks": {line: {"status", "reason"}}}`, so
+  `successCondition: result.decision == "pass"` works (Argo counts non-2xx as an error, not a failure).
+- `POST /flagger`: Flagger's payload `{"name", "namespace", "phase", "checksum", "metadata": {...}}`;
+  200 allows, 403 blocks with the reasons in the body (Flagger logs it into the canary's events).
+- A token, when configured: `Authorization: Bearer …`, or for Flagger (which cannot set headers)
+  `metadata.token`; compared in constant time; 401 without it. `/healthz` and `/metrics` are open.
+- Bodies over `max_body_bytes` are refused with 413 before they are read.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from gate.verdict import LINES
+
+PHASES = ("pre", "post")
+DECISIONS = ("pass", "fail", "inconclusive")
+
+# evaluate(plan, phase=..., metrics=..., prometheus=...) -> Verdict (anything with .to_json())
+Evaluator = Callable[..., Any]
+
+
+def real_evaluator() -> Evaluator:
+    """`gate.evaluate.evaluate`, imported when first needed (it pulls in the whole gate)."""
+    from gate.evaluate import evaluate
+
+    return evaluate
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """How `specgate serve` answers; plain data, built by the command from its flags."""
+
+    plan_path: Path
+    host: str = "127.0.0.1"
+    port: int = 9401
+    prometheus: str | None = None
+    metrics: tuple[str, ...] = ()
+    token: str | None = field(default=None, repr=False)
+    timeout_s: float = 8.0  # below Argo's default web-metric timeout (10 s)
+    default_phase: str = "post"
+    max_body_bytes: int = 64 * 1024
+    workers: int = 4
+
+
+class FlaggerPayload(BaseModel):
+    """Flagger's webhook body (CanaryWebhookPayload); unknown keys are tolerated for newer Flaggers."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    namespace: str
+    phase: str | None = None
+    checksum: str | None = None
+    metadata: dict[str, str] | None = None
+
+
+class ArgoRequest(BaseModel):
+    """Optional JSON body of an Argo web metric `POST` (`provider.web.body`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    phase: str | None = None
+    deployment: str | None = None
+
+
+class GateMetrics:
+    """`specgate_gate_decisions_total{deployment,decision}` and `specgate_gate_line_status{deployment,line,status}`.
+
+    A custom collector owned by one server or controller (no module-level registry), so two gates in one
+    process — as in tests — never share counts.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._decisions: dict[tuple[str, str], int] = {}
+        self._lines: dict[str, dict[str, str]] = {}
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)
+
+    def record(self, deployment: str, decision: str, lines: dict[str, str]) -> None:
+        with self._lock:
+            key = (deployment, decision)
+            self._decisions[key] = self._decisions.get(key, 0) + 1
+            self._lines[deployment] = dict(lines)
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            decisions = dict(self._decisions)
+            lines = {d: dict(v) for d, v in self._lines.items()}
+        counter = CounterMetricFamily("specgate_gate_decisions", "Gate decisions answered, by decision.",
+                                      labels=["deployment", "decision"])
+        for (dep, dec), n in sorted(decisions.items()):
+            counter.add_metric([dep, dec], n)
+        yield counter
+        gauge = GaugeMetricFamily("specgate_gate_line_status",
+                                  "Status of each budget line in the last decision (1 for the status it had).",
+                                  labels=["deployment", "line", "status"])
+        for dep, per_line in sorted(lines.items()):
+            for line, status in sorted(per_line.items()):
+                gauge.add_metric([dep, line, status], 1)
+        yield gauge
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def token_matches(given: str | None, expected: str) -> bool:
+    """Constant-time comparison, so response timing says nothing about how much of a guess was right."""
+    if given is None:
+        return False
+    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+def bearer(header: str | None) -> str | None:
+    if header and header[:7].lower() == "bearer ":
+        return header[7:].strip()
+    return None
+
+
+def inconclusive_answer(phase: str, reason: str) -> dict[str, Any]:
+    """Every line inconclusive with one reason: what an unfinished or failed evaluation means."""
+    return {"decision": "inconclusive", "phase": phase,
+            "checks": {line: {"status": "inconclusive", "reason": reason} for line in LINES}}
+
+
+def answer_from(verdict_json: dict[str, Any]) -> dict[str, Any]:
+    """DESIGN.md's `check` JSON cut to what a caller needs: decision, phase, per-line status and reason."""
+    checks = {line: {"status": r.get("status"), "reason": r.get("reason")}
+              for line, r in (verdict_json.get("checks") or {}).items()}
+    return {"decision": verdict_json.get("decision"), "phase": verdict_json.get("phase"), "checks": checks}
+
+
+def reasons_of(answer: dict[str, Any]) -> list[str]:
+    """`line: status — reason` for every line that did not pass: what Flagger shows in its events."""
+    return [f"{line}: {r['status']} — {r['reason']}" for line, r in answer["checks"].items()
+            if r.get("status") not in ("pass", "n/a", "warn")]
+
+
+class Gate:
+    """The gate behind the HTTP endpoints: evaluation with a deadline, the token, and the metrics."""
+
+    def __init__(self, config: GateConfig, plan: Any, evaluator: Evaluator | None = None,
+                 metrics: GateMetrics | None = None) -> None:
+        self.config = config
+        self.plan = plan
+        self.evaluator = evaluator or real_evaluator()
+        self.metrics = metrics or GateMetrics()
+        self._pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="specgate-eval")
+        self.default_deployment = config.plan_path.stem
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def authorized(self, *candidates: str | None) -> bool:
+        if not self.config.token:
+            return True
+        # Compare every candidate (no short-circuit on the first), each in constant time.
+        results = [token_matches(c, self.config.token) for c in candidates]
+        return any(results)
+
+    def decide(self, phase: str, deployment: str | None = None) -> dict[str, Any]:
+        """Evaluate within the deadline; a late or failed evaluation is inconclusive, never a pass."""
+        fut = self._pool.submit(self.evaluator, self.plan, phase=phase, metrics=self.config.metrics,
+                                prometheus=self.config.prometheus)
+        try:
+            answer = answer_from(fut.result(timeout=self.config.timeout_s).to_json())
+        except FutureTimeout:
+            fut.cancel()
+            answer = inconclusive_answer(
+                phase, f"evaluation did not finish within {self.config.timeout_s:g} s; no answer is not a pass")
+        except Exception as e:  # the evaluator's failure is reported as an answer, not a 500
+            print(f"specgate serve: evaluation failed: {type(e).__name__}: {e}", file=sys.stderr)
+            answer = inconclusive_answer(phase, f"evaluation failed: {type(e).__name__}: {e}")
+        answer["deployment"] = deployment or self.default_deployment
+        if answer.get("decision") not in DECISIONS:
+            answer = {**inconclusive_answer(phase, f"evaluator returned decision {answer.get('decision')!r}"),
+                      "deployment": answer["deployment"]}
+        self.metrics.record(answer["deployment"], answer["decision"],
+                            {line: r["status"] for line, r in answer["checks"].items()})
+        return answer
+
+
+class GateServer(ThreadingHTTPServer):
+    """A ThreadingHTTPServer that carries its Gate (no globals)."""
+
+    daemon_threads = True
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        super().__init__((gate.config.host, gate.config.port), GateHandler)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.gate.close()
+
+
+class HttpError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class GateHandler(BaseHTTPRequestHandler):
+    server: GateServer
+    protocol_version = "HTTP/1.1"
+    timeout = 30  # a client that stops sending mid-request is dropped
+    server_version = "specgate"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # Request lines only (paths carry no secrets; tokens live in headers and bodies, never logged).
+        sys.stderr.write(f"specgate serve: {self.address_string()} {format % args}\n")
+
+    # ---- responses ----
+    def _send(self, code: int, body: dict[str, Any] | bytes, content_type: str = "application/json") -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        if code == 401:
+            self.send_header("WWW-Authenticate", 'Bearer realm="specgate"')
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _error(self, e: HttpError) -> None:
+        self._send(e.code, {"error": e.message})
+
+    def _body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            self.close_connection = True
+            raise HttpError(411, "a Content-Length is required")
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.close_connection = True
+            raise HttpError(400, "bad Content-Length") from None
+        if length > self.server.gate.config.max_body_bytes:
+            self.close_connection = True  # the body stays unread
+            raise HttpError(413, f"request body over {self.server.gate.config.max_body_bytes} bytes")
+        return self.rfile.read(length) if length > 0 else b""
+
+    # ---- routing ----
+    def do_GET(self) -> None:
+        self._route("GET")
+
+    def do_POST(self) -> None:
+        self._route("POST")
+
+    def _route(self, method: str) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        try:
+            if url.path == "/healthz" and method == "GET":
+                self._send(200, {"status": "ok"})
+            elif url.path == "/metrics" and method == "GET":
+                self._send(200, self.server.gate.metrics.exposition(), CONTENT_TYPE_LATEST)
+            elif url.path == "/argo":
+                self._argo(method, query)
+            elif url.path == "/flagger":
+                if method != "POST":
+                    raise HttpError(405, "Flagger webhooks are POST")
+                self._flagger(query)
+            else:
+                raise HttpError(404, "not found; endpoints: /argo, /flagger, /healthz, /metrics")
+        except HttpError as e:
+            self._error(e)
+
+    def _phase(self, *candidates: str | None) -> str:
+        phase = next((c for c in candidates if c), self.server.gate.config.default_phase)
+        if phase not in PHASES:
+            raise HttpError(400, f"phase must be one of {'|'.join(PHASES)}, got {phase!r}")
+        return phase
+
+    def _argo(self, method: str, query: dict[str, str]) -> None:
+        raw = self._body()
+        gate = self.server.gate
+        if not gate.authorized(bearer(self.headers.get("Authorization"))):
+            raise HttpError(401, "missing or wrong bearer token")
+        req = ArgoRequest()
+        if raw.strip():
+            try:
+                req = ArgoRequest.model_validate_json(raw)
+            except ValidationError as e:
+                raise HttpError(400, f"bad request body: {e.errors()[0]['msg']} at "
+                                     f"{'.'.join(str(p) for p in e.errors()[0]['loc']) or 'body'}") from None
+        phase = self._phase(query.get("phase"), req.phase)
+        self._send(200, gate.decide(phase, query.get("deployment") or req.deployment))
+
+    def _flagger(self, query: dict[str, str]) -> None:
+        raw = self._body()
+        gate = self.server.gate
+        try:
+            payload = FlaggerPayload.model_validate_json(raw or b"null")
+        except ValidationError as e:
+            # Authorize before saying anything about the body.
+            if not gate.authorized(bearer(self.headers.get("Authorization"))):
+                raise HttpError(401, "missing or wrong token (Authorization: Bearer, or metadata.token)") from None
+            err = e.errors()[0]
+            raise HttpError(400, f"bad Flagger payload: {err['msg']} at "
+                                 f"{'.'.join(str(p) for p in err['loc']) or 'body'}") from None
+        meta = payload.metadata or {}
+        if not gate.authorized(bearer(self.headers.get("Authorization")), meta.get("token")):
+            raise HttpError(401, "missing or wrong token (Authorization: Bearer, or metadata.token)")
+        phase = self._phase(query.get("phase"), meta.get("phase"))
+        answer = gate.decide(phase, payload.name)
+        answer["canary"] = {"name": payload.name, "namespace": payload.namespace, "phase": payload.phase}
+        if answer["decision"] == "pass":
+            self._send(200, answer)
+        else:
+            answer["reasons"] = reasons_of(answer)
+            self._send(403, answer)
+
+
+def make_server(config: GateConfig, plan: Any, evaluator: Evaluator | None = None) -> GateServer:
+    """Bind (port 0 picks a free one) without serving yet; `serve_forever()` runs it."""
+    return GateServer(Gate(config, plan, evaluator))
