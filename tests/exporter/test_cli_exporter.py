@@ -1,0 +1,138 @@
+"""`specgate exporter once|window` and `specgate replay`: the DESIGN.md command-line contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from gate.cli import main
+
+VLLM = Path(__file__).parents[1] / "fixtures" / "vllm"
+SPECGATE = [sys.executable, "-m", "gate.cli"]
+
+
+def run_json(capsys, argv: list[str]) -> tuple[int, dict]:
+    rc = main(argv)
+    out = capsys.readouterr().out
+    return rc, json.loads(out)
+
+
+def test_once_json_shape_and_values(capsys):
+    rc, doc = run_json(capsys, ["exporter", "once", "--from-file", str(VLLM / "metrics-ngram-after.txt"),
+                                "--format", "json"])
+    assert rc == 0
+    assert doc["engine"] == "vllm"
+    (s,) = doc["streams"]
+    assert set(s) == {"model", "rank", "kv_pool_tokens", "kv_block_size", "kv_usage_ratio", "context_cap_tokens",
+                      "spec", "ttft_count", "prompt_tokens", "generation_tokens", "requests_running",
+                      "requests_waiting"}
+    # values straight from the capture (NOTES.md): 64 blocks x 128, 522/1473/1170, per position 446/393/331
+    assert (s["model"], s["rank"], s["kv_pool_tokens"], s["kv_block_size"]) == ("tiny", "0", 8192, 128)
+    assert s["spec"] == {"drafts": 522, "draft_tokens": 1473, "accepted_tokens": 1170,
+                         "accepted_per_position": [446, 393, 331]}
+    assert s["context_cap_tokens"] is None  # not in /metrics: only from GET /v1/models
+    assert s["ttft_count"] == 11 and s["generation_tokens"] == 1840
+
+
+def test_once_nospec_has_null_spec(capsys):
+    rc, doc = run_json(capsys, ["exporter", "once", "--from-file", str(VLLM / "metrics-nospec-after.txt")])
+    assert rc == 0 and doc["streams"][0]["spec"] is None
+
+
+@pytest.mark.parametrize(("before", "after", "length", "rate", "reset"), [
+    ("ngram-before", "ngram-after", 1 + 1170 / 522, 1170 / 1473, False),   # 3.24 / 79.4%
+    ("draftself-before", "draftself-after", 4.0, 1.0, False),
+    ("draft-before", "draft-after", 1.0, 0.0, False),
+    ("ngram-after", "draftself-after", 4.0, 1.0, True),  # drafts go down: restart
+])
+def test_window(capsys, before, after, length, rate, reset):
+    rc, doc = run_json(capsys, ["exporter", "window", str(VLLM / f"metrics-{before}.txt"),
+                                str(VLLM / f"metrics-{after}.txt"), "--format", "json"])
+    assert rc == 0
+    (s,) = doc["streams"]
+    assert s["reset"] is reset
+    assert s["acceptance_length"] == pytest.approx(length)
+    assert s["acceptance_rate"] == pytest.approx(rate)
+    assert set(s["ttft_seconds"]) == {"p50", "p90", "p99"}
+    assert s["decode_tokens_per_second"] is None  # no --seconds given
+
+
+def test_window_seconds_gives_decode_rate(capsys):
+    rc, doc = run_json(capsys, ["exporter", "window", str(VLLM / "metrics-ngram-before.txt"),
+                                str(VLLM / "metrics-ngram-after.txt"), "--seconds", "10"])
+    # generation_tokens_total: before and after capture values, over 10 s
+    before = [ln for ln in (VLLM / "metrics-ngram-before.txt").read_text().splitlines()
+              if ln.startswith("vllm:generation_tokens_total")][0]
+    gen_before = float(before.split()[-1])
+    assert doc["streams"][0]["decode_tokens_per_second"] == pytest.approx((1840 - gen_before) / 10)
+
+
+def test_min_drafts_hides_acceptance(capsys):
+    rc, doc = run_json(capsys, ["exporter", "window", str(VLLM / "metrics-ngram-before.txt"),
+                                str(VLLM / "metrics-ngram-after.txt"), "--min-drafts", "10000"])
+    s = doc["streams"][0]
+    assert s["drafts"] == 522 and s["acceptance_length"] is None and s["acceptance_rate"] is None
+
+
+@pytest.mark.parametrize("content", [
+    "<!DOCTYPE html><html><body>Prometheus Time Series Collection</body></html>\n",
+    '{"status": "success", "data": {"resultType": "vector", "result": []}}\n',
+    "",
+])
+def test_once_refuses_pages_that_are_not_prometheus_text(tmp_path, content):
+    f = tmp_path / "page.txt"
+    f.write_text(content)
+    p = subprocess.run([*SPECGATE, "exporter", "once", "--from-file", str(f), "--format", "json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 3
+    assert p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("specgate: error:")
+
+
+def test_once_missing_file_is_invalid_input(tmp_path, capsys):
+    assert main(["exporter", "once", "--from-file", str(tmp_path / "nope.txt")]) == 3
+    assert "cannot read" in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_replay_serves_advancing_counters_and_once_reads_it(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen([*SPECGATE, "replay", "--port", str(port), "--step-seconds", "1"],
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                r = requests.get(url + "/metrics", timeout=1)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        first = float([ln for ln in r.text.splitlines()
+                       if ln.startswith("vllm:spec_decode_num_drafts_total")][0].split()[-1])
+        time.sleep(1.2)
+        env = dict(os.environ)
+        p = subprocess.run([*SPECGATE, "exporter", "once", "--engine-url", url, "--format", "json"],
+                           capture_output=True, text=True, env=env, timeout=30)
+        assert p.returncode == 0, p.stderr
+        s = json.loads(p.stdout)["streams"][0]
+        assert s["spec"]["drafts"] > first
+        assert s["context_cap_tokens"] == 512  # from the replay's /v1/models
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
