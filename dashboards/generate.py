@@ -1,0 +1,414 @@
+"""Generate dashboards/specgate.json with the official grafana-foundation-sdk (pinned 1769699379!11.6.0).
+
+Why a generator: the dashboard is code — reviewed, diffed and tested (every query is parsed with
+promql-parser and run against a real Prometheus in tests/observability). The committed JSON must equal
+this script's output (sorted keys, fixed ids), so `python dashboards/generate.py --check` fails on drift.
+
+usage: python dashboards/generate.py [--out PATH | --stdout | --check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grafana_foundation_sdk.builders import common as common_b
+from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.builders import prometheus as prom_b
+from grafana_foundation_sdk.builders import stat as stat_b
+from grafana_foundation_sdk.builders import table as table_b
+from grafana_foundation_sdk.builders import timeseries as ts_b
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import common, dashboard
+
+OUT = Path(__file__).resolve().parent / "specgate.json"
+UID = "specgate-overview"
+DS = dashboard.DataSourceRef(type_val="prometheus", uid="${datasource}")
+RUNBOOK = "https://github.com/specgate/specgate/blob/main/docs/runbook.md"
+
+# Label matchers. Per-stream series carry model/engine/rank; exporter-level series carry engine only
+# (DESIGN.md "Exporter output"); `namespace` comes from the Prometheus Operator's target labels.
+STREAM = 'namespace=~"$namespace", model=~"$model", engine=~"$engine"'
+EXPORTER = 'namespace=~"$namespace", engine=~"$engine"'
+NO_TRAFFIC = "No traffic"
+
+
+@dataclass(frozen=True)
+class Query:
+    expr: str
+    legend: str
+    instant: bool = False
+
+
+@dataclass(frozen=True)
+class PanelSpec:
+    """One panel: plain data, turned into SDK builders by `build_panel`."""
+
+    title: str
+    description: str
+    queries: tuple[Query, ...]
+    kind: str = "timeseries"  # timeseries | stat | table
+    unit: str = "short"
+    width: int = 12
+    height: int = 8
+    no_value: str | None = None
+    min: float | None = None
+    max: float | None = None
+    dashed: tuple[str, ...] = field(default_factory=tuple)  # series names drawn as dashed lines
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    title: str
+    panels: tuple[PanelSpec, ...]
+
+
+def memory_row() -> RowSpec:
+    return RowSpec("Memory: KV pools", (
+        PanelSpec(
+            "Target KV pool: allocated vs configured vs workload demand",
+            "Allocated pool = what the engine actually reserved (tokens). Configured = the ceiling from the engine "
+            "or settings, when known. Workload demand = concurrency x (prompt + output) of the configured request "
+            "mix. Allocated below demand -> SpecgateKVPoolBelowDemand.",
+            (
+                Query(f'specgate_kv_pool_tokens{{pool="target", {STREAM}}}', "allocated {{model}} r{{rank}}"),
+                Query(f"specgate_kv_pool_configured_tokens{{{STREAM}}}", "configured {{model}} r{{rank}}"),
+                Query(f"max by (namespace, engine) (specgate_workload_demand_tokens{{{EXPORTER}}})",
+                      "workload demand {{namespace}}"),
+            ),
+            unit="short", dashed=("workload demand",),
+        ),
+        PanelSpec(
+            "Drafter KV pool",
+            "A separate drafter pool, where the engine reports one. vLLM puts drafter layers into the target's "
+            "pool; SGLang sizes its draft pool with the target's (see the gate's kv_pool line).",
+            (Query(f'specgate_kv_pool_tokens{{pool="drafter", {STREAM}}}', "drafter {{model}} r{{rank}}"),),
+            unit="short", width=6, no_value="Not reported by the engine",
+        ),
+        PanelSpec(
+            "Context cap per request",
+            "max_model_len (vLLM /v1/models) or context_len (SGLang).",
+            (Query(f"specgate_context_cap_tokens{{{STREAM}}}", "{{model}} r{{rank}}", instant=True),),
+            kind="stat", unit="short", width=6, no_value="Unknown",
+        ),
+        PanelSpec(
+            "KV cache usage",
+            "Fraction of the allocated pool in use. Full with requests waiting -> SpecgateKVCacheSaturated.",
+            (Query(f"specgate_kv_usage_ratio{{{STREAM}}}", "{{model}} r{{rank}}"),),
+            unit="percentunit", min=0, max=1,
+        ),
+        PanelSpec(
+            "Preemptions per second",
+            "Requests evicted because the pool could not hold the batch (vLLM only).",
+            (Query(f"sum by (model, rank) (rate(specgate_preemptions_total{{{STREAM}}}[$__rate_interval]))",
+                   "{{model}} r{{rank}}"),),
+            unit="short", no_value="None reported",
+        ),
+    ))
+
+
+def latency_row() -> RowSpec:
+    return RowSpec("Latency and acceptance", (
+        PanelSpec(
+            "Acceptance length L per window vs SLO target",
+            "Accepted tokens per verify, bonus token included (L = 1 + accepted / drafts), over each exporter "
+            "window, and the configured target. No drafts in a window -> no value, shown as 'No traffic'.",
+            (
+                Query(f"specgate_spec_acceptance_length{{{STREAM}}}", "L {{model}} r{{rank}} ({{window}})"),
+                Query(f"max by (namespace, engine) (specgate_acceptance_slo_target{{{EXPORTER}}})",
+                      "SLO target {{namespace}}"),
+            ),
+            no_value=NO_TRAFFIC, dashed=("SLO target",),
+        ),
+        PanelSpec(
+            "Acceptance length L (5m, from counters)",
+            "model:specgate_spec_acceptance_length:ratio_rate5m: absent when no draft was made.",
+            (Query(f"model:specgate_spec_acceptance_length:ratio_rate5m{{{STREAM}}}", "{{model}}", instant=True),),
+            kind="stat", unit="none", width=6, no_value=NO_TRAFFIC,
+        ),
+        PanelSpec(
+            "Batch windows below target",
+            "Fraction of completed batch windows whose L fell below the target (per-batch SLO), over the burn-rate "
+            "windows, against the error budget (1 - objective). Burn-rate alerts fire at 14.4x (1h & 5m) and 6x "
+            "(6h & 30m) the budget.",
+            (
+                Query(f"model:specgate_spec_windows_below_slo:ratio_rate5m{{{STREAM}}}", "5m {{model}}"),
+                Query(f"model:specgate_spec_windows_below_slo:ratio_rate30m{{{STREAM}}}", "30m {{model}}"),
+                Query(f"model:specgate_spec_windows_below_slo:ratio_rate1h{{{STREAM}}}", "1h {{model}}"),
+                Query(f"model:specgate_spec_windows_below_slo:ratio_rate6h{{{STREAM}}}", "6h {{model}}"),
+                Query("1 - global:specgate_spec_window_slo_objective:ratio", "error budget"),
+            ),
+            unit="percentunit", width=6, no_value=NO_TRAFFIC, min=0, dashed=("error budget",),
+        ),
+        PanelSpec(
+            "Acceptance rate",
+            "Accepted / proposed draft tokens: the exporter's windowed gauge and the 5m ratio from counters.",
+            (
+                Query(f"specgate_spec_acceptance_rate{{{STREAM}}}", "{{model}} r{{rank}} ({{window}})"),
+                Query(f"model:specgate_spec_acceptance_rate:ratio_rate5m{{{STREAM}}}", "{{model}} 5m counters"),
+            ),
+            unit="percentunit", min=0, max=1, no_value=NO_TRAFFIC,
+        ),
+        PanelSpec(
+            "Per-position acceptance",
+            "p_i = accepted at draft position i / drafts. Early positions bound the later ones.",
+            (
+                Query(f"specgate_spec_position_acceptance_rate{{{STREAM}}}",
+                      "pos {{position}} {{model}} r{{rank}} ({{window}})"),
+                Query(f"model_position:specgate_spec_position_acceptance:ratio_rate5m{{{STREAM}}}",
+                      "pos {{position}} {{model}} 5m counters"),
+            ),
+            unit="percentunit", min=0, max=1, no_value=NO_TRAFFIC,
+        ),
+        PanelSpec(
+            "Per-batch acceptance length (p10, p50)",
+            "From the histogram of per-window L (one observation per completed batch window).",
+            (
+                Query("histogram_quantile(0.1, sum by (namespace, model, engine, le) "
+                      f"(rate(specgate_spec_window_acceptance_length_bucket{{{STREAM}}}[$__rate_interval])))",
+                      "p10 {{model}}"),
+                Query("histogram_quantile(0.5, sum by (namespace, model, engine, le) "
+                      f"(rate(specgate_spec_window_acceptance_length_bucket{{{STREAM}}}[$__rate_interval])))",
+                      "p50 {{model}}"),
+            ),
+            unit="none", no_value=NO_TRAFFIC,
+        ),
+        PanelSpec(
+            "TTFT quantiles",
+            "Time to first token from histogram deltas over each exporter window (p50, p90, p99).",
+            (Query(f"specgate_ttft_seconds{{{STREAM}}}", "p{{quantile}} {{model}} r{{rank}} ({{window}})"),),
+            unit="s", no_value="No new requests",
+        ),
+        PanelSpec(
+            "Verify-cycle time",
+            "Seconds per verify cycle per running sequence (seed 004's cycleMs): L / per-sequence decode rate. "
+            "Speculation pays when L exceeds cycle / plain step time.",
+            (Query(f"specgate_verify_cycle_seconds{{{STREAM}}}", "{{model}} r{{rank}} ({{window}})"),),
+            unit="s", width=8, no_value=NO_TRAFFIC,
+        ),
+        PanelSpec(
+            "Decode rate",
+            "Generated tokens per second over each exporter window.",
+            (Query(f"specgate_decode_tokens_per_second{{{STREAM}}}", "{{model}} r{{rank}} ({{window}})"),),
+            unit="suffix: tok/s", width=8, no_value=NO_TRAFFIC,
+        ),
+        PanelSpec(
+            "Requests running / waiting",
+            "The engine's queue. Waiting requests with a full KV cache -> SpecgateKVCacheSaturated.",
+            (
+                Query(f"specgate_requests_running{{{STREAM}}}", "running {{model}} r{{rank}}"),
+                Query(f"specgate_requests_waiting{{{STREAM}}}", "waiting {{model}} r{{rank}}"),
+            ),
+            unit="short", width=8,
+        ),
+    ))
+
+
+def deploy_row() -> RowSpec:
+    return RowSpec("Deploy: staging and gate", (
+        PanelSpec(
+            "Startup staging: cold start to ready",
+            "Seconds from the engine's process start to the sidecar's first successful scrape, when the sidecar "
+            "saw the start (the gate's staging line).",
+            (Query(f"specgate_engine_ready_seconds{{{EXPORTER}}}", "{{instance}}", instant=True),),
+            kind="stat", unit="s", width=6, no_value="Start not observed",
+        ),
+        PanelSpec(
+            "Gate decisions",
+            "Decisions of `specgate serve` / `specgate controller` in the time range.",
+            (Query('sum by (decision) (increase(specgate_gate_decisions_total{namespace=~"$namespace"}[$__range]))',
+                   "{{decision}}", instant=True),),
+            kind="stat", unit="short", width=6, no_value="No gate decisions exported",
+        ),
+        PanelSpec(
+            "Gate budget lines",
+            "Current status per budget line (artifacts, kv_pool, acceptance, staging, codesign) and deployment.",
+            (Query('max by (deployment, line, status) (specgate_gate_line_status{namespace=~"$namespace"})',
+                   "{{deployment}} {{line}} {{status}}", instant=True),),
+            kind="table", width=12, no_value="No gate lines exported",
+        ),
+        PanelSpec(
+            "Engine restarts",
+            "Restarts the sidecar detected (counters went down or the process start time changed).",
+            (Query(f"sum by (instance, model, rank) (increase(specgate_engine_restarts_total{{{STREAM}}}[$__rate_interval]))",
+                   "{{instance}} {{model}} r{{rank}}"),),
+            unit="short", width=8,
+        ),
+        PanelSpec(
+            "Engine version",
+            "What the exporter detected.",
+            (Query(f"specgate_engine_info{{{EXPORTER}}}", "{{instance}} {{engine}} {{version}}", instant=True),),
+            kind="table", width=8,
+        ),
+        PanelSpec(
+            "Exporter scrapes of the engine",
+            "Engine up (1/0), last fetch+parse duration, and scrape errors per second by reason.",
+            (
+                Query(f"specgate_engine_up{{{EXPORTER}}}", "up {{instance}}"),
+                Query(f"specgate_engine_scrape_duration_seconds{{{EXPORTER}}}", "duration s {{instance}}"),
+                Query(f"sum by (instance, reason) (rate(specgate_engine_scrape_errors_total{{{EXPORTER}}}[$__rate_interval]))",
+                      "errors/s {{reason}} {{instance}}"),
+            ),
+            unit="short", width=8,
+        ),
+    ))
+
+
+def per_engine_row() -> RowSpec:
+    by = "namespace, instance, model, engine, rank"
+    return RowSpec("Per engine (instance, rank)", (
+        PanelSpec(
+            "Acceptance length by engine",
+            "L from counters per engine instance and rank.",
+            (Query(f"1 + sum by ({by}) (rate(specgate_spec_accepted_tokens_total{{{STREAM}}}[$__rate_interval])) "
+                   f"/ (sum by ({by}) (rate(specgate_spec_drafts_total{{{STREAM}}}[$__rate_interval])) > 0)",
+                   "{{instance}} {{model}} r{{rank}}"),),
+            unit="none", width=8, no_value=NO_TRAFFIC,
+        ),
+        PanelSpec(
+            "Drafts per second by engine",
+            "Draft rounds (verify steps) per second.",
+            (Query(f"sum by ({by}) (rate(specgate_spec_drafts_total{{{STREAM}}}[$__rate_interval]))",
+                   "{{instance}} {{model}} r{{rank}}"),),
+            unit="short", width=8, no_value=NO_TRAFFIC,
+        ),
+        PanelSpec(
+            "KV usage by engine",
+            "KV cache usage per engine instance and rank.",
+            (Query(f"max by ({by}) (specgate_kv_usage_ratio{{{STREAM}}})", "{{instance}} {{model}} r{{rank}}"),),
+            unit="percentunit", width=8, min=0, max=1,
+        ),
+        PanelSpec(
+            "Per-engine summary",
+            "Allocated pool, usage and windowed L per engine instance and rank, now.",
+            (
+                Query(f'max by ({by}) (specgate_kv_pool_tokens{{pool="target", {STREAM}}})', "pool", instant=True),
+                Query(f"max by ({by}) (specgate_kv_usage_ratio{{{STREAM}}})", "usage", instant=True),
+                Query(f"max by ({by}, window) (specgate_spec_acceptance_length{{{STREAM}}})", "L", instant=True),
+            ),
+            kind="table", width=24, no_value=NO_TRAFFIC,
+        ),
+    ))
+
+
+def rows() -> tuple[RowSpec, ...]:
+    return (memory_row(), latency_row(), deploy_row(), per_engine_row())
+
+
+def _mappings(no_value: str | None) -> list[dashboard.ValueMapping]:
+    """NaN/null (e.g. 0/0 when no draft was made) shown as text, never as a misleading 0."""
+    if no_value is None:
+        return []
+    return [dashboard.SpecialValueMap(options=dashboard.DashboardSpecialValueMapOptions(
+        match=dashboard.SpecialValueMatch.NULL_AND_NAN,
+        result=dashboard.ValueMappingResult(text=no_value, index=0)))]
+
+
+def _target(q: Query, ref_id: str) -> prom_b.Dataquery:
+    t = prom_b.Dataquery().expr(q.expr).legend_format(q.legend).ref_id(ref_id).datasource(DS)
+    if q.instant:
+        t = t.instant().format(prom_b.prometheus.PromQueryFormat.TABLE)
+    else:
+        t = t.range()
+    return t
+
+
+def build_panel(spec: PanelSpec, panel_id: int):
+    if spec.kind == "stat":
+        p = (stat_b.Panel().graph_mode(common.BigValueGraphMode.NONE)
+             .reduce_options(common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False)))
+    elif spec.kind == "table":
+        p = table_b.Panel().with_transformation(dashboard.DataTransformerConfig(id_val="merge", options={}))
+    else:
+        p = (ts_b.Panel().line_width(1).fill_opacity(10).span_nulls(False)
+             .legend(common_b.VizLegendOptions().show_legend(True)
+                     .display_mode(common.LegendDisplayMode.LIST).placement(common.LegendPlacement.BOTTOM)))
+        for name in spec.dashed:
+            p = p.override_by_regexp(f"^{name}.*", [
+                dashboard.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}),
+                dashboard.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": "red"}),
+            ])
+    p = (p.id(panel_id).title(spec.title).description(spec.description).datasource(DS)
+         .unit(spec.unit).span(spec.width).height(spec.height))
+    if spec.kind != "table":
+        p = p.mappings(_mappings(spec.no_value))
+    if spec.no_value is not None:
+        p = p.no_value(spec.no_value)
+    if spec.min is not None:
+        p = p.min(spec.min)
+    if spec.max is not None:
+        p = p.max(spec.max)
+    for i, q in enumerate(spec.queries):
+        p = p.with_target(_target(q, chr(ord("A") + i)))
+    return p
+
+
+def _query_variable(name: str, label: str, query: str) -> dash_b.QueryVariable:
+    return (dash_b.QueryVariable(name).label(label).datasource(DS)
+            .query({"query": query, "refId": f"{name}-var", "qryType": 1})
+            .refresh(dashboard.VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .sort(dashboard.VariableSort.ALPHABETICAL_ASC)
+            .multi(True).include_all(True).all_value(".*")
+            .current(dashboard.VariableOption(selected=True, text="All", value="$__all")))
+
+
+def build_dashboard() -> dashboard.Dashboard:
+    d = (dash_b.Dashboard("specgate: speculative decoding")
+         .uid(UID)
+         .description("Does speculative decoding pay for itself, and is it safe? KV pools, acceptance against its "
+                      "per-batch SLO, latency, startup staging and gate decisions from the specgate exporter.")
+         .tags(["specgate", "speculative-decoding", "vllm", "sglang"])
+         .editable()
+         .tooltip(dashboard.DashboardCursorSync.CROSSHAIR)
+         .refresh("30s")
+         .time("now-3h", "now")
+         .timezone("browser")
+         .link(dash_b.DashboardLink("Runbook").type(dashboard.DashboardLinkType.LINK).url(RUNBOOK)
+               .target_blank(True).icon("doc"))
+         .with_variable(dash_b.DatasourceVariable("datasource").label("Data source").type("prometheus"))
+         .with_variable(_query_variable("namespace", "Namespace", "label_values(specgate_engine_up, namespace)"))
+         .with_variable(_query_variable("engine", "Engine",
+                                        'label_values(specgate_engine_up{namespace=~"$namespace"}, engine)'))
+         .with_variable(_query_variable(
+             "model", "Model",
+             'label_values(specgate_requests_running{namespace=~"$namespace", engine=~"$engine"}, model)')))
+    panel_id = 1
+    for row in rows():
+        d = d.with_row(dash_b.Row(row.title).id(panel_id))
+        panel_id += 1
+        for spec in row.panels:
+            d = d.with_panel(build_panel(spec, panel_id))
+            panel_id += 1
+    return d.build()
+
+
+def render() -> str:
+    """The dashboard JSON, deterministic: sorted keys, fixed ids and layout, trailing newline."""
+    return json.dumps(build_dashboard(), cls=JSONEncoder, sort_keys=True, indent=2) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--out", type=Path, default=OUT, help=f"where to write (default {OUT.name} next to this script)")
+    g.add_argument("--stdout", action="store_true", help="print instead of writing")
+    g.add_argument("--check", action="store_true", help="exit 1 if the committed JSON differs from the output")
+    args = ap.parse_args(argv)
+    text = render()
+    if args.stdout:
+        sys.stdout.write(text)
+        return 0
+    if args.check:
+        same = OUT.is_file() and OUT.read_text() == text
+        if not same:
+            print(f"{OUT} is stale: run python dashboards/generate.py", file=sys.stderr)
+        return 0 if same else 1
+    args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
