@@ -1,0 +1,351 @@
+"""Co-design check: does this drafter match this target (DESIGN.md, "Co-design rules")?
+
+Why: a drafter is trained against one target's feature taps, hidden width, vocabulary,
+depth and block size; seed 002's fifth budget line is the check that they still match
+before the switch. Everything here is answered from config.json files (plus, for the
+draft-vocabulary mapping, the drafter's safetensors headers when they are at hand).
+
+Severities follow the table: a rule the engine enforces or that breaks drafting fails;
+a rule that only erodes acceptance warns; a rule without the inputs it needs is n/a.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gate.geometry import STATE_KINDS, classify_layers
+from gate.modelconfig import ConfigError, drafter_family, mtp_layers, num_hidden_layers, resolve_text_config
+from gate.weights import has_tensor
+
+ENGINES = ("vllm", "sglang")
+_RANK = {"pass": 0, "warn": 1, "fail": 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One co-design rule: its id, pass | warn | fail | n/a, and the numbers it used."""
+
+    check: str
+    status: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class CodesignResult:
+    """Worst finding wins (fail > warn > pass; n/a findings do not count); n/a with no drafter."""
+
+    status: str
+    findings: list[Finding] = field(default_factory=list)
+    family: str | None = None
+
+
+def worst_status(findings: list[Finding]) -> str:
+    """fail > warn > pass over the findings that apply; pass when none applies."""
+    ranked = [f.status for f in findings if f.status in _RANK]
+    return max(ranked, key=_RANK.__getitem__, default="pass")
+
+
+def _int_list(value: Any) -> list[int] | None:
+    if isinstance(value, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        return list(value)
+    return None
+
+
+def _dflash_config(d: dict[str, Any]) -> dict[str, Any]:
+    value = d.get("dflash_config")
+    return value if isinstance(value, dict) else {}
+
+
+def _eagle3_taps(d: dict[str, Any], L: int, engine: str) -> tuple[Finding, list[int]]:
+    """Checks the EAGLE-3 aux layer ids; returns the finding and the target layers whose outputs are tapped."""
+    eagle = d.get("eagle_config") if isinstance(d.get("eagle_config"), dict) else {}
+    raw = eagle.get("eagle_aux_hidden_state_layer_ids", d.get("eagle_aux_hidden_state_layer_ids"))
+    if raw is None:
+        default = [2, L // 2, L - 3]
+        # Both engines capture the stream entering layer i for their default list.
+        return (Finding("eagle3_taps", "pass",
+                        f"no explicit eagle_aux_hidden_state_layer_ids: {engine} uses its default "
+                        f"(2, L//2, L-3) = {tuple(default)} for L = {L} (streams entering those layers)"),
+                [i - 1 for i in default if i >= 1])
+    ids = _int_list(raw)
+    if ids is None or not ids:
+        return Finding("eagle3_taps", "fail", f"eagle_aux_hidden_state_layer_ids {raw!r} is not a list of integers"), []
+    if engine == "vllm":
+        hi = L
+        convention = ("vLLM convention: id j = hidden stream entering layer j (0 = embeddings), "
+                      f"ids in [0, L] = [0, {L}]")
+        outputs = [j - 1 for j in ids if 1 <= j <= L]
+    else:
+        hi = L - 1
+        convention = f"SGLang convention: id k = output of layer k, ids in [0, L-1] = [0, {L - 1}]"
+        outputs = [k for k in ids if 0 <= k <= L - 1]
+    out = [i for i in ids if not 0 <= i <= hi]
+    note = "; the same ids tap different layers in vLLM and SGLang"
+    if out:
+        return (Finding("eagle3_taps", "fail",
+                        f"taps {ids} out of range for a {L}-layer target: {out} ({convention}){note}"), outputs)
+    return Finding("eagle3_taps", "pass", f"taps {ids} within range ({convention}){note}"), outputs
+
+
+def _dflash_taps(d: dict[str, Any], L: int) -> tuple[Finding, list[int]]:
+    raw = _dflash_config(d).get("target_layer_ids", d.get("target_layer_ids"))
+    if raw is None:
+        return (Finding("dflash_taps", "warn",
+                        "no target_layer_ids: the engine derives default taps from num_target_layers (not verified)"),
+                [])
+    ids = _int_list(raw)
+    convention = "layer outputs in both engines, ids in [0, L-1]"
+    if ids is None:
+        return Finding("dflash_taps", "fail", f"target_layer_ids {raw!r} is not a list of integers"), []
+    problems = []
+    if not ids:
+        problems.append("empty")
+    out = [i for i in ids if not 0 <= i <= L - 1]
+    if out:
+        problems.append(f"{out} outside [0, {L - 1}]")
+    if len(set(ids)) != len(ids):
+        problems.append("duplicates")
+    if any(b <= a for a, b in zip(ids, ids[1:], strict=False)):
+        problems.append("not increasing")
+    taps = [i for i in ids if 0 <= i <= L - 1]
+    if problems:
+        return (Finding("dflash_taps", "fail",
+                        f"target_layer_ids {ids} for a {L}-layer target: {', '.join(problems)} ({convention})"), taps)
+    return Finding("dflash_taps", "pass", f"target_layer_ids {ids} valid for a {L}-layer target ({convention})"), taps
+
+
+def _num_target_layers(d: dict[str, Any], L: int) -> Finding | None:
+    n = d.get("num_target_layers")
+    if n is None:
+        return None
+    if n == L:
+        return Finding("num_target_layers", "pass", f"drafter trained against {n} target layers = L {L}")
+    return Finding("num_target_layers", "warn", f"drafter trained against {n} target layers, target has {L}")
+
+
+def _hidden_size(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Finding:
+    th = t.get("hidden_size")
+    if d is None:
+        return Finding("hidden_size", "pass", f"MTP layers live in the target (hidden size {th} shared)")
+    if family == "draft_model":
+        return Finding("hidden_size", "n/a",
+                       f"a separate draft model keeps its own hidden size ({d.get('hidden_size')} vs target {th})")
+    dh = d.get("hidden_size")
+    if dh is None or th is None:
+        return Finding("hidden_size", "warn", f"hidden size not declared (drafter {dh}, target {th}); not verified")
+    if dh == th:
+        return Finding("hidden_size", "pass", f"drafter hidden_size {dh} = target {th}")
+    if family == "eagle3":
+        tgt = d.get("target_hidden_size")
+        if tgt == th:
+            return Finding("hidden_size", "pass",
+                           f"EAGLE-3 hidden_size {dh} differs from target {th}, with target_hidden_size {tgt} = target")
+        return Finding("hidden_size", "fail",
+                       f"EAGLE-3 hidden_size {dh} != target {th} and target_hidden_size is {tgt}, not {th}")
+    return Finding("hidden_size", "fail", f"{family} drafter hidden_size {dh} != target hidden_size {th}")
+
+
+def _vocabulary(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Finding:
+    tv = t.get("vocab_size")
+    if d is None:
+        return Finding("vocabulary", "pass", f"MTP layers share the target's embedding and lm_head (vocab {tv})")
+    dv = d.get("vocab_size")
+    dvs = d.get("draft_vocab_size")
+    mask = _dflash_config(d).get("mask_token_id", d.get("mask_token_id"))
+    problems: list[str] = []
+    facts = [f"drafter vocab_size {dv}", f"target vocab_size {tv}"]
+    if dv is not None and tv is not None and dv != tv:
+        problems.append(f"vocab_size {dv} != target {tv}")
+    if dvs is not None:
+        facts.append(f"draft_vocab_size {dvs}")
+        limit = dv if dv is not None else tv
+        if limit is not None and dvs > limit:
+            problems.append(f"draft_vocab_size {dvs} > vocab_size {limit}")
+    if mask is not None:
+        facts.append(f"mask_token_id {mask}")
+        if tv is not None and not 0 <= mask < tv:
+            problems.append(f"mask_token_id {mask} not < target vocab {tv}")
+    if problems:
+        return Finding("vocabulary", "fail", "; ".join(problems))
+    if dv is None or tv is None:
+        return Finding("vocabulary", "warn", f"vocabulary not fully declared ({', '.join(facts)}); not verified")
+    return Finding("vocabulary", "pass", ", ".join(facts))
+
+
+def _draft_vocab_mapping(d: dict[str, Any] | None, t: dict[str, Any],
+                         drafter_weights: str | Path | None) -> Finding | None:
+    if d is None:
+        return None
+    dvs = d.get("draft_vocab_size")
+    vs = d.get("vocab_size") or t.get("vocab_size")
+    if dvs is None or vs is None or dvs >= vs:
+        return None
+    found = has_tensor(drafter_weights, "d2t") if drafter_weights is not None else None
+    what = f"draft_vocab_size {dvs} < vocab_size {vs} needs a d2t mapping tensor"
+    if found is True:
+        return Finding("draft_vocab_mapping", "pass", f"{what}: present in the drafter's safetensors")
+    if found is False:
+        return Finding("draft_vocab_mapping", "fail", f"{what}: missing from the drafter's safetensors")
+    return Finding("draft_vocab_mapping", "warn",
+                   f"{what}: not verified (config.json alone cannot show it; no drafter weights readable)")
+
+
+def _block_size(family: str, d: dict[str, Any], engine: str, k: int | None) -> Finding:
+    bs = d.get("block_size", _dflash_config(d).get("block_size"))
+    if not isinstance(bs, int) or isinstance(bs, bool) or bs < 1:
+        return Finding("block_size", "warn", f"{family} drafter declares no block_size; depth not verified")
+    if family == "dflash":
+        if engine == "vllm":
+            limit = bs - 1
+            if k is None:
+                return Finding("block_size", "pass",
+                               f"vLLM: num_speculative_tokens must be <= block_size - 1 = {limit}; not given")
+            if k > limit:
+                return Finding("block_size", "fail",
+                               f"vLLM rejects num_speculative_tokens {k} > block_size - 1 = {limit}")
+            return Finding("block_size", "pass", f"vLLM: num_speculative_tokens {k} <= block_size - 1 = {limit}")
+        if k is None:
+            return Finding("block_size", "pass", f"SGLang drafts block_size = {bs} tokens per verify")
+        if k != bs:
+            return Finding("block_size", "fail",
+                           f"SGLang requires speculative_num_draft_tokens = block_size {bs}, got {k}")
+        return Finding("block_size", "pass", f"SGLang draft tokens {k} = block_size {bs}")
+    # DSpark
+    if engine == "sglang":
+        want = bs + 1
+        if k is None:
+            return Finding("block_size", "pass", f"SGLang drafts block_size + 1 = {want} tokens per verify")
+        if k != want:
+            return Finding("block_size", "fail",
+                           f"SGLang sets DSpark draft tokens = block_size + 1 = {want}, got {k}")
+        return Finding("block_size", "pass", f"SGLang draft tokens {k} = block_size + 1 = {want}")
+    if k is None:
+        return Finding("block_size", "pass", f"vLLM default num_speculative_tokens = block_size = {bs}")
+    if k != bs:
+        return Finding("block_size", "warn",
+                       f"vLLM num_speculative_tokens {k} differs from the DSpark block_size {bs} it was trained on")
+    return Finding("block_size", "pass", f"vLLM num_speculative_tokens {k} = block_size {bs}")
+
+
+def _mtp_depth(t: dict[str, Any], engine: str, k: int | None) -> Finding:
+    n = mtp_layers(t)
+    if n < 1:
+        return Finding("mtp_depth", "fail",
+                       "the target has no MTP layers (num_nextn_predict_layers / mtp_num_hidden_layers < 1)")
+    if engine != "vllm":
+        return Finding("mtp_depth", "pass", f"target has {n} MTP layer(s); SGLang chains them for any depth")
+    if k is None:
+        return Finding("mtp_depth", "pass", f"target has n_predict = {n} MTP layer(s); num_speculative_tokens not given")
+    if k <= n or k % n == 0:
+        return Finding("mtp_depth", "pass", f"vLLM num_speculative_tokens {k} is <= or a multiple of n_predict {n}")
+    return Finding("mtp_depth", "fail",
+                   f"vLLM num_speculative_tokens {k} is neither <= nor a multiple of n_predict {n}")
+
+
+def _model_name(name: str) -> str:
+    parts = [p for p in str(name).strip().replace("\\", "/").split("/") if p]
+    return "/".join(parts[-2:]).lower()
+
+
+def _trained_against(d: dict[str, Any] | None, t: dict[str, Any], deployed_target: str | None) -> Finding | None:
+    if d is None:
+        return None
+    spec = d.get("speculators_config") if isinstance(d.get("speculators_config"), dict) else {}
+    verifier = spec.get("verifier") if isinstance(spec.get("verifier"), dict) else {}
+    name = verifier.get("name_or_path")
+    archs = verifier.get("architectures")
+    if name and deployed_target:
+        if _model_name(name) == _model_name(deployed_target):
+            return Finding("trained_against", "pass", f"drafter verifier {name} = deployed target {deployed_target}")
+        return Finding("trained_against", "warn", f"drafter trained against {name}, deployed target is {deployed_target}")
+    t_archs = t.get("architectures")
+    if isinstance(archs, list) and archs and isinstance(t_archs, list) and t_archs:
+        if set(archs) & set(t_archs):
+            return Finding("trained_against", "pass",
+                           f"verifier architectures {archs} match the target's"
+                           + (f" (verifier {name}; deployed target name not given)" if name else ""))
+        return Finding("trained_against", "warn", f"verifier architectures {archs} differ from the target's {t_archs}")
+    return Finding("trained_against", "n/a", "the drafter does not name the target it was trained against")
+
+
+def _context_length(d: dict[str, Any] | None, t: dict[str, Any], max_model_len: int | None) -> Finding | None:
+    if d is None:
+        return None
+    dm = d.get("max_position_embeddings")
+    served, source = max_model_len, "served max_model_len"
+    if served is None:
+        served, source = t.get("max_position_embeddings"), "target max_position_embeddings (max_model_len not given)"
+    if dm is None or served is None:
+        return Finding("context_length", "n/a", f"drafter max_position_embeddings {dm}, {source} {served}")
+    if served > dm:
+        return Finding("context_length", "warn",
+                       f"{source} {served} > drafter max_position_embeddings {dm}: beyond what the drafter was trained on "
+                       "(vLLM raises the drafter's limit to max_model_len)")
+    return Finding("context_length", "pass", f"{source} {served} <= drafter max_position_embeddings {dm}")
+
+
+def _hybrid_taps(t: dict[str, Any], taps: list[int]) -> Finding | None:
+    kinds = classify_layers(t)
+    if not any(k in STATE_KINDS for k in kinds):
+        return None
+    on_state = [i for i in taps if 0 <= i < len(kinds) and kinds[i] in STATE_KINDS]
+    if on_state:
+        return Finding("hybrid_taps", "warn",
+                       f"hybrid target: taps read the outputs of linear-attention/Mamba layers {on_state}")
+    return Finding("hybrid_taps", "pass", f"hybrid target: tapped layer outputs {taps} are attention layers")
+
+
+def _parallelism(draft_tp: int | None, target_tp: int | None) -> Finding:
+    ttp = target_tp or 1
+    if draft_tp is None:
+        return Finding("parallelism", "pass", f"draft TP not set: the engine uses the target TP {ttp}")
+    if draft_tp in (1, ttp):
+        return Finding("parallelism", "pass", f"draft TP {draft_tp} in {{1, target TP {ttp}}}")
+    return Finding("parallelism", "fail", f"draft TP {draft_tp} not in {{1, target TP {ttp}}}")
+
+
+def codesign(target_cfg: dict[str, Any], drafter_cfg: dict[str, Any] | None, engine: str = "vllm",
+             num_speculative_tokens: int | None = None, draft_tp: int | None = None,
+             target_tp: int | None = None, max_model_len: int | None = None,
+             deployed_target: str | None = None, drafter_weights: str | Path | None = None) -> CodesignResult:
+    """Run DESIGN.md's co-design table for one target/drafter pair on one engine.
+
+    `drafter_cfg` None means no separate drafter: MTP when the target carries next-n layers,
+    otherwise nothing to co-design (ngram) and the result is n/a.
+    """
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be vllm or sglang, got {engine!r}")
+    t = resolve_text_config(target_cfg)
+    L = num_hidden_layers(t, "target config")
+    if drafter_cfg is None and mtp_layers(t) == 0:
+        return CodesignResult("n/a", [Finding("family", "n/a", "no drafter (e.g. ngram): nothing to co-design")])
+    family = drafter_family(drafter_cfg, target_cfg)
+    d = resolve_text_config(drafter_cfg) if drafter_cfg is not None else None
+    k = num_speculative_tokens
+    source = "the target's MTP layers" if d is None else f"architectures {(drafter_cfg or {}).get('architectures')}"
+    findings: list[Finding | None] = [Finding("family", "pass", f"{family} drafter ({source}); target L = {L}")]
+    taps: list[int] = []
+    if family == "eagle3" and d is not None:
+        f, taps = _eagle3_taps(d, L, engine)
+        findings.append(f)
+    if family in ("dflash", "dspark") and d is not None:
+        f, taps = _dflash_taps(d, L)
+        findings.append(f)
+    if d is not None:
+        findings.append(_num_target_layers(d, L))
+    findings.append(_hidden_size(family, d, t))
+    findings.append(_vocabulary(family, d, t))
+    findings.append(_draft_vocab_mapping(d, t, drafter_weights))
+    if family in ("dflash", "dspark") and d is not None:
+        findings.append(_block_size(family, d, engine, k))
+    if family == "mtp":
+        findings.append(_mtp_depth(t, engine, k))
+    findings.append(_trained_against(d, t, deployed_target))
+    findings.append(_context_length(d, t, max_model_len))
+    if family in ("eagle3", "dflash", "dspark"):
+        findings.append(_hybrid_taps(t, taps))
+    findings.append(_parallelism(draft_tp, target_tp))
+    kept = [f for f in findings if f is not None]
+    return CodesignResult(worst_status(kept), kept, family)
