@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Build the tiny target and draft models the real-vLLM e2e tests serve (no model hub here).
+
+Usage: <vllm-venv>/bin/python tools/build_tiny_models.py OUTDIR
+Writes OUTDIR/target and OUTDIR/draft: random-weight `LlamaForCausalLM`s in float32 with a
+shared, locally trained byte-level BPE tokenizer (vocab 512). Needs torch, transformers and
+tokenizers, so it runs with the vLLM venv's python (tools/vllm_cpu.sh prints it).
+
+Why these sizes (their geometry is what the budget tests predict):
+  * head_dim 32: the smallest head size vLLM's CPU attention backend accepts.
+  * target: 2 layers x 2 KV heads x 32 x 4 B x (K,V) = 1,024 B/token -> 8 MiB = 64 blocks of 128.
+  * draft:  1 layer  x 1 KV head  x 32 x 4 B x (K,V) =   256 B/token -> 8 MiB / 1,280 = 51 blocks.
+Deterministic: fixed seeds (0 target, 1 draft) and a fixed training corpus, so the engine's
+counters are the same run after run. Adapted from ../shared/reference/vllm-cpu/build_tiny_models.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+VOCAB = 512
+SPECIALS = ["<unk>", "<s>", "</s>", "<pad>"]
+# (name, hidden, layers, heads, kv_heads, intermediate, seed)
+MODELS: tuple[tuple[str, int, int, int, int, int, int], ...] = (
+    ("target", 128, 2, 4, 2, 256, 0),
+    ("draft", 64, 1, 2, 1, 128, 1),
+)
+COMPLETE = ".complete"
+
+
+def corpus() -> list[str]:
+    """A fixed synthetic corpus: repetitive enough that ngram lookup finds matches."""
+    words = (
+        "the quick brown fox jumps over the lazy dog speculative decoding "
+        "draft target token accept reject cache block prefix prompt "
+        "generation metrics prometheus exporter kv vllm sglang engine "
+        "request latency throughput one two three four five six seven eight nine ten"
+    ).split()
+    lines = []
+    for i in range(2000):
+        lines.append(" ".join(words[(i * 7 + j * 3) % len(words)] for j in range(12)))
+        lines.append(f"The number {i} is followed by {i + 1}.")
+    return lines
+
+
+def build_tokenizer():  # -> PreTrainedTokenizerFast (imported lazily: heavy)
+    """Byte-level BPE trained here, wrapped for transformers, with a minimal chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus(), trainer=trainer)
+    bos_id = tok.token_to_id("<s>")
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", bos_id)]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        model_max_length=2048,
+    )
+    fast.chat_template = (
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}assistant:{% endif %}"
+    )
+    return fast
+
+
+def build_model(out_dir: Path, tokenizer, hidden: int, layers: int, heads: int, kv_heads: int,
+                inter: int, seed: int) -> int:
+    """Save one random-weight Llama (float32) plus the shared tokenizer; returns its parameter count."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=inter,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=hidden // heads,
+        max_position_embeddings=2048,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+        torch_dtype="float32",
+    )
+    model = LlamaForCausalLM(cfg).to(torch.float32)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)
+    return sum(p.numel() for p in model.parameters())
+
+
+def sanity_check(model_dir: Path) -> str:
+    """Reload with the Auto* classes (what vLLM's loader relies on) and decode greedily."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    t = AutoTokenizer.from_pretrained(model_dir)
+    m = AutoModelForCausalLM.from_pretrained(model_dir)
+    ids = t("the quick brown fox", return_tensors="pt")
+    out = m.generate(**ids, max_new_tokens=5, do_sample=False)
+    return t.decode(out[0])
+
+
+def is_complete(outdir: Path) -> bool:
+    """True when a previous build finished (the marker is written last)."""
+    return (outdir / COMPLETE).is_file() and all((outdir / name / "config.json").is_file() for name, *_ in MODELS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("outdir", type=Path, help="writes OUTDIR/target and OUTDIR/draft")
+    parser.add_argument("--force", action="store_true", help="rebuild even when OUTDIR is complete")
+    args = parser.parse_args(argv)
+    outdir: Path = args.outdir
+    if is_complete(outdir) and not args.force:
+        print(f"tiny models already built in {outdir}", file=sys.stderr)
+        return 0
+    (outdir / COMPLETE).unlink(missing_ok=True)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    tok = build_tokenizer()
+    print(f"tokenizer: vocab {len(tok)}", file=sys.stderr)
+    for name, hidden, layers, heads, kv_heads, inter, seed in MODELS:
+        n = build_model(outdir / name, tok, hidden, layers, heads, kv_heads, inter, seed)
+        print(f"saved {outdir / name}: {n} params, hidden={hidden} layers={layers} "
+              f"heads={heads}/{kv_heads} head_dim={hidden // heads}", file=sys.stderr)
+    for name, *_ in MODELS:
+        print(f"{name} reload OK; greedy sample: {sanity_check(outdir / name)!r}", file=sys.stderr)
+    (outdir / COMPLETE).write_text("ok\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
