@@ -20,10 +20,22 @@ COMMANDS: list[tuple[str, str, str]] = [
 ]
 
 
+EXIT_INVALID = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are invalid input: exit 3, not argparse's 2 (2 means "inconclusive" here)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_INVALID)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from exporter import cli as exporter_cli
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="specgate",
         description="Measure and gate speculative decoding on vLLM and SGLang.",
     )
