@@ -139,6 +139,7 @@ class Hook:
     pattern: re.Pattern[str]
     fn: Callable[[FakeKube], None]
     times: int
+    when: Callable[[dict[str, str]], bool] | None = None
 
 
 @dataclass
@@ -196,10 +197,12 @@ class FakeKube:
         with self.cond:
             self.faults.append(Fault(method, re.compile(path_regex), status, times))
 
-    def before(self, method: str, path_regex: str, fn: Callable[[FakeKube], None], times: int = 1) -> None:
-        """Run `fn(fake)` before handling the next `times` matching requests (e.g. a concurrent writer)."""
+    def before(self, method: str, path_regex: str, fn: Callable[[FakeKube], None], times: int = 1,
+               when: Callable[[dict[str, str]], bool] | None = None) -> None:
+        """Run `fn(fake)` before handling the next `times` matching requests (e.g. a concurrent writer);
+        `when(query)` narrows the match (e.g. only watch requests)."""
         with self.cond:
-            self.hooks.append(Hook(method, re.compile(path_regex), fn, times))
+            self.hooks.append(Hook(method, re.compile(path_regex), fn, times, when))
 
     def compact(self) -> None:
         """Forget the event history, as etcd compaction does: older watches now get 410 Gone."""
@@ -306,7 +309,8 @@ class _Handler(BaseHTTPRequestHandler):
         log = Logged(method, url.path, query, 0, self.headers.get("Content-Type"), body)
         with kube.cond:
             kube.requests.append(log)
-            hook = next((h for h in kube.hooks if h.method == method and h.pattern.search(url.path)), None)
+            hook = next((h for h in kube.hooks if h.method == method and h.pattern.search(url.path)
+                         and (h.when is None or h.when(query))), None)
             if hook:
                 hook.times -= 1
                 if hook.times <= 0:
