@@ -1,0 +1,309 @@
+"""The memory bill of a plan (seed 002's first two lines): weights of both artifacts, KV bytes
+per token of both, the pool the engine is predicted to allocate with and without the drafter,
+the pool it reports it allocated, and the demand of every request mix.
+
+Why separate from the kv_pool line: `specgate budget` prints the same numbers without judging
+them, and the line judges exactly these numbers (one computation, two views). Unknown values
+stay None with a note saying why; nothing is guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gate.evidence.artifacts import ArtifactFacts
+from gate.geometry import (
+    STATE_KINDS,
+    KVGeometry,
+    drafter_kv_need,
+    kv_geometry,
+    mtp_drafter_geometry,
+)
+from gate.modelconfig import ConfigError
+from gate.plan import Plan
+from gate.pool import sglang_max_total_num_tokens, vllm_pool_tokens
+
+VLLM_DEFAULT_BLOCK_SIZE = 16  # vLLM's GPU default; the CPU backend uses 128 (set engine.block_size)
+
+
+@dataclass(frozen=True)
+class Allocated:
+    """An allocated pool the engine reported, and where the number comes from."""
+
+    tokens: int
+    source: str
+
+
+@dataclass
+class ModelBill:
+    name: str | None
+    config_source: str | None
+    kv_bytes_per_token: int | None
+    kv_breakdown: dict[str, Any] | None
+    weights_bytes: int | None
+    weights_source: str | None
+    notes: list[str] = field(default_factory=list)
+    geometry: KVGeometry | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "config_source": self.config_source,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+            "kv_breakdown": self.kv_breakdown,
+            "weights_bytes": self.weights_bytes,
+            "weights_source": self.weights_source,
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class DrafterBill(ModelBill):
+    kind: str = "separate"  # separate | embedded
+    method: str | None = None
+    kv_scope: str = "full"
+    engine_charge_bytes_per_token: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        out.update({"kind": self.kind, "method": self.method, "kv_scope": self.kv_scope,
+                    "engine_charge_bytes_per_token": self.engine_charge_bytes_per_token})
+        return out
+
+
+@dataclass
+class PoolBill:
+    engine: str
+    kv_cache_memory_bytes: int | None
+    block_size: int | None
+    predicted_with_drafter: int | None
+    predicted_without_drafter: int | None
+    predicted_blocks_with_drafter: int | None
+    predicted_blocks_without_drafter: int | None
+    allocated: Allocated | None
+    allocated_without_drafter: Allocated | None
+    configured_max_total_tokens: int | None
+    context_cap_tokens: int | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def judged_tokens(self) -> int | None:
+        """The pool the request mixes are judged against: allocated if reported, else predicted."""
+        if self.allocated is not None:
+            return self.allocated.tokens
+        return self.predicted_with_drafter
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "kv_cache_memory_bytes": self.kv_cache_memory_bytes,
+            "block_size": self.block_size,
+            "predicted_tokens": {"with_drafter": self.predicted_with_drafter,
+                                 "without_drafter": self.predicted_without_drafter},
+            "predicted_blocks": {"with_drafter": self.predicted_blocks_with_drafter,
+                                 "without_drafter": self.predicted_blocks_without_drafter},
+            "allocated_tokens": self.allocated.tokens if self.allocated else None,
+            "allocated_source": self.allocated.source if self.allocated else None,
+            "allocated_tokens_without_drafter": (self.allocated_without_drafter.tokens
+                                                 if self.allocated_without_drafter else None),
+            "allocated_without_drafter_source": (self.allocated_without_drafter.source
+                                                 if self.allocated_without_drafter else None),
+            "configured_max_total_tokens": self.configured_max_total_tokens,
+            "context_cap_tokens": self.context_cap_tokens,
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class MixBill:
+    name: str
+    concurrency: int
+    prompt_tokens: int
+    output_tokens: int
+    request_tokens: int
+    demand_tokens: int
+    drafter_need_bytes: int | None
+    drafter_charged_bytes: int | None
+    source: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Budget:
+    target: ModelBill
+    drafter: DrafterBill | None
+    pool: PoolBill
+    mixes: list[MixBill]
+
+    def to_json(self) -> dict[str, Any]:
+        """`specgate budget --format json`: nested objects target, drafter, pool, workload."""
+        return {
+            "target": self.target.to_json(),
+            "drafter": self.drafter.to_json() if self.drafter else None,
+            "pool": self.pool.to_json(),
+            "workload": {
+                "demand_tokens": {m.name: m.demand_tokens for m in self.mixes},
+                "mixes": [m.to_json() for m in self.mixes],
+            },
+        }
+
+
+def _kv_dtype(plan: Plan) -> str | None:
+    return None if plan.engine.kv_dtype == "auto" else plan.engine.kv_dtype
+
+
+def _geometry(cfg: dict[str, Any] | None, dtype: str | None, tp: int, what: str,
+              notes: list[str]) -> KVGeometry | None:
+    if cfg is None:
+        notes.append(f"{what} KV geometry unknown: no config or inline geometry in the plan")
+        return None
+    try:
+        return kv_geometry(cfg, dtype=dtype, tp=tp)
+    except ConfigError as e:
+        notes.append(f"{what} KV geometry unknown: {e}")
+        return None
+
+
+def _uniform(geom: KVGeometry) -> bool:
+    """Only full/MLA layers: the engines' pool arithmetic is then exact (no hybrid allocator)."""
+    return not any(x.kind in STATE_KINDS or x.kind == "sliding_attention" for x in geom.layers)
+
+
+def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None = None) -> Budget:
+    """The memory bill from the plan, its local artifacts and (when given) a live allocated pool."""
+    dtype = _kv_dtype(plan)
+    eng = plan.engine
+    t_notes: list[str] = []
+    tgeom = _geometry(facts.target.config, dtype, eng.tp, "target", t_notes)
+    if facts.target.weights_note:
+        t_notes.append(f"target weights: {facts.target.weights_note}")
+    target = ModelBill(
+        name=facts.target.name, config_source=facts.target.config_source,
+        kv_bytes_per_token=tgeom.bytes_per_token if tgeom else None,
+        kv_breakdown=tgeom.breakdown if tgeom else None,
+        weights_bytes=facts.target.weights_bytes, weights_source=facts.target.weights_source,
+        notes=t_notes, geometry=tgeom,
+    )
+
+    drafter: DrafterBill | None = None
+    dgeom: KVGeometry | None = None
+    if plan.has_drafter:
+        d_notes: list[str] = []
+        d = plan.drafter
+        scope = d.kv_scope if d else "full"
+        dtp = (d.tp if d and d.tp else None) or eng.tp
+        if plan.drafter_embedded:
+            if facts.drafter is not None and facts.drafter.config is not None:
+                dgeom = _geometry(facts.drafter.config, dtype, dtp, "drafter", d_notes)
+            elif tgeom is not None and tgeom.mtp_layers:
+                dgeom = mtp_drafter_geometry(tgeom)
+                d_notes.append(f"MTP head: the target's {tgeom.mtp_layers} next-n layer(s)")
+            elif tgeom is not None:
+                d_notes.append("drafter KV geometry unknown: the target config names no MTP layers "
+                               "(num_nextn_predict_layers / mtp_num_hidden_layers)")
+            elif not d_notes:
+                d_notes.append("drafter KV geometry unknown: the target's geometry is unknown")
+            wbytes, wsource = 0, "embedded in the target checkpoint (no second download)"
+        else:
+            dgeom = _geometry(facts.drafter.config if facts.drafter else None, dtype, dtp, "drafter", d_notes)
+            wbytes = facts.drafter.weights_bytes if facts.drafter else None
+            wsource = facts.drafter.weights_source if facts.drafter else None
+            if facts.drafter is not None and facts.drafter.weights_note:
+                d_notes.append(f"drafter weights: {facts.drafter.weights_note}")
+        charge = dgeom.attention_bytes_per_token if dgeom else None
+        drafter = DrafterBill(
+            name=(d.name if d and d.name else None), config_source=facts.drafter.config_source if facts.drafter else None,
+            kv_bytes_per_token=charge, kv_breakdown=dgeom.breakdown if dgeom else None,
+            weights_bytes=wbytes, weights_source=wsource, notes=d_notes, geometry=dgeom,
+            kind="embedded" if plan.drafter_embedded else "separate", method=plan.method, kv_scope=scope,
+            engine_charge_bytes_per_token=charge,
+        )
+
+    pool = _pool(plan, tgeom, dgeom if plan.has_drafter else None, drafter is not None, live_pool)
+    dcfg = facts.drafter.config if facts.drafter else None
+    mixes = [_mix(plan, m, dgeom, dcfg) for m in plan.workload]
+    return Budget(target=target, drafter=drafter, pool=pool, mixes=mixes)
+
+
+def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_drafter: bool,
+          live_pool: Allocated | None) -> PoolBill:
+    eng = plan.engine
+    notes: list[str] = []
+    kv_bytes = eng.kv_cache_memory_bytes
+    block = eng.block_size
+    with_d = without_d = blocks_with = blocks_without = None
+    if kv_bytes is None:
+        notes.append("no predicted pool: engine.kv_cache_memory_bytes not given")
+    elif tgeom is None:
+        notes.append("no predicted pool: the target's KV geometry is unknown")
+    elif not _uniform(tgeom):
+        notes.append("no predicted pool: hybrid layout (sliding-window or linear/Mamba layers); "
+                     "the engine's hybrid allocator is not modelled")
+    elif tgeom.bytes_per_token <= 0:
+        notes.append("no predicted pool: the target has no per-token KV")
+    elif eng.kind == "vllm":
+        if block is None:
+            block = VLLM_DEFAULT_BLOCK_SIZE
+            notes.append(f"block_size not given: vLLM's default {VLLM_DEFAULT_BLOCK_SIZE} assumed")
+        blocks_without, without_d = vllm_pool_tokens(kv_bytes, tgeom.bytes_per_token, block)
+        if has_drafter and dgeom is not None:
+            blocks_with, with_d = vllm_pool_tokens(kv_bytes, tgeom.bytes_per_token + dgeom.attention_bytes_per_token,
+                                                   block)
+            notes.append("vLLM: drafter layers share the pool; tokens = KV bytes / (target + drafter bytes per "
+                         "token), whole blocks")
+        elif not has_drafter:
+            blocks_with, with_d = blocks_without, without_d
+        else:
+            notes.append("no predicted pool with the drafter: its KV geometry is unknown")
+    else:
+        without_d = sglang_max_total_num_tokens(kv_bytes, tgeom.bytes_per_token)
+        if has_drafter and dgeom is not None:
+            with_d = sglang_max_total_num_tokens(kv_bytes, tgeom.bytes_per_token, dgeom.attention_bytes_per_token)
+            notes.append("SGLang: a draft slot per target token; max_total_num_tokens = available // "
+                         "(target_cell + draft_cell)")
+        elif not has_drafter:
+            with_d = without_d
+        else:
+            notes.append("no predicted pool with the drafter: its KV geometry is unknown")
+
+    rep = plan.evidence.reported
+    allocated = live_pool
+    if allocated is None and rep.kv_pool_tokens is not None:
+        allocated = Allocated(int(rep.kv_pool_tokens.value), rep.kv_pool_tokens.source)
+    without = None
+    if rep.kv_pool_tokens_without_drafter is not None:
+        without = Allocated(int(rep.kv_pool_tokens_without_drafter.value), rep.kv_pool_tokens_without_drafter.source)
+    if not has_drafter and without is None:
+        without = allocated
+    return PoolBill(
+        engine=eng.kind, kv_cache_memory_bytes=kv_bytes, block_size=block,
+        predicted_with_drafter=with_d, predicted_without_drafter=without_d,
+        predicted_blocks_with_drafter=blocks_with, predicted_blocks_without_drafter=blocks_without,
+        allocated=allocated, allocated_without_drafter=without,
+        configured_max_total_tokens=eng.configured_max_total_tokens, context_cap_tokens=eng.context_cap_tokens,
+        notes=notes,
+    )
+
+
+def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: dict[str, Any] | None) -> MixBill:
+    need = charged = None
+    d = plan.drafter
+    if dgeom is not None and plan.has_drafter:
+        scope = d.kv_scope if d else "full"
+        block = d.block_tokens if d else None
+        if scope == "block" and block is None and dcfg is not None:
+            raw = dcfg.get("block_size") or (dcfg.get("dflash_config") or {}).get("block_size")
+            block = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+        try:
+            n = drafter_kv_need(dgeom, scope, m.request_tokens, engine=plan.engine.kind,
+                                window=d.window_tokens if d else None, sink=d.sink_tokens if d else 0,
+                                block_size=block)
+            need, charged = n.need_bytes * m.concurrency, n.charged_bytes * m.concurrency
+        except ConfigError:
+            need = charged = None
+    return MixBill(name=m.name, concurrency=m.concurrency, prompt_tokens=m.prompt_tokens,
+                   output_tokens=m.output_tokens, request_tokens=m.request_tokens, demand_tokens=m.demand_tokens,
+                   drafter_need_bytes=need, drafter_charged_bytes=charged, source=m.source)

@@ -1,0 +1,276 @@
+"""Budget line 3, acceptance: is a target set above break-even, and is it held per batch window?
+
+Why per window and against L*: seed 002 asks for an acceptance-length target set before
+rollout and then held per batch, not as a lifetime mean; seed 004 shows the arithmetic —
+speculation pays iff L > L* = t_cycle / t_target_step. Windows marked `reset` are never
+evidence. Two-arm served-rate samples (seed 000) are reported as medians with min–max;
+overlapping ranges are called inconclusive, not a speedup, and they decide only when the
+plan sets `min_speedup`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from exporter import formulas
+from gate.evidence.metrics import AcceptanceWindow
+from gate.plan import ArmComparison, Plan, StepCost
+from gate.verdict import LineResult, Status, combine
+
+
+def _f(x: float | None, nd: int = 3) -> str:
+    return "unknown" if x is None else f"{x:.{nd}f}"
+
+
+def _point_name(c: StepCost, i: int) -> str:
+    if c.point:
+        return c.point
+    if c.context_tokens:
+        return f"{c.context_tokens:,} tokens"
+    return f"point {i + 1}"
+
+
+def _pooled_length(windows: list[AcceptanceWindow]) -> float | None:
+    """Drafts-weighted L over eligible windows: 1 + Σaccepted / Σdrafts."""
+    drafts = sum(w.drafts or 0 for w in windows)
+    accepted = sum((w.acceptance_length - 1.0) * (w.drafts or 0) for w in windows if w.acceptance_length is not None)
+    return formulas.acceptance_length(accepted, drafts) if drafts > 0 else None
+
+
+def break_even(plan: Plan, measured_l: dict[str | None, float]) -> list[dict[str, Any]]:
+    """L* per operating point, from declared step costs or measured per-sequence decode rates."""
+    out = []
+    for i, c in enumerate(plan.costs):
+        name = _point_name(c, i)
+        entry: dict[str, Any] = {"point": name, "context_tokens": c.context_tokens, "source": c.source}
+        if c.verify_cycle_ms is not None and c.target_step_ms is not None:
+            entry.update(kind="declared", verify_cycle_ms=c.verify_cycle_ms, target_step_ms=c.target_step_ms,
+                         break_even_length=formulas.break_even_length(c.verify_cycle_ms / 1000, c.target_step_ms / 1000))
+        else:
+            length = c.acceptance_length or measured_l.get(c.point) or (
+                measured_l.get(None) if len(plan.costs) == 1 else None)
+            cycle = (formulas.verify_cycle_seconds(length, c.speculative_tokens_per_second)
+                     if length is not None and c.speculative_tokens_per_second else None)
+            step = formulas.verify_cycle_seconds(1.0, c.baseline_tokens_per_second or 0.0)
+            entry.update(kind="measured", acceptance_length_used=length,
+                         verify_cycle_ms=None if cycle is None else cycle * 1000,
+                         target_step_ms=None if step is None else step * 1000,
+                         break_even_length=(formulas.break_even_length(cycle, step)
+                                            if cycle is not None and step is not None else None))
+        out.append(entry)
+    return out
+
+
+def compare_arms(c: ArmComparison, min_speedup: float | None) -> dict[str, Any]:
+    """Medians with observed min–max per arm; overlapping ranges are not a speedup."""
+    b, s = c.baseline, c.speculative
+    bm, sm = statistics.median(b), statistics.median(s)
+    overlap = max(min(b), min(s)) <= min(max(b), max(s))
+    if overlap:
+        call = "inconclusive (observed ranges overlap)"
+    elif min(s) > max(b):
+        call = "speedup"
+    else:
+        call = "slowdown"
+    ratio = sm / bm if bm > 0 else None
+    status = None
+    if min_speedup is not None:
+        if overlap:
+            status = Status.INCONCLUSIVE
+        elif ratio is not None and ratio >= min_speedup and call == "speedup":
+            status = Status.PASS
+        else:
+            status = Status.FAIL
+    return {"mix": c.mix, "unit": c.unit, "source": c.source,
+            "baseline": {"samples": list(b), "median": bm, "min": min(b), "max": max(b)},
+            "speculative": {"samples": list(s), "median": sm, "min": min(s), "max": max(s)},
+            "ratio_of_medians": ratio, "ranges_overlap": overlap, "call": call,
+            "status": status.value if status else None}
+
+
+def check(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_errors: list[str]) -> LineResult:
+    slo = plan.slo
+    target = slo.target_acceptance_length
+    parts: list[str] = []
+    statuses: list[Status] = []
+    values: dict[str, Any] = {"target_acceptance_length": target, "window_seconds": slo.window_seconds,
+                              "required_fraction": slo.required_fraction, "min_drafts": slo.min_drafts,
+                              "min_windows": slo.min_windows, "min_speedup": slo.min_speedup,
+                              "evidence_errors": list(evidence_errors)}
+
+    # Evidence windows, grouped per stream and operating point; reset and thin windows are not evidence.
+    groups: dict[tuple[str | None, str, str], list[AcceptanceWindow]] = defaultdict(list)
+    excluded = {"reset": 0, "below_min_drafts": 0}
+    for w in windows:
+        if w.reset:
+            excluded["reset"] += 1
+            continue
+        if w.drafts is None or w.drafts < slo.min_drafts or w.acceptance_length is None:
+            excluded["below_min_drafts"] += 1
+            continue
+        groups[(w.point, w.stream, w.source)].append(w)
+    values["windows_excluded"] = excluded
+    measured_l: dict[str | None, float] = {}
+    by_point: dict[str | None, list[AcceptanceWindow]] = defaultdict(list)
+    for (point, _, _), ws in groups.items():
+        by_point[point].extend(ws)
+    for point, ws in by_point.items():
+        pooled = _pooled_length(ws)
+        if pooled is not None:
+            measured_l[point] = pooled
+
+    # 1. The target and break-even.
+    points = break_even(plan, measured_l)
+    values["break_even"] = points
+    stars = [(p["point"], p["break_even_length"]) for p in points if p["break_even_length"] is not None]
+    if target is None:
+        statuses.append(Status.WARN)
+        parts.append("no acceptance-length target set (seed 002: set it before rollout)")
+    elif not stars:
+        statuses.append(Status.PASS)
+        parts.append(f"target L {target:g} set; L* unknown (no step costs declared or measured), "
+                     "so the break-even sub-check is skipped")
+    else:
+        worst = max(stars, key=lambda x: x[1])
+        star_txt = ", ".join(f"{s:.3f} ({n})" for n, s in stars)
+        if target > worst[1]:
+            statuses.append(Status.PASS)
+            parts.append(f"target L {target:g} > L* {star_txt}")
+        else:
+            statuses.append(Status.WARN)
+            parts.append(f"target L {target:g} does not exceed L* {worst[1]:.3f} at {worst[0]} "
+                         "(a window meeting the target may still not pay)")
+
+    # 2. The per-window SLO.
+    slo_status, slo_txt, per_stream = _slo(plan, phase, groups, evidence_errors, bool(windows))
+    values["streams"] = per_stream
+    if slo_status is not None:
+        statuses.append(slo_status)
+    parts.append(slo_txt)
+
+    # 3. Measured L against L* per point; erosion across points; the draft's share of the cycle growth.
+    measured = []
+    for p in points:
+        length = measured_l.get(p["point"]) if p["point"] in measured_l else (
+            measured_l.get(None) if len(points) == 1 else None)
+        star = p["break_even_length"]
+        pays = None if length is None or star is None else length > star
+        measured.append({"point": p["point"], "acceptance_length": length, "break_even_length": star, "pays": pays})
+        if pays is False:
+            statuses.append(Status.FAIL)
+            parts.append(f"measured L {length:.3f} ≤ L* {star:.3f} at {p['point']}: speculation does not pay there")
+    values["measured_vs_break_even"] = measured
+    if not points and measured_l:
+        values["measured_vs_break_even"] = [{"point": k, "acceptance_length": v, "break_even_length": None,
+                                             "pays": None} for k, v in measured_l.items()]
+    erosion = _erosion(measured)
+    if erosion:
+        values["erosion"] = erosion
+        parts.append(f"L eroded {erosion['fraction'] * 100:.1f}% from {erosion['from']} to {erosion['to']} "
+                     f"({erosion['from_length']:.3f} → {erosion['to_length']:.3f})")
+    growth = _cycle_growth(plan, points)
+    if growth:
+        values["cycle_growth"] = growth
+        txt = (f"the draft accounts for {growth['draft_growth_ms']:.2f} of the {growth['verify_cycle_growth_ms']:.2f} ms "
+               f"verify-cycle growth from {growth['from']} to {growth['to']}")
+        if growth["draft_share"] is not None:
+            txt += f" ({growth['draft_share'] * 100:.1f}%"
+            if growth["per_draft_step_ms"] is not None:
+                txt += (f"; {growth['per_draft_step_ms']:.2f} ms per draft step vs "
+                        f"{growth['target_step_growth_ms']:.2f} ms for the target step")
+            txt += ")"
+        parts.append(txt)
+
+    # 4. Two-arm served-rate comparisons.
+    comps = [compare_arms(c, slo.min_speedup) for c in plan.evidence.reported.served_rate]
+    values["served_rate"] = comps
+    for c in comps:
+        u = c["unit"]
+        b, s = c["baseline"], c["speculative"]
+        parts.append(f"{c['mix']} served rate median {b['median']:g} ({b['min']:g}–{b['max']:g}) vs "
+                     f"{s['median']:g} ({s['min']:g}–{s['max']:g}) {u}: {c['call']}")
+        if c["status"] is not None:
+            statuses.append(Status(c["status"]))
+    if comps and slo.min_speedup is None:
+        parts.append("served-rate comparisons are reported only (no min_speedup set)")
+
+    status = combine(statuses) if statuses else Status.INCONCLUSIVE
+    return LineResult(status, "; ".join(parts), values)
+
+
+def _slo(plan: Plan, phase: str, groups: dict, errors: list[str], any_windows: bool
+         ) -> tuple[Status | None, str, list[dict[str, Any]]]:
+    slo = plan.slo
+    target = slo.target_acceptance_length
+    err = f" ({'; '.join(errors)})" if errors else ""
+    if not groups:
+        if errors or phase == "post":
+            why = "no usable per-window evidence" + err if errors else (
+                "no usable per-window evidence (post phase needs live windows)" if not any_windows else
+                "no window is evidence (all reset or below min_drafts)")
+            return Status.INCONCLUSIVE, why, []
+        if any_windows:
+            return Status.INCONCLUSIVE, "every evidence window is reset or below min_drafts", []
+        return None, "per-window SLO not judged before the switch (no canary or captured evidence)", []
+    if target is None:
+        return Status.INCONCLUSIVE, "per-window SLO cannot be judged without a target", []
+    per_stream = []
+    statuses = []
+    for (point, stream, source), ws in groups.items():
+        met = sum(1 for w in ws if (w.acceptance_length or 0) >= target)
+        frac = met / len(ws)
+        if len(ws) < slo.min_windows:
+            st = Status.INCONCLUSIVE
+        else:
+            st = Status.PASS if frac >= slo.required_fraction else Status.FAIL
+        statuses.append(st)
+        per_stream.append({"point": point, "stream": stream, "source": source, "windows": len(ws), "met": met,
+                           "fraction": frac, "status": st.value,
+                           "lengths": [w.acceptance_length for w in ws],
+                           "min_length": min(w.acceptance_length or 0 for w in ws)})
+    st = combine(statuses)
+    if errors:
+        st = combine([st, Status.INCONCLUSIVE])
+    total = sum(p["windows"] for p in per_stream)
+    met = sum(p["met"] for p in per_stream)
+    detail = ", ".join(
+        f"{p['point'] or p['stream']}: {p['met']}/{p['windows']} ≥ {target:g}"
+        + (f" (L {p['lengths'][0]:.3f})" if p["windows"] == 1 else f" (min L {p['min_length']:.3f})")
+        for p in per_stream)
+    thin = [p for p in per_stream if p["status"] == "inconclusive"]
+    txt = (f"per-window SLO {'held' if st == Status.PASS else 'not held' if st == Status.FAIL else 'undecided'} "
+           f"in {met}/{total} windows of ≥ {slo.min_drafts} drafts, required {slo.required_fraction:g} per stream "
+           f"[{detail}]")
+    if thin:
+        txt += f"; {len(thin)} stream(s) have fewer than {slo.min_windows} windows"
+    return st, txt + err, per_stream
+
+
+def _erosion(measured: list[dict[str, Any]]) -> dict[str, Any] | None:
+    known = [m for m in measured if m["acceptance_length"] is not None]
+    if len(known) < 2:
+        return None
+    a, b = known[0], known[-1]
+    return {"from": a["point"], "to": b["point"], "from_length": a["acceptance_length"],
+            "to_length": b["acceptance_length"],
+            "fraction": (a["acceptance_length"] - b["acceptance_length"]) / a["acceptance_length"]}
+
+
+def _cycle_growth(plan: Plan, points: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Seed 004: how much of the verify-cycle growth between the first and last point is the draft's."""
+    known = [p for p in points if p.get("verify_cycle_ms") is not None and p.get("target_step_ms") is not None]
+    if len(known) < 2:
+        return None
+    a, b = known[0], known[-1]
+    cycle = b["verify_cycle_ms"] - a["verify_cycle_ms"]
+    step = b["target_step_ms"] - a["target_step_ms"]
+    draft = cycle - step
+    spec = plan.engine.speculative
+    k = (spec.num_speculative_tokens or spec.num_steps) if spec else None
+    per_step = draft / k if k else None
+    return {"from": a["point"], "to": b["point"], "verify_cycle_growth_ms": cycle, "target_step_growth_ms": step,
+            "draft_growth_ms": draft, "draft_share": draft / cycle if cycle else None,
+            "draft_steps": k, "per_draft_step_ms": per_step,
+            "per_draft_step_vs_target_step": (per_step / step) if per_step is not None and step else None}

@@ -1,0 +1,72 @@
+"""Budget line 1, artifacts: target + drafter weights (+ image) fit the storage and image budgets.
+
+Why count two downloads: seed 002 — draft-model speculation turns one serving artifact into
+two. An MTP/NEXTN head ships inside the target checkpoint and ngram has no drafter: no
+second download, so the line is n/a there. Unknown sizes are inconclusive unless what is
+known already breaks the budget.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gate.budget import Budget
+from gate.plan import Plan
+from gate.verdict import LineResult, Status
+
+
+def _b(x: int | None) -> str:
+    return "unknown" if x is None else f"{x:,} B"
+
+
+def check(plan: Plan, budget: Budget) -> LineResult:
+    t = budget.target
+    d = budget.drafter
+    image = plan.engine.image_bytes
+    values: dict[str, Any] = {
+        "target_weights_bytes": t.weights_bytes, "target_weights_source": t.weights_source,
+        "drafter_weights_bytes": d.weights_bytes if d else None,
+        "drafter_weights_source": d.weights_source if d else None,
+        "image_bytes": image, "storage_budget_bytes": plan.budgets.storage_bytes,
+        "image_budget_bytes": plan.budgets.image_bytes,
+        "downloads": 1 if (d is None or d.kind == "embedded") else 2,
+        "target_revision": plan.target.revision, "drafter_revision": plan.drafter.revision if plan.drafter else None,
+    }
+    if not plan.has_drafter:
+        return LineResult(Status.NA, "no drafter artifact (ngram or no speculation): nothing added to storage", values)
+    if d is not None and d.kind == "embedded":
+        return LineResult(Status.NA, "the drafter is an MTP head inside the target checkpoint: no second download",
+                          values)
+
+    parts = [x for x in (t.weights_bytes, d.weights_bytes if d else None) if x is not None]
+    known_total = sum(parts) + (image or 0)
+    unknown = [n for n, v in (("target weights", t.weights_bytes), ("drafter weights", d.weights_bytes if d else None))
+               if v is None]
+    values["known_total_bytes"] = known_total
+    values["unknown"] = unknown
+    findings: list[tuple[Status, str]] = []
+    storage = plan.budgets.storage_bytes
+    sum_txt = (f"target {_b(t.weights_bytes)} + drafter {_b(d.weights_bytes if d else None)}"
+               + (f" + image {_b(image)}" if image is not None else ""))
+    if storage is None:
+        findings.append((Status.INCONCLUSIVE, f"no storage budget set ({sum_txt}; two downloads)"))
+    elif known_total > storage:
+        findings.append((Status.FAIL, f"{sum_txt} = {known_total:,} B > storage budget {storage:,} B"))
+    elif unknown:
+        findings.append((Status.INCONCLUSIVE, f"{', '.join(unknown)} unknown: {sum_txt} vs storage budget {storage:,} B"))
+    else:
+        findings.append((Status.PASS, f"{sum_txt} = {known_total:,} B ≤ storage budget {storage:,} B "
+                                      f"({storage - known_total:,} B left; two downloads)"))
+    if plan.budgets.image_bytes is not None:
+        if image is None:
+            findings.append((Status.INCONCLUSIVE, "image size unknown (engine.image_bytes) for the image budget"))
+        elif image > plan.budgets.image_bytes:
+            findings.append((Status.FAIL, f"image {image:,} B > image budget {plan.budgets.image_bytes:,} B"))
+        else:
+            findings.append((Status.PASS, f"image {image:,} B ≤ image budget {plan.budgets.image_bytes:,} B"))
+    order = [Status.FAIL, Status.INCONCLUSIVE, Status.PASS]
+    status = next(s for s in order if any(f[0] == s for f in findings))
+    reason = "; ".join(f[1] for f in findings)
+    if plan.drafter and not plan.drafter.revision:
+        reason += "; drafter revision not pinned"
+    return LineResult(status, reason, values)

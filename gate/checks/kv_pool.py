@@ -1,0 +1,124 @@
+"""Budget line 2, kv_pool: does the pool the engine actually allocates hold the request mixes that matter?
+
+Why against the allocated pool: a configured ceiling (`--max-total-tokens 600000`) does not
+mean the engine allocated it — with NEXTN the same launch got 161,728 tokens (seed 000). The
+drafter's KV is sized from its own geometry and scope (seed 002), and both its geometric
+need and what the engine charges for it are reported. A mix fits when concurrency ×
+(prompt + output) resident tokens fit; that assumption is stated in every reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gate.budget import Budget
+from gate.plan import Plan
+from gate.verdict import LineResult, Status
+
+ASSUMPTION = ("assuming all {c} requests are resident at once with every prompt token (as reported per request) "
+              "and all {o} output tokens")
+
+
+def _n(x: float | int | None) -> str:
+    return "unknown" if x is None else f"{int(x):,}"
+
+
+def check(plan: Plan, budget: Budget) -> LineResult:
+    pool = budget.pool
+    target_bpt = budget.target.kv_bytes_per_token
+    drafter = budget.drafter
+    judged = pool.judged_tokens
+    basis = "allocated" if pool.allocated is not None else ("predicted" if judged is not None else None)
+    values: dict[str, Any] = {
+        "target_kv_bytes_per_token": target_bpt,
+        "drafter_kv_bytes_per_token": drafter.kv_bytes_per_token if drafter else None,
+        "drafter_kv_scope": drafter.kv_scope if drafter else None,
+        "drafter_engine_charge_bytes_per_token": drafter.engine_charge_bytes_per_token if drafter else None,
+        "predicted_tokens_with_drafter": pool.predicted_with_drafter,
+        "predicted_tokens_without_drafter": pool.predicted_without_drafter,
+        "allocated_tokens": pool.allocated.tokens if pool.allocated else None,
+        "allocated_source": pool.allocated.source if pool.allocated else None,
+        "allocated_tokens_without_drafter": pool.allocated_without_drafter.tokens if pool.allocated_without_drafter else None,
+        "allocated_without_drafter_source": (pool.allocated_without_drafter.source
+                                             if pool.allocated_without_drafter else None),
+        "configured_max_total_tokens": pool.configured_max_total_tokens,
+        "context_cap_tokens": pool.context_cap_tokens,
+        "judged_pool_tokens": judged,
+        "judged_pool_basis": basis,
+        "mixes": [],
+        "notes": list(pool.notes) + (drafter.notes if drafter else []) + budget.target.notes,
+    }
+
+    fails: list[str] = []
+    cap_fails: list[str] = []
+    fits: list[str] = []
+    largest = 0
+    for m in budget.mixes:
+        fit = None if judged is None else m.demand_tokens <= judged
+        without = pool.allocated_without_drafter.tokens if pool.allocated_without_drafter else pool.predicted_without_drafter
+        entry = {"name": m.name, "concurrency": m.concurrency, "prompt_tokens": m.prompt_tokens,
+                 "output_tokens": m.output_tokens, "demand_tokens": m.demand_tokens, "fits": fit,
+                 "fits_without_drafter": None if without is None else m.demand_tokens <= without,
+                 "drafter_need_bytes": m.drafter_need_bytes, "drafter_charged_bytes": m.drafter_charged_bytes}
+        if pool.context_cap_tokens is not None:
+            entry["within_context_cap"] = m.request_tokens <= pool.context_cap_tokens
+            if m.request_tokens > pool.context_cap_tokens:
+                cap_fails.append(f"{m.name}: one request of {m.prompt_tokens:,} + {m.output_tokens:,} = "
+                                 f"{m.request_tokens:,} tokens exceeds the {pool.context_cap_tokens:,}-token context cap")
+        values["mixes"].append(entry)
+        largest = max(largest, m.demand_tokens)
+        if fit is False:
+            src = f" ({pool.allocated.source})" if pool.allocated else " (predicted from geometry)"
+            extra = ""
+            if entry["fits_without_drafter"]:
+                extra = f"; without the drafter the {without:,}-token pool holds it"
+            fails.append(
+                f"{m.name} needs {m.concurrency} × ({m.prompt_tokens:,} + {m.output_tokens:,}) = "
+                f"{m.demand_tokens:,} resident tokens > {judged:,} {basis} with the drafter{src}, "
+                + ASSUMPTION.format(c=m.concurrency, o=m.output_tokens)
+                + "; that many cannot all be resident, so requests would queue (a queue, not necessarily a failed run)"
+                + extra)
+        elif fit:
+            fits.append(m.name)
+
+    drafter_clause = _drafter_clause(budget)
+    if fails or cap_fails:
+        ok = f"; {', '.join(fits)} fit{'s' if len(fits) == 1 else ''}" if fits else ""
+        return LineResult(Status.FAIL, "; ".join(fails + cap_fails) + ok + drafter_clause, values)
+    if not budget.mixes:
+        pool_txt = f"the {judged:,}-token {basis} pool" if judged is not None else "the pool (unknown)"
+        return LineResult(Status.INCONCLUSIVE, f"no request mix in the plan's workload: nothing to fit against "
+                          f"{pool_txt}" + drafter_clause, values)
+    if judged is None:
+        missing = "; ".join(pool.notes) or "no allocated pool reported and none predicted"
+        return LineResult(Status.INCONCLUSIVE, f"pool unknown — no allocated pool (live or evidence.reported) and "
+                          f"no prediction ({missing}); largest mix needs {largest:,} tokens" + drafter_clause, values)
+    if basis == "allocated":
+        src = pool.allocated.source if pool.allocated else ""
+        pred = ""
+        if pool.predicted_with_drafter is not None and pool.allocated is not None:
+            diff = pool.allocated.tokens - pool.predicted_with_drafter
+            pred = f" (predicted {pool.predicted_with_drafter:,}, {'exact' if diff == 0 else f'{diff:+,}'})"
+        reason = (f"all {len(fits)} request mix(es) fit the {judged:,}-token allocated pool ({src}){pred}; "
+                  f"the largest needs {largest:,} tokens, assuming each mix's requests are all resident at once "
+                  "with their full prompt and output")
+    else:
+        reason = (f"all {len(fits)} request mix(es) fit the predicted {judged:,}-token pool ({plan.engine.kind} "
+                  f"accounting from the configs; no allocated pool reported yet — confirm it after the switch); "
+                  f"largest needs {largest:,} tokens")
+    return LineResult(Status.PASS, reason + drafter_clause, values)
+
+
+def _drafter_clause(budget: Budget) -> str:
+    d = budget.drafter
+    if d is None:
+        return ""
+    if d.kv_bytes_per_token is None:
+        return "; drafter KV geometry unknown"
+    need = [(m.name, m.drafter_need_bytes, m.drafter_charged_bytes) for m in budget.mixes
+            if m.drafter_need_bytes is not None]
+    s = f"; drafter KV {d.kv_bytes_per_token:,} B/token ({d.kv_scope} scope)"
+    if need:
+        name, nb, cb = max(need, key=lambda x: x[2] or 0)
+        s += f", {name}: geometric need {nb:,} B vs {cb:,} B charged by {budget.pool.engine}"
+    return s

@@ -1,0 +1,77 @@
+"""Judge a rollout plan: the five budget lines (artifacts, kv_pool, acceptance, staging, codesign)
+and the per-window acceptance-length SLO.
+
+Phases: `pre` (default; before the drafter is switched on: static lines plus any canary or
+captured evidence) and `post` (the live per-window SLO is required; missing data is
+inconclusive). Evidence: the plan's own sources, plus `--metrics` (capture files in time
+order, an exporter URL answering /api/v1/windows, or an engine URL scraped twice or more
+over the SLO window) and `--prometheus` (history of the specgate_* counters, per pod).
+
+Exit codes: 0 pass, 1 fail, 2 inconclusive (0 with --allow-inconclusive), 3 invalid input.
+With --format json, stdout holds only the JSON document; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gate.verdict import EXIT_INVALID
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plan", required=True, type=Path, help="rollout plan (YAML)")
+    parser.add_argument("--phase", choices=["pre", "post"], default="pre",
+                        help="pre: before the switch (default); post: live per-window SLO required")
+    parser.add_argument("--metrics", nargs="+", action="extend", default=[], metavar="URL|FILE",
+                        help="capture files (time order), an exporter URL or an engine URL; repeatable")
+    parser.add_argument("--prometheus", metavar="URL", help="Prometheus (or Thanos/Mimir) base URL; auth from the plan")
+    parser.add_argument("--format", choices=["text", "json", "junit", "markdown"], default="text")
+    parser.add_argument("--out", type=Path, help="write the report to FILE instead of stdout")
+    parser.add_argument("--record", type=Path, help="write the run record (JSON) to FILE")
+    parser.add_argument("--allow-inconclusive", action="store_true",
+                        help="exit 0 when the decision is inconclusive (the report says so)")
+
+
+def _err(msg: str) -> None:
+    print(f"specgate: error: {msg}", file=sys.stderr)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise OSError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from gate.evaluate import evaluate
+    from gate.plan import PlanError, load_plan
+    from gate.report import render
+
+    try:
+        plan = load_plan(args.plan)
+        verdict = evaluate(plan, phase=args.phase, metrics=args.metrics, prometheus=args.prometheus,
+                           allow_inconclusive=args.allow_inconclusive)
+    except PlanError as e:
+        _err(str(e))
+        return EXIT_INVALID
+    text = render(verdict, args.format)
+    try:
+        if args.record:
+            _write(args.record, json.dumps(verdict.run_record, indent=2, ensure_ascii=False) + "\n")
+        if args.out:
+            _write(args.out, text)
+            print(f"specgate: {verdict.decision.value} (exit {verdict.exit_code}); report in {args.out}",
+                  file=sys.stderr)
+        else:
+            sys.stdout.write(text)
+    except OSError as e:
+        _err(str(e))
+        return EXIT_INVALID
+    if verdict.inconclusive_allowed and args.format == "json":
+        print("specgate: inconclusive allowed by --allow-inconclusive: exit code 0", file=sys.stderr)
+    return verdict.exit_code

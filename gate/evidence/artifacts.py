@@ -1,0 +1,84 @@
+"""Local artifact evidence: the configs and weights a plan points at, read from disk.
+
+Why its own module: the budget and every line read the same config and the same byte
+counts; reading them once here keeps the lines consistent and puts all file I/O at the
+edge. A plan naming a file that is not there is invalid input (PlanError, exit 3); a
+config that lacks what a computation needs is reported by that computation as unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gate.modelconfig import ConfigError, load_config, num_hidden_layers
+from gate.plan import ModelRef, Plan, PlanError
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """One artifact as far as the files and the plan tell: its config and its weight bytes."""
+
+    role: str
+    name: str | None
+    revision: str | None
+    config: dict[str, Any] | None
+    config_source: str | None
+    weights_bytes: int | None
+    weights_source: str | None
+    weights_note: str | None = None
+
+
+@dataclass(frozen=True)
+class ArtifactFacts:
+    target: ModelFacts
+    drafter: ModelFacts | None
+
+
+def _config(ref: ModelRef, role: str) -> tuple[dict[str, Any] | None, str | None]:
+    if ref.config is not None:
+        try:
+            cfg = load_config(ref.config)
+            num_hidden_layers(cfg, f"{role} config {ref.config}")
+        except ConfigError as e:
+            raise PlanError(f"{role}.config: {e}") from None
+        return cfg, str(ref.config)
+    if ref.geometry is not None:
+        return dict(ref.geometry), "inline geometry in the plan"
+    return None, None
+
+
+def _weights(ref: ModelRef, role: str) -> tuple[int | None, str | None, str | None]:
+    """Byte count of an artifact's weights, via gate.weights (index total_size, shard headers, declared, params × dtype)."""
+    w = ref.weights
+    if w is None:
+        return None, None, "no weights given in the plan"
+    from gate import weights as weights_mod
+
+    try:
+        found = weights_mod.artifact_bytes(w.path, declared_bytes=w.bytes, parameter_count=w.parameters,
+                                           dtype=None if w.dtype in (None, "auto") else w.dtype)
+    except (ConfigError, ValueError, OSError) as e:
+        raise PlanError(f"{role}.weights: {e}") from None
+    if found is None:
+        return None, None, "weights size unknown"
+    source = f"{found.source}: {found.detail}"
+    if w.source:
+        source = f"{source} ({w.source})"
+    return int(found.bytes), source, None
+
+
+def model_facts(ref: ModelRef | None, role: str) -> ModelFacts | None:
+    if ref is None:
+        return None
+    cfg, cfg_source = _config(ref, role)
+    wbytes, wsource, wnote = _weights(ref, role)
+    return ModelFacts(role=role, name=ref.name, revision=ref.revision, config=cfg, config_source=cfg_source,
+                      weights_bytes=wbytes, weights_source=wsource, weights_note=wnote)
+
+
+def artifact_facts(plan: Plan) -> ArtifactFacts:
+    """Read every local artifact the plan names (raises PlanError for missing or unreadable files)."""
+    target = model_facts(plan.target, "target")
+    assert target is not None
+    return ArtifactFacts(target=target, drafter=model_facts(plan.drafter, "drafter"))

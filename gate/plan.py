@@ -1,0 +1,417 @@
+"""The rollout plan: one YAML file naming everything the gate judges (DESIGN.md "The gate").
+
+Why pydantic with `extra="forbid"` everywhere: a typo in a plan (`kv_scop:`) must stop the
+gate with an error naming the path, never be silently ignored and turn into a pass.
+Paths inside a plan are relative to the plan file. Secrets never live in a plan: auth
+fields name an environment variable or a file that holds them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+
+from exporter.engines.base import EngineKind
+
+KVDtype = Literal["auto", "bf16", "bfloat16", "fp16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32", "float32"]
+Scope = Literal["full", "window", "block"]
+SpecMethod = Literal["draft_model", "eagle", "eagle3", "mtp", "nextn", "dflash", "dspark", "ngram"]
+# Methods whose drafter ships inside the target checkpoint (no second download).
+EMBEDDED_METHODS: frozenset[str] = frozenset({"mtp", "nextn"})
+
+
+class PlanError(ValueError):
+    """An unusable plan; the message is one line, fit for `specgate: error: ...`."""
+
+
+def _resolve_path(value: Path | None, info: ValidationInfo) -> Path | None:
+    """Relative paths are relative to the plan file's directory (passed as validation context)."""
+    if value is None:
+        return None
+    base = (info.context or {}).get("base_dir") if info.context else None
+    p = Path(value).expanduser()
+    if not p.is_absolute() and base is not None:
+        p = Path(base) / p
+    return p
+
+
+PlanPath = Annotated[Path, AfterValidator(_resolve_path)]
+PositiveInt = Annotated[int, Field(gt=0)]
+NonNegInt = Annotated[int, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Weights(_Strict):
+    """Where an artifact's byte count comes from, best first: a safetensors path, bytes, params × dtype."""
+
+    path: PlanPath | None = None
+    bytes: NonNegInt | None = None
+    parameters: PositiveInt | None = None
+    dtype: KVDtype | None = None
+    source: str | None = None
+
+
+class ModelRef(_Strict):
+    """A model artifact: its name, revision, config (file or inline keys) and weights."""
+
+    name: str | None = None
+    revision: str | None = None
+    config: PlanPath | None = None
+    geometry: dict[str, Any] | None = Field(
+        default=None, description="inline config.json keys, when no config file is at hand")
+    weights: Weights | None = None
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def _one_config(self) -> ModelRef:
+        if self.config is not None and self.geometry is not None:
+            raise ValueError("give either config (a file) or geometry (inline keys), not both")
+        return self
+
+
+class Drafter(ModelRef):
+    """The draft model: its KV context scope and how it is shipped."""
+
+    embedded: bool = Field(default=False, description="an MTP head inside the target checkpoint")
+    kv_scope: Scope = "full"
+    window_tokens: PositiveInt | None = None
+    sink_tokens: NonNegInt = 0
+    block_tokens: PositiveInt | None = None
+    tp: PositiveInt | None = None
+    trained_against: str | None = None
+
+    @model_validator(mode="after")
+    def _scope_inputs(self) -> Drafter:
+        if self.kv_scope == "window" and self.window_tokens is None:
+            raise ValueError("kv_scope window needs window_tokens")
+        return self
+
+
+class Speculative(_Strict):
+    method: SpecMethod
+    num_speculative_tokens: PositiveInt | None = None
+    num_steps: PositiveInt | None = None
+    eagle_topk: PositiveInt | None = None
+    num_draft_tokens: PositiveInt | None = None
+
+
+class Engine(_Strict):
+    kind: EngineKind
+    version: str | None = None
+    image: str | None = None
+    image_digest: str | None = None
+    image_bytes: NonNegInt | None = None
+    kv_dtype: KVDtype = "auto"
+    tp: PositiveInt = 1
+    block_size: PositiveInt | None = None
+    speculative: Speculative | None = None
+    kv_cache_memory_bytes: PositiveInt | None = None
+    memory_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
+    context_cap_tokens: PositiveInt | None = None
+    configured_max_total_tokens: PositiveInt | None = None
+    prefix_cache: bool | None = None
+
+
+class Budgets(_Strict):
+    storage_bytes: PositiveInt | None = None
+    image_bytes: PositiveInt | None = None
+    gpu_memory_bytes: PositiveInt | None = None
+    startup_seconds: PositiveFloat | None = None
+
+
+class RequestMix(_Strict):
+    """A request shape that matters: `concurrency` requests of prompt + output tokens resident together."""
+
+    name: str
+    concurrency: PositiveInt
+    prompt_tokens: NonNegInt
+    output_tokens: NonNegInt
+    source: str | None = None
+
+    @property
+    def request_tokens(self) -> int:
+        return self.prompt_tokens + self.output_tokens
+
+    @property
+    def demand_tokens(self) -> int:
+        return self.concurrency * self.request_tokens
+
+
+class SLO(_Strict):
+    """The acceptance-length SLO, held per batch window (seed 002), not as a lifetime mean."""
+
+    target_acceptance_length: Annotated[float, Field(ge=1)] | None = None
+    window_seconds: PositiveFloat = 60.0
+    required_fraction: Annotated[float, Field(gt=0, le=1)] = 0.95
+    min_drafts: PositiveInt = 1
+    min_windows: PositiveInt = 1
+    min_speedup: PositiveFloat | None = None
+    lookback_seconds: PositiveFloat = 3600.0
+
+
+class StepCost(_Strict):
+    """Step costs at one operating point, for the break-even L* = t_cycle / t_target_step.
+
+    Declared (`verify_cycle_ms`, `target_step_ms`) or measured from per-sequence decode rates
+    (`speculative_tokens_per_second` with `acceptance_length`, `baseline_tokens_per_second`).
+    """
+
+    point: str | None = None
+    context_tokens: PositiveInt | None = None
+    target_step_ms: PositiveFloat | None = None
+    verify_cycle_ms: PositiveFloat | None = None
+    baseline_tokens_per_second: PositiveFloat | None = None
+    speculative_tokens_per_second: PositiveFloat | None = None
+    acceptance_length: Annotated[float, Field(ge=1)] | None = None
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> StepCost:
+        declared = self.target_step_ms is not None or self.verify_cycle_ms is not None
+        measured = self.baseline_tokens_per_second is not None or self.speculative_tokens_per_second is not None
+        if declared and measured:
+            raise ValueError("give declared step costs (target_step_ms, verify_cycle_ms) or measured rates, not both")
+        if declared and (self.target_step_ms is None or self.verify_cycle_ms is None):
+            raise ValueError("declared step costs need both target_step_ms and verify_cycle_ms")
+        if measured and (self.baseline_tokens_per_second is None or self.speculative_tokens_per_second is None):
+            raise ValueError("measured rates need baseline_tokens_per_second and speculative_tokens_per_second")
+        if not declared and not measured:
+            raise ValueError("a step cost needs target_step_ms + verify_cycle_ms or the two measured rates")
+        return self
+
+
+class Staging(_Strict):
+    mode: Literal["serial", "overlapped"] | None = None
+    order: list[str] = Field(default_factory=list)
+    warmup_check: str | None = None
+    load_seconds: dict[Literal["target", "drafter"], PositiveFloat] = Field(default_factory=dict)
+
+
+class Observation(_Strict):
+    """A fact from a run that is not live, with where it comes from."""
+
+    value: float
+    source: str
+
+
+class ArmComparison(_Strict):
+    """Served-rate samples of the baseline arm and the speculative arm for one request mix."""
+
+    mix: str
+    baseline: Annotated[list[float], Field(min_length=1)]
+    speculative: Annotated[list[float], Field(min_length=1)]
+    unit: str = "tokens/s"
+    source: str
+
+
+class RunConditions(_Strict):
+    """Seed 001's run-record conditions that only a run can tell."""
+
+    executed_engine_version: str | None = None
+    measurement_denominator: str | None = None
+    warmup: str | None = None
+    campaign_repetitions: NonNegInt | None = None
+    failed_requests: NonNegInt | None = None
+    source: str | None = None
+
+
+class Reported(_Strict):
+    kv_pool_tokens: Observation | None = Field(default=None, description="allocated pool with the drafter")
+    kv_pool_tokens_without_drafter: Observation | None = None
+    served_rate: list[ArmComparison] = Field(default_factory=list)
+    startup_seconds: Observation | None = None
+    startup_seconds_without_drafter: Observation | None = None
+    run: RunConditions | None = None
+
+
+class CaptureGroup(_Strict):
+    """Consecutive /metrics captures of one operating point; each neighbouring pair is one window."""
+
+    files: Annotated[list[PlanPath], Field(min_length=1)]
+    point: str | None = None
+    seconds: PositiveFloat | None = None
+
+
+class BasicAuth(_Strict):
+    username: str
+    password_env: str | None = None
+    password_file: PlanPath | None = None
+
+
+class PrometheusSource(_Strict):
+    url: str | None = None
+    selector: str | None = Field(default=None, description='label matchers, e.g. namespace="llm",pod=~"qwen-.*"')
+    bearer_token_env: str | None = None
+    bearer_token_file: PlanPath | None = None
+    basic_auth: BasicAuth | None = None
+    ca_file: PlanPath | None = None
+    timeout_seconds: PositiveFloat = 10.0
+    end: datetime | float | None = Field(default=None, description="judge history up to this time (default: now)")
+
+
+class KubernetesSource(_Strict):
+    namespace: str
+    selector: str | None = None
+    container: str | None = None
+
+
+class Evidence(_Strict):
+    exporter_url: str | None = None
+    engine_url: str | None = None
+    captures: list[CaptureGroup] = Field(default_factory=list)
+    prometheus: PrometheusSource | None = None
+    kubernetes: KubernetesSource | None = None
+    reported: Reported = Field(default_factory=Reported)
+
+
+class Plan(_Strict):
+    """A whole rollout plan."""
+
+    name: str
+    description: str | None = None
+    target: ModelRef
+    drafter: Drafter | None = None
+    engine: Engine
+    budgets: Budgets = Field(default_factory=Budgets)
+    workload: list[RequestMix] = Field(default_factory=list)
+    slo: SLO = Field(default_factory=SLO)
+    costs: list[StepCost] = Field(default_factory=list)
+    staging: Staging = Field(default_factory=Staging)
+    evidence: Evidence = Field(default_factory=Evidence)
+    plan_path: Path | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Plan:
+        spec = self.engine.speculative
+        if spec is not None and spec.method == "ngram" and self.drafter is not None:
+            raise ValueError("engine.speculative.method ngram has no drafter: remove the drafter section")
+        if spec is not None and spec.method not in EMBEDDED_METHODS and spec.method != "ngram" and self.drafter is None:
+            raise ValueError(f"engine.speculative.method {spec.method} needs a drafter section")
+        names = [m.name for m in self.workload]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"workload mix names must be unique (repeated: {', '.join(dup)})")
+        return self
+
+    @property
+    def method(self) -> str | None:
+        return self.engine.speculative.method if self.engine.speculative else None
+
+    @property
+    def drafter_embedded(self) -> bool:
+        """An MTP/NEXTN head inside the target checkpoint: no second artifact."""
+        if self.drafter is not None:
+            return self.drafter.embedded
+        return self.method in EMBEDDED_METHODS
+
+    @property
+    def has_drafter(self) -> bool:
+        return self.method is not None and self.method != "ngram"
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for x in loc:
+        if isinstance(x, int):
+            parts.append(f"[{x}]")
+        else:
+            parts.append(("." if parts else "") + str(x))
+    return "".join(parts) or "(plan)"
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Known keys of the model that owns the location (for 'did you mean')."""
+    current: Any = model
+    for x in loc[:-1]:
+        if isinstance(x, int):
+            continue
+        fields = getattr(current, "model_fields", {})
+        if x not in fields:
+            return []
+        ann = fields[x].annotation
+        current = _model_in(ann)
+        if current is None:
+            return []
+    return list(getattr(current, "model_fields", {}))
+
+
+def _model_in(ann: Any) -> type[BaseModel] | None:
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for arg in getattr(ann, "__args__", ()) or ():
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _one_error(err: dict[str, Any]) -> str:
+    loc = tuple(err.get("loc", ()))
+    kind = err.get("type", "")
+    where = _loc(loc)
+    if kind == "extra_forbidden":
+        known = _fields_at(Plan, loc)
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1) if known else []
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return f"{where}: unknown key{hint}"
+    if kind == "literal_error":
+        expected = (err.get("ctx") or {}).get("expected", "")
+        options = "|".join(x.strip().strip("'") for x in expected.replace(" or ", ",").split(",") if x.strip())
+        return f"{where}: must be one of {options}"
+    if kind == "missing":
+        return f"{where}: required"
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    return f"{where}: {msg}"
+
+
+def plan_from_dict(data: Any, base_dir: Path | None = None, plan_path: Path | None = None) -> Plan:
+    """Validate a parsed plan; relative paths resolve against `base_dir`."""
+    if not isinstance(data, dict):
+        raise PlanError("a plan must be a YAML mapping at the top level")
+    try:
+        plan = Plan.model_validate(data, context={"base_dir": base_dir})
+    except ValidationError as e:
+        errors = e.errors()
+        first = _one_error(errors[0])
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise PlanError(f"{first}{more}") from None
+    return plan.model_copy(update={"plan_path": plan_path})
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and validate a plan file; every problem is a one-line PlanError."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError(f"plan file not found: {p}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise PlanError(f"cannot read plan {p}: {e}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or "invalid YAML"
+        raise PlanError(f"plan {p} is not valid YAML: {problem}{at}") from None
+    try:
+        return plan_from_dict(data, base_dir=p.resolve().parent, plan_path=p)
+    except PlanError as e:
+        raise PlanError(f"{p}: {e}") from None

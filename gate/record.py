@@ -1,0 +1,96 @@
+"""The run record every check writes (seed 001's conditions; DESIGN.md "Run record").
+
+Why: the next decision needs the conditions of this one — revisions, image digest, the
+engine that actually ran, the allocated pool, the request shape, warmup, repetitions and
+failures — and an honest list of what is missing. A declared value (the plan's engine
+version) never fills an executed field. Secrets never appear: URLs lose their credentials.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from gate.budget import Budget
+from gate.evidence.metrics import MetricsEvidence
+from gate.plan import Plan
+
+_CREDENTIALS = re.compile(r"://[^/@\s]+@")
+
+KEYS: tuple[str, ...] = (
+    "model_artifact", "model_revision", "drafter_artifact", "drafter_revision", "image_tag", "image_digest",
+    "engine", "executed_engine_version", "kv_dtype", "kv_pool_tokens", "configured_max_total_tokens",
+    "context_limit_tokens", "speculative_decoding", "prefix_cache", "reported_prompt_tokens",
+    "output_tokens_per_request", "concurrency", "measurement_denominator", "warmup", "campaign_repetitions",
+    "failed_requests",
+)
+
+
+def redact_url(text: str) -> str:
+    """Drop `user:password@` from every URL in a text (never write credentials into a record)."""
+    return _CREDENTIALS.sub("://", text)
+
+
+def _speculative(plan: Plan) -> str | None:
+    spec = plan.engine.speculative
+    if spec is None:
+        return "off"
+    bits = [spec.method]
+    for name in ("num_speculative_tokens", "num_steps", "eagle_topk", "num_draft_tokens"):
+        v = getattr(spec, name)
+        if v is not None:
+            bits.append(f"{name.replace('_', ' ')} {v}")
+    return "; ".join(bits)
+
+
+def _per_mix(plan: Plan, attr: str) -> Any:
+    if not plan.workload:
+        return None
+    if len(plan.workload) == 1:
+        return getattr(plan.workload[0], attr)
+    return {m.name: getattr(m, attr) for m in plan.workload}
+
+
+def build(plan: Plan, phase: str, decision: str | None, budget: Budget | None,
+          evidence: MetricsEvidence | None, image_digest: str | None = None) -> dict[str, Any]:
+    """Seed 001's keys (null when unknown, listed in `missing`) plus what was checked and when."""
+    run = plan.evidence.reported.run
+    kv_pool = None
+    if budget is not None and budget.pool.allocated is not None:
+        kv_pool = budget.pool.allocated.tokens
+    executed = (evidence.engine_version if evidence else None) or (run.executed_engine_version if run else None)
+    record: dict[str, Any] = {
+        "model_artifact": plan.target.name,
+        "model_revision": plan.target.revision,
+        "drafter_artifact": (plan.drafter.name if plan.drafter else None) or (
+            f"{plan.target.name} (embedded {plan.method} head)" if plan.drafter_embedded and plan.target.name else None),
+        "drafter_revision": (plan.drafter.revision if plan.drafter else None) or (
+            plan.target.revision if plan.drafter_embedded else None),
+        "image_tag": plan.engine.image,
+        "image_digest": image_digest or plan.engine.image_digest,
+        "engine": plan.engine.kind,
+        "executed_engine_version": executed,
+        "kv_dtype": None if plan.engine.kv_dtype == "auto" else plan.engine.kv_dtype,
+        "kv_pool_tokens": kv_pool,
+        "configured_max_total_tokens": plan.engine.configured_max_total_tokens,
+        "context_limit_tokens": plan.engine.context_cap_tokens or (evidence.context_cap_tokens if evidence else None),
+        "speculative_decoding": _speculative(plan),
+        "prefix_cache": plan.engine.prefix_cache,
+        "reported_prompt_tokens": _per_mix(plan, "prompt_tokens"),
+        "output_tokens_per_request": _per_mix(plan, "output_tokens"),
+        "concurrency": _per_mix(plan, "concurrency"),
+        "measurement_denominator": run.measurement_denominator if run else None,
+        "warmup": run.warmup if run else None,
+        "campaign_repetitions": run.campaign_repetitions if run else None,
+        "failed_requests": run.failed_requests if run else None,
+    }
+    if not plan.has_drafter:
+        record["drafter_artifact"] = record["drafter_revision"] = None
+    record["missing"] = [k for k in KEYS if record[k] is None and not (k.startswith("drafter") and not plan.has_drafter)]
+    record["plan"] = plan.name
+    record["phase"] = phase
+    record["decision"] = decision
+    record["evidence_sources"] = [redact_url(s) for s in (evidence.sources if evidence else [])]
+    record["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    return record

@@ -1,0 +1,102 @@
+"""Verdict renderings: a text table for people, JSON for machines, JUnit for CI, Markdown for PRs.
+
+Why several: the same verdict lands in a terminal, a CI test report (one testcase per
+budget line, so a failing line shows up by name) and a pull-request comment. Every format
+says when `--allow-inconclusive` turned an inconclusive exit into 0.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from xml.sax.saxutils import escape, quoteattr
+
+from gate.verdict import Verdict
+
+FORMATS = ("text", "json", "junit", "markdown")
+
+ALLOWED_NOTE = "inconclusive allowed by --allow-inconclusive: exit code 0"
+
+
+def _notice(v: Verdict) -> str | None:
+    return ALLOWED_NOTE if v.inconclusive_allowed else None
+
+
+def to_json(v: Verdict) -> str:
+    return json.dumps(v.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def to_text(v: Verdict, width: int = 110) -> str:
+    lines = [f"specgate check — plan {v.plan_name or '?'} — phase {v.phase}", ""]
+    name_w = max(len(n) for n in v.checks) if v.checks else 10
+    stat_w = max(len(r.status.value) for r in v.checks.values()) if v.checks else 12
+    head = f"{'line':<{name_w}}  {'status':<{stat_w}}  reason"
+    lines += [head, "-" * min(width, max(len(head), 60))]
+    indent = name_w + stat_w + 4
+    for name, r in v.checks.items():
+        wrapped = textwrap.wrap(r.reason, width=max(width - indent, 40)) or [""]
+        lines.append(f"{name:<{name_w}}  {r.status.value:<{stat_w}}  {wrapped[0]}")
+        lines += [" " * indent + w for w in wrapped[1:]]
+    lines += ["", f"decision: {v.decision.value.upper()} (exit {v.exit_code})"]
+    if _notice(v):
+        lines.append(f"note: {_notice(v)}")
+    missing = v.run_record.get("missing") or []
+    if missing:
+        lines.append(f"run record: {len(missing)} field(s) unknown: {', '.join(missing)}")
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(v: Verdict) -> str:
+    icon = {"pass": "✅", "warn": "⚠️", "fail": "❌", "inconclusive": "❔", "n/a": "➖"}
+    out = [f"### specgate: **{v.decision.value}** — plan `{v.plan_name or '?'}` ({v.phase})", ""]
+    if _notice(v):
+        out += [f"> {_notice(v)}", ""]
+    out += ["| line | status | reason |", "|---|---|---|"]
+    for name, r in v.checks.items():
+        reason = r.reason.replace("|", "\\|").replace("\n", " ")
+        out.append(f"| {name} | {icon.get(r.status.value, '')} {r.status.value} | {reason} |")
+    missing = v.run_record.get("missing") or []
+    if missing:
+        out += ["", f"Run record: unknown {', '.join(f'`{m}`' for m in missing)}."]
+    return "\n".join(out) + "\n"
+
+
+def to_junit(v: Verdict) -> str:
+    """One testcase per line: fail -> <failure>, inconclusive -> <error> (or <skipped> when allowed)."""
+    failures = sum(1 for r in v.checks.values() if r.status.value == "fail")
+    incon = [n for n, r in v.checks.items() if r.status.value == "inconclusive"]
+    errors = 0 if v.allow_inconclusive else len(incon)
+    skipped = (len(incon) if v.allow_inconclusive else 0) + sum(1 for r in v.checks.values() if r.status.value == "n/a")
+    suite = f"specgate.{v.plan_name or 'plan'}.{v.phase}"
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuites name="specgate" tests="{len(v.checks)}" failures="{failures}" errors="{errors}">',
+           f'  <testsuite name={quoteattr(suite)} tests="{len(v.checks)}" failures="{failures}" errors="{errors}" '
+           f'skipped="{skipped}">',
+           f'    <properties><property name="decision" value="{v.decision.value}"/>'
+           f'<property name="allow_inconclusive" value="{str(v.allow_inconclusive).lower()}"/></properties>']
+    for name, r in v.checks.items():
+        s = r.status.value
+        out.append(f'    <testcase classname={quoteattr(suite)} name={quoteattr(name)}>')
+        msg = quoteattr(f"{s}: {r.reason}")
+        if s == "fail":
+            out.append(f'      <failure message={msg} type="fail">{escape(r.reason)}</failure>')
+        elif s == "inconclusive" and not v.allow_inconclusive:
+            out.append(f'      <error message={msg} type="inconclusive">{escape(r.reason)}</error>')
+        elif s == "inconclusive":
+            out.append(f'      <skipped message={quoteattr(f"{s} ({ALLOWED_NOTE}): {r.reason}")}/>')
+        elif s == "n/a":
+            out.append(f"      <skipped message={msg}/>")
+        out.append(f"      <system-out>{escape(f'{s}: {r.reason}')}</system-out>")
+        out.append("    </testcase>")
+    out += ["  </testsuite>", "</testsuites>"]
+    return "\n".join(out) + "\n"
+
+
+def render(v: Verdict, fmt: str) -> str:
+    if fmt == "json":
+        return to_json(v)
+    if fmt == "junit":
+        return to_junit(v)
+    if fmt == "markdown":
+        return to_markdown(v)
+    return to_text(v)
