@@ -294,7 +294,7 @@ class Controller:
         if evaluator is None:
             from gate.webhook import real_evaluator
 
-            evaluator = real_evaluator()
+            evaluator = real_evaluator(kube_client=api_client)
         if load_plan is None:
             from gate.plan import load_plan as real_load_plan
 

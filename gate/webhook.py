@@ -18,6 +18,7 @@ Contracts (DESIGN.md "HTTP and Kubernetes contracts"):
 
 from __future__ import annotations
 
+import functools
 import hmac
 import json
 import sys
@@ -44,11 +45,12 @@ DECISIONS = ("pass", "fail", "inconclusive")
 Evaluator = Callable[..., Any]
 
 
-def real_evaluator() -> Evaluator:
-    """`gate.evaluate.evaluate`, imported when first needed (it pulls in the whole gate)."""
+def real_evaluator(**fixed: Any) -> Evaluator:
+    """`gate.evaluate.evaluate` with `wait=False` (never sleep for a new window inside a request or a
+    reconcile: exporter and Prometheus history answer at once), imported when first needed."""
     from gate.evaluate import evaluate
 
-    return evaluate
+    return functools.partial(evaluate, wait=False, **fixed)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fakeapi import FakeKube
+
+from tests.k8s.fakeapi import FakeKube
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import FakeKube
-from objects import BASE_ARGS, NAMESPACE, deployment
 
 from gate.controller import ACTIVE, LAST, REQUEST, Controller, ControllerConfig, strip_speculative
 from gate.verdict import LINES, Decision, LineResult, Status, Verdict
+from tests.k8s.fakeapi import FakeKube
+from tests.k8s.objects import BASE_ARGS, NAMESPACE, deployment
 
 PLAN = """\
 name: qwen-ngram

@@ -6,10 +6,9 @@ so cold start → Ready = 1 min 47 s = 107 s; the digest is the part of `imageID
 
 from __future__ import annotations
 
-from fakeapi import FakeKube
-from objects import DIGEST, NAMESPACE, pod
-
 from gate.evidence.kube import collect, digest_of, pod_startup
+from tests.k8s.fakeapi import FakeKube
+from tests.k8s.objects import DIGEST, NAMESPACE, pod
 
 
 def test_staging_seconds_and_digest_from_pod_status(fake_kube: FakeKube, api_client) -> None:
