@@ -41,6 +41,8 @@ MAX_MODEL_LEN = 512
 MAX_NUM_SEQS = 8
 BLOCK_SIZE = 128  # vLLM's CPU default
 
+TRAFFIC_SOURCE = "tests/e2e: bounded completions, temperature 0, ignore_eos (harness.PROMPTS)"
+
 # Repetitive prompts, so ngram prompt lookup has something to find; all well under 512 tokens.
 PROMPTS: tuple[str, ...] = (
     "the quick brown fox the quick brown fox the quick brown fox jumps over the lazy dog",

