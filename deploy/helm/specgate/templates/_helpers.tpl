@@ -1,0 +1,135 @@
+{{/* Names, labels and small shared fragments. */}}
+
+{{- define "specgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "specgate.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "<fullname>-<suffix>", kept within 63 characters. Call with (list . "suffix"). */}}
+{{- define "specgate.componentName" -}}
+{{- $root := index . 0 -}}
+{{- printf "%s-%s" (include "specgate.fullname" $root | trunc (int (sub 62 (len (index . 1))))) (index . 1) | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "specgate.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "specgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "specgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "specgate.labels" -}}
+helm.sh/chart: {{ include "specgate.chart" . }}
+{{ include "specgate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: specgate
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Labels of one component. Call with (list . "engine"). */}}
+{{- define "specgate.componentLabels" -}}
+{{ include "specgate.labels" (index . 0) }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{- define "specgate.componentSelectorLabels" -}}
+{{ include "specgate.selectorLabels" (index . 0) }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{/* The specgate image (exporter, gate hook, serve, controller). */}}
+{{- define "specgate.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The engine image of the selected kind. */}}
+{{- define "specgate.engineImage" -}}
+{{- $img := index .Values.engine.images .Values.engine.kind -}}
+{{- printf "%s:%s" $img.repository $img.tag -}}
+{{- end -}}
+
+{{/* True (non-empty) when the values enable a drafter: speculative decoding is configured. */}}
+{{- define "specgate.drafterEnabled" -}}
+{{- if .Values.engine.speculativeConfig -}}true{{- end -}}
+{{- end -}}
+
+{{/* True when the cluster serves the Prometheus Operator API. */}}
+{{- define "specgate.hasMonitoringAPI" -}}
+{{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1" -}}true{{- end -}}
+{{- end -}}
+
+{{/* The plan must be given whenever something runs the gate on it. Call with (list . "who needs it"). */}}
+{{- define "specgate.requirePlan" -}}
+{{- if not (index . 0).Values.gate.plan -}}
+{{- fail (printf "gate.plan is required when %s" (index . 1)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Environment of every specgate process: no bytecode writes on a read-only root filesystem. */}}
+{{- define "specgate.pythonEnv" -}}
+- name: PYTHONDONTWRITEBYTECODE
+  value: "1"
+- name: PYTHONUNBUFFERED
+  value: "1"
+- name: HOME
+  value: /tmp
+{{- end -}}
+
+{{/* The writable /tmp of a specgate container (read-only root filesystem). */}}
+{{- define "specgate.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+{{- end -}}
+
+{{- define "specgate.podSecurityContext" -}}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- end -}}
+
+{{- define "specgate.containerSecurityContext" -}}
+securityContext:
+  {{- toYaml .Values.containerSecurityContext | nindent 2 }}
+{{- end -}}
+
+{{/* Rules for reading the evidence the gate uses: pods (start and Ready times, image digests), Deployments, Events. */}}
+{{- define "specgate.readRules" -}}
+- apiGroups: [""]
+  resources: ["pods", "events"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch"]
+{{- end -}}
+
+{{/* The plan ConfigMap's data: plan.yaml plus planFiles. */}}
+{{- define "specgate.planData" -}}
+plan.yaml: |
+  {{- toYaml .Values.gate.plan | nindent 2 }}
+{{- range $name, $content := .Values.gate.planFiles }}
+{{ $name }}: |
+  {{- $content | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* A rendered env value: strings as they are, numbers without exponent notation (toJson). */}}
+{{- define "specgate.envValue" -}}
+{{- if kindIs "string" . -}}{{ . | quote }}{{- else -}}{{ toJson . | quote }}{{- end -}}
+{{- end -}}

@@ -1,0 +1,178 @@
+"""Run the real helm binary on the chart and hand back the rendered objects as plain dicts.
+
+Why a module and not only fixtures: the value cases are data shared by the lint, validate and assertion
+tests, and `helm template` output is parsed once per case per session.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "deploy" / "helm" / "specgate"
+TOOLS_BIN = REPO / ".tools" / "bin"
+INSTALL_SCRIPT = REPO / "tools" / "install_helm.sh"
+CONFIGS = REPO / "tests" / "fixtures" / "configs"
+MONITORING_API = "monitoring.coreos.com/v1"
+RELEASE = "rel"
+NAMESPACE = "llm"
+FULLNAME = "rel-specgate"
+
+# Sources that `make chart-sync` copies into the chart (source -> copy).
+SYNCED_FILES: dict[Path, Path] = {
+    REPO / "deploy" / "prometheus" / "specgate-rules.yaml": CHART / "files" / "specgate-rules.yaml",
+    REPO / "dashboards" / "specgate.json": CHART / "files" / "specgate-dashboard.json",
+}
+RULES_SOURCE = REPO / "deploy" / "prometheus" / "specgate-rules.yaml"
+DASHBOARD_SOURCE = REPO / "dashboards" / "specgate.json"
+
+
+def _config(name: str) -> str:
+    return (CONFIGS / name).read_text(encoding="utf-8")
+
+
+# A vLLM ngram rollout of Qwen3-8B: the real config.json travels in the plan ConfigMap next to plan.yaml.
+NGRAM_SPEC = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
+NGRAM_PLAN = {
+    "name": "qwen3-8b-ngram",
+    "target": {"name": "Qwen/Qwen3-8B", "config": "target-config.json"},
+    "engine": {"kind": "vllm", "speculative": {"method": "ngram", "num_speculative_tokens": 3}},
+    "workload": [{"name": "chat", "concurrency": 8, "prompt_tokens": 2048, "output_tokens": 512}],
+    "slo": {"target_acceptance_length": 2.0, "min_windows": 3},
+}
+NGRAM_FILES = {"target-config.json": _config("target-gqa__Qwen__Qwen3-8B.json")}
+
+# An SGLang EAGLE-3 rollout of Llama-3.1-8B (SpecForge's drafter config).
+SGLANG_SPEC = {"algorithm": "EAGLE3", "draft_model_path": "/models/llama3-8b-eagle3", "num_steps": 3,
+               "eagle_topk": 1, "num_draft_tokens": 4}
+SGLANG_PLAN = {
+    "name": "llama31-8b-eagle3-sglang",
+    "target": {"name": "meta-llama/Llama-3.1-8B-Instruct", "config": "target-config.json"},
+    "drafter": {"name": "llama3-8B-eagle3", "config": "drafter-config.json"},
+    "engine": {"kind": "sglang", "speculative": {"method": "eagle3", "num_steps": 3, "eagle_topk": 1,
+                                                 "num_draft_tokens": 4}},
+    "slo": {"target_acceptance_length": 2.5},
+}
+SGLANG_FILES = {
+    "target-config.json": _config("target-gqa__meta-llama__Llama-3.1-8B-Instruct.json"),
+    "drafter-config.json": _config("eagle3__specforge__llama3-8B-eagle3.json"),
+}
+
+# The values matrix. Each case renders with and without the monitoring.coreos.com/v1 API.
+CASES: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "drafter": {
+        "engine": {"speculativeConfig": NGRAM_SPEC, "apiKey": {"existingSecret": "engine-key", "key": "api-key"}},
+        "gate": {"plan": NGRAM_PLAN, "planFiles": NGRAM_FILES},
+        "exporter": {"settings": {"acceptanceSloTarget": 2.0, "workloadDemandTokens": 20480}},
+    },
+    "allow-inconclusive": {
+        "engine": {"speculativeConfig": NGRAM_SPEC},
+        "gate": {"plan": NGRAM_PLAN, "planFiles": NGRAM_FILES, "allowInconclusive": True},
+    },
+    "sglang": {
+        "engine": {"kind": "sglang", "model": "meta-llama/Llama-3.1-8B-Instruct", "port": 30000,
+                   "tensorParallelSize": 2, "maxModelLen": 32768, "speculativeConfig": SGLANG_SPEC,
+                   "apiKey": {"existingSecret": "engine-key", "key": "api-key"}},
+        "gate": {"plan": SGLANG_PLAN, "planFiles": SGLANG_FILES},
+    },
+    "monitoring-off": {
+        "monitoring": {"serviceMonitor": {"enabled": False}, "prometheusRule": {"enabled": False},
+                       "dashboard": {"enabled": False}},
+    },
+    "networkpolicy": {
+        "networkPolicy": {"enabled": True},
+        "serve": {"enabled": True, "token": {"existingSecret": "gate-token", "key": "token"}},
+        "gate": {"plan": NGRAM_PLAN, "planFiles": NGRAM_FILES},
+    },
+    "hook-off": {
+        "engine": {"speculativeConfig": NGRAM_SPEC},
+        "gate": {"plan": NGRAM_PLAN, "planFiles": NGRAM_FILES, "hook": {"enabled": False}},
+    },
+    "serve-controller": {
+        "engine": {"speculativeConfig": NGRAM_SPEC},
+        "gate": {"plan": NGRAM_PLAN, "planFiles": NGRAM_FILES},
+        "serve": {"enabled": True, "token": {"existingSecret": "gate-token", "key": "token"}},
+        "controller": {"enabled": True, "replicas": 2},
+    },
+}
+
+# Cases that enable a drafter with the hook on: the pre-install/pre-upgrade gate renders.
+HOOK_CASES = [c for c, v in CASES.items()
+              if v.get("engine", {}).get("speculativeConfig") and v.get("gate", {}).get("hook", {}).get("enabled", True)]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One `helm template` result."""
+
+    case: str
+    api: bool
+    values: dict[str, Any]
+    objects: tuple[dict[str, Any], ...]
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [o for o in self.objects if o["kind"] == kind]
+
+    def one(self, kind: str, name: str) -> dict[str, Any]:
+        found = [o for o in self.objects if o["kind"] == kind and o["metadata"]["name"] == name]
+        assert len(found) == 1, f"{self.case}: expected one {kind}/{name}, found {len(found)}"
+        return found[0]
+
+    def names(self) -> list[str]:
+        return sorted(f"{o['kind']}/{o['metadata']['name']}" for o in self.objects)
+
+
+def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(helm), *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def write_values(tmp: Path, values: dict[str, Any]) -> Path:
+    path = tmp / "values.yaml"
+    path.write_text(json.dumps(values), encoding="utf-8")  # JSON is YAML: no dumper ambiguity
+    return path
+
+
+def template(helm: Path, values_file: Path | None, api: bool, chart: Path = CHART) -> subprocess.CompletedProcess[str]:
+    args = ["template", RELEASE, str(chart), "--namespace", NAMESPACE]
+    if values_file is not None:
+        args += ["-f", str(values_file)]
+    if api:
+        args += ["--api-versions", MONITORING_API]
+    return run_helm(helm, *args)
+
+
+def parse_objects(text: str) -> tuple[dict[str, Any], ...]:
+    return tuple(d for d in yaml.safe_load_all(text) if d)
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """What helm does with -f: maps merge key by key, everything else replaces."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def default_values() -> dict[str, Any]:
+    return yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
+
+
+def containers(pod_owner: dict[str, Any]) -> list[dict[str, Any]]:
+    return pod_owner["spec"]["template"]["spec"]["containers"]
+
+
+def container(pod_owner: dict[str, Any], name: str) -> dict[str, Any]:
+    found = [c for c in containers(pod_owner) if c["name"] == name]
+    assert len(found) == 1, f"container {name} not found in {pod_owner['metadata']['name']}"
+    return found[0]
+
+
+def env_of(c: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in c.get("env", [])}
