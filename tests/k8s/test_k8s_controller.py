@@ -340,3 +340,35 @@ def test_strip_speculative_handles_both_flag_forms() -> None:
     assert strip_speculative(args) == ["--model", "m", "--port", "8000"]
     sg = ["--model-path", "m", "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3", "--enable-metrics"]
     assert strip_speculative(sg) == ["--model-path", "m", "--enable-metrics"]
+
+
+# ---- through the real evaluator (gate.evaluate) with the repository's example plans ----
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
+
+
+def test_real_evaluator_seed004_mtp_passes_pre_and_turns_on(fake_kube: FakeKube, api_client: Any) -> None:
+    """Seed 004's plan passes `pre` (L 3.362 / 3.102 against L* 2.204 / 1.933); vLLM gets the MTP config."""
+    fake_kube.seed(deployment(request="seed004"))
+    config = ControllerConfig(namespace=NAMESPACE, plan=EXAMPLES / "seed004-qwen3.6-35b-a3b-mtp.yaml",
+                              identity="ctl-a", lease_name="specgate-ctl")
+    ctl = Controller(api_client, config, clock=Clock())
+    ctl.step()
+    dep = fake_kube.get("Deployment", NAMESPACE, "qwen")
+    assert engine_args(dep) == BASE_ARGS + ["--speculative-config", '{"method":"mtp","num_speculative_tokens":3}']
+    assert json.loads(dep["metadata"]["annotations"][LAST])["decision"] == "pass"
+    ctl.step()  # post: the plan's captured windows still hold the SLO → stays on
+    assert [e["reason"] for e in events(fake_kube)] == ["DrafterEnabled"]
+
+
+def test_real_evaluator_seed000_nextn_pool_fails_and_stays_off(fake_kube: FakeKube, api_client: Any) -> None:
+    """Seed 000's NEXTN arm: 6 × (30,185 + 512) = 184,182 resident tokens > 161,728 allocated → fail."""
+    fake_kube.seed(deployment(request="seed000"))
+    config = ControllerConfig(namespace=NAMESPACE, plan=EXAMPLES / "seed000-qwen38-flash-next-nextn.yaml",
+                              identity="ctl-a", lease_name="specgate-ctl")
+    Controller(api_client, config, clock=Clock()).step()
+    dep = fake_kube.get("Deployment", NAMESPACE, "qwen")
+    assert engine_args(dep) == BASE_ARGS and dep["metadata"]["generation"] == 1
+    (event,) = events(fake_kube)
+    assert event["reason"] == "GateFailed"
+    assert "6 × (30,185 + 512) = 184,182 resident tokens > 161,728" in event["message"]

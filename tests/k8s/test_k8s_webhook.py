@@ -252,3 +252,46 @@ def test_unknown_path_and_wrong_method(gate_url: Any) -> None:
     url = gate_url(Scripted())
     assert requests.get(f"{url}/nope", timeout=5).status_code == 404
     assert requests.get(f"{url}/flagger", timeout=5).status_code == 405
+
+
+# ---- through the real evaluator (gate.evaluate) with the repository's example plans ----
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
+
+
+def real_gate(plan_file: str) -> tuple[str, Any]:
+    from gate.plan import load_plan
+
+    path = EXAMPLES / plan_file
+    server = make_server(GateConfig(plan_path=path, port=0, timeout_s=30), load_plan(path))  # real evaluator
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}", server
+
+
+def test_real_evaluator_seed000_blocks_on_the_nextn_pool() -> None:
+    url, server = real_gate("seed000-qwen38-flash-next-nextn.yaml")
+    try:
+        a = requests.get(f"{url}/argo", params={"phase": "pre"}, timeout=60)
+        assert a.status_code == 200 and a.json()["decision"] == "fail"
+        assert a.json()["checks"]["kv_pool"]["status"] == "fail"
+        f = requests.post(f"{url}/flagger", json={**FLAGGER_PAYLOAD, "metadata": {"phase": "pre"}}, timeout=60)
+        assert f.status_code == 403
+        # seed 000: 6 × (30,185 + 512) = 184,182 resident tokens > 161,728 allocated with NEXTN
+        assert any(r.startswith("kv_pool: fail — long-agentic needs 6 × (30,185 + 512) = 184,182")
+                   for r in f.json()["reasons"])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_real_evaluator_seed004_allows() -> None:
+    url, server = real_gate("seed004-qwen3.6-35b-a3b-mtp.yaml")
+    try:
+        f = requests.post(f"{url}/flagger", json={**FLAGGER_PAYLOAD, "metadata": {"phase": "pre"}}, timeout=60)
+        assert f.status_code == 200 and f.json()["decision"] == "pass"
+        assert f.json()["checks"]["acceptance"]["status"] == "pass"
+        a = requests.get(f"{url}/argo", timeout=60)  # post: answered from the plan's captured windows
+        assert a.status_code == 200 and a.json()["decision"] == "pass"
+    finally:
+        server.shutdown()
+        server.server_close()
