@@ -1,0 +1,99 @@
+"""artifacts line (two downloads vs storage/image budgets) and staging line (measured cold start vs budget)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gate.budget import compute_budget
+from gate.checks import artifacts, staging
+from gate.evidence.artifacts import artifact_facts
+from gate.plan import load_plan, plan_from_dict
+from gate.verdict import Status
+from tests.gate.helpers import PLANS, tiny_plan
+
+
+def _artifacts(data: dict):
+    plan = plan_from_dict(data)
+    return artifacts.check(plan, compute_budget(plan, artifact_facts(plan)))
+
+
+def test_two_downloads_fit() -> None:
+    r = _artifacts(tiny_plan("draft"))
+    assert r.status is Status.PASS
+    assert r.values["downloads"] == 2 and r.values["known_total_bytes"] == 1_706_496 + 410_368
+
+
+def test_two_downloads_over_budget_fail() -> None:
+    data = tiny_plan("draft")
+    data["budgets"]["storage_bytes"] = 2_000_000
+    r = _artifacts(data)
+    assert r.status is Status.FAIL and "2,116,864 B > storage budget 2,000,000 B" in r.reason
+
+
+def test_known_part_over_budget_fails_even_with_unknown() -> None:
+    data = tiny_plan("draft")
+    del data["target"]["weights"]
+    data["budgets"]["storage_bytes"] = 400_000
+    assert _artifacts(data).status is Status.FAIL  # the drafter alone (410,368 B) breaks it
+    data["budgets"]["storage_bytes"] = 5_000_000
+    assert _artifacts(data).status is Status.INCONCLUSIVE
+
+
+def test_image_budget() -> None:
+    data = tiny_plan("draft")
+    data["engine"]["image_bytes"] = 3_000_000
+    data["budgets"]["image_bytes"] = 2_000_000
+    r = _artifacts(data)
+    assert r.status is Status.FAIL and "image 3,000,000 B > image budget" in r.reason
+
+
+def test_weights_from_safetensors_index(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 123_456},
+                                                                      "weight_map": {}}))
+    data = tiny_plan("draft")
+    data["drafter"]["weights"] = {"path": str(tmp_path)}
+    r = _artifacts(data)
+    assert r.values["drafter_weights_bytes"] == 123_456 and "index" in r.values["drafter_weights_source"]
+
+
+def test_ngram_and_mtp_are_na() -> None:
+    assert _artifacts(tiny_plan("ngram")).status is Status.NA
+    plan = load_plan(PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml")
+    assert artifacts.check(plan, compute_budget(plan, artifact_facts(plan))).status is Status.NA
+
+
+def test_seed002_counts_drafter_bytes() -> None:
+    plan = load_plan(PLANS / "seed002-ling-3.0-flash-dspark.yaml")
+    r = artifacts.check(plan, compute_budget(plan, artifact_facts(plan)))
+    assert r.status is Status.INCONCLUSIVE and r.values["drafter_weights_bytes"] == 2_727_415_810
+    assert "2,727,415,810 B" in r.reason
+
+
+def test_staging_measured_against_budget() -> None:
+    data = tiny_plan("draft", staging={"mode": "overlapped", "order": ["target", "drafter"],
+                                       "load_seconds": {"target": 30, "drafter": 12}})
+    data["evidence"] = {"reported": {"startup_seconds_without_drafter": {"value": 37.5, "source": "nospec arm"}}}
+    plan = plan_from_dict(data)
+    r = staging.check(plan, staging.StartupObservation(40.7, "draft arm ready"))
+    assert r.status is Status.PASS
+    assert r.values["predicted_seconds"] == 30  # overlapped: the slower artifact
+    assert r.values["startup_tax_seconds"] == 40.7 - 37.5
+    assert staging.check(plan, staging.StartupObservation(140.0, "slow")).status is Status.FAIL
+
+
+def test_staging_unmeasured_is_inconclusive_and_serial_prediction_can_fail() -> None:
+    data = tiny_plan("draft", staging={"mode": "serial", "order": ["target", "drafter"],
+                                       "load_seconds": {"target": 100, "drafter": 40}})
+    plan = plan_from_dict(data)
+    r = staging.check(plan, None)
+    assert r.status is Status.FAIL and "predicted cold start 140 s > budget 120 s" in r.reason
+    data["staging"]["load_seconds"] = {"target": 50, "drafter": 40}
+    assert staging.check(plan_from_dict(data), None).status is Status.INCONCLUSIVE
+
+
+def test_staging_unnamed_mode_warns() -> None:
+    data = tiny_plan("draft")
+    del data["staging"]
+    r = staging.check(plan_from_dict(data), staging.StartupObservation(40.0, "x"))
+    assert r.status is Status.WARN and "staging mode" in r.reason
