@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 ENGINE_PREFIXES: tuple[str, ...] = ("vllm:", "vllm_", "sglang:", "sglang_")
 
 _LABEL_RE = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
-_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
+# Fast path for label sets without escapes or spaces (what engines emit): validate, then findall.
+_SIMPLE_LABELS_RE = re.compile(r'(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*",)*(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")?,?')
+_SIMPLE_PAIR_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 _ESC_RE = re.compile(r'\\[\\"n]')
 
@@ -43,6 +46,8 @@ def _unescape(v: str) -> str:
 
 def parse_labels(text: str) -> dict[str, str]:
     """Parse the inside of `{...}`; raises ParseError on malformed label text."""
+    if _SIMPLE_LABELS_RE.fullmatch(text) is not None:
+        return dict(_SIMPLE_PAIR_RE.findall(text))
     labels: dict[str, str] = {}
     pos, n = 0, len(text)
     while pos < n:
@@ -64,8 +69,24 @@ def _looks_like_exposition(text: str) -> None:
         kind = "HTML" if head.startswith("<") or "<html" in head else "JSON"
         raise ParseError(f"not Prometheus text exposition (looks like {kind})")
     first = head.split("\n", 1)[0]
-    if not (first.startswith("#") or re.match(r"[a-z_:]", first)):
+    if not (first.startswith("#") or re.match(r"[a-z_:][a-z0-9_:]*[{ ]", first)):
         raise ParseError(f"not Prometheus text exposition (first line {first[:60]!r})")
+
+
+@lru_cache(maxsize=16)
+def _sample_re(want: frozenset[str] | None, plain: frozenset[str]) -> re.Pattern[str]:
+    """One regex over the page (each line preceded by "\n"), so the C scanner skips unwanted lines.
+
+    It matches a wanted sample line (groups 1-3: engine, base name, rest; 4-5: unprefixed name,
+    rest) or, with every group None, a line that is not Prometheus text: one starting with a
+    character no comment, sample or blank line starts with, or indented text. (The first line is
+    checked whole in `_looks_like_exposition`; wanted lines are checked whole here.)
+    """
+    fam = r"[a-zA-Z0-9_:]+" if want is None else (
+        "|".join(sorted(map(re.escape, want), key=len, reverse=True)) or "(?!)")
+    pl = "|".join(map(re.escape, sorted(plain))) or "(?!)"
+    return re.compile(rf"\n(?:(vllm|sglang)[:_]({fam})([{{ ][^\n]*)|({pl})([{{ ][^\n]*)"
+                      r"|(?=[^#\n\r\t a-zA-Z_:]|[ \t]++[^\n\r]))")
 
 
 def parse_page(text: str, wanted: Iterable[str] | None = None,
@@ -74,55 +95,41 @@ def parse_page(text: str, wanted: Iterable[str] | None = None,
 
     Returns {"<engine>:<base>" or unprefixed name: [(labels, value), ...]}; the engine part keeps
     `vllm`/`sglang` so autodetection can count families. `wanted=None` keeps every prefixed family.
-    Duplicate series (same name and labels) keep the last value.
+    Duplicate series (same name and label text, as engines write them) keep the last value.
     """
     _looks_like_exposition(text)
-    want = frozenset(wanted) if wanted is not None else None
-    plain = frozenset(unprefixed)
-    lines = text.split("\n")
     if not text.endswith("\n"):
-        lines = lines[:-1]  # a last line without newline may be cut mid-way: drop it
-    out: dict[str, dict[tuple, tuple[dict[str, str], float]]] = {}
-    seen_sample = False
-    for line in lines:
-        if not line or line[0] == "#":
-            continue
-        brace = line.find("{")
-        space = line.find(" ")
-        end = brace if brace != -1 and (space == -1 or brace < space) else space
-        if end <= 0:
-            if line.strip():
-                raise ParseError(f"not Prometheus text exposition (line {line[:60]!r})")
-            continue
-        name = line[:end]
-        seen_sample = True
-        engine, base = split_prefix(name)
+        text = text[: text.rfind("\n") + 1]  # a last line without newline may be cut mid-way: drop it
+    text = "\n" + text
+    if text.isspace():
+        raise ParseError("not Prometheus text exposition (no complete line)")
+    want = frozenset(wanted) if wanted is not None else None
+    out: dict[str, dict[str, tuple[dict[str, str], float]]] = {}
+    for m in _sample_re(want, frozenset(unprefixed)).finditer(text):
+        engine, base, rest, plain_name, plain_rest = m.groups()
         if engine is None:
-            if name not in plain:
-                continue
-            key = name
+            if plain_name is None:
+                line = text[m.start() + 1: text.find("\n", m.start() + 1)]
+                raise ParseError(f"not Prometheus text exposition (line {line[:60]!r})")
+            key, rest = plain_name, plain_rest
+        elif want is None and base.endswith("_created"):
+            continue
         else:
-            if base.endswith("_created") or (want is not None and base not in want):
-                continue
             key = f"{engine}:{base}"
-        if not _NAME_RE.match(name):
-            raise ParseError(f"invalid metric name {name[:60]!r}")
-        if end == brace:
-            close = line.rfind("}")
-            if close < brace:
-                raise ParseError(f"unterminated label set in line {line[:60]!r}")
-            labels = parse_labels(line[brace + 1:close])
-            rest = line[close + 1:].split()
+        if rest[0] == "{":
+            close = rest.rfind("}")
+            if close <= 0:
+                raise ParseError(f"unterminated label set in line {m.group(0)[1:61]!r}")
+            series = rest[1:close]
+            labels = parse_labels(series)
+            vals = rest[close + 1:].split()
         else:
-            labels = {}
-            rest = line[end:].split()
-        if not rest or len(rest) > 2:
-            raise ParseError(f"malformed sample line {line[:60]!r}")
+            series, labels, vals = "", {}, rest.split()
+        if not vals or len(vals) > 2:
+            raise ParseError(f"malformed sample line {m.group(0)[1:61]!r}")
         try:
-            value = float(rest[0])
+            value = float(vals[0])
         except ValueError:
-            raise ParseError(f"malformed sample value {rest[0][:30]!r} for {name}") from None
-        out.setdefault(key, {})[tuple(sorted(labels.items()))] = (labels, value)
-    if not seen_sample and not any(ln.startswith("#") for ln in lines):
-        raise ParseError("not Prometheus text exposition (no samples)")
+            raise ParseError(f"malformed sample value {vals[0][:30]!r} for {key}") from None
+        out.setdefault(key, {})[series] = (labels, value)
     return {k: list(v.values()) for k, v in out.items()}

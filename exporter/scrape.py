@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from exporter.engines import DetectError, adapter, detect
-from exporter.engines.base import EngineSnapshot, SideInfo
+from exporter.engines.base import EngineAdapter, EngineSnapshot, ParsedPage, SideInfo
 from exporter.parse import ParseError, parse_page
 
 ACCEPT = "text/plain; version=0.0.4"
@@ -70,15 +70,19 @@ def _get(session: requests.Session, url: str, timeout: float, max_bytes: int,
         raise ScrapeError("http", f"{url}: {type(e).__name__}") from None
 
 
+def _parse_text(text: str, engine: str) -> tuple[EngineAdapter, ParsedPage]:
+    """Detect (when `auto`) and parse once; a page that is not Prometheus text raises ScrapeError."""
+    try:
+        ad = adapter(detect(text) if engine == "auto" else engine)
+        return ad, parse_page(text, ad.families)
+    except (ParseError, DetectError) as e:
+        raise ScrapeError("parse", str(e)) from None
+
+
 def snapshot_from_text(text: str, engine: str = "auto", timestamp: float | None = None,
                        side: SideInfo | None = None) -> EngineSnapshot:
     """Parse a page into a normalised snapshot; a page that is not Prometheus text raises ScrapeError."""
-    try:
-        kind = detect(text) if engine == "auto" else engine
-        ad = adapter(kind)
-        page = parse_page(text, ad.families)
-    except (ParseError, DetectError) as e:
-        raise ScrapeError("parse", str(e)) from None
+    ad, page = _parse_text(text, engine)
     return ad.snapshot(page, time.time() if timestamp is None else timestamp, side)
 
 
@@ -161,14 +165,14 @@ class Scraper:
         """Fetch and normalise one page; raises ScrapeError with its reason."""
         raw = _get(self.session, self.metrics_url, self.timeout, self.max_bytes, {"Accept": ACCEPT})
         ts = time.time()
-        text = raw.decode("utf-8", errors="replace")
-        first = snapshot_from_text(text, self.engine, timestamp=ts)
+        ad, page = _parse_text(raw.decode("utf-8", errors="replace"), self.engine)
+        first = ad.snapshot(page, ts)
         if self._side is None or first.process_start_time != self._side_start:
             self._side = self._side_info(first.engine)
             self._side_start = first.process_start_time
         if self._side == SideInfo():
             return first
-        return snapshot_from_text(text, first.engine, timestamp=ts, side=self._side)
+        return ad.snapshot(page, ts, self._side)  # the page is parsed once, normalised again with side info
 
 
 def scrape_once(url: str, engine: str = "auto", timeout: float = 5.0, api_key: str | None = None) -> EngineSnapshot:

@@ -15,8 +15,8 @@ class DetectError(ValueError):
 
 def detect(text: str) -> str:
     """Autodetect the engine from family prefixes: whichever has more sample lines wins."""
-    v = text.count("\nvllm:") + text.count("\nvllm_") + text.startswith(("vllm:", "vllm_"))
-    s = text.count("\nsglang:") + text.count("\nsglang_") + text.startswith(("sglang:", "sglang_"))
+    v = text.count("\nvllm") + text.startswith(("vllm:", "vllm_"))  # vllm: and vllm_ in one pass
+    s = text.count("\nsglang") + text.startswith(("sglang:", "sglang_"))
     if v == 0 and s == 0:
         raise DetectError("no vllm:/sglang: metric families on the page (is this an inference engine's /metrics?)")
     return "vllm" if v >= s else "sglang"
