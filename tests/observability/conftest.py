@@ -25,3 +25,28 @@ def promtool() -> Path:
 @pytest.fixture(scope="session")
 def prometheus_bin() -> Path:
     return _tool("prometheus")
+
+
+@pytest.fixture(scope="session")
+def live_stack(prometheus_bin: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Prometheus <- specgate exporter <- replay engine, played to the end of the scenario.
+
+    Yields after the scenario (ngram arm, then the random-draft arm) has played and the last windows have
+    aged out of the 5s burn window, so tests read history with range queries. Stopped by PID.
+    """
+    import time
+
+    from tests.observability.live_stack import start_stack
+
+    stack = start_stack(tmp_path_factory.mktemp("prometheus-live"), prometheus_bin, step_seconds=8.0)
+    try:
+        while time.time() < stack.scenario_end + 15:
+            for p in stack.processes:
+                if p.proc.poll() is not None:
+                    pytest.fail(f"{p.name} exited early\n{stack.logs()}")
+            time.sleep(0.5)
+        stack.finished = time.time()
+        yield stack
+    finally:
+        for p in reversed(stack.processes):
+            p.stop()
