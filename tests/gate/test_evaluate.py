@@ -1,0 +1,126 @@
+"""evaluate(): phases, decision rule, evidence from real captures, bad input never a pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gate.evaluate import evaluate
+from gate.plan import PlanError, load_plan, plan_from_dict
+from gate.verdict import Decision, Status, decide, exit_code
+from tests.gate.helpers import CAPTURES, CONFIGS, PLANS, serve, tiny_plan, write_plan
+
+
+def test_decision_rule() -> None:
+    assert decide([Status.PASS, Status.NA, Status.WARN]) is Decision.PASS
+    assert decide([Status.PASS, Status.INCONCLUSIVE, Status.WARN]) is Decision.INCONCLUSIVE
+    assert decide([Status.FAIL, Status.INCONCLUSIVE]) is Decision.FAIL
+    assert decide([Status.NA] * 5) is Decision.PASS
+    assert [exit_code(d) for d in Decision] == [0, 1, 2]
+    assert exit_code(Decision.INCONCLUSIVE, allow_inconclusive=True) == 0
+    assert exit_code(Decision.FAIL, allow_inconclusive=True) == 1
+
+
+def _plan(arm: str, **evidence):
+    data = tiny_plan(arm)
+    data["evidence"] = {"reported": {"startup_seconds": {"value": 40.7, "source": "reference NOTES ready time"}},
+                        **evidence}
+    return plan_from_dict(data)
+
+
+def test_pre_static_tiny_draft_passes() -> None:
+    v = evaluate(_plan("draft"))
+    assert {k: r.status.value for k, r in v.checks.items()} == {
+        "artifacts": "pass", "kv_pool": "pass", "acceptance": "pass", "staging": "pass", "codesign": "pass"}
+    assert v.checks["kv_pool"].values["predicted_tokens_with_drafter"] == 6528
+
+
+def test_pre_with_real_captures_judges_the_slo() -> None:
+    """The draft arm's real counters: 1,829 drafts, 0 accepted -> L 1.0 < target 2.0 -> fail; draftself: 4.0 -> pass."""
+    v = evaluate(_plan("draft"), metrics=[str(CAPTURES / "metrics-draft-before.txt"),
+                                          str(CAPTURES / "metrics-draft-after.txt")])
+    assert v.checks["acceptance"].status is Status.FAIL and v.decision is Decision.FAIL
+    assert v.checks["kv_pool"].values["allocated_tokens"] == 6528  # from the capture's cache_config_info
+    v = evaluate(_plan("draftself"), metrics=[str(CAPTURES / "metrics-draftself-before.txt"),
+                                              str(CAPTURES / "metrics-draftself-after.txt")])
+    assert v.checks["acceptance"].status is Status.PASS and v.decision is Decision.PASS
+    assert v.checks["kv_pool"].values["allocated_tokens"] == 4096 == v.checks["kv_pool"].values[
+        "predicted_tokens_with_drafter"]
+
+
+def test_post_without_evidence_is_inconclusive() -> None:
+    v = evaluate(_plan("draft"), phase="post")
+    assert v.checks["acceptance"].status is Status.INCONCLUSIVE and v.decision is Decision.INCONCLUSIVE
+    assert evaluate(_plan("draft"), phase="post", allow_inconclusive=True).exit_code == 0
+
+
+def test_post_only_reset_window_is_inconclusive() -> None:
+    v = evaluate(_plan("draftself"), phase="post", metrics=[str(CAPTURES / "metrics-ngram-after.txt"),
+                                                            str(CAPTURES / "metrics-draftself-after.txt")])
+    assert v.checks["acceptance"].status is Status.INCONCLUSIVE  # L 4.0 there, but the window is reset
+
+
+def test_exporter_500_gives_inconclusive_line_not_pass() -> None:
+    with serve(lambda path: (500, "text/plain", b"internal error")) as url:
+        v = evaluate(_plan("draftself"), phase="post", metrics=[url])
+    acc = v.checks["acceptance"]
+    assert acc.status is Status.INCONCLUSIVE and "HTTP 500" in acc.reason
+    assert v.decision is Decision.INCONCLUSIVE
+
+
+def test_ngram_lines() -> None:
+    v = evaluate(_plan("ngram"))
+    assert v.checks["artifacts"].status is Status.NA and v.checks["codesign"].status is Status.NA
+    assert v.checks["staging"].status is Status.NA and v.run_record["drafter_artifact"] is None
+
+
+def test_bad_phase_and_missing_files_are_invalid_input(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="phase"):
+        evaluate(_plan("draft"), phase="during")
+    data = tiny_plan("draft")
+    data["target"]["config"] = str(tmp_path / "nope.json")
+    with pytest.raises(PlanError, match="target.config: config file not found"):
+        evaluate(plan_from_dict(data))
+    with pytest.raises(PlanError, match="capture"):
+        evaluate(_plan("draft"), metrics=[str(tmp_path / "a.txt"), str(tmp_path / "b.txt")])
+
+
+def test_config_without_num_hidden_layers_is_invalid_input(tmp_path: Path) -> None:
+    cfg = json.loads((CONFIGS / "tiny-target.json").read_text())
+    del cfg["num_hidden_layers"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    data = tiny_plan("draft")
+    data["target"]["config"] = str(tmp_path / "config.json")
+    with pytest.raises(PlanError, match="has no num_hidden_layers"):
+        evaluate(plan_from_dict(data))
+
+
+def test_partial_inline_geometry_is_unknown_not_an_error() -> None:
+    v = evaluate(load_plan(PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml"))
+    assert v.checks["kv_pool"].values["drafter_kv_bytes_per_token"] is None  # heads/head_dim not in the seed
+    assert any("geometry unknown" in n for n in v.checks["kv_pool"].values["notes"])
+
+
+def test_kube_evidence_unavailable_is_inconclusive_staging(tmp_path: Path) -> None:
+    data = tiny_plan("draft")
+    data["evidence"] = {"kubernetes": {"namespace": "llm", "selector": "app=qwen"}}
+    write_plan(tmp_path / "p.yaml", data)
+
+    class Broken:
+        pass  # not an ApiClient: the kube evidence module fails, the line says so
+
+    v = evaluate(load_plan(tmp_path / "p.yaml"), kube_client=Broken())
+    st = v.checks["staging"]
+    assert st.status is Status.INCONCLUSIVE and "Kubernetes evidence unavailable" in st.reason
+
+
+def test_record_has_seed001_keys_and_missing() -> None:
+    from gate.record import KEYS
+
+    v = evaluate(_plan("draft"))
+    rec = v.run_record
+    assert all(k in rec for k in KEYS)
+    assert set(rec["missing"]) == {k for k in KEYS if rec[k] is None}
+    assert rec["kv_dtype"] == "fp32" and rec["speculative_decoding"] == "draft_model; num speculative tokens 3"

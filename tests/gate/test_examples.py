@@ -1,0 +1,66 @@
+"""Every example plan: the status of every line and the decision, offline from files only."""
+
+from __future__ import annotations
+
+import pytest
+
+from gate.evaluate import evaluate
+from gate.plan import load_plan
+from tests.gate.helpers import PLANS
+
+EXPECTED = {
+    "seed000-qwen38-flash-next-nextn": ("fail", {"artifacts": "n/a", "kv_pool": "fail", "acceptance": "warn",
+                                                 "staging": "n/a", "codesign": "inconclusive"}),
+    "seed002-ling-3.0-flash-dspark": ("inconclusive", {"artifacts": "inconclusive", "kv_pool": "inconclusive",
+                                                       "acceptance": "warn", "staging": "inconclusive",
+                                                       "codesign": "inconclusive"}),
+    "seed004-qwen3.6-35b-a3b-mtp": ("pass", {"artifacts": "n/a", "kv_pool": "pass", "acceptance": "pass",
+                                             "staging": "n/a", "codesign": "pass"}),
+}
+
+
+def test_every_example_plan_is_covered() -> None:
+    assert {p.stem for p in PLANS.glob("*.yaml")} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_plan_lines_and_decision(name: str) -> None:
+    decision, lines = EXPECTED[name]
+    v = evaluate(load_plan(PLANS / f"{name}.yaml"))
+    assert {k: r.status.value for k, r in v.checks.items()} == lines
+    assert v.decision.value == decision
+    assert v.exit_code == {"pass": 0, "fail": 1, "inconclusive": 2}[decision]
+
+
+def test_seed000_numbers() -> None:
+    v = evaluate(load_plan(PLANS / "seed000-qwen38-flash-next-nextn.yaml"))
+    kv = v.checks["kv_pool"]
+    assert kv.values["allocated_tokens"] == 161_728 and kv.values["allocated_tokens_without_drafter"] == 600_000
+    assert {m["name"]: (m["demand_tokens"], m["fits"]) for m in kv.values["mixes"]} == {
+        "short": (586, True), "long-agentic": (184_182, False)}
+    comps = {c["mix"]: c for c in v.checks["acceptance"].values["served_rate"]}
+    assert comps["short"]["call"] == "speedup" and comps["long-agentic"]["ranges_overlap"] is True
+    assert "inconclusive (observed ranges overlap)" in v.checks["acceptance"].reason
+    rec = v.run_record
+    assert rec["model_revision"] == "7b719225242aacd3dbd3f9407468c2ee9a9d2594"
+    assert rec["kv_pool_tokens"] == 161_728 and rec["configured_max_total_tokens"] == 600_000
+    assert rec["image_digest"] is None and "image_digest" in rec["missing"]
+    assert rec["executed_engine_version"] is None and "executed_engine_version" in rec["missing"]
+    assert rec["concurrency"] == {"short": 1, "long-agentic": 6}
+
+
+def test_seed002_numbers() -> None:
+    v = evaluate(load_plan(PLANS / "seed002-ling-3.0-flash-dspark.yaml"))
+    assert v.checks["artifacts"].values["drafter_weights_bytes"] == 2_727_415_810
+    assert v.checks["kv_pool"].values["drafter_kv_bytes_per_token"] == 51_200
+
+
+def test_seed004_numbers() -> None:
+    v = evaluate(load_plan(PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml"))
+    acc = v.checks["acceptance"].values
+    got = {m["point"]: (round(m["acceptance_length"], 3), round(m["break_even_length"], 3), m["pays"])
+           for m in acc["measured_vs_break_even"]}
+    assert got == {"2K": (3.362, 2.204, True), "131K": (3.102, 1.933, True)}
+    assert round(acc["erosion"]["fraction"], 3) == 0.077
+    assert [s["windows"] for s in acc["streams"]] == [1, 1]
+    assert v.checks["kv_pool"].values["allocated_tokens"] == 343_699
