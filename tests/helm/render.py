@@ -58,6 +58,10 @@ SGLANG_PLAN = {
     "engine": {"kind": "sglang", "speculative": {"method": "eagle3", "num_steps": 3, "eagle_topk": 1,
                                                  "num_draft_tokens": 4}},
     "slo": {"target_acceptance_length": 2.5},
+    # A pool smaller than the mix (the shape of seed 000's NEXTN arm: 6 x (30,185 + 512) = 184,182 > 161,728):
+    # the kv_pool line fails, so the hook must fail the release even with --allow-inconclusive.
+    "workload": [{"name": "long-agentic", "concurrency": 6, "prompt_tokens": 30185, "output_tokens": 512}],
+    "evidence": {"reported": {"kv_pool_tokens": {"value": 161728, "source": "test: an allocated pool below the mix"}}},
 }
 SGLANG_FILES = {
     "target-config.json": _config("target-gqa__meta-llama__Llama-3.1-8B-Instruct.json"),

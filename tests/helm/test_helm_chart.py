@@ -5,6 +5,7 @@ against the prometheus-operator CRD models (cloudcoil-models-prometheus-operator
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import kubernetes_validate
@@ -77,7 +78,7 @@ def test_kubernetes_validate_cli_strict(helm: Path, tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     manifest = tmp_path / "all.yaml"
     manifest.write_text(out.stdout)
-    cli = Path(__import__("sys").executable).parent / "kubernetes-validate"
+    cli = Path(sys.executable).parent / "kubernetes-validate"
     proc = subprocess.run([str(cli), "--strict", "-k", KUBE_VERSIONS[-1], str(manifest)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr

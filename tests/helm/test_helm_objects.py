@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +23,12 @@ from tests.helm.render import (
     Rendered,
     container,
     containers,
+    deep_merge,
     default_values,
     env_of,
+    parse_objects,
+    template,
+    write_values,
 )
 
 HOOK = f"{FULLNAME}-gate-hook"
@@ -85,9 +91,35 @@ def test_exporter_args_and_env_are_accepted_by_the_real_sidecar(r: Rendered, mon
     assert s.windows == [60.0, 300.0]
     assert (s.scrape_interval, s.scrape_timeout, s.batch_window, s.min_drafts) == (5.0, 4.0, 30.0, 10)
     assert s.max_page_bytes == 16 * 1024 * 1024
-    want_slo = r.values["exporter"]["settings"]["acceptanceSloTarget"]
-    assert s.acceptance_slo_target == want_slo
+    want = EXPORTER_FROM_PLAN[r.case]
+    assert (s.acceptance_slo_target, s.workload_demand_tokens) == want
     assert (s.engine_api_key is not None) == bool(r.values["engine"]["apiKey"]["existingSecret"])
+
+
+# (SLO target L, workload demand tokens) the sidecar gets per case: explicit values, else the plan's
+# slo.target_acceptance_length and its largest mix's concurrency x (prompt + output).
+EXPORTER_FROM_PLAN: dict[str, tuple[float | None, int | None]] = {
+    "defaults": (None, None),
+    "monitoring-off": (None, None),
+    "drafter": (2.0, 20480),                # set in values (and equal to the plan's 8 x (2,048 + 512))
+    "allow-inconclusive": (2.0, 20480),     # from the plan: 8 x (2,048 + 512) = 20,480
+    "hook-off": (2.0, 20480),
+    "serve-controller": (2.0, 20480),
+    "networkpolicy": (2.0, 20480),
+    "sglang": (2.5, 184182),                # 6 x (30,185 + 512) = 184,182 (seed 000's long-agentic mix)
+}
+
+
+def test_explicit_exporter_settings_win_over_the_plan(helm: Path, tmp_path: Path) -> None:
+    values = {"engine": {"speculativeConfig": {"method": "ngram", "num_speculative_tokens": 3}},
+              "gate": {"plan": CASES["drafter"]["gate"]["plan"], "hook": {"enabled": False}},
+              "exporter": {"settings": {"acceptanceSloTarget": 3.25, "workloadDemandTokens": 1000}}}
+    proc = template(helm, write_values(tmp_path, values), api=False)
+    assert proc.returncode == 0, proc.stderr
+    dep = next(o for o in parse_objects(proc.stdout) if o["kind"] == "Deployment")
+    env = env_of(container(dep, "exporter"))
+    assert env["SPECGATE_ACCEPTANCE_SLO_TARGET"]["value"] == "3.25"
+    assert env["SPECGATE_WORKLOAD_DEMAND_TOKENS"]["value"] == "1000"
 
 
 def test_every_exporter_setting_in_values_is_an_exporter_setting() -> None:
@@ -363,9 +395,7 @@ def test_mounted_plan_is_a_valid_plan(hook_r: Rendered, tmp_path: Path) -> None:
     from gate.plan import load_plan
 
     r = hook_r
-    cm = r.one("ConfigMap", HOOK)
-    for name, content in cm["data"].items():
-        (tmp_path / name).write_text(content, encoding="utf-8")
+    mount_configmap(r.one("ConfigMap", HOOK), tmp_path)
     plan = load_plan(tmp_path / "plan.yaml")
     assert plan.name == r.values["gate"]["plan"]["name"]
     assert plan.target.config == tmp_path / "target-config.json"
@@ -449,13 +479,22 @@ def test_serve_and_controller_off_by_default(rendered: dict[tuple[str, bool], Re
         assert "specgate.io/gate" not in dep["metadata"]["labels"]
 
 
-def test_serve_deployment(rendered: dict[tuple[str, bool], Rendered]) -> None:
+def test_serve_deployment(rendered: dict[tuple[str, bool], Rendered], monkeypatch: pytest.MonkeyPatch) -> None:
     r = rendered[("serve-controller", True)]
     dep = r.one("Deployment", f"{FULLNAME}-serve")
     c = container(dep, "serve")
     assert c["command"] == ["specgate"]
-    assert c["args"][:2] == ["serve", "--listen"] and c["args"][2] == "0.0.0.0:8080"
-    assert env_of(c)["SPECGATE_SERVE_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "gate-token", "key": "token"}
+    assert env_of(c)["SPECGATE_GATE_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "gate-token", "key": "token"}
+    # the real `specgate serve` parser accepts the command line, and reads the token from that variable
+    from gate.cli import build_parser
+    from gate.commands.serve import read_token
+
+    ns = build_parser().parse_args(c["args"])
+    assert ns.command == "serve" and ns.listen == ("0.0.0.0", 8080) and str(ns.plan) == "/plan/plan.yaml"
+    monkeypatch.delenv("SPECGATE_SERVE_TOKEN", raising=False)
+    monkeypatch.setenv("SPECGATE_GATE_TOKEN", "from-the-secret")
+    assert read_token(ns.token_file) == "from-the-secret"
+    assert c["ports"] == [{"name": "gate-http", "containerPort": 8080, "protocol": "TCP"}]
     vols = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
     plan_cm = r.one("ConfigMap", vols["plan"]["configMap"]["name"])
     assert "helm.sh/hook" not in (plan_cm["metadata"].get("annotations") or {})  # outlives the hook
@@ -503,3 +542,55 @@ def test_networkpolicy(rendered: dict[tuple[str, bool], Rendered]) -> None:
     eng = pols[FULLNAME]["spec"]["ingress"]
     assert eng[0] == {"from": [{"podSelector": {}}], "ports": [{"port": "http", "protocol": "TCP"}]}
     assert eng[1] == {"from": [{"namespaceSelector": {}}], "ports": [{"port": "metrics", "protocol": "TCP"}]}
+
+
+def mount_configmap(cm: dict[str, Any], where: Path) -> Path:
+    """Lay a ConfigMap out as the kubelet mounts it: one file per key."""
+    where.mkdir(parents=True, exist_ok=True)
+    for name, content in cm["data"].items():
+        (where / name).write_text(content, encoding="utf-8")
+    return where
+
+
+@pytest.mark.parametrize(("case", "extra", "exit_code", "decision"), [
+    ("drafter", [], 2, "INCONCLUSIVE"),            # gate inconclusive -> Job fails -> release blocked
+    ("allow-inconclusive", [], 0, "INCONCLUSIVE"),  # gate.allowInconclusive=true lets it through
+    ("sglang", [], 1, "FAIL"),                      # the pool does not hold the mix
+    ("sglang", ["--allow-inconclusive"], 1, "FAIL"),  # allowing inconclusive never masks a fail
+])
+def test_hook_command_decides_the_release(rendered: dict[tuple[str, bool], Rendered], tmp_path: Path,
+                                          case: str, extra: list[str], exit_code: int, decision: str) -> None:
+    """Run the hook Job's exact command with the real `specgate` console script on the plan ConfigMap as
+    mounted: its exit code is what Helm sees as the Job's success or failure."""
+    r = rendered[(case, False)]
+    job = r.one("Job", HOOK)
+    c = container(job, "gate")
+    mount = mount_configmap(r.one("ConfigMap", HOOK), tmp_path / "plan")
+    args = [a.replace("/plan/", f"{mount}/") for a in c["args"]] + extra
+    exe = Path(sys.executable).parent / c["command"][0]
+    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120, check=False,
+                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    assert proc.returncode == exit_code, proc.stdout + proc.stderr
+    assert f"decision: {decision}" in proc.stdout
+
+
+def test_gate_pods_roll_when_the_plan_changes(helm: Path, tmp_path: Path) -> None:
+    def checksums(plan: dict[str, Any], sub: str) -> dict[str, str]:
+        values = deep_merge(CASES["serve-controller"], {"gate": {"plan": plan}})
+        proc = template(helm, write_values(_mk(tmp_path / sub), values), api=False)
+        assert proc.returncode == 0, proc.stderr
+        return {o["metadata"]["name"]: o["spec"]["template"]["metadata"]["annotations"]["checksum/plan"]
+                for o in parse_objects(proc.stdout) if o["kind"] == "Deployment" and "annotations" in
+                o["spec"]["template"]["metadata"] and "checksum/plan" in o["spec"]["template"]["metadata"]["annotations"]}
+
+    plan = CASES["serve-controller"]["gate"]["plan"]
+    a = checksums(plan, "a")
+    b = checksums(deep_merge(plan, {"slo": {"target_acceptance_length": 2.2}}), "b")
+    assert set(a) == {f"{FULLNAME}-serve", f"{FULLNAME}-controller"}
+    assert all(re.fullmatch(r"[0-9a-f]{64}", v) for v in a.values())
+    assert all(a[k] != b[k] for k in a)
+
+
+def _mk(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -133,3 +133,32 @@ plan.yaml: |
 {{- define "specgate.envValue" -}}
 {{- if kindIs "string" . -}}{{ . | quote }}{{- else -}}{{ toJson . | quote }}{{- end -}}
 {{- end -}}
+
+{{/*
+The exporter settings as rendered: values first; the SLO target and the workload demand default to what the
+plan says (slo.target_acceptance_length; the largest mix's concurrency x (prompt + output) tokens), so the
+alerts and the gate judge against the same numbers.
+*/}}
+{{- define "specgate.exporterSettings" -}}
+{{- $s := deepCopy .Values.exporter.settings -}}
+{{- $plan := .Values.gate.plan -}}
+{{- if and (kindIs "invalid" $s.acceptanceSloTarget) $plan.slo -}}
+{{- if not (kindIs "invalid" $plan.slo.target_acceptance_length) -}}
+{{- $_ := set $s "acceptanceSloTarget" $plan.slo.target_acceptance_length -}}
+{{- end -}}
+{{- end -}}
+{{- if and (kindIs "invalid" $s.workloadDemandTokens) $plan.workload -}}
+{{- $demand := 0 -}}
+{{- range $plan.workload -}}
+{{- $t := mul (int64 .concurrency) (add (int64 .prompt_tokens) (int64 .output_tokens)) -}}
+{{- if gt $t $demand -}}{{- $demand = $t -}}{{- end -}}
+{{- end -}}
+{{- $_ := set $s "workloadDemandTokens" $demand -}}
+{{- end -}}
+{{- toJson $s -}}
+{{- end -}}
+
+{{/* Annotation that rolls a gate pod when the plan changes. */}}
+{{- define "specgate.planChecksum" -}}
+checksum/plan: {{ include "specgate.planData" . | sha256sum }}
+{{- end -}}
