@@ -64,11 +64,13 @@ class DrafterBill(ModelBill):
     method: str | None = None
     kv_scope: str = "full"
     engine_charge_bytes_per_token: int | None = None
+    block_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
         out.update({"kind": self.kind, "method": self.method, "kv_scope": self.kv_scope,
-                    "engine_charge_bytes_per_token": self.engine_charge_bytes_per_token})
+                    "engine_charge_bytes_per_token": self.engine_charge_bytes_per_token,
+                    "block_tokens": self.block_tokens})
         return out
 
 
@@ -220,6 +222,7 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
             weights_bytes=wbytes, weights_source=wsource, notes=d_notes, geometry=dgeom,
             kind="embedded" if plan.drafter_embedded else "separate", method=plan.method, kv_scope=scope,
             engine_charge_bytes_per_token=charge,
+            block_tokens=_block_tokens(d, facts.drafter.config if facts.drafter else None) if scope == "block" else None,
         )
 
     pool = _pool(plan, tgeom, dgeom if plan.has_drafter else None, drafter is not None, live_pool)
@@ -293,10 +296,7 @@ def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: dict[str, Any] | No
     d = plan.drafter
     if dgeom is not None and plan.has_drafter:
         scope = d.kv_scope if d else "full"
-        block = d.block_tokens if d else None
-        if scope == "block" and block is None and dcfg is not None:
-            raw = dcfg.get("block_size") or (dcfg.get("dflash_config") or {}).get("block_size")
-            block = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+        block = _block_tokens(d, dcfg) if scope == "block" else None
         try:
             n = drafter_kv_need(dgeom, scope, m.request_tokens, engine=plan.engine.kind,
                                 window=d.window_tokens if d else None, sink=d.sink_tokens if d else 0,
@@ -307,3 +307,13 @@ def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: dict[str, Any] | No
     return MixBill(name=m.name, concurrency=m.concurrency, prompt_tokens=m.prompt_tokens,
                    output_tokens=m.output_tokens, request_tokens=m.request_tokens, demand_tokens=m.demand_tokens,
                    drafter_need_bytes=need, drafter_charged_bytes=charged, source=m.source)
+
+
+def _block_tokens(d: Any, dcfg: dict[str, Any] | None) -> int | None:
+    """A block-only drafter's block: the plan's block_tokens, else the config's block_size."""
+    if d is not None and d.block_tokens:
+        return d.block_tokens
+    if dcfg is None:
+        return None
+    raw = dcfg.get("block_size") or (dcfg.get("dflash_config") or {}).get("block_size")
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) else None

@@ -121,4 +121,7 @@ def _drafter_clause(budget: Budget) -> str:
     if need:
         name, nb, cb = max(need, key=lambda x: x[2] or 0)
         s += f", {name}: geometric need {nb:,} B vs {cb:,} B charged by {budget.pool.engine}"
+    elif d.kv_scope == "block" and d.block_tokens:
+        s += (f": a block-only drafter needs {d.block_tokens} tokens = {d.block_tokens * d.kv_bytes_per_token:,} B per "
+              f"request, while {budget.pool.engine} charges {d.kv_bytes_per_token:,} B for every token of the request")
     return s
