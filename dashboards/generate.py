@@ -4,7 +4,7 @@ Why a generator: the dashboard is code — reviewed, diffed and tested (every qu
 promql-parser and run against a real Prometheus in tests/observability). The committed JSON must equal
 this script's output (sorted keys, fixed ids), so `python dashboards/generate.py --check` fails on drift.
 
-usage: python dashboards/generate.py [--out PATH | --stdout | --check]
+usage: python dashboards/generate.py [--out PATH] [--stdout | --check]
 """
 
 from __future__ import annotations
@@ -392,19 +392,19 @@ def render() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=OUT, help=f"the JSON file (default {OUT.name} next to this script)")
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--out", type=Path, default=OUT, help=f"where to write (default {OUT.name} next to this script)")
     g.add_argument("--stdout", action="store_true", help="print instead of writing")
-    g.add_argument("--check", action="store_true", help="exit 1 if the committed JSON differs from the output")
+    g.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out differs from the output")
     args = ap.parse_args(argv)
     text = render()
     if args.stdout:
         sys.stdout.write(text)
         return 0
     if args.check:
-        same = OUT.is_file() and OUT.read_text() == text
+        same = args.out.is_file() and args.out.read_text() == text
         if not same:
-            print(f"{OUT} is stale: run python dashboards/generate.py", file=sys.stderr)
+            print(f"{args.out} is stale: run python dashboards/generate.py", file=sys.stderr)
         return 0 if same else 1
     args.out.write_text(text)
     return 0

@@ -44,10 +44,16 @@ def test_generator_is_deterministic() -> None:
 
 
 def test_generator_check_mode_detects_drift(tmp_path) -> None:
-    """--check compares against the committed file; here it must pass."""
-    r = subprocess.run([sys.executable, str(GENERATOR), "--check"], capture_output=True, text=True, cwd=REPO,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
+    """--check passes on the committed file and fails on a hand-edited copy."""
+    def check(path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(GENERATOR), "--check", "--out", str(path)], capture_output=True,
+                              text=True, cwd=REPO, timeout=120)
+
+    assert check(DASHBOARD).returncode == 0
+    edited = tmp_path / "specgate.json"
+    edited.write_text(DASHBOARD.read_text().replace('"No traffic"', '"0"', 1))
+    r = check(edited)
+    assert r.returncode == 1 and "stale" in r.stderr
 
 
 def test_sdk_version_is_the_pinned_one() -> None:
