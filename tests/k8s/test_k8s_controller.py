@@ -79,7 +79,8 @@ def engine_args(dep: dict[str, Any]) -> list[str]:
 
 
 def events(kube: FakeKube) -> list[dict[str, Any]]:
-    return kube.list("Event", NAMESPACE)
+    """Events in the order they were created (names carry a random suffix)."""
+    return sorted(kube.list("Event", NAMESPACE), key=lambda e: int(e["metadata"]["resourceVersion"]))
 
 
 def test_pre_pass_turns_the_drafter_on_in_one_patch(fake_kube: FakeKube, api_client: Any, plan_file: Path) -> None:
