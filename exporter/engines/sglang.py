@@ -134,6 +134,9 @@ class SglangAdapter:
             verify = c[VERIFY_CALLS].get(key)
             length = g[ACCEPT_LENGTH].get(key)
             ndt = g[NUM_DRAFT_TOKENS].get(key)
+            if ndt is None and rank is None and verify is not None:
+                # Per-model (request-side) stream of a multi-DP model: the setting lives on its rank streams.
+                ndt = max((v for (m, _), v in g[NUM_DRAFT_TOKENS].items() if m == model), default=None)
             spec = None
             if verify is not None or (length is not None and length > 0) or (ndt is not None and ndt > 0):
                 spec = SpecCounters(verify_calls=verify, accept_length_gauge=length, num_draft_tokens=ndt)
