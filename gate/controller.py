@@ -72,7 +72,7 @@ class ControllerConfig:
 
 
 @dataclass(frozen=True)
-class Decision:
+class DecisionRecord:
     """One judged request: what the annotation and the Event say."""
 
     plan: str
@@ -307,7 +307,7 @@ class Controller:
         self.kube = Kube(api_client, config, sleep)
         self.elector = LeaseElector(api_client, config, clock)
         self.metrics = metrics or GateMetrics()
-        self._verdicts: dict[tuple[str, str, str], Decision] = {}  # per reconcile, so a 409 retry re-uses it
+        self._verdicts: dict[tuple[str, str, str], DecisionRecord] = {}  # per reconcile, so a 409 retry re-uses it
 
     # ---- plans and verdicts ----
     def resolve(self, request: str) -> tuple[Path, str]:
@@ -328,13 +328,13 @@ class Controller:
             raise PlanRequestError(f"cannot read plan {path}: {e.strerror}") from None
         return path, hashlib.sha256(data).hexdigest()[:16]
 
-    def judge(self, deployment: str, request: str, path: Path, digest: str, phase: str) -> tuple[Decision, Any]:
+    def judge(self, deployment: str, request: str, path: Path, digest: str, phase: str) -> tuple[DecisionRecord, Any]:
         """Evaluate the plan in one phase; an evaluator error is inconclusive, never a pass."""
         plan: Any = None
         try:
             plan = self.load_plan(path)
         except Exception as e:  # the plan loader's errors are one-line messages
-            return Decision(request, digest, phase, "inconclusive", [f"plan: {e}"], self.clock(),
+            return DecisionRecord(request, digest, phase, "inconclusive", [f"plan: {e}"], self.clock(),
                             self.config.identity), None
         key = (request, digest, phase)
         if key not in self._verdicts:
@@ -346,7 +346,7 @@ class Controller:
                 answer = {"decision": "inconclusive", "phase": phase,
                           "checks": {"gate": {"status": "inconclusive",
                                               "reason": f"evaluation failed: {type(e).__name__}: {e}"}}}
-            self._verdicts[key] = Decision(request, digest, phase, answer["decision"], reasons_of(answer),
+            self._verdicts[key] = DecisionRecord(request, digest, phase, answer["decision"], reasons_of(answer),
                                            self.clock(), self.config.identity)
             self.metrics.record(deployment, answer["decision"],
                                 {line: r["status"] for line, r in answer["checks"].items()})
@@ -372,11 +372,11 @@ class Controller:
         meta = dep["metadata"]
         ann = meta.get("annotations") or {}
         request, active = ann.get(REQUEST) or None, ann.get(ACTIVE) or None
-        last = Decision.from_annotation(ann.get(LAST))
+        last = DecisionRecord.from_annotation(ann.get(LAST))
         if request is None:
             if active is None:
                 return "idle"
-            return self._turn_off(dep, Decision(active, "", "request", "removed",
+            return self._turn_off(dep, DecisionRecord(active, "", "request", "removed",
                                                 [f"{REQUEST} was removed"], self.clock(), self.config.identity),
                                   "DrafterRemoved", "Normal")
         try:
@@ -386,7 +386,7 @@ class Controller:
             if last.get("plan") == request and last.get("decision") == "invalid" and last.get("reasons") == [str(e)] \
                     and (parse_time(last.get("at")) or 0) + self.config.backoff_s > self.clock():
                 return "backoff"  # already said why; say it again only after the backoff
-            return self._record(dep, Decision(request, "", "pre", "invalid", [str(e)], self.clock(),
+            return self._record(dep, DecisionRecord(request, "", "pre", "invalid", [str(e)], self.clock(),
                                               self.config.identity), "GateInvalidRequest")
         if request == active:
             try:
@@ -405,7 +405,7 @@ class Controller:
         try:
             args = with_speculative(container.get("args") or [], plan.engine.kind, speculative_config(plan))
         except PlanRequestError as e:
-            return self._record(dep, Decision(request, digest, "pre", "invalid", [str(e)], self.clock(),
+            return self._record(dep, DecisionRecord(request, digest, "pre", "invalid", [str(e)], self.clock(),
                                               self.config.identity), "GateInvalidRequest")
         body = {"metadata": {"resourceVersion": meta["resourceVersion"],
                              "annotations": {ACTIVE: request, LAST: decision.to_annotation()}},
@@ -422,7 +422,7 @@ class Controller:
             return "running"  # pass, or not enough data yet: missing data never turns anything off
         return self._turn_off(dep, decision, "DrafterDisabled", "Warning")
 
-    def _turn_off(self, dep: dict[str, Any], decision: Decision, reason: str, etype: str) -> str:
+    def _turn_off(self, dep: dict[str, Any], decision: DecisionRecord, reason: str, etype: str) -> str:
         meta = dep["metadata"]
         container = self._container(dep)
         body = {"metadata": {"resourceVersion": meta["resourceVersion"],
@@ -434,7 +434,7 @@ class Controller:
         self._event(patched, reason, etype, f"drafter off (plan {decision.plan}, phase {decision.phase}): {why}")
         return "disabled"
 
-    def _record(self, dep: dict[str, Any], decision: Decision, reason: str) -> str:
+    def _record(self, dep: dict[str, Any], decision: DecisionRecord, reason: str) -> str:
         """A refusal: only the decision annotation changes (the pod template stays as it is)."""
         meta = dep["metadata"]
         body = {"metadata": {"resourceVersion": meta["resourceVersion"],

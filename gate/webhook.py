@@ -104,8 +104,12 @@ class GateMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
 
+    MAX_DEPLOYMENTS = 256  # label values come from callers: bound the series count
+
     def record(self, deployment: str, decision: str, lines: dict[str, str]) -> None:
         with self._lock:
+            if deployment not in self._lines and len(self._lines) >= self.MAX_DEPLOYMENTS:
+                deployment = "other"
             key = (deployment, decision)
             self._decisions[key] = self._decisions.get(key, 0) + 1
             self._lines[deployment] = dict(lines)
