@@ -10,8 +10,7 @@ Endpoints:
 
 The default phase is `post` (the live per-window SLO from Prometheus history or the exporter's window
 counters); an evaluation that does not finish within --timeout answers `inconclusive`.
-The token comes from --token-file or $SPECGATE_GATE_TOKEN (alias $SPECGATE_SERVE_TOKEN); without one,
-no token is asked for.
+The token comes from --token-file or $SPECGATE_GATE_TOKEN; without one, no token is asked for.
 Listens on 127.0.0.1 unless told otherwise.
 """
 
@@ -53,8 +52,7 @@ def read_token(path: Path | None) -> str | None:
         if not token:
             raise ValueError(f"token file {path} is empty")
         return token
-    # SPECGATE_SERVE_TOKEN: the name the chart's serve Deployment sets; without it auth would silently be off.
-    return os.environ.get("SPECGATE_GATE_TOKEN") or os.environ.get("SPECGATE_SERVE_TOKEN") or None
+    return os.environ.get("SPECGATE_GATE_TOKEN") or None
 
 
 def run(args: argparse.Namespace) -> int:

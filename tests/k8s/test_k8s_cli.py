@@ -43,7 +43,7 @@ def plan(tmp_path: Path) -> Path:
 def served(plan: Path, tmp_path: Path) -> Iterator[str]:
     token = tmp_path / "token"
     token.write_text("cli-token\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("SPECGATE_GATE_TOKEN", "SPECGATE_SERVE_TOKEN")}
+    env = {k: v for k, v in os.environ.items() if k != "SPECGATE_GATE_TOKEN"}
     proc = subprocess.Popen([sys.executable, "-m", "gate.cli", "serve", "--plan", str(plan),
                              "--listen", "127.0.0.1:0", "--token-file", str(token)],
                             stderr=subprocess.PIPE, text=True, env=env)
@@ -114,3 +114,12 @@ def test_controller_without_cluster_access_is_exit_3(plan: Path, tmp_path: Path)
     env = {"KUBECONFIG": str(tmp_path / "no-kubeconfig"), "KUBERNETES_SERVICE_HOST": ""}
     r = specgate("controller", "--plan", str(plan), "--namespace", "llm", "--metrics-listen", "", env=env)
     assert r.returncode == 3 and "no cluster access" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_token_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gate.commands.serve import read_token
+
+    monkeypatch.setenv("SPECGATE_GATE_TOKEN", "from-env")
+    assert read_token(None) == "from-env"
+    monkeypatch.delenv("SPECGATE_GATE_TOKEN")
+    assert read_token(None) is None
