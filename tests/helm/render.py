@@ -92,6 +92,7 @@ CASES: dict[str, dict[str, Any]] = {
     },
     "networkpolicy": {
         "networkPolicy": {"enabled": True},
+        "commonLabels": {"team": "llm-serving"},
         "serve": {"enabled": True, "token": {"existingSecret": "gate-token", "key": "token"}},
         "gate": {"plan": NGRAM_PLAN, "planFiles": NGRAM_FILES},
     },
@@ -100,7 +101,9 @@ CASES: dict[str, dict[str, Any]] = {
         "gate": {"plan": NGRAM_PLAN, "planFiles": NGRAM_FILES, "hook": {"enabled": False}},
     },
     "serve-controller": {
-        "engine": {"speculativeConfig": NGRAM_SPEC},
+        "imagePullSecrets": [{"name": "regcred"}],
+        "engine": {"speculativeConfig": NGRAM_SPEC, "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+                   "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
         "gate": {"plan": NGRAM_PLAN, "planFiles": NGRAM_FILES},
         "serve": {"enabled": True, "token": {"existingSecret": "gate-token", "key": "token"}},
         "controller": {"enabled": True, "replicas": 2},

@@ -594,3 +594,16 @@ def test_gate_pods_roll_when_the_plan_changes(helm: Path, tmp_path: Path) -> Non
 def _mk(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def test_common_labels_pull_secrets_and_scheduling(rendered: dict[tuple[str, bool], Rendered]) -> None:
+    labelled = rendered[("networkpolicy", True)]
+    for obj in labelled.objects:
+        assert obj["metadata"]["labels"]["team"] == "llm-serving", obj["metadata"]["name"]
+    r = rendered[("serve-controller", True)]
+    for owner in pod_owners(r):
+        assert owner["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+    pod = engine(r)["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert pod["tolerations"][0]["key"] == "nvidia.com/gpu"
+    assert "imagePullSecrets" not in engine(rendered[("defaults", False)])["spec"]["template"]["spec"]
