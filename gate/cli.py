@@ -48,12 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     exporter_cli.add_replay_arguments(rep)
     rep.set_defaults(func=exporter_cli.run_replay)
     for name, module, help_text in COMMANDS:
-        try:
-            mod = importlib.import_module(f"gate.commands.{module}")
-        except ModuleNotFoundError as e:
-            if e.name == f"gate.commands.{module}":
-                continue  # command not built yet
-            raise
+        mod = importlib.import_module(f"gate.commands.{module}")
         p = sub.add_parser(name, help=help_text, description=(mod.__doc__ or help_text).strip(),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
