@@ -43,10 +43,11 @@ def _show(samples: dict, started: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the demo; `argv=None` means defaults (tools/demo.py calls it so, with its own argv)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arm", choices=list(harness.SPECULATIVE_ARMS), default="ngram")
     parser.add_argument("--rounds", type=int, default=5, help="how many times to print the live values (every 5 s)")
-    args = parser.parse_args(argv)
+    args = parser.parse_args([] if argv is None else argv)
 
     python = harness.ensure_vllm()
     models = harness.ensure_models(python)
@@ -94,4 +95,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
