@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -49,7 +49,7 @@ class ExporterSettings(BaseSettings):
     scrape_interval: float = Field(5.0, gt=0, description="seconds between engine scrapes")
     scrape_timeout: float = Field(4.0, gt=0, description="connect/read timeout of one scrape, seconds")
     max_page_bytes: int = Field(16 * 1024 * 1024, gt=0, description="refuse engine pages larger than this")
-    windows: list[float] = Field(default_factory=lambda: [60.0, 300.0],
+    windows: Annotated[list[float], NoDecode] = Field(default_factory=lambda: [60.0, 300.0],
                                  description="sliding windows for the windowed gauges, e.g. 1m,5m")
     batch_window: float = Field(30.0, gt=0, description="length of one per-batch SLO window, seconds")
     min_drafts: int = Field(10, ge=1, description="a window with fewer drafts has no acceptance value")

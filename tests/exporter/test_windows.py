@@ -151,3 +151,13 @@ def test_sliding_window_needs_a_snapshot_old_enough_and_marks_restarts():
     (w,) = tr.sliding(20.0)
     assert w.reset  # the window from t=0 to t=25 spans the restart at t=20
     assert w.acceptance_length == pytest.approx(1 + 60 / 25)
+
+
+def test_settings_read_windows_and_durations_from_the_environment(monkeypatch):
+    from exporter.settings import ExporterSettings, duration_label
+
+    monkeypatch.setenv("SPECGATE_WINDOWS", "1m,5m,30s")
+    monkeypatch.setenv("SPECGATE_BATCH_WINDOW", "45s")
+    s = ExporterSettings()
+    assert s.windows == [60.0, 300.0, 30.0] and s.batch_window == 45.0
+    assert [duration_label(x) for x in s.windows] == ["1m", "5m", "30s"]
