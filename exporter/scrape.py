@@ -18,7 +18,7 @@ import requests
 
 from exporter.engines import DetectError, adapter, detect
 from exporter.engines.base import EngineAdapter, EngineSnapshot, ParsedPage, SideInfo
-from exporter.parse import ParseError, parse_page
+from exporter.parse import ParseError, _looks_like_exposition, parse_page
 
 ACCEPT = "text/plain; version=0.0.4"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -73,6 +73,7 @@ def _get(session: requests.Session, url: str, timeout: float, max_bytes: int,
 def _parse_text(text: str, engine: str) -> tuple[EngineAdapter, ParsedPage]:
     """Detect (when `auto`) and parse once; a page that is not Prometheus text raises ScrapeError."""
     try:
+        _looks_like_exposition(text)  # HTML/JSON is named as such, before "no engine families"
         ad = adapter(detect(text) if engine == "auto" else engine)
         return ad, parse_page(text, ad.families)
     except (ParseError, DetectError) as e:
