@@ -138,6 +138,19 @@ def _children_of(pid: int) -> list[int]:
     return out
 
 
+def _die_with_parent() -> None:
+    """Child-side (preexec): get SIGTERM if the test process itself is killed, so no server outlives it.
+
+    The normal path is still `stop()` by PID; this only covers a SIGKILLed pytest/tool.
+    """
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -340,7 +353,8 @@ def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager:
         launched_wall = time.time()
         launched_at = time.monotonic()
         popen = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 env=_engine_env(), start_new_session=True, cwd=str(log_dir))
+                                 env=_engine_env(), start_new_session=True, cwd=str(log_dir),
+                                 preexec_fn=_die_with_parent)
     log(f"{arm}: launched vLLM pid {popen.pid} on :{port} (log {log_path})")
     return EngineProcess(arm=arm, port=port, model_dir=model_dir, log_path=log_path, popen=popen,
                          launched_at=launched_at, launched_wall=launched_wall, enforce_eager=enforce_eager)
@@ -528,7 +542,7 @@ def start_exporter(engine_url: str, log_dir: Path, scrape_interval: float = 1.0,
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
     with log_path.open("wb") as fh:
         popen = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 env=env, start_new_session=True)
+                                 env=env, start_new_session=True, preexec_fn=_die_with_parent)
     exp = ExporterProcess(engine_url=engine_url, port=port, log_path=log_path, popen=popen)
     try:
         exp.wait_serving()
