@@ -138,8 +138,10 @@ def derive_stream(engine: str, before: StreamSnapshot, after: StreamSnapshot, se
                 pos_rates = tuple(pr) if pr else ()
         elif sa.accept_length_gauge is not None:
             # Old SGLang: only the interval gauge. It is new data only when generation progressed
-            # (SGLang re-sends its last value while idle).
-            if gen is not None and gen > 0:
+            # (SGLang re-sends its last value while idle). A DP-rank stream has no generation counter
+            # of its own (request-side series carry no rank): there, only a gauge that moved is new.
+            moved = sb is not None and sb.accept_length_gauge is not None and sb.accept_length_gauge != sa.accept_length_gauge
+            if (gen is not None and gen > 0) or (gen is None and moved and not reset):
                 length = sa.accept_length_gauge
                 if sa.num_draft_tokens is not None:
                     rate = formulas.sglang_rate_from_length(length, sa.num_draft_tokens)

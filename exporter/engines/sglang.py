@@ -126,6 +126,7 @@ class SglangAdapter:
         keys: set = set(ttft)
         for d in (*g.values(), *c.values()):
             keys |= set(d)
+        counted = {m for (m, _r) in c[VERIFY_CALLS]}  # models whose acceptance comes from counters
         pool_fallback = side.max_total_num_tokens
         ctx_fallback = side.context_length
         streams = []
@@ -138,7 +139,9 @@ class SglangAdapter:
                 # Per-model (request-side) stream of a multi-DP model: the setting lives on its rank streams.
                 ndt = max((v for (m, _), v in g[NUM_DRAFT_TOKENS].items() if m == model), default=None)
             spec = None
-            if verify is not None or (length is not None and length > 0) or (ndt is not None and ndt > 0):
+            if verify is None and model in counted:
+                pass  # L is per model once verify calls are counted; a rank's interval gauge would duplicate it
+            elif verify is not None or (length is not None and length > 0) or (ndt is not None and ndt > 0):
                 spec = SpecCounters(verify_calls=verify, accept_length_gauge=length, num_draft_tokens=ndt)
             pool = g[MAX_TOTAL].get(key)
             if pool is None and (len(keys) == 1 or rank is not None):

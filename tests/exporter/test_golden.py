@@ -9,44 +9,62 @@ then read the diff.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from exporter.collector import ExporterState, exposition
-from exporter.scrape import read_file_snapshot, snapshot_from_text
+from exporter.engines.base import SideInfo
+from exporter.scrape import snapshot_from_text
 from exporter.settings import ExporterSettings
 
-VLLM = Path(__file__).parents[1] / "fixtures" / "vllm"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+VLLM = FIXTURES / "vllm"
 GOLDEN = Path(__file__).parents[1] / "golden"
 
-SCENARIOS: dict[str, list[str]] = {
-    # name: captures fed at t = start + 40 s, +70 s, +100 s ...
-    "vllm-ngram": ["ngram-before", "ngram-during", "ngram-after"],
-    "vllm-nospec": ["nospec-before", "nospec-during", "nospec-after"],
-    "vllm-draft": ["draft-before", "draft-during", "draft-after"],
-    "vllm-draftself": ["draftself-before", "draftself-during", "draftself-after"],
+# name: (fixture paths fed at t = start + 40 s, +70 s, +100 s ..., engine side info JSON or None)
+SCENARIOS: dict[str, tuple[list[str], str | None]] = {
+    "vllm-ngram": (["vllm/metrics-ngram-before", "vllm/metrics-ngram-during", "vllm/metrics-ngram-after"], None),
+    "vllm-nospec": (["vllm/metrics-nospec-before", "vllm/metrics-nospec-during", "vllm/metrics-nospec-after"], None),
+    "vllm-draft": (["vllm/metrics-draft-before", "vllm/metrics-draft-during", "vllm/metrics-draft-after"], None),
+    "vllm-draftself": (["vllm/metrics-draftself-before", "vllm/metrics-draftself-during",
+                        "vllm/metrics-draftself-after"], None),
     # the engine restarts between the ngram "after" and the self-draft "after" capture (drafts go down)
-    "vllm-restart": ["ngram-before", "ngram-after", "draftself-after"],
+    "vllm-restart": (["vllm/metrics-ngram-before", "vllm/metrics-ngram-after", "vllm/metrics-draftself-after"], None),
+    # SGLang fixtures are hand-written from DESIGN.md's names (their first line says which version)
+    "sglang-0.4.9": (["sglang/sglang-0.4.9-before", "sglang/sglang-0.4.9-after"], "sglang/get_server_info-0.4.9.json"),
+    "sglang-0.5.8": (["sglang/sglang-0.5.8-before", "sglang/sglang-0.5.8-after"], None),
+    "sglang-0.5.23": (["sglang/sglang-0.5.23-before", "sglang/sglang-0.5.23-after"], None),
 }
 
 
-def render(names: list[str]) -> str:
+def side_info(path: str | None) -> SideInfo | None:
+    """SGLang's /get_server_info, as exporter.scrape.Scraper reads it (pool, context, configured ceiling)."""
+    if path is None:
+        return None
+    doc = json.loads((FIXTURES / path).read_text())
+    return SideInfo(max_total_num_tokens=doc.get("max_total_num_tokens"), context_length=doc.get("context_length"),
+                    configured_max_total_tokens=doc.get("max_total_tokens"), version=doc.get("version"))
+
+
+def render(names: list[str], side_path: str | None = None) -> str:
     settings = ExporterSettings(windows=[30.0, 60.0], batch_window=30.0, min_drafts=1, acceptance_slo_target=2.0,
                                 workload_demand_tokens=4096)
-    first = read_file_snapshot(VLLM / f"metrics-{names[0]}.txt")
-    start = first.process_start_time
+    texts = [(FIXTURES / f"{n}.txt").read_text() for n in names]
+    side = side_info(side_path)
+    first = snapshot_from_text(texts[0], timestamp=0.0)
+    start = first.process_start_time if first.process_start_time is not None else 1.0e9
     state = ExporterState.from_settings(settings, started_at=start - 5.0)  # sidecar up before the engine
-    for i, name in enumerate(names):
-        text = (VLLM / f"metrics-{name}.txt").read_text()
-        state.record_success(snapshot_from_text(text, timestamp=start + 40.0 + 30.0 * i), duration=0.004)
+    for i, text in enumerate(texts):
+        state.record_success(snapshot_from_text(text, timestamp=start + 40.0 + 30.0 * i, side=side), duration=0.004)
     return exposition(state)
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_golden_exposition(scenario: str) -> None:
-    got = render(SCENARIOS[scenario])
+    got = render(*SCENARIOS[scenario])
     path = GOLDEN / f"{scenario}.prom"
     if os.environ.get("SPECGATE_UPDATE_GOLDEN") == "1":
         path.write_text(got)
@@ -69,5 +87,10 @@ def test_golden_files_say_what_the_counters_say() -> None:
     assert 'specgate_spec_drafts_total{engine="vllm",model="tiny",rank="0"} 982.0' in restart
     # the window spanning the restart is reset: values from the later capture alone (4.00 / 100%)
     assert 'specgate_spec_acceptance_length{engine="vllm",model="tiny",rank="0",window="30s"} 4.0' in restart
+    sglang = (GOLDEN / "sglang-0.4.9.prom").read_text()
+    # seed 000's numbers in the 0.4.9 server info: allocated 161,728 vs configured 600,000, never confused
+    assert 'specgate_kv_pool_tokens{engine="sglang",model="RadixArk/Qwen3.8-Flash-Next-NVFP4",pool="target",rank=""} 161728.0' in sglang
+    assert 'specgate_kv_pool_configured_tokens{engine="sglang",model="RadixArk/Qwen3.8-Flash-Next-NVFP4",rank=""} 600000.0' in sglang
+    assert 'specgate_engine_info{engine="sglang",version="0.4.9"} 1.0' in sglang
     draftself = (GOLDEN / "vllm-draftself.prom").read_text()
     assert 'specgate_kv_pool_tokens{engine="vllm",model="tiny",pool="target",rank="0"} 4096.0' in draftself
