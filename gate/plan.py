@@ -388,10 +388,11 @@ def plan_from_dict(data: Any, base_dir: Path | None = None, plan_path: Path | No
     try:
         plan = Plan.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as e:
-        errors = e.errors()
-        first = _one_error(errors[0])
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise PlanError(f"{first}{more}") from None
+        # A typo shows up as an unknown key *and* a missing one: name the unknown keys first.
+        errors = sorted(e.errors(), key=lambda err: err.get("type") != "extra_forbidden")
+        shown = "; ".join(_one_error(err) for err in errors[:3])
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        raise PlanError(f"{shown}{more}") from None
     return plan.model_copy(update={"plan_path": plan_path})
 
 

@@ -117,3 +117,16 @@ def test_embedded_drafter_from_method() -> None:
     plan = load_plan(PLANS / "seed000-qwen38-flash-next-nextn.yaml")
     assert plan.drafter is None and plan.drafter_embedded and plan.has_drafter
     assert load_plan(PLANS / "seed002-ling-3.0-flash-dspark.yaml").drafter_embedded is False
+
+
+def test_a_typo_is_named_before_the_missing_keys_it_causes(tmp_path):
+    from gate.plan import PlanError, load_plan
+
+    p = tmp_path / "plan.yaml"
+    p.write_text("slo:\n  target_acceptance_lenght: 2\n")
+    with pytest.raises(PlanError) as e:
+        load_plan(p)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg.index("slo.target_acceptance_lenght: unknown key (did you mean target_acceptance_length?)") \
+        < msg.index("required")
