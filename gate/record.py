@@ -8,15 +8,13 @@ version) never fills an executed field. Secrets never appear: URLs lose their cr
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Any
 
 from gate.budget import Budget
 from gate.evidence.metrics import MetricsEvidence
 from gate.plan import Plan
-
-_CREDENTIALS = re.compile(r"://[^/@\s]+@")
+from gate.redact import redact_url
 
 KEYS: tuple[str, ...] = (
     "model_artifact", "model_revision", "drafter_artifact", "drafter_revision", "image_tag", "image_digest",
@@ -25,11 +23,6 @@ KEYS: tuple[str, ...] = (
     "output_tokens_per_request", "concurrency", "measurement_denominator", "warmup", "campaign_repetitions",
     "failed_requests",
 )
-
-
-def redact_url(text: str) -> str:
-    """Drop `user:password@` from every URL in a text (never write credentials into a record)."""
-    return _CREDENTIALS.sub("://", text)
 
 
 def _speculative(plan: Plan) -> str | None:

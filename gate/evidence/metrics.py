@@ -23,6 +23,7 @@ from exporter.derive import derive_window
 from exporter.engines.base import EngineSnapshot
 from exporter.scrape import ScrapeError, Scraper, read_file_snapshot, split_url
 from gate.plan import PlanError
+from gate.redact import redact_url
 
 Progress = Callable[[str], None]
 
@@ -189,15 +190,15 @@ def _exporter_gauges(base: str, timeout: float, ev: MetricsEvidence) -> None:
             elif s.name == "specgate_engine_info" and s.labels.get("version"):
                 ev.engine_version = s.labels["version"]
             elif s.name == "specgate_engine_ready_seconds":
-                ev.ready_seconds, ev.ready_source = s.value, f"exporter {base} (specgate_engine_ready_seconds)"
+                ev.ready_seconds, ev.ready_source = s.value, f"exporter {redact_url(base)} (specgate_engine_ready_seconds)"
     if pools:
-        ev.kv_pool = PoolObservation(int(min(pools)), f"exporter {base} (specgate_kv_pool_tokens)")
+        ev.kv_pool = PoolObservation(int(min(pools)), f"exporter {redact_url(base)} (specgate_kv_pool_tokens)")
 
 
 def from_exporter(url: str, timeout: float, min_drafts: float) -> MetricsEvidence | None:
     """The sidecar's completed batch windows; None when the URL is not a specgate exporter (404)."""
     base, _ = split_url(url)
-    source = f"exporter {base}"
+    source = f"exporter {redact_url(base)}"
     try:
         r = requests.get(base + "/api/v1/windows", timeout=(min(timeout, 3.0), timeout))
     except requests.exceptions.Timeout:
@@ -225,7 +226,7 @@ def from_engine(url: str, window_seconds: float, windows: int, min_drafts: float
                 wait: bool = True) -> MetricsEvidence:
     """Snapshots of a live engine `window_seconds` apart: `windows` windows, progress on stderr."""
     scraper = Scraper(url, timeout=timeout)
-    source = f"engine {scraper.base_url}"
+    source = f"engine {redact_url(scraper.base_url)}"
     ev = MetricsEvidence(sources=[source])
     say = progress or _stderr_progress
     snaps: list[EngineSnapshot] = []
@@ -244,7 +245,7 @@ def from_engine(url: str, window_seconds: float, windows: int, min_drafts: float
                     remaining -= step
                 snaps.append(scraper.scrape())
     except ScrapeError as e:
-        ev.errors.append(f"{source}: {e}")
+        ev.errors.append(f"{source}: {redact_url(str(e))}")
     if snaps:
         ev.kv_pool = _pool_of(snaps[-1], f"{source} (live /metrics)")
         caps = [s.context_cap_tokens for s in snaps[-1].streams if s.context_cap_tokens]

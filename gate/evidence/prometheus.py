@@ -22,6 +22,7 @@ import requests
 from exporter import formulas
 from gate.evidence.metrics import AcceptanceWindow, MetricsEvidence, PoolObservation
 from gate.plan import PlanError, PrometheusSource
+from gate.redact import redact_url
 
 DRAFTS = "specgate_spec_drafts_total"
 ACCEPTED = "specgate_spec_accepted_tokens_total"
@@ -42,23 +43,24 @@ class PromClient:
     timeout: float
 
     def query(self, path: str, params: dict[str, Any]) -> list[dict]:
+        shown = redact_url(self.url)
         try:
             r = requests.get(self.url.rstrip("/") + path, params=params, headers=self.headers, auth=self.auth,
                              verify=self.verify, timeout=(min(self.timeout, 3.0), self.timeout))
         except requests.exceptions.Timeout:
-            raise PromError(f"Prometheus {self.url} did not answer within {self.timeout:g}s") from None
+            raise PromError(f"Prometheus {shown} did not answer within {self.timeout:g}s") from None
         except requests.exceptions.SSLError:
-            raise PromError(f"Prometheus {self.url}: TLS verification failed") from None
+            raise PromError(f"Prometheus {shown}: TLS verification failed") from None
         except requests.RequestException as e:
             kind = "connection refused" if "refused" in str(e).lower() else type(e).__name__
-            raise PromError(f"cannot reach Prometheus {self.url}: {kind}") from None
+            raise PromError(f"cannot reach Prometheus {shown}: {kind}") from None
         try:
             doc = r.json()
         except ValueError:
             doc = None
         if r.status_code != 200 or not isinstance(doc, dict) or doc.get("status") != "success":
             detail = doc.get("error") if isinstance(doc, dict) else None
-            raise PromError(f"Prometheus {self.url} answered HTTP {r.status_code}" + (f": {detail}" if detail else ""))
+            raise PromError(f"Prometheus {shown} answered HTTP {r.status_code}" + (f": {detail}" if detail else ""))
         result = (doc.get("data") or {}).get("result")
         return result if isinstance(result, list) else []
 
@@ -132,7 +134,7 @@ def _end_time(src: PrometheusSource) -> float:
 def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_seconds: float,
             min_drafts: float) -> MetricsEvidence:
     """Per-window acceptance per series over the lookback; every failure is an error, never a pass."""
-    source = f"Prometheus {url}"
+    source = f"Prometheus {redact_url(url)}"
     ev = MetricsEvidence(sources=[source])
     client = client_for(src, url)
     w = max(int(round(window_seconds)), 1)

@@ -204,3 +204,23 @@ def test_missing_token_env_is_invalid_input(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(PlanError, match="NO_SUCH_TOKEN_ENV is not set"):
         prom.client_for(src, "http://127.0.0.1:1")
     assert "NO_SUCH_TOKEN_ENV" not in os.environ
+
+
+def test_credentials_in_urls_never_reach_reports_or_progress() -> None:
+    """`--prometheus https://user:pass@host` or an exporter URL with credentials: reasons, values and
+    progress lines name the source without them (the record already redacted its source list)."""
+    import json
+
+    from gate.evaluate import evaluate
+
+    said: list[str] = []
+    with serve(lambda path: (500, "application/json", b'{"status":"error","error":"boom"}')) as url:
+        secret_url = url.replace("http://", "http://admin:hunter2@")
+        data = tiny_plan("draft")
+        v = evaluate(plan_from_dict(data), phase="post", prometheus=secret_url, metrics=[secret_url],
+                     progress=said.append, sleep=lambda s: None)
+    doc = json.dumps(v.to_json())
+    assert v.checks["acceptance"].status.value == "inconclusive"
+    assert "HTTP 500" in v.checks["acceptance"].reason and "127.0.0.1" in v.checks["acceptance"].reason
+    assert "hunter2" not in doc and "admin:" not in doc
+    assert not any("hunter2" in s for s in said)
