@@ -100,7 +100,8 @@ def _codesign(plan: Plan, facts: ArtifactFacts, context_cap: int | None) -> Line
                        draft_tp=plan.drafter.tp if plan.drafter else None, target_tp=plan.engine.tp,
                        max_model_len=plan.engine.context_cap_tokens or context_cap,
                        deployed_target=plan.target.name or None,
-                       drafter_weights=(plan.drafter.weights.path if plan.drafter and plan.drafter.weights else None))
+                       drafter_weights=(plan.drafter.weights.path if plan.drafter and plan.drafter.weights else None),
+                       expect_mtp=plan.drafter_embedded and d is None)
     except ConfigError as e:
         return LineResult(Status.INCONCLUSIVE, f"co-design cannot be checked: {e}", {})
     findings = [{"check": f.check, "status": f.status, "detail": f.detail} for f in res.findings]

@@ -309,17 +309,21 @@ def _parallelism(draft_tp: int | None, target_tp: int | None) -> Finding:
 def codesign(target_cfg: dict[str, Any], drafter_cfg: dict[str, Any] | None, engine: str = "vllm",
              num_speculative_tokens: int | None = None, draft_tp: int | None = None,
              target_tp: int | None = None, max_model_len: int | None = None,
-             deployed_target: str | None = None, drafter_weights: str | Path | None = None) -> CodesignResult:
+             deployed_target: str | None = None, drafter_weights: str | Path | None = None,
+             expect_mtp: bool = False) -> CodesignResult:
     """Run DESIGN.md's co-design table for one target/drafter pair on one engine.
 
     `drafter_cfg` None means no separate drafter: MTP when the target carries next-n layers,
-    otherwise nothing to co-design (ngram) and the result is n/a.
+    otherwise nothing to co-design (ngram) and the result is n/a — unless `expect_mtp` (the
+    plan runs method mtp/nextn), when a target without next-n layers has no head to load: fail.
     """
     if engine not in ENGINES:
         raise ConfigError(f"engine must be vllm or sglang, got {engine!r}")
     t = resolve_text_config(target_cfg)
     L = num_hidden_layers(t, "target config")
     if drafter_cfg is None and mtp_layers(t) == 0:
+        if expect_mtp:
+            return CodesignResult("fail", [_mtp_depth(t, engine, num_speculative_tokens)], "mtp")
         return CodesignResult("n/a", [Finding("family", "n/a", "no drafter (e.g. ngram): nothing to co-design")])
     family = drafter_family(drafter_cfg, target_cfg)
     d = resolve_text_config(drafter_cfg) if drafter_cfg is not None else None

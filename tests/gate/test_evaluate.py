@@ -124,3 +124,16 @@ def test_record_has_seed001_keys_and_missing() -> None:
     assert all(k in rec for k in KEYS)
     assert set(rec["missing"]) == {k for k in KEYS if rec[k] is None}
     assert rec["kv_dtype"] == "fp32" and rec["speculative_decoding"] == "draft_model; num speculative tokens 3"
+
+
+def test_mtp_method_on_a_target_without_mtp_layers_fails_codesign() -> None:
+    """method mtp, no drafter section, and Llama-3.1-8B's config has no num_nextn_predict_layers:
+    there is no MTP head to load (DESIGN.md co-design table, MTP depth: fail), never n/a."""
+    data = {"name": "mtp-on-llama",
+            "target": {"name": "meta-llama/Llama-3.1-8B-Instruct",
+                       "config": str(CONFIGS / "target-gqa__meta-llama__Llama-3.1-8B-Instruct.json")},
+            "engine": {"kind": "vllm", "speculative": {"method": "mtp", "num_speculative_tokens": 3}}}
+    v = evaluate(plan_from_dict(data))
+    cd = v.checks["codesign"]
+    assert cd.status is Status.FAIL and v.decision is Decision.FAIL
+    assert "mtp_depth fail" in cd.reason and "no MTP layers" in cd.reason
