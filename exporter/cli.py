@@ -59,7 +59,7 @@ def add_exporter_commands(parser: argparse.ArgumentParser) -> None:
 
 def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", type=Path, nargs="?", default=None,
-                        help="directory of captures (sorted by name); default: the embedded vLLM ngram captures")
+                        help="directory of captures (name order; before/during/after in time order); default: the embedded vLLM ngram captures")
     parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="listen port (default: a free port, printed on stderr)")
     parser.add_argument("--step-seconds", type=float, default=5.0,

@@ -1,6 +1,8 @@
 """A replay engine: recorded real `/metrics` captures served on loopback as a live engine.
 
-Captures in a directory are played in name order, one every `step_seconds`. Counters and
+Captures in a directory are played in name order, one every `step_seconds`, except that the
+phase words `before`, `during`, `after` sort in time order (the recorded captures are named
+`metrics-<arm>-{before,during,after}.txt`, whose plain name order would play `after` first). Counters and
 histogram series advance linearly from one capture's values to the next; when a series would
 go down between two captures (they come from different runs), the replay keeps counting up by
 the later capture's value instead (as `increase()` would), so the replay is one engine that
@@ -13,6 +15,7 @@ Optional `models.json` in the directory is served on `/v1/models`.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sys
 import threading
@@ -26,6 +29,13 @@ from exporter.parse import ParseError, _looks_like_exposition
 
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 CUMULATIVE_SUFFIXES = ("_bucket", "_count", "_sum")
+_PHASE_RE = re.compile(r"(?<![a-z])(before|during|after)(?![a-z])")
+_PHASE_RANK = {"before": "0", "during": "1", "after": "2"}
+
+
+def play_order(name: str) -> str:
+    """Sort key: the file name with `before`/`during`/`after` replaced by their rank in time."""
+    return _PHASE_RE.sub(lambda m: _PHASE_RANK[m.group(1)], name)
 
 
 @dataclass(frozen=True)
@@ -137,10 +147,10 @@ class Replay:
 
 
 def load_captures(directory: Path | None) -> tuple[list[str], dict | None]:
-    """Capture texts (sorted by name, *.txt) and the optional models.json."""
+    """Capture texts (*.txt in `play_order`) and the optional models.json."""
     if directory is None:
         root = resources.files("exporter") / "replay_data"
-        names = sorted(p.name for p in root.iterdir() if p.name.endswith(".txt"))
+        names = sorted((p.name for p in root.iterdir() if p.name.endswith(".txt")), key=play_order)
         texts = [(root / n).read_text(encoding="utf-8") for n in names]
         models_file = root / "models.json"
         models = json.loads(models_file.read_text()) if models_file.is_file() else None
@@ -148,7 +158,7 @@ def load_captures(directory: Path | None) -> tuple[list[str], dict | None]:
     d = Path(directory)
     if not d.is_dir():
         raise ValueError(f"{d} is not a directory")
-    files = sorted(p for p in d.iterdir() if p.suffix == ".txt")
+    files = sorted((p for p in d.iterdir() if p.suffix == ".txt"), key=lambda p: play_order(p.name))
     if not files:
         raise ValueError(f"{d} holds no *.txt captures")
     texts = []

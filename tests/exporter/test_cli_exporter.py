@@ -136,3 +136,26 @@ def test_replay_serves_advancing_counters_and_once_reads_it(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=10)
+
+
+def _drafts(text: str) -> float:
+    return float([ln for ln in text.splitlines() if ln.startswith("vllm:spec_decode_num_drafts_total")][0].split()[-1])
+
+
+@pytest.mark.parametrize("directory", [None, VLLM])
+def test_replay_plays_before_during_after_in_time_order(directory):
+    # Plain name order is after < before < during. The real ngram run's drafts are 0 (before),
+    # 126 (during), 522 (after) -- tests/fixtures/vllm/metrics-ngram-*.txt.
+    from exporter.replay import Replay, load_captures, play_order
+
+    if directory is None:
+        texts, _ = load_captures(None)
+    else:
+        names = sorted((p.name for p in VLLM.glob("metrics-ngram-*.txt") if "kvmetrics" not in p.name), key=play_order)
+        assert names == ["metrics-ngram-before.txt", "metrics-ngram-during.txt", "metrics-ngram-after.txt"]
+        texts = [(VLLM / n).read_text() for n in names]
+    assert [_drafts(t) for t in texts] == [0.0, 126.0, 522.0]
+    replay = Replay(texts, step_seconds=5.0, loop=False, start=0.0)
+    assert _drafts(replay.page(0.0)) == 0.0
+    assert _drafts(replay.page(5.0)) == 126.0
+    assert _drafts(replay.page(10.0)) == 522.0  # one run, counted once: not 522 + 0 + 126
