@@ -53,6 +53,16 @@ def _int_list(value: Any) -> list[int] | None:
     return None
 
 
+def _size(cfg: dict[str, Any], key: str, what: str) -> int | None:
+    """An integer field compared by size; None when absent, ConfigError (invalid input) when not an integer."""
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{what} config field {key} must be an integer, got {value!r}")
+    return value
+
+
 def _dflash_config(d: dict[str, Any]) -> dict[str, Any]:
     value = d.get("dflash_config")
     return value if isinstance(value, dict) else {}
@@ -148,12 +158,13 @@ def _hidden_size(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Fi
 
 
 def _vocabulary(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Finding:
-    tv = t.get("vocab_size")
+    tv = _size(t, "vocab_size", "target")
     if d is None:
         return Finding("vocabulary", "pass", f"MTP layers share the target's embedding and lm_head (vocab {tv})")
-    dv = d.get("vocab_size")
-    dvs = d.get("draft_vocab_size")
-    mask = _dflash_config(d).get("mask_token_id", d.get("mask_token_id"))
+    dv = _size(d, "vocab_size", "drafter")
+    dvs = _size(d, "draft_vocab_size", "drafter")
+    mask = _size({"mask_token_id": _dflash_config(d).get("mask_token_id", d.get("mask_token_id"))},
+                 "mask_token_id", "drafter")
     problems: list[str] = []
     facts = [f"drafter vocab_size {dv}", f"target vocab_size {tv}"]
     if dv is not None and tv is not None and dv != tv:
@@ -178,8 +189,8 @@ def _draft_vocab_mapping(d: dict[str, Any] | None, t: dict[str, Any],
                          drafter_weights: str | Path | None) -> Finding | None:
     if d is None:
         return None
-    dvs = d.get("draft_vocab_size")
-    vs = d.get("vocab_size") or t.get("vocab_size")
+    dvs = _size(d, "draft_vocab_size", "drafter")
+    vs = _size(d, "vocab_size", "drafter") or _size(t, "vocab_size", "target")
     if dvs is None or vs is None or dvs >= vs:
         return None
     found = has_tensor(drafter_weights, "d2t") if drafter_weights is not None else None
@@ -273,10 +284,11 @@ def _trained_against(d: dict[str, Any] | None, t: dict[str, Any], deployed_targe
 def _context_length(d: dict[str, Any] | None, t: dict[str, Any], max_model_len: int | None) -> Finding | None:
     if d is None:
         return None
-    dm = d.get("max_position_embeddings")
+    dm = _size(d, "max_position_embeddings", "drafter")
     served, source = max_model_len, "served max_model_len"
     if served is None:
-        served, source = t.get("max_position_embeddings"), "target max_position_embeddings (max_model_len not given)"
+        served = _size(t, "max_position_embeddings", "target")
+        source = "target max_position_embeddings (max_model_len not given)"
     if dm is None or served is None:
         return Finding("context_length", "n/a", f"drafter max_position_embeddings {dm}, {source} {served}")
     if served > dm:

@@ -262,3 +262,28 @@ def test_invalid_inputs() -> None:
         codesign(QWEN3, DFLASH, engine="trt")
     with pytest.raises(ConfigError, match="num_hidden_layers"):
         codesign({"hidden_size": 4096}, DFLASH)
+
+
+def test_non_integer_sizes_are_config_errors_not_tracebacks() -> None:
+    """A config field compared by size (draft_vocab_size, max_position_embeddings, mask_token_id) that is
+    not an integer is invalid input (ConfigError: `specgate codesign` exit 3, the check line inconclusive)."""
+    bad_vocab = {**EAGLE3_LLAMA, "draft_vocab_size": "32000"}
+    with pytest.raises(ConfigError, match="draft_vocab_size must be an integer"):
+        codesign(LLAMA, bad_vocab)
+    bad_ctx = {**EAGLE3_LLAMA, "max_position_embeddings": "2048"}
+    with pytest.raises(ConfigError, match="max_position_embeddings must be an integer"):
+        codesign(LLAMA, bad_ctx)
+    bad_mask = copy.deepcopy(DFLASH)
+    bad_mask["dflash_config"]["mask_token_id"] = "151669"
+    with pytest.raises(ConfigError, match="mask_token_id must be an integer"):
+        codesign(QWEN3, bad_mask)
+
+
+def test_cli_non_integer_size_is_one_line_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gate.cli import main
+
+    d = tmp_path / "draft.json"
+    d.write_text(json.dumps({**EAGLE3_LLAMA, "draft_vocab_size": "32000"}))
+    rc = main(["codesign", str(CONFIGS / "target-gqa__meta-llama__Llama-3.1-8B-Instruct.json"), str(d)])
+    err = capsys.readouterr().err
+    assert rc == 3 and err.count("\n") == 1 and "draft_vocab_size must be an integer" in err
