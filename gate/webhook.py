@@ -238,6 +238,7 @@ class GateHandler(BaseHTTPRequestHandler):
     timeout = 30  # a client that stops sending mid-request is dropped
     server_version = "specgate"
     sys_version = ""
+    _body_read = False  # per request, set by _route/_body
 
     def log_message(self, format: str, *args: Any) -> None:
         # Request lines only (paths carry no secrets; tokens live in headers and bodies, never logged).
@@ -246,7 +247,13 @@ class GateHandler(BaseHTTPRequestHandler):
     # ---- responses ----
     def _send(self, code: int, body: dict[str, Any] | bytes, content_type: str = "application/json") -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+        if not self._body_read and (self.headers.get("Content-Length") not in (None, "", "0")
+                                    or self.headers.get("Transfer-Encoding")):
+            # A body left unread would be parsed as the next request on this keep-alive connection.
+            self.close_connection = True
         self.send_response(code)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         if code == 401:
@@ -270,6 +277,7 @@ class GateHandler(BaseHTTPRequestHandler):
         if length > self.server.gate.config.max_body_bytes:
             self.close_connection = True  # the body stays unread
             raise HttpError(413, f"request body over {self.server.gate.config.max_body_bytes} bytes")
+        self._body_read = True
         return self.rfile.read(length) if length > 0 else b""
 
     # ---- routing ----
@@ -280,6 +288,7 @@ class GateHandler(BaseHTTPRequestHandler):
         self._route("POST")
 
     def _route(self, method: str) -> None:
+        self._body_read = False
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         try:

@@ -254,6 +254,25 @@ def test_unknown_path_and_wrong_method(gate_url: Any) -> None:
     assert requests.get(f"{url}/flagger", timeout=5).status_code == 405
 
 
+@pytest.mark.parametrize("request_line", ["POST /nope", "POST /healthz", "GET /flagger"])
+def test_an_unread_body_is_never_parsed_as_the_next_request(gate_url: Any, request_line: str) -> None:
+    """A keep-alive connection whose body was not read must close: else the body's bytes are answered as a
+    second request (request smuggling past a proxy that reuses connections)."""
+    import socket
+
+    url = gate_url(Scripted())
+    host, port = url.removeprefix("http://").split(":")
+    smuggled = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(f"{request_line} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(smuggled)}\r\n\r\n".encode()
+                  + smuggled)
+        data = b""
+        while chunk := s.recv(65536):  # the server closes after its one answer
+            data += chunk
+    assert data.count(b"HTTP/1.1 ") == 1, data
+    assert b"specgate_gate_decisions_total" not in data
+
+
 # ---- through the real evaluator (gate.evaluate) with the repository's example plans ----
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
