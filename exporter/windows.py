@@ -81,6 +81,9 @@ class WindowTracker:
         self.totals: dict[StreamKey, StreamTotals] = {}
         self.completed: deque[CompletedWindow] = deque(maxlen=history)
         self._batch_start: tuple[EngineSnapshot, dict[StreamKey, int]] | None = None
+        # Last sight of each stream (and the engine's start time then): a stream missing from one
+        # page and back in the next continues from here, not from zero (no double counting).
+        self._last_seen: dict[StreamKey, tuple[StreamSnapshot, float | None]] = {}
 
     @property
     def latest(self) -> EngineSnapshot | None:
@@ -93,14 +96,14 @@ class WindowTracker:
         prev = self.latest
         for s in snap.streams:
             t = self.totals.setdefault(s.key, StreamTotals())
-            b = prev.stream(*s.key) if prev is not None else None
+            b, b_start = self._last_seen.get(s.key, (None, None))
             if prev is None:
                 base, reset = None, False
             elif b is None:
                 base, reset = StreamSnapshot(*s.key), True
             else:
-                start_changed = (prev.process_start_time is not None and snap.process_start_time is not None
-                                 and prev.process_start_time != snap.process_start_time)
+                start_changed = (b_start is not None and snap.process_start_time is not None
+                                 and b_start != snap.process_start_time)
                 base, reset = b, start_changed or restarted(b, s)
                 if reset:
                     t.restarts += 1
@@ -120,6 +123,7 @@ class WindowTracker:
                     max(s.preemptions - b.preemptions, 0.0) if s.preemptions is not None and b is not None
                     and b.preemptions is not None else None)
                 t.preemptions = _add(t.preemptions, pre)
+            self._last_seen[s.key] = (s, snap.process_start_time)
         self.ring.append((snap, self._epochs()))
         self._maybe_close_batch(snap)
         self._trim()

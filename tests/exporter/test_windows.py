@@ -124,6 +124,27 @@ def test_tracker_counters_stay_monotonic_across_a_restart():
     assert t.accepted_per_position == [140, 120, 100]
 
 
+def test_a_stream_missing_from_one_page_is_not_counted_twice():
+    # Two DP engines on one page; the middle page is cut after engine 0's lines (a cut page is parsed
+    # for what it has), so engine 1 is missing from it. Nothing ran: engine 1's totals must stay 40.
+    both = vllm_page(100, 300, 200, [80, 70, 50]) + vllm_page(40, 120, 90, [35, 30, 25], engine="1")
+    cut = both[: both.index('engine="1"')]
+    tr = _tracker()
+    tr.add(snapshot_from_text(both, timestamp=0))
+    tr.add(snapshot_from_text(cut, timestamp=10))
+    assert tr.latest.stream("m", "1") is None
+    tr.add(snapshot_from_text(both, timestamp=20))
+    t = tr.totals[("m", "1")]
+    assert (t.drafts, t.draft_tokens, t.accepted_tokens) == (40, 120, 90)  # not 80, 240, 180
+    assert t.accepted_per_position == [35, 30, 25] and t.restarts == 0
+    # ... while a restart during the gap still counts the later values alone.
+    tr.add(snapshot_from_text(cut, timestamp=30))
+    tr.add(snapshot_from_text(vllm_page(100, 300, 200, [80, 70, 50], start=2e9)
+                              + vllm_page(5, 15, 10, [5, 3, 2], engine="1", start=2e9), timestamp=40))
+    t = tr.totals[("m", "1")]
+    assert (t.drafts, t.accepted_tokens, t.restarts) == (45, 100, 1)
+
+
 def test_batch_windows_feed_slo_counters_and_skip_reset_windows():
     tr = _tracker(batch_window=10.0, min_drafts=5)
     pages = [
