@@ -10,7 +10,8 @@ Endpoints:
 
 The default phase is `post` (the live per-window SLO from Prometheus history or the exporter's window
 counters); an evaluation that does not finish within --timeout answers `inconclusive`.
-The token comes from --token-file or $SPECGATE_GATE_TOKEN; without one, no token is asked for.
+The token comes from --token-file or $SPECGATE_GATE_TOKEN (surrounding whitespace stripped; set but empty is
+an error, never an open gate); without either, no token is asked for.
 Listens on 127.0.0.1 unless told otherwise.
 """
 
@@ -52,7 +53,12 @@ def read_token(path: Path | None) -> str | None:
         if not token:
             raise ValueError(f"token file {path} is empty")
         return token
-    return os.environ.get("SPECGATE_GATE_TOKEN") or None
+    env = os.environ.get("SPECGATE_GATE_TOKEN")
+    if env is None:
+        return None
+    if not env.strip():  # set from a Secret whose key is empty: refuse rather than serve without a token
+        raise ValueError("SPECGATE_GATE_TOKEN is set but empty")
+    return env.strip()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -123,3 +123,17 @@ def test_token_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert read_token(None) == "from-env"
     monkeypatch.delenv("SPECGATE_GATE_TOKEN")
     assert read_token(None) is None
+
+
+def test_token_from_a_secret_with_a_trailing_newline_is_stripped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kubectl create secret --from-file` keeps the file's newline; the env token must match the token file's."""
+    from gate.commands.serve import read_token
+
+    monkeypatch.setenv("SPECGATE_GATE_TOKEN", "from-env\n")
+    assert read_token(None) == "from-env"
+
+
+def test_serve_set_but_empty_token_variable_is_exit_3_not_an_open_gate(plan: Path) -> None:
+    """The chart always sets SPECGATE_GATE_TOKEN from a Secret; an empty key there must not mean 'no token'."""
+    r = specgate("serve", "--plan", str(plan), "--listen", "127.0.0.1:0", env={"SPECGATE_GATE_TOKEN": " \n"})
+    assert r.returncode == 3 and "SPECGATE_GATE_TOKEN is set but empty" in r.stderr and "Traceback" not in r.stderr
