@@ -174,8 +174,10 @@ def _uniform(geom: KVGeometry) -> bool:
     return not any(x.kind in STATE_KINDS or x.kind == "sliding_attention" for x in geom.layers)
 
 
-def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None = None) -> Budget:
-    """The memory bill from the plan, its local artifacts and (when given) a live allocated pool."""
+def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None = None,
+                   live_pool_without_drafter: Allocated | None = None) -> Budget:
+    """The memory bill from the plan, its local artifacts and (when given) a live allocated pool
+    (with the drafter) or the pool of an engine seen running without speculation."""
     dtype = _kv_dtype(plan)
     eng = plan.engine
     t_notes: list[str] = []
@@ -225,14 +227,15 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
             block_tokens=_block_tokens(d, facts.drafter.config if facts.drafter else None) if scope == "block" else None,
         )
 
-    pool = _pool(plan, tgeom, dgeom if plan.has_drafter else None, drafter is not None, live_pool)
+    pool = _pool(plan, tgeom, dgeom if plan.has_drafter else None, drafter is not None, live_pool,
+                 live_pool_without_drafter)
     dcfg = facts.drafter.config if facts.drafter else None
     mixes = [_mix(plan, m, dgeom, dcfg) for m in plan.workload]
     return Budget(target=target, drafter=drafter, pool=pool, mixes=mixes)
 
 
 def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_drafter: bool,
-          live_pool: Allocated | None) -> PoolBill:
+          live_pool: Allocated | None, live_pool_without_drafter: Allocated | None = None) -> PoolBill:
     eng = plan.engine
     notes: list[str] = []
     kv_bytes = eng.kv_cache_memory_bytes
@@ -276,8 +279,8 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
     allocated = live_pool
     if allocated is None and rep.kv_pool_tokens is not None:
         allocated = Allocated(int(rep.kv_pool_tokens.value), rep.kv_pool_tokens.source)
-    without = None
-    if rep.kv_pool_tokens_without_drafter is not None:
+    without = live_pool_without_drafter
+    if without is None and rep.kv_pool_tokens_without_drafter is not None:
         without = Allocated(int(rep.kv_pool_tokens_without_drafter.value), rep.kv_pool_tokens_without_drafter.source)
     if not has_drafter and without is None:
         without = allocated

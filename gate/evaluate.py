@@ -126,8 +126,13 @@ def evaluate(plan: Plan, phase: str = "pre", metrics: Iterable[str] = (), promet
         raise PlanError(f"phase must be one of {'|'.join(PHASES)}, got {phase!r}")
     facts = artifact_facts(plan)
     ev = gather_metrics(plan, phase, metrics, prometheus, progress=progress, sleep=sleep, wait=wait)
-    live_pool = budget_mod.Allocated(ev.kv_pool.tokens, ev.kv_pool.source) if ev.kv_pool else None
-    bill = budget_mod.compute_budget(plan, facts, live_pool)
+    live_pool = live_without = None
+    if ev.kv_pool is not None and plan.has_drafter and ev.kv_pool.speculating is False:
+        # The engine that reported it ran no speculation: its pool is the one without the drafter.
+        live_without = budget_mod.Allocated(ev.kv_pool.tokens, f"{ev.kv_pool.source}, running no speculation")
+    elif ev.kv_pool is not None:
+        live_pool = budget_mod.Allocated(ev.kv_pool.tokens, ev.kv_pool.source)
+    bill = budget_mod.compute_budget(plan, facts, live_pool, live_without)
 
     kube_obs, digest, kube_note = _kube(plan, kube_client)
     measured = None

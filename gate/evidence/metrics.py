@@ -48,8 +48,12 @@ class AcceptanceWindow:
 
 @dataclass(frozen=True)
 class PoolObservation:
+    """An allocated pool an engine reported; `speculating` False when its page shows no speculative
+    counters at all (its pool holds no drafter KV, so it is not the pool with the drafter)."""
+
     tokens: int
     source: str
+    speculating: bool | None = None
 
 
 @dataclass
@@ -69,12 +73,17 @@ class MetricsEvidence:
         self.windows += other.windows
         self.errors += other.errors
         self.sources += other.sources
-        if other.kv_pool is not None and (self.kv_pool is None or other.kv_pool.tokens < self.kv_pool.tokens):
+        if other.kv_pool is not None and (self.kv_pool is None or _pool_rank(other.kv_pool) < _pool_rank(self.kv_pool)):
             self.kv_pool = other.kv_pool
         self.context_cap_tokens = self.context_cap_tokens or other.context_cap_tokens
         self.engine_version = self.engine_version or other.engine_version
         if other.ready_seconds is not None and (self.ready_seconds is None or other.ready_seconds > self.ready_seconds):
             self.ready_seconds, self.ready_source = other.ready_seconds, other.ready_source
+
+
+def _pool_rank(p: PoolObservation) -> tuple[bool, int]:
+    """A pool seen while speculating beats one seen without; then the smallest."""
+    return (p.speculating is False, p.tokens)
 
 
 def is_url(text: str) -> bool:
@@ -87,7 +96,8 @@ def _stream_name(model: str | None, rank: str | None) -> str:
 
 def _pool_of(snap: EngineSnapshot, source: str) -> PoolObservation | None:
     pools = [s.kv_pool_tokens for s in snap.streams if s.kv_pool_tokens is not None]
-    return PoolObservation(min(pools), source) if pools else None
+    speculating = any(s.spec is not None for s in snap.streams)
+    return PoolObservation(min(pools), source, speculating) if pools else None
 
 
 def windows_from_snapshots(snaps: Sequence[EngineSnapshot], source: str, point: str | None,

@@ -137,3 +137,28 @@ def test_mtp_method_on_a_target_without_mtp_layers_fails_codesign() -> None:
     cd = v.checks["codesign"]
     assert cd.status is Status.FAIL and v.decision is Decision.FAIL
     assert "mtp_depth fail" in cd.reason and "no MTP layers" in cd.reason
+
+
+def test_pool_of_an_engine_running_no_speculation_is_not_the_pool_with_the_drafter() -> None:
+    """Seed 000's trap, on real vLLM-CPU captures: the no-speculation arm allocated 8,192 tokens (64 blocks);
+    with the 256 B/token draft the pool is 8 MiB / 1,280 B = 51 blocks = 6,528. A capture of the engine
+    running *without* speculation (no spec_decode counters) must not stand in for the pool with the drafter:
+    7,100 resident tokens fail against 6,528 and the 8,192 is reported as the pool without the drafter."""
+    data = tiny_plan("draft")
+    data["engine"]["context_cap_tokens"] = 8192
+    data["workload"] = [{"name": "w", "concurrency": 1, "prompt_tokens": 7000, "output_tokens": 100}]
+    v = evaluate(plan_from_dict(data), metrics=[str(CAPTURES / "metrics-nospec-before.txt"),
+                                                str(CAPTURES / "metrics-nospec-after.txt")])
+    kv = v.checks["kv_pool"]
+    assert kv.status is Status.FAIL and v.decision is Decision.FAIL
+    assert kv.values["allocated_tokens"] is None and kv.values["predicted_tokens_with_drafter"] == 6528
+    assert kv.values["allocated_tokens_without_drafter"] == 8192
+    assert "without the drafter the 8,192-token pool holds it" in kv.reason
+    assert v.run_record["kv_pool_tokens"] is None and "kv_pool_tokens" in v.run_record["missing"]
+    # Without a drafter (no speculation planned) the same capture is the pool to judge against.
+    plain = tiny_plan("nospec")
+    plain["engine"]["context_cap_tokens"] = 8192
+    plain["workload"] = data["workload"]
+    v = evaluate(plan_from_dict(plain), metrics=[str(CAPTURES / "metrics-nospec-before.txt"),
+                                                 str(CAPTURES / "metrics-nospec-after.txt")])
+    assert v.checks["kv_pool"].values["allocated_tokens"] == 8192 and v.checks["kv_pool"].status is Status.PASS
