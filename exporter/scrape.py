@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
+import urllib3
 
 from exporter.engines import DetectError, adapter, detect
 from exporter.engines.base import EngineAdapter, EngineSnapshot, ParsedPage, SideInfo
@@ -45,8 +47,21 @@ def split_url(url: str) -> tuple[str, str]:
     return base, urlunsplit((parts.scheme, parts.netloc, metrics_path, parts.query, ""))
 
 
+def _body_chunks(r: requests.Response) -> Iterator[bytes]:
+    """The body as it arrives: `read1` returns after one socket read, so a total deadline can be
+    checked between reads (`iter_content` would wait for a full 64 KiB from a slow-drip engine)."""
+    read1 = getattr(r.raw, "read1", None)  # urllib3 >= 2.3
+    if read1 is None:
+        yield from r.iter_content(65536)
+        return
+    while chunk := read1(65536, decode_content=True):
+        yield chunk
+
+
 def _get(session: requests.Session, url: str, timeout: float, max_bytes: int,
          headers: dict[str, str] | None = None) -> bytes:
+    """One GET, bounded in time (`timeout` for the whole body, not per read) and in size."""
+    deadline = time.monotonic() + timeout
     try:
         with session.get(url, timeout=(min(timeout, 3.0), timeout), stream=True, headers=headers or {}) as r:
             if r.status_code != 200:
@@ -55,18 +70,20 @@ def _get(session: requests.Session, url: str, timeout: float, max_bytes: int,
             if length and length.isdigit() and int(length) > max_bytes:
                 raise ScrapeError("too_large", f"{url} sent {int(length)} bytes (limit {max_bytes})")
             chunks, total = [], 0
-            for chunk in r.iter_content(65536):
+            for chunk in _body_chunks(r):
                 total += len(chunk)
                 if total > max_bytes:
                     raise ScrapeError("too_large", f"{url} sent more than {max_bytes} bytes")
                 chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise ScrapeError("timeout", f"{url} did not finish its page within {timeout:g}s")
             return b"".join(chunks)
-    except requests.exceptions.Timeout:
+    except (requests.exceptions.Timeout, urllib3.exceptions.TimeoutError):
         raise ScrapeError("timeout", f"{url} did not answer within {timeout:g}s") from None
     except requests.exceptions.ConnectionError as e:
         msg = "connection refused" if "refused" in str(e).lower() else type(e).__name__
         raise ScrapeError("connect", f"cannot reach {url}: {msg}") from None
-    except requests.exceptions.RequestException as e:
+    except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError) as e:
         raise ScrapeError("http", f"{url}: {type(e).__name__}") from None
 
 

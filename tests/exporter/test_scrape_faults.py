@@ -109,6 +109,22 @@ class FakeEngine:
         except (BrokenPipeError, ConnectionResetError):
             pass  # the scraper hung up: what we want
 
+    def _drip(self, h) -> None:
+        """A valid page in 40 pieces, one every 0.2 s: each read is quick, the whole page takes ~8 s."""
+        h.send_response(200)
+        h.send_header("Content-Type", "text/plain; version=0.0.4")
+        h.end_headers()
+        page = capture("ngram-after").encode()
+        step = len(page) // 40 + 1
+        try:
+            for i in range(0, len(page), step):
+                h.wfile.write(page[i: i + step])
+                self.bytes_sent += len(page[i: i + step])
+                if self.release.wait(0.2):
+                    return
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
     def _huge_with_length(self, h) -> None:
         self._huge(h, with_length=True)
 
@@ -205,6 +221,15 @@ def test_engine_slower_than_the_timeout_is_timeout():
     with FakeEngine("sleep", sleep_s=10.0) as eng, sidecar(eng.url, scrape_timeout=0.5) as car:
         assert_failed_for(car, "timeout")
         assert own(car, "/healthz").text == "ok\n"  # serving while the engine hangs
+
+
+def test_an_engine_dripping_its_page_is_cut_off_at_the_timeout():
+    # The read timeout bounds each socket read, not the page: a slow-drip engine would hold the
+    # scrape loop for as long as it likes. The scrape timeout is for the whole page.
+    with FakeEngine("drip") as eng, pytest.raises(ScrapeError) as e:
+        Scraper(eng.url, engine="vllm", timeout=1.0).scrape()
+    assert e.value.reason == "timeout" and "within 1s" in str(e.value)
+    assert 0 < eng.bytes_sent < len(capture("ngram-after"))  # cut off, not read to its end
 
 
 def test_http_500_is_http():
