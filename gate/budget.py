@@ -199,9 +199,14 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
         d = plan.drafter
         scope = d.kv_scope if d else "full"
         dtp = (d.tp if d and d.tp else None) or eng.tp
+        ddtype = dtype
+        if ddtype is None and eng.kind == "vllm" and tgeom is not None:
+            # vLLM builds the draft model in the target's dtype, and one cache dtype serves the whole pool.
+            ddtype = tgeom.dtype
+            d_notes.append(f"KV dtype auto: vLLM runs the drafter in the target's dtype ({ddtype})")
         if plan.drafter_embedded:
             if facts.drafter is not None and facts.drafter.config is not None:
-                dgeom = _geometry(facts.drafter.config, dtype, dtp, "drafter", d_notes)
+                dgeom = _geometry(facts.drafter.config, ddtype, dtp, "drafter", d_notes)
             elif tgeom is not None and tgeom.mtp_layers:
                 dgeom = mtp_drafter_geometry(tgeom)
                 d_notes.append(f"MTP head: the target's {tgeom.mtp_layers} next-n layer(s)")
@@ -212,7 +217,7 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
                 d_notes.append("drafter KV geometry unknown: the target's geometry is unknown")
             wbytes, wsource = 0, "embedded in the target checkpoint (no second download)"
         else:
-            dgeom = _geometry(facts.drafter.config if facts.drafter else None, dtype, dtp, "drafter", d_notes)
+            dgeom = _geometry(facts.drafter.config if facts.drafter else None, ddtype, dtp, "drafter", d_notes)
             wbytes = facts.drafter.weights_bytes if facts.drafter else None
             wsource = facts.drafter.weights_source if facts.drafter else None
             if facts.drafter is not None and facts.drafter.weights_note:

@@ -115,3 +115,25 @@ def test_cli_budget_missing_config_is_one_line(tmp_path: Path) -> None:
     assert p.returncode == 3
     assert p.stdout == ""
     assert p.stderr.count("\n") == 1 and "config file not found" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_vllm_drafter_kv_in_the_targets_dtype_when_kv_dtype_is_auto() -> None:
+    """vLLM builds the draft model config with the target's dtype (SpeculativeConfig: dtype=
+    target_model_config.dtype) and one cache dtype for the whole pool: the nm-testing EAGLE-3 speculators
+    config says float32, but next to a bf16 Llama-3.1-8B its one layer holds 2 × 8 KV heads × 128 × 2 B
+    = 4,096 B/token, not 8,192. Pool: 100 blocks of 16 tokens of (131,072 + 4,096) B."""
+    data = tiny_plan("nospec")
+    data["target"] = {"name": "meta-llama/Llama-3.1-8B-Instruct",
+                      "config": str(CONFIGS / "target-gqa__meta-llama__Llama-3.1-8B-Instruct.json")}
+    data["drafter"] = {"name": "nm-testing/EAGLE3-LLaMA3.1-Instruct-8B-converted",
+                       "config": str(CONFIGS / "eagle3-speculators__nm-testing__EAGLE3-LLaMA3.1-Instruct-8B-converted.json")}
+    data["engine"] = {"kind": "vllm", "block_size": 16, "kv_cache_memory_bytes": 16 * (131_072 + 4_096) * 100,
+                      "speculative": {"method": "eagle3", "num_speculative_tokens": 3}}
+    doc = _budget(data).to_json()
+    assert doc["target"]["kv_bytes_per_token"] == 131_072
+    assert doc["drafter"]["kv_bytes_per_token"] == 4_096
+    assert doc["pool"]["predicted_blocks"]["with_drafter"] == 100
+    # An explicit KV dtype applies to both, as before.
+    data["engine"]["kv_dtype"] = "fp8"
+    doc = _budget(data).to_json()
+    assert doc["target"]["kv_bytes_per_token"] == 65_536 and doc["drafter"]["kv_bytes_per_token"] == 2_048
