@@ -130,8 +130,10 @@ def check(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
         parts.append("no acceptance-length target set (seed 002: set it before rollout)")
     elif not stars:
         statuses.append(Status.PASS)
-        parts.append(f"target L {target:g} set; L* unknown (no step costs declared or measured), "
-                     "so the break-even sub-check is skipped")
+        why = ("L* unknown (no step costs declared or measured)" if not points else
+               f"L* unknown at {', '.join(p['point'] for p in points)} (the measured rates need an acceptance "
+               "length: costs[].acceptance_length or measured windows)")
+        parts.append(f"target L {target:g} set; {why}, so the break-even sub-check is skipped")
     else:
         worst = max(stars, key=lambda x: x[1])
         star_txt = ", ".join(f"{s:.3f} ({n})" for n, s in stars)

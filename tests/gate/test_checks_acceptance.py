@@ -149,3 +149,14 @@ def test_seed004_erosion_and_cycle_growth() -> None:
     assert g["draft_share"] == pytest.approx(1.49 / 7.19)
     assert g["per_draft_step_ms"] == pytest.approx(1.49 / 3)
     assert "7.7%" in r.reason and "20.7%" in r.reason
+
+
+def test_measured_rates_without_a_length_say_what_is_missing() -> None:
+    """Rates are given but no acceptance length (declared or measured): L* is unknown because L is, and the
+    reason must not claim that no step costs were given."""
+    data = tiny_plan("draft", costs=[{"point": "2K", "baseline_tokens_per_second": 70.7,
+                                      "speculative_tokens_per_second": 107.9}])
+    r = acceptance.check(plan_from_dict(data), "pre", [], [])
+    assert r.status is Status.PASS
+    assert "no step costs declared or measured" not in r.reason
+    assert "L* unknown at 2K" in r.reason and "acceptance length" in r.reason
