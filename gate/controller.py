@@ -69,6 +69,9 @@ class ControllerConfig:
     metrics: tuple[str, ...] = ()
     api_retries: int = 4
     api_backoff_s: float = 0.5
+    # Client-side timeout of every API call (and the slack over a watch's server-side timeoutSeconds): on a
+    # connection that goes silent the client would otherwise wait forever, holding up the whole loop.
+    api_timeout_s: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -216,20 +219,21 @@ class Kube:
         c = self.config
         fields = f"metadata.name={c.deployment}" if c.deployment else None
         return self.retry("list deployments", lambda: self.apps.list_namespaced_deployment(
-            c.namespace, label_selector=GATE_LABEL, field_selector=fields, _preload_content=False))
+            c.namespace, label_selector=GATE_LABEL, field_selector=fields, _preload_content=False,
+            _request_timeout=c.api_timeout_s))
 
     def get_deployment(self, name: str) -> dict[str, Any]:
         return self.retry(f"get deployment {name}", lambda: self.apps.read_namespaced_deployment(
-            name, self.config.namespace, _preload_content=False))
+            name, self.config.namespace, _preload_content=False, _request_timeout=self.config.api_timeout_s))
 
     def patch_deployment(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
         return self.retry(f"patch deployment {name}", lambda: self.apps.patch_namespaced_deployment(
             name, self.config.namespace, body, _content_type="application/strategic-merge-patch+json",
-            _preload_content=False))
+            _preload_content=False, _request_timeout=self.config.api_timeout_s))
 
     def create_event(self, body: dict[str, Any]) -> dict[str, Any]:
         return self.retry("create event", lambda: self.core.create_namespaced_event(
-            self.config.namespace, body, _preload_content=False))
+            self.config.namespace, body, _preload_content=False, _request_timeout=self.config.api_timeout_s))
 
 
 class LeaseElector:
@@ -252,7 +256,8 @@ class LeaseElector:
 
         c, now = self.config, self.clock()
         try:
-            lease = json.loads(self.coord.read_namespaced_lease(c.lease_name, c.namespace, _preload_content=False).data)
+            lease = json.loads(self.coord.read_namespaced_lease(c.lease_name, c.namespace, _preload_content=False,
+                                                                _request_timeout=c.api_timeout_s).data)
         except ApiException as e:
             if e.status != 404:
                 return False  # cannot confirm leadership: do not act
@@ -261,7 +266,8 @@ class LeaseElector:
                     "spec": {"holderIdentity": c.identity, "leaseDurationSeconds": c.lease_duration_s,
                              "acquireTime": micro_time(now), "renewTime": micro_time(now), "leaseTransitions": 0}}
             try:
-                self.coord.create_namespaced_lease(c.namespace, body, _preload_content=False)
+                self.coord.create_namespaced_lease(c.namespace, body, _preload_content=False,
+                                                   _request_timeout=c.api_timeout_s)
                 return True
             except ApiException:
                 return False  # someone else created it first (409), or the API is failing
@@ -279,7 +285,8 @@ class LeaseElector:
         spec.update(holderIdentity=c.identity, renewTime=micro_time(now), leaseDurationSeconds=c.lease_duration_s)
         lease["spec"] = spec
         try:
-            self.coord.replace_namespaced_lease(c.lease_name, c.namespace, lease, _preload_content=False)
+            self.coord.replace_namespaced_lease(c.lease_name, c.namespace, lease, _preload_content=False,
+                                                _request_timeout=c.api_timeout_s)
             return True
         except Exception:
             return False  # 409: another candidate renewed or took it first
@@ -503,6 +510,9 @@ class Controller:
             for event in w.stream(self.kube.apps.list_namespaced_deployment, self.config.namespace,
                                   label_selector=GATE_LABEL, resource_version=resource_version,
                                   timeout_seconds=max(1, int(timeout_s)),
+                                  # timeoutSeconds is the server's; a silent connection needs the client's too
+                                  _request_timeout=(self.config.api_timeout_s,
+                                                    max(1, int(timeout_s)) + self.config.api_timeout_s),
                                   field_selector=f"metadata.name={self.config.deployment}"
                                   if self.config.deployment else None):
                 obj = event["raw_object"]

@@ -373,3 +373,39 @@ def test_real_evaluator_seed000_nextn_pool_fails_and_stays_off(fake_kube: FakeKu
     (event,) = events(fake_kube)
     assert event["reason"] == "GateFailed"
     assert "6 × (30,185 + 512) = 184,182 resident tokens > 161,728" in event["message"]
+
+
+@pytest.mark.parametrize("stalled", ["watch", "lease"])
+def test_a_silent_api_server_never_hangs_the_leader_loop(
+        fake_kube: FakeKube, api_client: Any, plan_file: Path, stalled: str) -> None:
+    """`timeout_seconds` is enforced by the server only: on a connection that goes silent the client blocks
+    forever (kubernetes-client/python issues 1148, 1402) unless every call carries a client-side timeout.
+    Here the fake accepts the request and never answers; the call must give up (and the loop go on)."""
+    created = fake_kube.seed(deployment())
+    release = threading.Event()
+    if stalled == "watch":
+        fake_kube.before("GET", r"/deployments$", lambda kube: release.wait(120),
+                         when=lambda q: q.get("watch", "").lower() == "true")
+    else:
+        fake_kube.before("GET", r"/leases/specgate-ctl$", lambda kube: release.wait(120))
+    ctl = make(api_client, plan_file, Script(pre="pass"), api_timeout_s=1.0)
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            if stalled == "watch":
+                outcome["result"] = ctl.watch(created["metadata"]["resourceVersion"], timeout_s=1)
+            else:
+                outcome["result"] = ctl.elector.try_acquire_or_renew()
+        except Exception as e:  # a timeout error is fine: run() logs it and goes round again
+            outcome["error"] = type(e).__name__
+
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    t.join(60)  # a liveness bound, far above the 1 s + 1 s the call may take
+    hung = t.is_alive()
+    release.set()
+    t.join(10)
+    assert not hung, f"the {stalled} call still waits on a silent API server"
+    if stalled == "lease":
+        assert outcome == {"result": False}  # cannot confirm leadership: do not act
