@@ -75,7 +75,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from exporter.server import run_sidecar
     from exporter.settings import settings_from_args
 
-    return run_sidecar(settings_from_args(args))
+    try:
+        settings = settings_from_args(args)
+    except ValueError as e:
+        _err(str(e))
+        return EXIT_INVALID
+    return run_sidecar(settings)
 
 
 def cmd_once(args: argparse.Namespace) -> int:

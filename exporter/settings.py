@@ -10,7 +10,7 @@ import argparse
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -67,6 +67,21 @@ class ExporterSettings(BaseSettings):
             return [parse_duration(x) for x in v]
         return v
 
+    @field_validator("windows")
+    @classmethod
+    def _windows_positive(cls, v: list[float]) -> list[float]:
+        if any(x <= 0 for x in v):
+            raise ValueError("every window must be longer than 0s")
+        return list(dict.fromkeys(v))  # 60s,1m is one window (one series), not two with the same label
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, v: str) -> str:
+        _, sep, port = v.rpartition(":")
+        if not sep or not port.isdigit() or int(port) > 65535:
+            raise ValueError(f"expected HOST:PORT, got {v!r}")
+        return v
+
     @field_validator("scrape_interval", "scrape_timeout", "batch_window", mode="before")
     @classmethod
     def _duration(cls, v: object) -> object:
@@ -106,5 +121,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> ExporterSettings:
+    """Settings from flags over the environment; a bad value raises ValueError with one line naming it."""
     overrides = {name: getattr(args, name) for name, _ in _FLAGS if getattr(args, name, None) is not None}
-    return ExporterSettings(**overrides)
+    try:
+        return ExporterSettings(**overrides)
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            name = str(err["loc"][0]) if err["loc"] else "?"
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            problems.append(f"--{name.replace('_', '-')} / SPECGATE_{name.upper()}: {msg}")
+        raise ValueError("invalid setting: " + "; ".join(problems)) from None

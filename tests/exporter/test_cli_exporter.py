@@ -159,3 +159,24 @@ def test_replay_plays_before_during_after_in_time_order(directory):
     assert _drafts(replay.page(0.0)) == 0.0
     assert _drafts(replay.page(5.0)) == 126.0
     assert _drafts(replay.page(10.0)) == 522.0  # one run, counted once: not 522 + 0 + 126
+
+
+@pytest.mark.parametrize(("argv", "env", "named"), [
+    (["--min-drafts", "0"], {}, "--min-drafts / SPECGATE_MIN_DRAFTS"),
+    (["--listen", "nonsense"], {}, "--listen / SPECGATE_LISTEN"),
+    ([], {"SPECGATE_SCRAPE_INTERVAL": "abc"}, "--scrape-interval / SPECGATE_SCRAPE_INTERVAL"),
+    ([], {"SPECGATE_WINDOWS": "1m,0s"}, "--windows / SPECGATE_WINDOWS"),
+])
+@pytest.mark.parametrize("entry", [[*SPECGATE, "exporter", "run"], [sys.executable, "-m", "exporter"]])
+def test_run_with_a_bad_setting_is_one_line_and_exit_3(entry, argv, env, named):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")} | env
+    r = subprocess.run([*entry, *argv], capture_output=True, text=True, env=environ, timeout=60, check=False)
+    assert r.returncode == 3, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0] and "Traceback" not in r.stderr, r.stderr
+
+
+def test_the_same_window_twice_is_one_window():
+    from exporter.settings import ExporterSettings
+
+    assert ExporterSettings(windows="60s,1m,5m").windows == [60.0, 300.0]
