@@ -240,7 +240,10 @@ class LeaseElector:
     """Leader election on one coordination.k8s.io/v1 Lease: hold it by renewing before it expires.
 
     Whoever holds an unexpired Lease leads; others wait. Writes carry the Lease's resourceVersion, so
-    two candidates racing for an expired Lease cannot both win (the loser gets 409).
+    two candidates racing for an expired Lease cannot both win (the loser gets 409). Expiry is counted on
+    this replica's clock from when it last *saw* the record change (as client-go does; the API reference:
+    "measured against the time of last observed renewTime"), never from the holder's clock, so clock skew
+    between nodes cannot hand a live leader's Lease to a second replica.
     """
 
     def __init__(self, api_client: ApiClient, config: ControllerConfig,
@@ -250,6 +253,8 @@ class LeaseElector:
         self.coord = client.CoordinationV1Api(api_client)
         self.config = config
         self.clock = clock
+        self._observed: tuple[Any, Any] | None = None  # (holderIdentity, renewTime) last seen
+        self._observed_at = 0.0  # our clock when it was first seen
 
     def try_acquire_or_renew(self) -> bool:
         from kubernetes.client.exceptions import ApiException
@@ -275,9 +280,11 @@ class LeaseElector:
             return False
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity")
-        renewed = parse_time(spec.get("renewTime")) or 0.0
         duration = spec.get("leaseDurationSeconds") or c.lease_duration_s
-        if holder and holder != c.identity and renewed + duration > now:
+        record = (holder, spec.get("renewTime"))
+        if record != self._observed:
+            self._observed, self._observed_at = record, now
+        if holder and holder != c.identity and self._observed_at + duration > now:
             return False
         if holder != c.identity:
             spec["acquireTime"] = micro_time(now)

@@ -247,6 +247,8 @@ def test_racing_for_an_expired_lease_only_one_wins(fake_kube: FakeKube, api_clie
     b = make(api_client, plan_file, Script(pre="pass"), identity="ctl-b", clock=clock)
     c = make(api_client, plan_file, Script(pre="pass"), identity="ctl-c", clock=clock)
     assert c.elector.try_acquire_or_renew() is True
+    # a and b see c's lease (expiry counts from their own observation of it)
+    assert a.elector.try_acquire_or_renew() is False and b.elector.try_acquire_or_renew() is False
     clock.t += 60  # c is gone
     won: dict[str, bool] = {}
     # b reads the expired lease; before its write lands, a reads and writes first
@@ -409,3 +411,27 @@ def test_a_silent_api_server_never_hangs_the_leader_loop(
     assert not hung, f"the {stalled} call still waits on a silent API server"
     if stalled == "lease":
         assert outcome == {"result": False}  # cannot confirm leadership: do not act
+
+
+def test_a_renewing_leader_keeps_the_lease_despite_clock_skew(
+        fake_kube: FakeKube, api_client: Any, plan_file: Path) -> None:
+    """leaseDurationSeconds 'is measured against the time of last observed renewTime' (Lease API reference):
+    a candidate counts from when *it* saw the record change, not from the holder's clock. Here the holder's
+    clock runs 10 minutes behind the candidate's; it renews every 5 s, so it must stay the only leader."""
+    holder_clock, candidate_clock = Clock(), Clock()
+    candidate_clock.t = holder_clock.t + 600
+    a = make(api_client, plan_file, Script(pre="pass"), identity="ctl-a", clock=holder_clock)
+    b = make(api_client, plan_file, Script(pre="pass"), identity="ctl-b", clock=candidate_clock)
+    assert a.elector.try_acquire_or_renew() is True
+    for _ in range(4):
+        assert b.elector.try_acquire_or_renew() is False
+        holder_clock.t += 5
+        candidate_clock.t += 5
+        assert a.elector.try_acquire_or_renew() is True
+    assert fake_kube.get("Lease", NAMESPACE, "specgate-ctl")["spec"]["holderIdentity"] == "ctl-a"
+    # once the holder stops renewing, the candidate takes over a lease duration after its last observation
+    candidate_clock.t += 10
+    assert b.elector.try_acquire_or_renew() is False  # saw the last renewal now: 15 s from here
+    candidate_clock.t += 16
+    assert b.elector.try_acquire_or_renew() is True
+    assert fake_kube.get("Lease", NAMESPACE, "specgate-ctl")["spec"]["leaseTransitions"] == 1
