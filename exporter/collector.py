@@ -151,7 +151,8 @@ class SpecgateCollector:
         if snap is None:
             return
         yield from self._stream_families(st, snap)
-        yield from self._window_families(st, snap)
+        if st.up:  # windows end at the last good scrape: while the engine is down they are not "the last 1m"
+            yield from self._window_families(st, snap)
 
     def _stream_families(self, st: ExporterState, snap: EngineSnapshot) -> Iterator[Metric]:
         eng = snap.engine
@@ -186,20 +187,21 @@ class SpecgateCollector:
         for x in streams:
             lv = [_lv(x.model), eng, _lv(x.rank)]
             t = totals.get(x.key)
-            if x.kv_pool_tokens is not None:
-                pool.add_metric([*lv, "target"], x.kv_pool_tokens)
-            configured = x.kv_pool_configured_tokens if x.kv_pool_configured_tokens is not None \
-                else st.settings.kv_pool_configured_tokens
-            if configured is not None:
-                conf.add_metric(lv, configured)
-            if x.context_cap_tokens is not None:
-                ctx.add_metric(lv, x.context_cap_tokens)
-            if x.kv_usage_ratio is not None:
-                usage.add_metric(lv, x.kv_usage_ratio)
-            if x.requests_running is not None:
-                running.add_metric(lv, x.requests_running)
-            if x.requests_waiting is not None:
-                waiting.add_metric(lv, x.requests_waiting)
+            if st.up:  # engine state from a page that is no longer current is absent, not stale
+                if x.kv_pool_tokens is not None:
+                    pool.add_metric([*lv, "target"], x.kv_pool_tokens)
+                configured = x.kv_pool_configured_tokens if x.kv_pool_configured_tokens is not None \
+                    else st.settings.kv_pool_configured_tokens
+                if configured is not None:
+                    conf.add_metric(lv, configured)
+                if x.context_cap_tokens is not None:
+                    ctx.add_metric(lv, x.context_cap_tokens)
+                if x.kv_usage_ratio is not None:
+                    usage.add_metric(lv, x.kv_usage_ratio)
+                if x.requests_running is not None:
+                    running.add_metric(lv, x.requests_running)
+                if x.requests_waiting is not None:
+                    waiting.add_metric(lv, x.requests_waiting)
             if t is None:
                 continue
             restarts.add_metric(lv, t.restarts)

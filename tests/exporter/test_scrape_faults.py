@@ -270,6 +270,31 @@ def test_recovers_when_the_engine_comes_back():
         assert value(got, "specgate_spec_drafts_total", model="tiny", rank="0") == 522
 
 
+def test_while_the_engine_is_down_its_state_is_absent_not_stale():
+    # Up on the ngram run (4 running at "during"), then HTTP 500: the last page's pool, usage, queue and
+    # the windows ending at that page are no longer current; the exporter's own counters stay.
+    pages = [capture("ngram-before"), capture("ngram-during")]
+    with FakeEngine("pages", pages) as eng, sidecar(eng.url, windows=[0.001]) as car:
+        wait_for(lambda: value(samples(car), "specgate_engine_up") == 1.0, "first scrape")
+        time.sleep(0.01)
+        car.scrape_once()
+        lab = {"model": "tiny", "rank": "0"}
+        up = samples(car)
+        assert value(up, "specgate_kv_pool_tokens", pool="target", **lab) == 8192
+        assert value(up, "specgate_requests_running", **lab) == 4
+        assert value(up, "specgate_spec_acceptance_length", window="0.001s", **lab) is not None
+        eng.mode = "status500"
+        car.scrape_once()
+        down = samples(car)
+    assert value(down, "specgate_engine_up") == 0.0
+    gone = ("specgate_kv_pool_tokens", "specgate_kv_usage_ratio", "specgate_requests_running",
+            "specgate_requests_waiting", "specgate_spec_acceptance_length", "specgate_spec_acceptance_rate",
+            "specgate_decode_tokens_per_second", "specgate_ttft_seconds")
+    assert not [n for n, _ in down if n in gone]
+    assert value(down, "specgate_spec_drafts_total", **lab) == value(up, "specgate_spec_drafts_total", **lab) == 126
+    assert value(down, "specgate_engine_restarts_total", **lab) == 0
+
+
 # --- odd but valid pages ---------------------------------------------------------------------------
 
 def test_nan_and_inf_values_never_reach_the_exposition():
