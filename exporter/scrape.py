@@ -134,8 +134,10 @@ class Scraper:
     max_bytes: int = DEFAULT_MAX_BYTES
     api_key: str | None = field(default=None, repr=False)
     session: requests.Session = field(default_factory=requests.Session, repr=False)
+    side_retry_seconds: float = 60.0  # side info that came back empty (endpoint failed) is asked again
     _side: SideInfo | None = field(default=None, init=False, repr=False)
     _side_start: float | None = field(default=None, init=False, repr=False)
+    _side_at: float = field(default=0.0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.base_url, self.metrics_url = split_url(self.url)
@@ -185,9 +187,13 @@ class Scraper:
         ts = time.time()
         ad, page = _parse_text(raw.decode("utf-8", errors="replace"), self.engine)
         first = ad.snapshot(page, ts)
-        if self._side is None or first.process_start_time != self._side_start:
+        missing = self._side is not None and (
+            not self._side.max_model_len if first.engine == "vllm" else self._side == SideInfo())
+        if (self._side is None or first.process_start_time != self._side_start
+                or (missing and time.monotonic() - self._side_at >= self.side_retry_seconds)):
             self._side = self._side_info(first.engine)
             self._side_start = first.process_start_time
+            self._side_at = time.monotonic()
         if self._side == SideInfo():
             return first
         return ad.snapshot(page, ts, self._side)  # the page is parsed once, normalised again with side info

@@ -318,3 +318,19 @@ def test_context_cap_read_once_and_again_after_a_restart():
     caps = [sc.scrape().stream("tiny", "0").context_cap_tokens for _ in range(3)]
     assert caps == [2048, 2048, 4096]
     assert sum(c.request.url.endswith("/v1/models") for c in responses.calls) == 2
+
+
+@responses.activate
+def test_context_cap_asked_again_when_v1_models_failed_without_a_restart():
+    # /v1/models answered 503 on the first scrape (engine busy): the cap must not stay unknown until the
+    # engine restarts. Asked again after side_retry_seconds (0 here); an answered one is not asked again.
+    for _ in range(4):
+        responses.get(f"{BASE}/metrics", body=page("ngram-after"))
+    responses.get(f"{BASE}/v1/models", status=503)
+    responses.get(f"{BASE}/v1/models", json=MODELS)
+    responses.get(f"{BASE}/version", json={"version": "0.32.0"})
+    sc = Scraper(BASE, api_key=None)
+    sc.side_retry_seconds = 0.0
+    caps = [sc.scrape().stream("tiny", "0").context_cap_tokens for _ in range(4)]
+    assert caps == [None, 2048, 2048, 2048]
+    assert sum(c.request.url.endswith("/v1/models") for c in responses.calls) == 2
