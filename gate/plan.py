@@ -269,7 +269,9 @@ class PrometheusSource(_Strict):
 class KubernetesSource(_Strict):
     namespace: str
     selector: str | None = None
-    container: str | None = None
+    # The engine's container, not the exporter sidecar's (the chart names it "engine"); when a pod
+    # has no container of this name, its first container status is used.
+    container: str | None = "engine"
 
 
 class Evidence(_Strict):

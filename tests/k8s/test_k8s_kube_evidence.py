@@ -60,3 +60,14 @@ def test_digest_of_forms() -> None:
     assert digest_of("docker-pullable://vllm/vllm-openai@sha256:" + "b" * 64) == "sha256:" + "b" * 64
     assert digest_of("sha256:" + "c" * 64) is None  # a local image ID is not a repository digest
     assert digest_of(None) is None
+
+
+def test_a_plan_without_a_container_reads_the_engine_not_the_sidecar() -> None:
+    from gate.plan import KubernetesSource
+
+    p = pod()
+    p["status"]["containerStatuses"].reverse()  # the exporter's status listed first
+    st = pod_startup(p, KubernetesSource(namespace=NAMESPACE).container)
+    # the engine started at 10:00:05 and was Ready at 10:01:52 (objects.pod): 107 s, and its image digest
+    assert st.container == "engine"
+    assert st.seconds == 107.0 and st.image_id.startswith("docker.io/vllm/vllm-openai@")
