@@ -31,11 +31,19 @@ PHASES = ("pre", "post")
 def gather_metrics(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str | None,
                    progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep,
                    wait: bool = True) -> MetricsEvidence:
-    """All acceptance evidence: plan captures, --metrics URLs/files, plan live URLs, Prometheus."""
+    """All acceptance evidence: plan captures, --metrics URLs/files, plan live URLs, Prometheus.
+
+    The plan's own capture files are facts from before the switch: they count in `pre` only. In
+    `post` the live per-window SLO is required (DESIGN.md "Two phases"), so only the sources named
+    for this run (--metrics, the plan's exporter/engine URL, Prometheus) are evidence.
+    """
     slo = plan.slo
     ev = MetricsEvidence()
-    for g in plan.evidence.captures:
-        ev.merge(from_capture_files(g.files, g.point, g.seconds or slo.window_seconds, slo.min_drafts))
+    if phase == "pre":
+        for g in plan.evidence.captures:
+            ev.merge(from_capture_files(g.files, g.point, g.seconds or slo.window_seconds, slo.min_drafts))
+    elif plan.evidence.captures:
+        ev.errors.append("the plan's capture files are pre-rollout evidence, not the live SLO the post phase needs")
     files = []
     urls = []
     for m in metrics:

@@ -162,3 +162,13 @@ def test_pool_of_an_engine_running_no_speculation_is_not_the_pool_with_the_draft
     v = evaluate(plan_from_dict(plain), metrics=[str(CAPTURES / "metrics-nospec-before.txt"),
                                                  str(CAPTURES / "metrics-nospec-after.txt")])
     assert v.checks["kv_pool"].values["allocated_tokens"] == 8192 and v.checks["kv_pool"].status is Status.PASS
+
+
+def test_post_does_not_pass_on_the_plans_own_capture_files() -> None:
+    """Seed 004's plan carries captures from before the switch: they pass `pre`, but `post` needs the live SLO."""
+    plan = load_plan(PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml")
+    assert evaluate(plan, phase="pre").checks["acceptance"].status == Status.PASS
+    post = evaluate(plan, phase="post")
+    assert post.checks["acceptance"].status == Status.INCONCLUSIVE
+    assert post.decision == Decision.INCONCLUSIVE
+    assert "post phase needs" in post.checks["acceptance"].reason

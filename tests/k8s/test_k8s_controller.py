@@ -360,7 +360,7 @@ def test_real_evaluator_seed004_mtp_passes_pre_and_turns_on(fake_kube: FakeKube,
     dep = fake_kube.get("Deployment", NAMESPACE, "qwen")
     assert engine_args(dep) == BASE_ARGS + ["--speculative-config", '{"method":"mtp","num_speculative_tokens":3}']
     assert json.loads(dep["metadata"]["annotations"][LAST])["decision"] == "pass"
-    ctl.step()  # post: the plan's captured windows still hold the SLO → stays on
+    ctl.step()  # post: no live evidence in the plan (captures are pre-only) → inconclusive → stays on
     assert [e["reason"] for e in events(fake_kube)] == ["DrafterEnabled"]
 
 

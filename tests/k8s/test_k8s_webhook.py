@@ -309,8 +309,10 @@ def test_real_evaluator_seed004_allows() -> None:
         f = requests.post(f"{url}/flagger", json={**FLAGGER_PAYLOAD, "metadata": {"phase": "pre"}}, timeout=60)
         assert f.status_code == 200 and f.json()["decision"] == "pass"
         assert f.json()["checks"]["acceptance"]["status"] == "pass"
-        a = requests.get(f"{url}/argo", timeout=60)  # post: answered from the plan's captured windows
-        assert a.status_code == 200 and a.json()["decision"] == "pass"
+        # post: the plan's captured windows are pre-rollout facts, not the live SLO -> inconclusive, still 200
+        a = requests.get(f"{url}/argo", timeout=60)
+        assert a.status_code == 200 and a.json()["decision"] == "inconclusive"
+        assert "post phase needs" in a.json()["checks"]["acceptance"]["reason"]
     finally:
         server.shutdown()
         server.server_close()
