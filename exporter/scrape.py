@@ -91,7 +91,7 @@ def _parse_text(text: str, engine: str) -> tuple[EngineAdapter, ParsedPage]:
     """Detect (when `auto`) and parse once; a page that is not Prometheus text raises ScrapeError."""
     try:
         _looks_like_exposition(text)  # HTML/JSON is named as such, before "no engine families"
-        ad = adapter(detect(text) if engine == "auto" else engine)
+        ad = adapter(detect(text, engine))
         return ad, parse_page(text, ad.families)
     except (ParseError, DetectError) as e:
         raise ScrapeError("parse", str(e)) from None

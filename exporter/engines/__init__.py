@@ -13,13 +13,25 @@ class DetectError(ValueError):
     """The page holds no family of a known engine."""
 
 
-def detect(text: str) -> str:
-    """Autodetect the engine from family prefixes: whichever has more sample lines wins."""
-    v = text.count("\nvllm") + text.startswith(("vllm:", "vllm_"))  # vllm: and vllm_ in one pass
-    s = text.count("\nsglang") + text.startswith(("sglang:", "sglang_"))
-    if v == 0 and s == 0:
+def prefix_counts(text: str) -> dict[str, int]:
+    """Lines starting with each engine's prefix (`vllm:` and `vllm_` in one pass)."""
+    return {"vllm": text.count("\nvllm") + text.startswith(("vllm:", "vllm_")),
+            "sglang": text.count("\nsglang") + text.startswith(("sglang:", "sglang_"))}
+
+
+def detect(text: str, engine: str = "auto") -> str:
+    """The engine of a page: autodetected from family prefixes (more lines wins), or the one asked for —
+    which must then have families on the page (a forced `--engine sglang` on a vLLM page is an error,
+    not an engine with no streams)."""
+    counts = prefix_counts(text)
+    if not any(counts.values()):
         raise DetectError("no vllm:/sglang: metric families on the page (is this an inference engine's /metrics?)")
-    return "vllm" if v >= s else "sglang"
+    if engine == "auto":
+        return "vllm" if counts["vllm"] >= counts["sglang"] else "sglang"
+    if counts.get(engine, 0) == 0:
+        found = " and ".join(k for k, n in counts.items() if n)
+        raise DetectError(f"--engine {engine}, but the page holds only {found} metric families")
+    return engine
 
 
 def adapter(kind: str) -> EngineAdapter:

@@ -180,3 +180,9 @@ def test_the_same_window_twice_is_one_window():
     from exporter.settings import ExporterSettings
 
     assert ExporterSettings(windows="60s,1m,5m").windows == [60.0, 300.0]
+
+
+def test_once_with_the_wrong_engine_forced_is_an_error_not_empty_streams(capsys):
+    assert main(["exporter", "once", "--from-file", str(VLLM / "metrics-ngram-after.txt"), "--engine", "sglang"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds only vllm" in err
