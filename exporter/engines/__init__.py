@@ -13,10 +13,14 @@ class DetectError(ValueError):
     """The page holds no family of a known engine."""
 
 
+DETECT_BYTES = 256 * 1024  # engine families start within the first few KB; no need to scan a 1 MB page twice
+
+
 def prefix_counts(text: str) -> dict[str, int]:
-    """Lines starting with each engine's prefix (`vllm:` and `vllm_` in one pass)."""
-    return {"vllm": text.count("\nvllm") + text.startswith(("vllm:", "vllm_")),
-            "sglang": text.count("\nsglang") + text.startswith(("sglang:", "sglang_"))}
+    """Lines starting with each engine's prefix (`vllm:` and `vllm_` in one pass), in the page's head."""
+    head = text[:DETECT_BYTES]
+    return {"vllm": head.count("\nvllm") + head.startswith(("vllm:", "vllm_")),
+            "sglang": head.count("\nsglang") + head.startswith(("sglang:", "sglang_"))}
 
 
 def detect(text: str, engine: str = "auto") -> str:
