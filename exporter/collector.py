@@ -96,6 +96,14 @@ def _fmt_bound(b: float) -> str:
     return "+Inf" if b == float("inf") else repr(float(b))
 
 
+def _engine_gauge(name: str, doc: str, engine: str, value: float | None) -> Iterator[Metric]:
+    """An exporter-level gauge (label `engine` only), absent when its value is unknown."""
+    if value is not None:
+        g = GaugeMetricFamily(name, doc, labels=["engine"])
+        g.add_metric([engine], value)
+        yield g
+
+
 class SpecgateCollector:
     """prometheus_client custom collector over an `ExporterState`."""
 
@@ -117,11 +125,8 @@ class SpecgateCollector:
         up = GaugeMetricFamily("specgate_engine_up", "1 if the last scrape of the engine succeeded", labels=["engine"])
         up.add_metric([eng], 1.0 if st.up else 0.0)
         yield up
-        if st.scrape_duration is not None:
-            d = GaugeMetricFamily("specgate_engine_scrape_duration_seconds", "Duration of the last engine fetch+parse",
-                                  labels=["engine"])
-            d.add_metric([eng], st.scrape_duration)
-            yield d
+        yield from _engine_gauge("specgate_engine_scrape_duration_seconds", "Duration of the last engine fetch+parse",
+                                 eng, st.scrape_duration)
         errs = CounterMetricFamily("specgate_engine_scrape_errors", "Failed engine scrapes by reason",
                                    labels=["engine", "reason"])
         for reason in sorted(st.errors):
@@ -131,23 +136,14 @@ class SpecgateCollector:
             info = GaugeMetricFamily("specgate_engine_info", "Detected engine and version", labels=["engine", "version"])
             info.add_metric([eng, st.version or "unknown"], 1.0)
             yield info
-        if st.ready_seconds is not None:
-            r = GaugeMetricFamily("specgate_engine_ready_seconds",
-                                  "Cold start to first successful scrape of a ready engine (startup staging)",
-                                  labels=["engine"])
-            r.add_metric([eng], st.ready_seconds)
-            yield r
+        yield from _engine_gauge("specgate_engine_ready_seconds",
+                                 "Cold start to first successful scrape of a ready engine (startup staging)",
+                                 eng, st.ready_seconds)
         s = st.settings
-        if s.acceptance_slo_target is not None:
-            t = GaugeMetricFamily("specgate_acceptance_slo_target", "Configured target accepted tokens per verify",
-                                  labels=["engine"])
-            t.add_metric([eng], s.acceptance_slo_target)
-            yield t
-        if s.workload_demand_tokens is not None:
-            w = GaugeMetricFamily("specgate_workload_demand_tokens", "Resident tokens of the configured request mix",
-                                  labels=["engine"])
-            w.add_metric([eng], s.workload_demand_tokens)
-            yield w
+        yield from _engine_gauge("specgate_acceptance_slo_target", "Configured target accepted tokens per verify",
+                                 eng, s.acceptance_slo_target)
+        yield from _engine_gauge("specgate_workload_demand_tokens", "Resident tokens of the configured request mix",
+                                 eng, s.workload_demand_tokens)
         if snap is None:
             return
         yield from self._stream_families(st, snap)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from exporter.engines.base import Histogram, ParsedPage
 
@@ -28,10 +29,10 @@ def as_int(s: str | None) -> int | None:
     return int(f)
 
 
-KeyFn = Callable[[dict[str, str]], tuple]
+KeyFn = Callable[[Any], tuple]  # labels dict (or an already-folded key) -> stream key
 
 
-def fold(samples: Iterable[tuple[dict[str, str], float]], key: KeyFn, how: str) -> dict[tuple, float]:
+def fold(samples: Iterable[tuple[Any, float]], key: KeyFn, how: str) -> dict[tuple, float]:
     """Fold samples that map to the same key: `sum` (counters) or `max` (gauges).
 
     Non-finite values are dropped first, so one NaN never poisons a sum.

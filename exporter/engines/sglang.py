@@ -57,12 +57,7 @@ def _stream_key(full: tuple) -> tuple:
 
 def _fold2(samples: list, how: str) -> dict[tuple, float]:
     """Split-only labels folded by `how`, then tp/pp replicas folded by max."""
-    first = fold(samples, _full_key, how)
-    out: dict[tuple, float] = {}
-    for full, v in first.items():
-        k = _stream_key(full)
-        out[k] = max(out[k], v) if k in out else v
-    return out
+    return fold(fold(samples, _full_key, how).items(), _stream_key, "max")
 
 
 def _get(page: ParsedPage, base: str) -> list:
@@ -109,18 +104,8 @@ class SglangAdapter:
                 return (model, next(iter(ranks)))
             return (model, None)
 
-        def remap(d: dict, how: str) -> dict:
-            out: dict = {}
-            for k, v in d.items():
-                rk = resolve(k)
-                if rk in out:
-                    out[rk] = out[rk] + v if how == "sum" else max(out[rk], v)
-                else:
-                    out[rk] = v
-            return out
-
-        g = {b: remap(d, "max") for b, d in g.items()}
-        c = {b: remap(d, "sum") for b, d in c.items()}
+        g = {b: fold(d.items(), resolve, "max") for b, d in g.items()}
+        c = {b: fold(d.items(), resolve, "sum") for b, d in c.items()}
         ttft = {resolve(k): h for k, h in ttft_raw.items()}
 
         keys: set = set(ttft)
