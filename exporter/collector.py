@@ -122,9 +122,8 @@ class SpecgateCollector:
         eng = st.engine
         tr = st.tracker
         snap = tr.latest
-        up = GaugeMetricFamily("specgate_engine_up", "1 if the last scrape of the engine succeeded", labels=["engine"])
-        up.add_metric([eng], 1.0 if st.up else 0.0)
-        yield up
+        yield from _engine_gauge("specgate_engine_up", "1 if the last scrape of the engine succeeded", eng,
+                                 1.0 if st.up else 0.0)
         yield from _engine_gauge("specgate_engine_scrape_duration_seconds", "Duration of the last engine fetch+parse",
                                  eng, st.scrape_duration)
         errs = CounterMetricFamily("specgate_engine_scrape_errors", "Failed engine scrapes by reason",
