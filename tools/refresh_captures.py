@@ -117,7 +117,9 @@ def capture_arm(spec: CaptureArm, model_dir: Path, python: Path, out: Path, log_
     c = harness.EngineCounters.parse(after)
     acc = harness.acceptance_between(harness.EngineCounters.parse(before), c)
     return {
-        "arm": spec.name, "speculative_config": harness.speculative_config(spec.arm, model_dir),
+        # the model directory is a per-machine cache path: record it as <models> so the summary is portable
+        "arm": spec.name, "speculative_config": json.loads(
+            json.dumps(harness.speculative_config(spec.arm, model_dir)).replace(str(model_dir), "<models>")),
         "kv_cache_memory_bytes": spec.kv_bytes, "extra_args": list(spec.extra_args),
         "launch_to_health_seconds": round(health_s, 2), "traffic_seconds": round(traffic_s, 2),
         "num_gpu_blocks": c.num_gpu_blocks, "block_size": c.block_size, "kv_cache_size_tokens": c.kv_cache_size_tokens,
