@@ -66,16 +66,11 @@ def _counters(s: StreamSnapshot) -> list[float | None]:
     return vals
 
 
-def restarted(before: StreamSnapshot, after: StreamSnapshot, start_before: float | None = None,
-              start_after: float | None = None) -> bool:
-    """A stream restarted when any counter decreased or the process start time changed."""
-    if start_before is not None and start_after is not None and start_before != start_after:
-        return True
-    b, a = _counters(before), _counters(after)
-    if len(b) != len(a):
-        # A family appeared or vanished (e.g. per-position series shrank): compare common prefix.
-        pass
-    return any(x is not None and y is not None and y < x for x, y in zip(b, a, strict=False))
+def restarted(before: StreamSnapshot, after: StreamSnapshot) -> bool:
+    """A stream's counters restarted when any of them decreased (start-time changes are judged by callers,
+    which hold the engine-level `process_start_time`)."""
+    return any(x is not None and y is not None and y < x
+               for x, y in zip(_counters(before), _counters(after), strict=False))
 
 
 def _delta(b: float | None, a: float | None, reset: bool) -> float | None:
@@ -91,8 +86,10 @@ def _delta(b: float | None, a: float | None, reset: bool) -> float | None:
 def _hist_delta(b: Histogram | None, a: Histogram | None, reset: bool) -> list[tuple[float, float]]:
     if a is None:
         return []
-    if reset or b is None:
-        return list(a.buckets) if reset else []
+    if reset:
+        return list(a.buckets)
+    if b is None:
+        return []
     before = dict(b.buckets)
     return [(le, max(c - before.get(le, 0.0), 0.0)) for le, c in a.buckets if le in before]
 

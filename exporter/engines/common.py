@@ -50,6 +50,11 @@ def fold(samples: Iterable[tuple[Any, float]], key: KeyFn, how: str) -> dict[tup
     return out
 
 
+def samples(page: ParsedPage, kind: str, base: str) -> list:
+    """The samples of one family of an engine, whichever prefix spelling the page used (`vllm:`/`vllm_`)."""
+    return page.get(f"{kind}:{base}", [])
+
+
 def histograms(page: ParsedPage, base: str, key: KeyFn) -> dict[tuple, Histogram]:
     """Assemble `<base>_bucket/_count/_sum` into Histograms per key; bucket bounds read from `le`."""
     buckets: dict[tuple, dict[float, float]] = {}

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 from exporter.engines.base import EngineSnapshot, ParsedPage, SideInfo, SpecCounters, StreamSnapshot
-from exporter.engines.common import finite, fold, histograms
+from exporter.engines.common import finite, fold, histograms, samples
 
 KIND = "sglang"
 PREFIXES = ("sglang:", "sglang_")
@@ -60,10 +60,6 @@ def _fold2(samples: list, how: str) -> dict[tuple, float]:
     return fold(fold(samples, _full_key, how).items(), _stream_key, "max")
 
 
-def _get(page: ParsedPage, base: str) -> list:
-    return page.get(f"{KIND}:{base}", [])
-
-
 class SglangAdapter:
     """Normalises an SGLang page into streams keyed by (model_name, dp_rank)."""
 
@@ -74,8 +70,8 @@ class SglangAdapter:
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         side = side or SideInfo()
         hints: list[str] = []
-        g = {b: _fold2(_get(page, b), "max") for b in GAUGES}
-        c = {b: _fold2(_get(page, b), "sum") for b in COUNTERS}
+        g = {b: _fold2(samples(page, KIND, b), "max") for b in GAUGES}
+        c = {b: _fold2(samples(page, KIND, b), "sum") for b in COUNTERS}
         ttft_raw = histograms(page, f"{KIND}:{TTFT}", lambda lb: _stream_key(_full_key(lb)))
         if g[MAX_TOTAL]:
             hints.append("sglang>=0.5.6: max_total_num_tokens gauge")
@@ -85,7 +81,7 @@ class SglangAdapter:
             hints.append("sglang>=0.5.12: context_len gauge")
         if c[VERIFY_CALLS]:
             hints.append("sglang>=0.5.13: spec_verify_calls_total")
-        if _get(page, ACCEPT_RATE):
+        if samples(page, KIND, ACCEPT_RATE):
             hints.append("spec_accept_rate ignored (meaning changed at 0.5.6 and 0.5.11); rate recomputed")
 
         # Resolve rank-less (request-side) keys onto the model's only DP rank when unambiguous.

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from exporter.engines.base import EngineSnapshot, ParsedPage, SideInfo, SpecCounters, StreamSnapshot
-from exporter.engines.common import as_int, finite, fold, histograms
+from exporter.engines.common import as_int, finite, fold, histograms, samples
 
 KIND = "vllm"
 PREFIXES = ("vllm:", "vllm_")
@@ -42,10 +42,6 @@ def _key(labels: dict[str, str]) -> tuple:
     return (labels.get("model_name"), labels.get("engine"))
 
 
-def _get(page: ParsedPage, base: str) -> list:
-    return page.get(f"{KIND}:{base}", [])
-
-
 class VllmAdapter:
     """Normalises a vLLM page into streams keyed by (model_name, engine)."""
 
@@ -56,8 +52,8 @@ class VllmAdapter:
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         side = side or SideInfo()
         hints: list[str] = []
-        g = {base: fold(_get(page, base), _key, "max") for base in (USAGE_NEW, USAGE_OLD, RUNNING, WAITING)}
-        c = {base: fold(_get(page, base), _key, "sum")
+        g = {base: fold(samples(page, KIND, base), _key, "max") for base in (USAGE_NEW, USAGE_OLD, RUNNING, WAITING)}
+        c = {base: fold(samples(page, KIND, base), _key, "sum")
              for base in (DRAFTS, DRAFT_TOKENS, ACCEPTED, PROMPT, GENERATION, PREEMPTIONS)}
         usage = g[USAGE_NEW]
         if usage:
@@ -66,7 +62,7 @@ class VllmAdapter:
             usage = g[USAGE_OLD]
             hints.append("vllm<0.9.2: gpu_cache_usage_perc")
         per_pos: dict[tuple, dict[int, float]] = {}
-        for labels, value in _get(page, ACCEPTED_POS):
+        for labels, value in samples(page, KIND, ACCEPTED_POS):
             pos, v = as_int(labels.get("position")), finite(value)
             if pos is None or v is None:
                 continue
@@ -78,7 +74,7 @@ class VllmAdapter:
         for d in (*g.values(), *c.values(), per_pos, ttft):
             keys |= set(d)
 
-        pools = self._pools(_get(page, CACHE_INFO), hints)
+        pools = self._pools(samples(page, KIND, CACHE_INFO), hints)
         for rank in pools:
             if not any(k[1] == rank for k in keys):
                 keys.add((None, rank))  # a page with only cache_config_info: its own stream
