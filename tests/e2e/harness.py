@@ -5,7 +5,7 @@ it too. Every process it starts runs in its own session (process group id = its 
 stopped by that PID (`EngineProcess.stop`, `ExporterProcess.stop`), also when a caller fails:
 use them as context managers or call `stop()` in a `finally`/fixture finalizer.
 
-Arms and flags follow ../shared/reference/vllm-cpu/NOTES.md exactly; `--enforce-eager` is on
+Arms and flags follow the vLLM-CPU recipe in docs/design.md ("What real means here") exactly; `--enforce-eager` is on
 by default so that a warm torch.compile cache cannot pose as a faster start.
 """
 

