@@ -24,6 +24,8 @@ from grafana_foundation_sdk.builders import timeseries as ts_b
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common, dashboard
 
+from exporter import names
+
 OUT = Path(__file__).resolve().parent / "specgate.json"
 UID = "specgate-overview"
 DS = dashboard.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -74,9 +76,9 @@ def memory_row() -> RowSpec:
             "or settings, when known. Workload demand = concurrency x (prompt + output) of the configured request "
             "mix. Allocated below demand -> SpecgateKVPoolBelowDemand.",
             (
-                Query(f'specgate_kv_pool_tokens{{pool="target", {STREAM}}}', "allocated {{model}} r{{rank}}"),
-                Query(f"specgate_kv_pool_configured_tokens{{{STREAM}}}", "configured {{model}} r{{rank}}"),
-                Query(f"max by (namespace, engine) (specgate_workload_demand_tokens{{{EXPORTER}}})",
+                Query(f'{names.KV_POOL.series}{{pool="target", {STREAM}}}', "allocated {{model}} r{{rank}}"),
+                Query(f"{names.KV_POOL_CONFIGURED.series}{{{STREAM}}}", "configured {{model}} r{{rank}}"),
+                Query(f"max by (namespace, engine) ({names.WORKLOAD_DEMAND.series}{{{EXPORTER}}})",
                       "workload demand {{namespace}}"),
             ),
             unit="short", dashed=("workload demand",),
@@ -85,25 +87,25 @@ def memory_row() -> RowSpec:
             "Drafter KV pool",
             "A separate drafter pool, where the engine reports one. vLLM puts drafter layers into the target's "
             "pool; SGLang sizes its draft pool with the target's (see the gate's kv_pool line).",
-            (Query(f'specgate_kv_pool_tokens{{pool="drafter", {STREAM}}}', "drafter {{model}} r{{rank}}"),),
+            (Query(f'{names.KV_POOL.series}{{pool="drafter", {STREAM}}}', "drafter {{model}} r{{rank}}"),),
             unit="short", width=6, no_value="Not reported by the engine",
         ),
         PanelSpec(
             "Context cap per request",
             "max_model_len (vLLM /v1/models) or context_len (SGLang).",
-            (Query(f"specgate_context_cap_tokens{{{STREAM}}}", "{{model}} r{{rank}}", instant=True),),
+            (Query(f"{names.CONTEXT_CAP.series}{{{STREAM}}}", "{{model}} r{{rank}}", instant=True),),
             kind="stat", unit="short", width=6, no_value="Unknown",
         ),
         PanelSpec(
             "KV cache usage",
             "Fraction of the allocated pool in use. Full with requests waiting -> SpecgateKVCacheSaturated.",
-            (Query(f"specgate_kv_usage_ratio{{{STREAM}}}", "{{model}} r{{rank}}"),),
+            (Query(f"{names.KV_USAGE.series}{{{STREAM}}}", "{{model}} r{{rank}}"),),
             unit="percentunit", min=0, max=1,
         ),
         PanelSpec(
             "Preemptions per second",
             "Requests evicted because the pool could not hold the batch (vLLM only).",
-            (Query(f"sum by (model, rank) (rate(specgate_preemptions_total{{{STREAM}}}[$__rate_interval]))",
+            (Query(f"sum by (model, rank) (rate({names.PREEMPTIONS.series}{{{STREAM}}}[$__rate_interval]))",
                    "{{model}} r{{rank}}"),),
             unit="short", no_value="None reported",
         ),
@@ -117,16 +119,16 @@ def latency_row() -> RowSpec:
             "Accepted tokens per verify, bonus token included (L = 1 + accepted / drafts), over each exporter "
             "window, and the configured target. No drafts in a window -> no value, shown as 'No traffic'.",
             (
-                Query(f"specgate_spec_acceptance_length{{{STREAM}}}", "L {{model}} r{{rank}} ({{window}})"),
-                Query(f"max by (namespace, engine) (specgate_acceptance_slo_target{{{EXPORTER}}})",
+                Query(f"{names.ACCEPTANCE_LENGTH.series}{{{STREAM}}}", "L {{model}} r{{rank}} ({{window}})"),
+                Query(f"max by (namespace, engine) ({names.ACCEPTANCE_SLO_TARGET.series}{{{EXPORTER}}})",
                       "SLO target {{namespace}}"),
             ),
             no_value=NO_TRAFFIC, dashed=("SLO target",),
         ),
         PanelSpec(
             "Acceptance length L (5m, from counters)",
-            "model:specgate_spec_acceptance_length:ratio_rate5m: absent when no draft was made.",
-            (Query(f"model:specgate_spec_acceptance_length:ratio_rate5m{{{STREAM}}}", "{{model}}", instant=True),),
+            f"{names.ACCEPTANCE_LENGTH_RULE}: absent when no draft was made.",
+            (Query(f"{names.ACCEPTANCE_LENGTH_RULE}{{{STREAM}}}", "{{model}}", instant=True),),
             kind="stat", unit="none", width=6, no_value=NO_TRAFFIC,
         ),
         PanelSpec(
@@ -135,11 +137,11 @@ def latency_row() -> RowSpec:
             "windows, against the error budget (1 - objective). Burn-rate alerts fire at 14.4x (1h & 5m) and 6x "
             "(6h & 30m) the budget.",
             (
-                Query(f"model:specgate_spec_windows_below_slo:ratio_rate5m{{{STREAM}}}", "5m {{model}}"),
-                Query(f"model:specgate_spec_windows_below_slo:ratio_rate30m{{{STREAM}}}", "30m {{model}}"),
-                Query(f"model:specgate_spec_windows_below_slo:ratio_rate1h{{{STREAM}}}", "1h {{model}}"),
-                Query(f"model:specgate_spec_windows_below_slo:ratio_rate6h{{{STREAM}}}", "6h {{model}}"),
-                Query("1 - global:specgate_spec_window_slo_objective:ratio", "error budget"),
+                Query(f"{names.windows_below_slo_rule('5m')}{{{STREAM}}}", "5m {{model}}"),
+                Query(f"{names.windows_below_slo_rule('30m')}{{{STREAM}}}", "30m {{model}}"),
+                Query(f"{names.windows_below_slo_rule('1h')}{{{STREAM}}}", "1h {{model}}"),
+                Query(f"{names.windows_below_slo_rule('6h')}{{{STREAM}}}", "6h {{model}}"),
+                Query(f"1 - {names.SLO_OBJECTIVE_RULE}", "error budget"),
             ),
             unit="percentunit", width=6, no_value=NO_TRAFFIC, min=0, dashed=("error budget",),
         ),
@@ -147,8 +149,8 @@ def latency_row() -> RowSpec:
             "Acceptance rate",
             "Accepted / proposed draft tokens: the exporter's windowed gauge and the 5m ratio from counters.",
             (
-                Query(f"specgate_spec_acceptance_rate{{{STREAM}}}", "{{model}} r{{rank}} ({{window}})"),
-                Query(f"model:specgate_spec_acceptance_rate:ratio_rate5m{{{STREAM}}}", "{{model}} 5m counters"),
+                Query(f"{names.ACCEPTANCE_RATE.series}{{{STREAM}}}", "{{model}} r{{rank}} ({{window}})"),
+                Query(f"{names.ACCEPTANCE_RATE_RULE}{{{STREAM}}}", "{{model}} 5m counters"),
             ),
             unit="percentunit", min=0, max=1, no_value=NO_TRAFFIC,
         ),
@@ -156,9 +158,9 @@ def latency_row() -> RowSpec:
             "Per-position acceptance",
             "p_i = accepted at draft position i / drafts. Early positions bound the later ones.",
             (
-                Query(f"specgate_spec_position_acceptance_rate{{{STREAM}}}",
+                Query(f"{names.POSITION_ACCEPTANCE_RATE.series}{{{STREAM}}}",
                       "pos {{position}} {{model}} r{{rank}} ({{window}})"),
-                Query(f"model_position:specgate_spec_position_acceptance:ratio_rate5m{{{STREAM}}}",
+                Query(f"{names.POSITION_ACCEPTANCE_RULE}{{{STREAM}}}",
                       "pos {{position}} {{model}} 5m counters"),
             ),
             unit="percentunit", min=0, max=1, no_value=NO_TRAFFIC,
@@ -168,10 +170,10 @@ def latency_row() -> RowSpec:
             "From the histogram of per-window L (one observation per completed batch window).",
             (
                 Query("histogram_quantile(0.1, sum by (namespace, model, engine, le) "
-                      f"(rate(specgate_spec_window_acceptance_length_bucket{{{STREAM}}}[$__rate_interval])))",
+                      f"(rate({names.WINDOW_ACCEPTANCE_LENGTH.name}_bucket{{{STREAM}}}[$__rate_interval])))",
                       "p10 {{model}}"),
                 Query("histogram_quantile(0.5, sum by (namespace, model, engine, le) "
-                      f"(rate(specgate_spec_window_acceptance_length_bucket{{{STREAM}}}[$__rate_interval])))",
+                      f"(rate({names.WINDOW_ACCEPTANCE_LENGTH.name}_bucket{{{STREAM}}}[$__rate_interval])))",
                       "p50 {{model}}"),
             ),
             unit="none", no_value=NO_TRAFFIC,
@@ -179,28 +181,28 @@ def latency_row() -> RowSpec:
         PanelSpec(
             "TTFT quantiles",
             "Time to first token from histogram deltas over each exporter window (p50, p90, p99).",
-            (Query(f"specgate_ttft_seconds{{{STREAM}}}", "p{{quantile}} {{model}} r{{rank}} ({{window}})"),),
+            (Query(f"{names.TTFT.series}{{{STREAM}}}", "p{{quantile}} {{model}} r{{rank}} ({{window}})"),),
             unit="s", no_value="No new requests",
         ),
         PanelSpec(
             "Verify-cycle time",
             "Seconds per verify cycle per running sequence (seed 004's cycleMs): L / per-sequence decode rate. "
             "Speculation pays when L exceeds cycle / plain step time.",
-            (Query(f"specgate_verify_cycle_seconds{{{STREAM}}}", "{{model}} r{{rank}} ({{window}})"),),
+            (Query(f"{names.VERIFY_CYCLE.series}{{{STREAM}}}", "{{model}} r{{rank}} ({{window}})"),),
             unit="s", width=8, no_value=NO_TRAFFIC,
         ),
         PanelSpec(
             "Decode rate",
             "Generated tokens per second over each exporter window.",
-            (Query(f"specgate_decode_tokens_per_second{{{STREAM}}}", "{{model}} r{{rank}} ({{window}})"),),
+            (Query(f"{names.DECODE_RATE.series}{{{STREAM}}}", "{{model}} r{{rank}} ({{window}})"),),
             unit="suffix: tok/s", width=8, no_value=NO_TRAFFIC,
         ),
         PanelSpec(
             "Requests running / waiting",
             "The engine's queue. Waiting requests with a full KV cache -> SpecgateKVCacheSaturated.",
             (
-                Query(f"specgate_requests_running{{{STREAM}}}", "running {{model}} r{{rank}}"),
-                Query(f"specgate_requests_waiting{{{STREAM}}}", "waiting {{model}} r{{rank}}"),
+                Query(f"{names.REQUESTS_RUNNING.series}{{{STREAM}}}", "running {{model}} r{{rank}}"),
+                Query(f"{names.REQUESTS_WAITING.series}{{{STREAM}}}", "waiting {{model}} r{{rank}}"),
             ),
             unit="short", width=8,
         ),
@@ -213,43 +215,43 @@ def deploy_row() -> RowSpec:
             "Startup staging: cold start to ready",
             "Seconds from the engine's process start to the sidecar's first successful scrape, when the sidecar "
             "saw the start (the gate's staging line).",
-            (Query(f"specgate_engine_ready_seconds{{{EXPORTER}}}", "{{instance}}", instant=True),),
+            (Query(f"{names.ENGINE_READY.series}{{{EXPORTER}}}", "{{instance}}", instant=True),),
             kind="stat", unit="s", width=6, no_value="Start not observed",
         ),
         PanelSpec(
             "Gate decisions",
             "Decisions of `specgate serve` / `specgate controller` in the time range.",
-            (Query('sum by (decision) (increase(specgate_gate_decisions_total{namespace=~"$namespace"}[$__range]))',
+            (Query(f'sum by (decision) (increase({names.GATE_DECISIONS.series}{{namespace=~"$namespace"}}[$__range]))',
                    "{{decision}}", instant=True),),
             kind="stat", unit="short", width=6, no_value="No gate decisions exported",
         ),
         PanelSpec(
             "Gate budget lines",
             "Current status per budget line (artifacts, kv_pool, acceptance, staging, codesign) and deployment.",
-            (Query('max by (deployment, line, status) (specgate_gate_line_status{namespace=~"$namespace"})',
+            (Query(f'max by (deployment, line, status) ({names.GATE_LINE_STATUS.series}{{namespace=~"$namespace"}})',
                    "{{deployment}} {{line}} {{status}}", instant=True),),
             kind="table", width=12, no_value="No gate lines exported",
         ),
         PanelSpec(
             "Engine restarts",
             "Restarts the sidecar detected (counters went down or the process start time changed).",
-            (Query(f"sum by (instance, model, rank) (increase(specgate_engine_restarts_total{{{STREAM}}}[$__rate_interval]))",
+            (Query(f"sum by (instance, model, rank) (increase({names.ENGINE_RESTARTS.series}{{{STREAM}}}[$__rate_interval]))",
                    "{{instance}} {{model}} r{{rank}}"),),
             unit="short", width=8,
         ),
         PanelSpec(
             "Engine version",
             "What the exporter detected.",
-            (Query(f"specgate_engine_info{{{EXPORTER}}}", "{{instance}} {{engine}} {{version}}", instant=True),),
+            (Query(f"{names.ENGINE_INFO.series}{{{EXPORTER}}}", "{{instance}} {{engine}} {{version}}", instant=True),),
             kind="table", width=8,
         ),
         PanelSpec(
             "Exporter scrapes of the engine",
             "Engine up (1/0), last fetch+parse duration, and scrape errors per second by reason.",
             (
-                Query(f"specgate_engine_up{{{EXPORTER}}}", "up {{instance}}"),
-                Query(f"specgate_engine_scrape_duration_seconds{{{EXPORTER}}}", "duration s {{instance}}"),
-                Query(f"sum by (instance, reason) (rate(specgate_engine_scrape_errors_total{{{EXPORTER}}}[$__rate_interval]))",
+                Query(f"{names.ENGINE_UP.series}{{{EXPORTER}}}", "up {{instance}}"),
+                Query(f"{names.ENGINE_SCRAPE_DURATION.series}{{{EXPORTER}}}", "duration s {{instance}}"),
+                Query(f"sum by (instance, reason) (rate({names.ENGINE_SCRAPE_ERRORS.series}{{{EXPORTER}}}[$__rate_interval]))",
                       "errors/s {{reason}} {{instance}}"),
             ),
             unit="short", width=8,
@@ -263,31 +265,31 @@ def per_engine_row() -> RowSpec:
         PanelSpec(
             "Acceptance length by engine",
             "L from counters per engine instance and rank.",
-            (Query(f"1 + sum by ({by}) (rate(specgate_spec_accepted_tokens_total{{{STREAM}}}[$__rate_interval])) "
-                   f"/ (sum by ({by}) (rate(specgate_spec_drafts_total{{{STREAM}}}[$__rate_interval])) > 0)",
+            (Query(f"1 + sum by ({by}) (rate({names.SPEC_ACCEPTED.series}{{{STREAM}}}[$__rate_interval])) "
+                   f"/ (sum by ({by}) (rate({names.SPEC_DRAFTS.series}{{{STREAM}}}[$__rate_interval])) > 0)",
                    "{{instance}} {{model}} r{{rank}}"),),
             unit="none", width=8, no_value=NO_TRAFFIC,
         ),
         PanelSpec(
             "Drafts per second by engine",
             "Draft rounds (verify steps) per second.",
-            (Query(f"sum by ({by}) (rate(specgate_spec_drafts_total{{{STREAM}}}[$__rate_interval]))",
+            (Query(f"sum by ({by}) (rate({names.SPEC_DRAFTS.series}{{{STREAM}}}[$__rate_interval]))",
                    "{{instance}} {{model}} r{{rank}}"),),
             unit="short", width=8, no_value=NO_TRAFFIC,
         ),
         PanelSpec(
             "KV usage by engine",
             "KV cache usage per engine instance and rank.",
-            (Query(f"max by ({by}) (specgate_kv_usage_ratio{{{STREAM}}})", "{{instance}} {{model}} r{{rank}}"),),
+            (Query(f"max by ({by}) ({names.KV_USAGE.series}{{{STREAM}}})", "{{instance}} {{model}} r{{rank}}"),),
             unit="percentunit", width=8, min=0, max=1,
         ),
         PanelSpec(
             "Per-engine summary",
             "Allocated pool, usage and windowed L per engine instance and rank, now.",
             (
-                Query(f'max by ({by}) (specgate_kv_pool_tokens{{pool="target", {STREAM}}})', "pool", instant=True),
-                Query(f"max by ({by}) (specgate_kv_usage_ratio{{{STREAM}}})", "usage", instant=True),
-                Query(f"max by ({by}, window) (specgate_spec_acceptance_length{{{STREAM}}})", "L", instant=True),
+                Query(f'max by ({by}) ({names.KV_POOL.series}{{pool="target", {STREAM}}})', "pool", instant=True),
+                Query(f"max by ({by}) ({names.KV_USAGE.series}{{{STREAM}}})", "usage", instant=True),
+                Query(f"max by ({by}, window) ({names.ACCEPTANCE_LENGTH.series}{{{STREAM}}})", "L", instant=True),
             ),
             kind="table", width=24, no_value=NO_TRAFFIC,
         ),
@@ -369,12 +371,12 @@ def build_dashboard() -> dashboard.Dashboard:
          .link(dash_b.DashboardLink("Runbook").type(dashboard.DashboardLinkType.LINK).url(RUNBOOK)
                .target_blank(True).icon("doc"))
          .with_variable(dash_b.DatasourceVariable("datasource").label("Data source").type("prometheus"))
-         .with_variable(_query_variable("namespace", "Namespace", "label_values(specgate_engine_up, namespace)"))
+         .with_variable(_query_variable("namespace", "Namespace", f"label_values({names.ENGINE_UP.series}, namespace)"))
          .with_variable(_query_variable("engine", "Engine",
-                                        'label_values(specgate_engine_up{namespace=~"$namespace"}, engine)'))
+                                        f'label_values({names.ENGINE_UP.series}{{namespace=~"$namespace"}}, engine)'))
          .with_variable(_query_variable(
              "model", "Model",
-             'label_values(specgate_requests_running{namespace=~"$namespace", engine=~"$engine"}, model)')))
+             f'label_values({names.REQUESTS_RUNNING.series}{{namespace=~"$namespace", engine=~"$engine"}}, model)')))
     panel_id = 1
     for row in rows():
         d = d.with_row(dash_b.Row(row.title).id(panel_id))

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from exporter import names
 from exporter.derive import QUANTILES
 from exporter.engines.base import EngineSnapshot
 from exporter.scrape import REASONS
 from exporter.settings import ExporterSettings, duration_label
 from exporter.windows import WindowTracker
 
-STREAM_LABELS = ["model", "engine", "rank"]
+STREAM_LABELS = list(names.STREAM_LABELS)
 
 
 @dataclass
@@ -96,10 +97,10 @@ def _fmt_bound(b: float) -> str:
     return "+Inf" if b == float("inf") else repr(float(b))
 
 
-def _engine_gauge(name: str, doc: str, engine: str, value: float | None) -> Iterator[Metric]:
+def _engine_gauge(fam: names.Family, engine: str, value: float | None) -> Iterator[Metric]:
     """An exporter-level gauge (label `engine` only), absent when its value is unknown."""
     if value is not None:
-        g = GaugeMetricFamily(name, doc, labels=["engine"])
+        g = GaugeMetricFamily(fam.name, fam.help, labels=list(fam.labels))
         g.add_metric([engine], value)
         yield g
 
@@ -122,27 +123,21 @@ class SpecgateCollector:
         eng = st.engine
         tr = st.tracker
         snap = tr.latest
-        yield from _engine_gauge("specgate_engine_up", "1 if the last scrape of the engine succeeded", eng,
-                                 1.0 if st.up else 0.0)
-        yield from _engine_gauge("specgate_engine_scrape_duration_seconds", "Duration of the last engine fetch+parse",
-                                 eng, st.scrape_duration)
-        errs = CounterMetricFamily("specgate_engine_scrape_errors", "Failed engine scrapes by reason",
-                                   labels=["engine", "reason"])
+        yield from _engine_gauge(names.ENGINE_UP, eng, 1.0 if st.up else 0.0)
+        yield from _engine_gauge(names.ENGINE_SCRAPE_DURATION, eng, st.scrape_duration)
+        errs = CounterMetricFamily(names.ENGINE_SCRAPE_ERRORS.name, names.ENGINE_SCRAPE_ERRORS.help,
+                                   labels=list(names.ENGINE_SCRAPE_ERRORS.labels))
         for reason in sorted(st.errors):
             errs.add_metric([eng, reason], st.errors[reason])
         yield errs
         if snap is not None:
-            info = GaugeMetricFamily("specgate_engine_info", "Detected engine and version", labels=["engine", "version"])
+            info = GaugeMetricFamily(names.ENGINE_INFO.name, names.ENGINE_INFO.help, labels=list(names.ENGINE_INFO.labels))
             info.add_metric([eng, st.version or "unknown"], 1.0)
             yield info
-        yield from _engine_gauge("specgate_engine_ready_seconds",
-                                 "Cold start to first successful scrape of a ready engine (startup staging)",
-                                 eng, st.ready_seconds)
+        yield from _engine_gauge(names.ENGINE_READY, eng, st.ready_seconds)
         s = st.settings
-        yield from _engine_gauge("specgate_acceptance_slo_target", "Configured target accepted tokens per verify",
-                                 eng, s.acceptance_slo_target)
-        yield from _engine_gauge("specgate_workload_demand_tokens", "Resident tokens of the configured request mix",
-                                 eng, s.workload_demand_tokens)
+        yield from _engine_gauge(names.ACCEPTANCE_SLO_TARGET, eng, s.acceptance_slo_target)
+        yield from _engine_gauge(names.WORKLOAD_DEMAND, eng, s.workload_demand_tokens)
         if snap is None:
             return
         yield from self._stream_families(st, snap)
@@ -153,32 +148,21 @@ class SpecgateCollector:
         eng = snap.engine
         streams = sorted(snap.streams, key=lambda x: (_lv(x.model), _lv(x.rank)))
         totals = st.tracker.totals
-        pool = GaugeMetricFamily("specgate_kv_pool_tokens", "Allocated KV pool in tokens (not the configured ceiling)",
-                                 labels=[*STREAM_LABELS, "pool"])
-        conf = GaugeMetricFamily("specgate_kv_pool_configured_tokens", "Configured KV ceiling in tokens, when known",
-                                 labels=STREAM_LABELS)
-        ctx = GaugeMetricFamily("specgate_context_cap_tokens", "Per-request context cap in tokens", labels=STREAM_LABELS)
-        usage = GaugeMetricFamily("specgate_kv_usage_ratio", "KV pool usage, 0..1", labels=STREAM_LABELS)
-        running = GaugeMetricFamily("specgate_requests_running", "Requests running in the engine", labels=STREAM_LABELS)
-        waiting = GaugeMetricFamily("specgate_requests_waiting", "Requests waiting in the engine", labels=STREAM_LABELS)
-        drafts = CounterMetricFamily("specgate_spec_drafts", "Draft rounds (verify steps), monotonic across restarts",
-                                     labels=STREAM_LABELS)
-        dtok = CounterMetricFamily("specgate_spec_draft_tokens", "Draft tokens proposed, monotonic across restarts",
-                                   labels=STREAM_LABELS)
-        acc = CounterMetricFamily("specgate_spec_accepted_tokens", "Draft tokens accepted, monotonic across restarts",
-                                  labels=STREAM_LABELS)
-        pos = CounterMetricFamily("specgate_spec_accepted_tokens_per_position",
-                                  "Accepted draft tokens by draft position", labels=[*STREAM_LABELS, "position"])
-        restarts = CounterMetricFamily("specgate_engine_restarts", "Engine restarts detected (counters went down "
-                                       "or process start time changed)", labels=STREAM_LABELS)
-        pre = CounterMetricFamily("specgate_preemptions", "Engine preemptions (vLLM)", labels=STREAM_LABELS)
-        wl = HistogramMetricFamily("specgate_spec_window_acceptance_length",
-                                   "Accepted tokens per verify, one observation per completed batch window",
-                                   labels=STREAM_LABELS)
-        wt = CounterMetricFamily("specgate_spec_windows", "Completed batch windows with enough drafts (non-reset)",
-                                 labels=STREAM_LABELS)
-        wb = CounterMetricFamily("specgate_spec_windows_below_slo", "Completed batch windows below the SLO target",
-                                 labels=STREAM_LABELS)
+        pool = GaugeMetricFamily(names.KV_POOL.name, names.KV_POOL.help, labels=list(names.KV_POOL.labels))
+        conf = GaugeMetricFamily(names.KV_POOL_CONFIGURED.name, names.KV_POOL_CONFIGURED.help, labels=list(names.KV_POOL_CONFIGURED.labels))
+        ctx = GaugeMetricFamily(names.CONTEXT_CAP.name, names.CONTEXT_CAP.help, labels=list(names.CONTEXT_CAP.labels))
+        usage = GaugeMetricFamily(names.KV_USAGE.name, names.KV_USAGE.help, labels=list(names.KV_USAGE.labels))
+        running = GaugeMetricFamily(names.REQUESTS_RUNNING.name, names.REQUESTS_RUNNING.help, labels=list(names.REQUESTS_RUNNING.labels))
+        waiting = GaugeMetricFamily(names.REQUESTS_WAITING.name, names.REQUESTS_WAITING.help, labels=list(names.REQUESTS_WAITING.labels))
+        drafts = CounterMetricFamily(names.SPEC_DRAFTS.name, names.SPEC_DRAFTS.help, labels=list(names.SPEC_DRAFTS.labels))
+        dtok = CounterMetricFamily(names.SPEC_DRAFT_TOKENS.name, names.SPEC_DRAFT_TOKENS.help, labels=list(names.SPEC_DRAFT_TOKENS.labels))
+        acc = CounterMetricFamily(names.SPEC_ACCEPTED.name, names.SPEC_ACCEPTED.help, labels=list(names.SPEC_ACCEPTED.labels))
+        pos = CounterMetricFamily(names.SPEC_ACCEPTED_PER_POSITION.name, names.SPEC_ACCEPTED_PER_POSITION.help, labels=list(names.SPEC_ACCEPTED_PER_POSITION.labels))
+        restarts = CounterMetricFamily(names.ENGINE_RESTARTS.name, names.ENGINE_RESTARTS.help, labels=list(names.ENGINE_RESTARTS.labels))
+        pre = CounterMetricFamily(names.PREEMPTIONS.name, names.PREEMPTIONS.help, labels=list(names.PREEMPTIONS.labels))
+        wl = HistogramMetricFamily(names.WINDOW_ACCEPTANCE_LENGTH.name, names.WINDOW_ACCEPTANCE_LENGTH.help, labels=list(names.WINDOW_ACCEPTANCE_LENGTH.labels))
+        wt = CounterMetricFamily(names.SPEC_WINDOWS.name, names.SPEC_WINDOWS.help, labels=list(names.SPEC_WINDOWS.labels))
+        wb = CounterMetricFamily(names.SPEC_WINDOWS_BELOW_SLO.name, names.SPEC_WINDOWS_BELOW_SLO.help, labels=list(names.SPEC_WINDOWS_BELOW_SLO.labels))
         for x in streams:
             lv = [_lv(x.model), eng, _lv(x.rank)]
             t = totals.get(x.key)
@@ -226,19 +210,12 @@ class SpecgateCollector:
 
     def _window_families(self, st: ExporterState, snap: EngineSnapshot) -> Iterator[Metric]:
         wlab = [*STREAM_LABELS, "window"]
-        length = GaugeMetricFamily("specgate_spec_acceptance_length",
-                                   "Accepted tokens per verify incl. bonus (L) over the window", labels=wlab)
-        rate = GaugeMetricFamily("specgate_spec_acceptance_rate", "Accepted / proposed draft tokens over the window",
-                                 labels=wlab)
-        prate = GaugeMetricFamily("specgate_spec_position_acceptance_rate",
-                                  "Accepted at draft position i / drafts over the window", labels=[*wlab, "position"])
-        ttft = GaugeMetricFamily("specgate_ttft_seconds", "Time to first token quantile over the window",
-                                 labels=[*wlab, "quantile"])
-        decode = GaugeMetricFamily("specgate_decode_tokens_per_second", "Generated tokens per second over the window",
-                                   labels=wlab)
-        cycle = GaugeMetricFamily("specgate_verify_cycle_seconds",
-                                  "Verify-cycle time per running sequence over the window (seed 004 cycleMs)",
-                                  labels=wlab)
+        length = GaugeMetricFamily(names.ACCEPTANCE_LENGTH.name, names.ACCEPTANCE_LENGTH.help, labels=list(names.ACCEPTANCE_LENGTH.labels))
+        rate = GaugeMetricFamily(names.ACCEPTANCE_RATE.name, names.ACCEPTANCE_RATE.help, labels=list(names.ACCEPTANCE_RATE.labels))
+        prate = GaugeMetricFamily(names.POSITION_ACCEPTANCE_RATE.name, names.POSITION_ACCEPTANCE_RATE.help, labels=list(names.POSITION_ACCEPTANCE_RATE.labels))
+        ttft = GaugeMetricFamily(names.TTFT.name, names.TTFT.help, labels=list(names.TTFT.labels))
+        decode = GaugeMetricFamily(names.DECODE_RATE.name, names.DECODE_RATE.help, labels=list(names.DECODE_RATE.labels))
+        cycle = GaugeMetricFamily(names.VERIFY_CYCLE.name, names.VERIFY_CYCLE.help, labels=list(names.VERIFY_CYCLE.labels))
         for seconds in st.tracker.windows:
             wname = duration_label(seconds)
             for w in sorted(st.tracker.sliding(seconds), key=lambda x: (_lv(x.model), _lv(x.rank))):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from exporter import names
 from tests.observability.sources import (
     ALLOWED_LABELS,
-    EXPORTER_SERIES,
     RULE_TESTS,
     RULES,
     RUNBOOK,
@@ -101,9 +101,9 @@ def test_recording_rule_names_follow_level_metric_operation() -> None:
     for r in RECORDS:
         parts = r.name.split(":")
         assert len(parts) == 3 and all(parts), r.name
-    names = {r.name for r in RECORDS}
-    for w in ("5m", "30m", "1h", "6h"):
-        assert f"model:specgate_spec_windows_below_slo:ratio_rate{w}" in names
+    recorded = {r.name for r in RECORDS}
+    for w in names.BURN_WINDOWS:
+        assert names.windows_below_slo_rule(w) in recorded
 
 
 @pytest.mark.parametrize("rule", RULE_LIST, ids=lambda r: r.name)
@@ -112,17 +112,17 @@ def test_rules_use_only_contract_series_and_labels(rule) -> None:
     for sel in selectors(rule.expr):
         if sel.name is None:
             continue
-        assert sel.name in EXPORTER_SERIES | records | {"up"}, f"{rule.name}: unknown series {sel.name}"
+        assert sel.name in names.SERIES | records | {"up"}, f"{rule.name}: unknown series {sel.name}"
     assert label_names(rule.expr) <= ALLOWED_LABELS, label_names(rule.expr) - ALLOWED_LABELS
 
 
 def test_objective_is_one_configurable_constant() -> None:
     """Burn-rate alerts read the objective from one recording rule, not from literals."""
-    objective = [r for r in RECORDS if r.name == "global:specgate_spec_window_slo_objective:ratio"]
+    objective = [r for r in RECORDS if r.name == names.SLO_OBJECTIVE_RULE]
     assert len(objective) == 1 and objective[0].expr.strip() == "vector(0.99)"
     for a in ALERTS:
         if "windows_below_slo" in a.expr:
-            assert a.expr.count("global:specgate_spec_window_slo_objective:ratio") == 2, a.name
+            assert a.expr.count(names.SLO_OBJECTIVE_RULE) == 2, a.name
             assert "0.99" not in a.expr and "0.01" not in a.expr, a.name
 
 
