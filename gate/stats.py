@@ -1,0 +1,222 @@
+"""Two-arm statistics for served rates: an exact one-sided rank test and a ratio of medians.
+
+Why this module: seed 000 warns that "three observations do not establish statistical
+significance" — a min–max range of a few repetitions is a range, not an interval, and two
+overlapping ranges are no speedup. Whoever compares two arms (`specgate compare`, the
+acceptance line's served-rate check, fleet comparisons) needs the same test and the same
+words, so they live here and nowhere else. Pure functions of numbers; no engine, no I/O.
+
+The test is the Mann-Whitney U test, one-sided, exact under the permutation null:
+
+    U = Σ_i Σ_j [x_i > y_j] + ½ [x_i = y_j]          (x: the arm claimed larger, y: the other)
+    p = P(U ≥ u_obs) over all C(n+m, n) equally likely ways to split the pooled values
+
+Ties are handled exactly: the null distribution is enumerated over the pooled values as they
+are (mid-ranks), i.e. the conditional permutation distribution given the ties. Without ties
+this is the classical exact distribution (scipy.stats.mannwhitneyu(method="exact")); with
+ties scipy's "exact" ignores them, ours does not. Smallest cases by hand: 3 vs 3 with every
+x above every y → p = 1/C(6,3) = 1/20 = 0.05 (so three repetitions can never be significant
+at α = 0.05 with "p < α"); 5 vs 5 → 1/252 ≈ 0.00397.
+
+Above `EXACT_MAX_PAIRS` (n·m) the enumeration would be slow; the normal approximation with
+tie correction and a continuity correction is used and the result says `method="normal"`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+# n·m above which the exact DP (cost ~ N · n · N(N+1) steps) gives way to the normal approximation.
+# Measured here: 25 × 25 takes 0.09 s, 50 × 50 1.5 s; probe campaigns (5–10 per arm) are far smaller.
+EXACT_MAX_PAIRS = 900
+# A bootstrap interval means something only with enough repetitions per arm; below this the
+# honest statement is the observed range of ratios.
+BOOTSTRAP_MIN_N = 10
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20260101
+
+
+class StatsError(ValueError):
+    """Input that no statistic can be computed from (empty, non-finite, non-positive rates)."""
+
+
+class Alternative(StrEnum):
+    """Which arm the one-sided test claims is larger."""
+
+    GREATER = "greater"  # x > y
+    LESS = "less"  # x < y
+
+
+class IntervalKind(StrEnum):
+    """What speedup_low/speedup_high are."""
+
+    OBSERVED_RANGE = "observed_range"  # min and max of all pairwise ratios x_i / y_j: a range, not an interval
+    BOOTSTRAP = "bootstrap"  # percentile bootstrap of the ratio of medians (n ≥ BOOTSTRAP_MIN_N per arm)
+
+
+@dataclass(frozen=True)
+class RankTest:
+    """One one-sided Mann-Whitney U test of x against y."""
+
+    u: float  # U of x (pairs where x wins, ties count ½)
+    p_value: float  # P(U ≥ u) under H0 for "greater", P(U ≤ u) for "less"
+    alternative: Alternative
+    n_x: int
+    n_y: int
+    method: str  # "exact" (permutation distribution, ties as they are) or "normal"
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """Ratio of medians of x over y, with the range or interval it is reported with."""
+
+    speedup: float  # median(x) / median(y)
+    low: float
+    high: float
+    interval_kind: IntervalKind
+    median_x: float
+    median_y: float
+    n_x: int
+    n_y: int
+
+
+def _check(values: Sequence[float], name: str, *, positive: bool = False) -> list[float]:
+    """Fail closed: a statistic of nothing, of NaN or of a non-positive rate is not computed."""
+    out = [float(v) for v in values]
+    if not out:
+        raise StatsError(f"{name}: no observations")
+    for v in out:
+        if not math.isfinite(v):
+            raise StatsError(f"{name}: non-finite observation {v!r}")
+        if positive and v <= 0:
+            raise StatsError(f"{name}: observation {v!r} is not a positive rate")
+    return out
+
+
+def median(values: Sequence[float]) -> float:
+    """The sample median (mean of the two middle values for an even count)."""
+    xs = sorted(_check(values, "median"))
+    k = len(xs)
+    mid = k // 2
+    return xs[mid] if k % 2 else (xs[mid - 1] + xs[mid]) / 2.0
+
+
+def u_statistic(x: Sequence[float], y: Sequence[float]) -> float:
+    """U of x: Σ over pairs of [x_i > y_j] + ½ [x_i = y_j]."""
+    return sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in x for b in y)
+
+
+def _doubled_midranks(pooled: Sequence[float]) -> list[int]:
+    """Twice the mid-rank of every pooled value (integers, so the DP can index by them)."""
+    order = sorted(range(len(pooled)), key=lambda i: pooled[i])
+    ranks = [0] * len(pooled)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and pooled[order[j + 1]] == pooled[order[i]]:
+            j += 1
+        # positions i..j (0-based) share mid-rank ((i+1)+(j+1))/2; doubled: i+j+2
+        for k in range(i, j + 1):
+            ranks[order[k]] = i + j + 2
+        i = j + 1
+    return ranks
+
+
+def _exact_upper_tail(x: Sequence[float], y: Sequence[float]) -> float:
+    """P(U_x ≥ u_obs) under the permutation null, by counting subsets by their rank sum.
+
+    With doubled mid-ranks r, the rank sum of x is R = Σ r/2 and U = R − n(n+1)/2, so
+    P(U ≥ u) = P(2R ≥ 2R_obs). ways[k][s] counts the k-subsets of the pooled items whose
+    doubled rank sum is s; each of the C(N, n) n-subsets is equally likely under H0.
+    """
+    n, m = len(x), len(y)
+    pooled = list(x) + list(y)
+    ranks = _doubled_midranks(pooled)
+    observed = sum(ranks[:n])
+    total = sum(ranks)
+    ways: list[list[int]] = [[0] * (total + 1) for _ in range(n + 1)]
+    ways[0][0] = 1
+    for r in ranks:
+        for k in range(n, 0, -1):
+            prev, cur = ways[k - 1], ways[k]
+            for s in range(total, r - 1, -1):
+                if prev[s - r]:
+                    cur[s] += prev[s - r]
+    count = sum(ways[n][observed:])
+    return count / math.comb(n + m, n)
+
+
+def _normal_upper_tail(x: Sequence[float], y: Sequence[float], u: float) -> float:
+    """Normal approximation with tie correction and a ½ continuity correction.
+
+    mean = n·m/2; var = n·m/12 · ((N+1) − Σ(t³ − t) / (N(N−1))) over tie groups of size t.
+    """
+    n, m = len(x), len(y)
+    big_n = n + m
+    pooled = sorted(list(x) + list(y))
+    ties = 0
+    i = 0
+    while i < big_n:
+        j = i
+        while j + 1 < big_n and pooled[j + 1] == pooled[i]:
+            j += 1
+        t = j - i + 1
+        ties += t**3 - t
+        i = j + 1
+    var = n * m / 12.0 * ((big_n + 1) - ties / (big_n * (big_n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (u - n * m / 2.0 - 0.5) / math.sqrt(var)
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def mann_whitney_u(x: Sequence[float], y: Sequence[float],
+                   alternative: Alternative = Alternative.GREATER) -> RankTest:
+    """One-sided Mann-Whitney U test: is x stochastically larger ("greater") or smaller ("less") than y?"""
+    xs = _check(x, "x")
+    ys = _check(y, "y")
+    u = u_statistic(xs, ys)
+    exact = len(xs) * len(ys) <= EXACT_MAX_PAIRS
+    if alternative is Alternative.GREATER:
+        p = _exact_upper_tail(xs, ys) if exact else _normal_upper_tail(xs, ys, u)
+    else:
+        # P(U_x ≤ u) = P(U_y ≥ n·m − u): the upper tail of the other arm.
+        p = _exact_upper_tail(ys, xs) if exact else _normal_upper_tail(ys, xs, len(xs) * len(ys) - u)
+    return RankTest(u=u, p_value=min(1.0, p), alternative=alternative, n_x=len(xs), n_y=len(ys),
+                    method="exact" if exact else "normal")
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile of already sorted values (q in [0, 1])."""
+    pos = q * (len(sorted_values) - 1)
+    lo = math.floor(pos)
+    hi = math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def speedup(x: Sequence[float], y: Sequence[float], *, confidence: float = 0.95,
+            seed: int = BOOTSTRAP_SEED) -> Speedup:
+    """Ratio of medians median(x)/median(y) with its observed range, or a bootstrap interval when n ≥ 10.
+
+    observed_range: low = min(x)/max(y), high = max(x)/min(y) — the extremes of all pairwise
+    ratios; it says what was seen, not where the true ratio lies. The bootstrap (percentile,
+    BOOTSTRAP_RESAMPLES resamples of each arm with a fixed seed, so the answer is reproducible)
+    is used only when both arms have ≥ BOOTSTRAP_MIN_N observations.
+    """
+    xs = _check(x, "x", positive=True)
+    ys = _check(y, "y", positive=True)
+    mx, my = median(xs), median(ys)
+    point = mx / my
+    if len(xs) >= BOOTSTRAP_MIN_N and len(ys) >= BOOTSTRAP_MIN_N:
+        rng = random.Random(seed)
+        ratios = sorted(median(rng.choices(xs, k=len(xs))) / median(rng.choices(ys, k=len(ys)))
+                        for _ in range(BOOTSTRAP_RESAMPLES))
+        tail = (1.0 - confidence) / 2.0
+        return Speedup(point, _percentile(ratios, tail), _percentile(ratios, 1.0 - tail),
+                       IntervalKind.BOOTSTRAP, mx, my, len(xs), len(ys))
+    return Speedup(point, min(xs) / max(ys), max(xs) / min(ys), IntervalKind.OBSERVED_RANGE,
+                   mx, my, len(xs), len(ys))
