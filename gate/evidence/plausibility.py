@@ -1,0 +1,259 @@
+"""Is a piece of evidence physically possible, recent and counted once? Pure functions, no I/O.
+
+Why: the gate's decision is only as good as the numbers fed to it, and every source
+(capture files, the exporter, a raw engine, Prometheus, Kubernetes, numbers reported in
+the plan) can hand it numbers that no engine can produce — NaN, a negative count, an
+acceptance length above what the draft depth allows, a window dated 1970 or 2500, the
+same window a thousand times. Such evidence must make the line **inconclusive with the
+reason**, never pass. Each function here answers one question about one piece of typed
+evidence and returns `None` when it is plausible, or an `Implausible` finding with the
+reason and the numbers.
+
+The physics of acceptance (vLLM's definitions, DESIGN.md "Derived quantities"): with k
+draft tokens proposed per draft round,
+
+    L = 1 + accepted / drafts                 accepted ≤ k · drafts  ⇒  1 ≤ L ≤ 1 + k
+    a = accepted / draft_tokens               0 ≤ a ≤ 1
+    draft_tokens ≤ k · drafts                 ⇒  a ≥ accepted / (k · drafts) = (L − 1) / k
+
+A fixed-depth drafter (draft model, EAGLE, MTP, DFlash) proposes exactly k per round, so
+a = (L − 1)/k; a variable-length proposer (ngram, suffix) proposes fewer when its lookup
+finds fewer, so a may exceed (L − 1)/k — but never fall below it. k is vLLM's
+`num_speculative_tokens`; for SGLang it is `num_draft_tokens − 1` (the verify block
+includes the root token).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+# Rounding allowance for ratios: reported values are rounded (a launch log's "3.24") and
+# Prometheus' increase() extrapolates each series; a genuine impossibility is far larger.
+TOLERANCE = 1e-3
+# How far in the future a window may end before the clocks are not to be trusted (NTP keeps
+# nodes within milliseconds; a minute covers a badly synchronised laptop running the CLI).
+CLOCK_SKEW_SECONDS = 60.0
+# No engine holds more tokens of KV than this in one pool (an 8 × 141 GB node at 1 KiB per
+# token is ~1.1e9): beyond it the number is a unit error or garbage.
+MAX_POOL_TOKENS = 10**11
+# A cold start longer than a day is not a startup, it is a failed deployment.
+MAX_STARTUP_SECONDS = 86_400.0
+# The largest speculative depth any engine accepts is far below this (vLLM and SGLang
+# configurations use 1–16); a larger k is a typo.
+MAX_SPECULATIVE_DEPTH = 64
+
+# Methods whose proposer may draft fewer than k tokens per round.
+VARIABLE_LENGTH_METHODS: frozenset[str] = frozenset({"ngram", "suffix"})
+
+
+@dataclass(frozen=True)
+class Implausible:
+    """Why one piece of evidence cannot be believed, with the numbers that show it."""
+
+    kind: str  # non_finite | negative | out_of_range | impossible | stale | future | undated | duplicate
+    reason: str
+    numbers: dict[str, float | None] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class WindowLike(Protocol):
+    """What the window checks read from a window (gate.evidence's AcceptanceWindow has it)."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def stream(self) -> str: ...
+    @property
+    def start(self) -> float | None: ...
+    @property
+    def end(self) -> float | None: ...
+    @property
+    def drafts(self) -> float | None: ...
+    @property
+    def acceptance_length(self) -> float | None: ...
+    @property
+    def acceptance_rate(self) -> float | None: ...
+
+
+W = TypeVar("W", bound=WindowLike)
+
+
+def _g(x: float | None) -> str:
+    return "unknown" if x is None else f"{x:.6g}"
+
+
+def number(name: str, value: float | None, *, low: float = 0.0, high: float | None = None,
+           low_inclusive: bool = True, where: str = "") -> Implausible | None:
+    """A finite value in [low, high] (or (low, high] when not `low_inclusive`); None is no finding."""
+    if value is None:
+        return None
+    at = f" ({where})" if where else ""
+    nums: dict[str, float | None] = {name: value, "low": low, "high": high}
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return Implausible("non_finite", f"{name} {value!r} is not a finite number{at}", nums)
+    if value < low or (not low_inclusive and value == low):
+        kind = "negative" if value < 0 else "out_of_range"
+        bound = "≥" if low_inclusive else ">"
+        return Implausible(kind, f"{name} {_g(value)} must be {bound} {_g(low)}{at}", nums)
+    if high is not None and value > high:
+        return Implausible("out_of_range", f"{name} {_g(value)} is above the sane bound {_g(high)}{at}", nums)
+    return None
+
+
+def speculative_depth(engine: str, *, num_speculative_tokens: int | None = None,
+                      num_draft_tokens: int | None = None, num_steps: int | None = None,
+                      eagle_topk: int | None = None) -> int | None:
+    """k, the draft tokens proposed per round that one verify can accept (None when not declared).
+
+    vLLM: `num_speculative_tokens`. SGLang: `num_draft_tokens − 1` (the verify block holds the
+    root token too); with only `num_steps` and top-k 1 (a chain) SGLang's default block is
+    `num_steps + 1`, so k = `num_steps`.
+    """
+    if engine == "sglang":
+        if num_draft_tokens is not None:
+            return max(num_draft_tokens - 1, 0)
+        if num_steps is not None and (eagle_topk or 1) == 1:
+            return num_steps
+        return num_speculative_tokens
+    return num_speculative_tokens
+
+
+def acceptance(length: float | None, rate: float | None, k: int | None, *, method: str | None = None,
+               where: str = "") -> Implausible | None:
+    """L and a of one window (or one report) are finite and possible at depth k.
+
+    1 ≤ L ≤ 1 + k; 0 ≤ a ≤ 1; a ≥ (L − 1)/k for every proposer (the module docstring derives
+    it; variable-length proposers may lie above it, fixed-depth ones sit on it).
+    """
+    at = f" ({where})" if where else ""
+    for name, v in (("acceptance length", length), ("acceptance rate", rate)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
+            return Implausible("non_finite", f"{name} {v!r} is not a finite number{at}", {name: None})
+    nums: dict[str, float | None] = {"acceptance_length": length, "acceptance_rate": rate,
+                                     "k": None if k is None else float(k)}
+    if length is not None and length < 1.0 - TOLERANCE:
+        return Implausible("impossible", f"acceptance length {_g(length)} < 1 (L = 1 + accepted/drafts){at}", nums)
+    if rate is not None and not (-TOLERANCE <= rate <= 1.0 + TOLERANCE):
+        return Implausible("impossible", f"acceptance rate {_g(rate)} is outside 0..1{at}", nums)
+    if k is None or k <= 0:
+        return None
+    if length is not None and length > 1.0 + k + TOLERANCE:
+        return Implausible("impossible", f"acceptance length {_g(length)} > 1 + k = {1 + k} "
+                           f"(at most k = {k} drafted tokens are accepted per verify){at}", nums)
+    if length is not None and rate is not None:
+        floor = (length - 1.0) / k
+        nums["rate_floor"] = floor
+        if rate < floor - TOLERANCE:
+            kind = "variable-length " if method in VARIABLE_LENGTH_METHODS else ""
+            return Implausible("impossible", f"acceptance rate {_g(rate)} < (L − 1)/k = ({_g(length)} − 1)/{k} = "
+                               f"{floor:.4f}: no {kind}proposer of depth {k} can produce both{at}", nums)
+    return None
+
+
+def window_values(w: WindowLike, k: int | None, method: str | None = None) -> Implausible | None:
+    """A window's drafts, L and a: finite, non-negative, possible at depth k."""
+    where = f"{w.source}, {w.stream}"
+    return (number("drafts", w.drafts, where=where)
+            or number("window start", w.start, where=where)
+            or number("window end", w.end, where=where)
+            or acceptance(w.acceptance_length, w.acceptance_rate, k, method=method, where=where))
+
+
+def recency(end: float | None, now: float, lookback_seconds: float, *, where: str = "",
+            skew_seconds: float = CLOCK_SKEW_SECONDS, require_recent: bool = True) -> Implausible | None:
+    """A window ends within `lookback_seconds` before `now` and not after `now + skew`.
+
+    `require_recent=False` keeps only the future check (pre-rollout captures are historic by
+    nature, but a capture from the future is still impossible). An undated window is not
+    live evidence when recency is required.
+    """
+    at = f" ({where})" if where else ""
+    if end is None:
+        if require_recent:
+            return Implausible("undated", f"window has no end time, so it cannot be shown to be recent{at}",
+                               {"end": None, "now": now})
+        return None
+    if not math.isfinite(end):
+        return Implausible("non_finite", f"window end {end!r} is not a finite time{at}", {"end": None})
+    nums: dict[str, float | None] = {"end": end, "now": now, "lookback_seconds": lookback_seconds,
+                                     "skew_seconds": skew_seconds}
+    if end > now + skew_seconds:
+        return Implausible("future", f"window ends {end - now:,.0f} s after the evaluation time "
+                           f"(clock-skew allowance {skew_seconds:g} s){at}", nums)
+    if require_recent and end < now - lookback_seconds:
+        return Implausible("stale", f"window ended {now - end:,.0f} s before the evaluation time, "
+                           f"outside lookback_seconds {lookback_seconds:g}{at}", nums)
+    return None
+
+
+def window_key(w: WindowLike) -> Hashable:
+    """What makes a window one window: its stream and its interval (or, undated, its values)."""
+    if w.start is not None and w.end is not None:
+        return (w.stream, w.start, w.end)
+    return (w.stream, w.start, w.end, w.drafts, w.acceptance_length, w.acceptance_rate)
+
+
+def distinct(windows: Sequence[W]) -> tuple[list[W], Implausible | None]:
+    """Each window counted once: repeats (same stream and interval, from any source) are dropped.
+
+    The finding says how many repeats there were; the caller decides what they mean for the
+    line (a source that repeats itself is not to be trusted for a count of windows).
+    """
+    seen: set[Hashable] = set()
+    kept: list[W] = []
+    repeats = 0
+    for w in windows:
+        key = window_key(w)
+        if key in seen:
+            repeats += 1
+            continue
+        seen.add(key)
+        kept.append(w)
+    if not repeats:
+        return kept, None
+    return kept, Implausible("duplicate", f"{repeats} repeated window(s) counted once ({len(kept)} distinct of "
+                             f"{len(windows)})", {"windows": float(len(windows)), "distinct": float(len(kept))})
+
+
+def overlapping(windows: Iterable[WindowLike]) -> Implausible | None:
+    """Windows of one stream and source whose intervals overlap count some drafts twice."""
+    by: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for w in windows:
+        if w.start is not None and w.end is not None:
+            by.setdefault((w.source, w.stream), []).append((w.start, w.end))
+    for (source, stream), spans in by.items():
+        spans.sort()
+        for (s0, e0), (s1, e1) in zip(spans, spans[1:], strict=False):
+            if s1 < e0 - TOLERANCE:
+                return Implausible("impossible", f"windows [{s0:.0f}, {e0:.0f}] and [{s1:.0f}, {e1:.0f}] of "
+                                   f"{stream} ({source}) overlap: their drafts would be counted twice",
+                                   {"first_end": e0, "second_start": s1})
+    return None
+
+
+def pool_tokens(tokens: float | None, where: str = "") -> Implausible | None:
+    """An allocated KV pool: a positive whole number of tokens below MAX_POOL_TOKENS."""
+    found = number("KV pool tokens", tokens, low=0.0, high=float(MAX_POOL_TOKENS), low_inclusive=False, where=where)
+    if found is None and tokens is not None and float(tokens) != int(tokens):
+        return Implausible("impossible", f"KV pool tokens {tokens!r} is not a whole number"
+                           + (f" ({where})" if where else ""), {"tokens": float(tokens)})
+    return found
+
+
+def startup_seconds(seconds: float | None, where: str = "") -> Implausible | None:
+    """A cold start: positive and at most MAX_STARTUP_SECONDS."""
+    return number("startup seconds", seconds, low=0.0, high=MAX_STARTUP_SECONDS, low_inclusive=False, where=where)
+
+
+def served_rates(samples: Iterable[float], name: str, where: str = "") -> Implausible | None:
+    """Served-rate samples of one arm: each finite and positive (a rate of 0 is a failed run)."""
+    for v in samples:
+        found = number(name, v, low=0.0, low_inclusive=False, where=where)
+        if found is not None:
+            return found
+    return None
