@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from gate import budget as budget_mod
 from gate.checks import acceptance, artifacts, kv_pool, staging
-from gate.evidence.artifacts import ArtifactFacts, artifact_facts
 from gate.evidence.metrics import MetricsEvidence, Progress, from_capture_files, from_live, is_url
-from gate.modelconfig import ConfigError
+from gate.model import budget as budget_mod
+from gate.model.config import ConfigError
+from gate.model.facts import ArtifactFacts, artifact_facts
 from gate.plan import Plan, PlanError
 from gate.record import build as build_record
 from gate.verdict import LINES, LineResult, Status, Verdict, decide

@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from gate.budget import Budget
 from gate.evidence.metrics import MetricsEvidence
+from gate.model.budget import Budget
 from gate.plan import Plan
 from gate.redact import redact_url
 

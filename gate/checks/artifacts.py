@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gate.budget import Budget
+from gate.model.budget import Budget
 from gate.plan import Plan
 from gate.verdict import LineResult, Status
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gate.geometry import STATE_KINDS, classify_layers
-from gate.modelconfig import ConfigError, drafter_family, mtp_layers, num_hidden_layers, resolve_text_config
-from gate.weights import has_tensor
+from gate.model.config import ConfigError, drafter_family, mtp_layers, num_hidden_layers, resolve_text_config
+from gate.model.geometry import STATE_KINDS, classify_layers
+from gate.model.weights import has_tensor
 
 ENGINES = ("vllm", "sglang")
 _RANK = {"pass": 0, "warn": 1, "fail": 2}

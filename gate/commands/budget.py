@@ -56,8 +56,8 @@ def _text(doc: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from gate.budget import compute_budget
-    from gate.evidence.artifacts import artifact_facts
+    from gate.model.budget import compute_budget
+    from gate.model.facts import artifact_facts
     from gate.plan import PlanError, load_plan
 
     try:

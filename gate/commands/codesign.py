@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gate.checks.codesign import CodesignResult, codesign
 from gate.commands.kv import exit_invalid_on_usage_error, positive_int
-from gate.modelconfig import ConfigError, load_config
+from gate.model.config import ConfigError, load_config
 from gate.verdict import EXIT_FAIL, EXIT_INVALID, EXIT_PASS
 
 NO_DRAFTER = ("none", "-")

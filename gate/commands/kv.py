@@ -16,8 +16,8 @@ import json
 import sys
 from typing import Any, NoReturn
 
-from gate.geometry import KVGeometry, kv_geometry
-from gate.modelconfig import ConfigError, load_config
+from gate.model.config import ConfigError, load_config
+from gate.model.geometry import KVGeometry, kv_geometry
 from gate.verdict import EXIT_INVALID
 
 
@@ -51,11 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def as_json(geom: KVGeometry) -> dict[str, Any]:
     """The contract shape: {"bytes_per_token", "breakdown"}."""
-    return {"bytes_per_token": geom.bytes_per_token, "breakdown": geom.breakdown}
+    return {"bytes_per_token": geom.bytes_per_token, "breakdown": geom.breakdown()}
 
 
 def as_text(geom: KVGeometry, source: str) -> str:
-    b = geom.breakdown
+    b = geom.breakdown()
     lines = [f"{source}: {geom.num_layers} layers, KV dtype {geom.dtype} ({geom.dtype_bytes} B), TP {geom.tp}",
              f"bytes per token (layers that grow with every token): {geom.bytes_per_token:,}"]
     for kind in ("full_attention", "mla"):

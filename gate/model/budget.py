@@ -12,17 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.evidence.artifacts import ArtifactFacts
-from gate.geometry import (
+from gate.model.config import ConfigError
+from gate.model.facts import ArtifactFacts
+from gate.model.geometry import (
     STATE_KINDS,
     KVGeometry,
-    drafter_kv_need,
     kv_geometry,
     mtp_drafter_geometry,
 )
-from gate.modelconfig import ConfigError
+from gate.model.pools import drafter_kv_need, sglang_max_total_num_tokens, vllm_pool_tokens
 from gate.plan import Plan
-from gate.pool import sglang_max_total_num_tokens, vllm_pool_tokens
 
 VLLM_DEFAULT_BLOCK_SIZE = 16  # vLLM's GPU default; the CPU backend uses 128 (set engine.block_size)
 
@@ -187,7 +186,7 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
     target = ModelBill(
         name=facts.target.name, config_source=facts.target.config_source,
         kv_bytes_per_token=tgeom.bytes_per_token if tgeom else None,
-        kv_breakdown=tgeom.breakdown if tgeom else None,
+        kv_breakdown=tgeom.breakdown() if tgeom else None,
         weights_bytes=facts.target.weights_bytes, weights_source=facts.target.weights_source,
         notes=t_notes, geometry=tgeom,
     )
@@ -225,7 +224,7 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
         charge = dgeom.attention_bytes_per_token if dgeom else None
         drafter = DrafterBill(
             name=(d.name if d and d.name else None), config_source=facts.drafter.config_source if facts.drafter else None,
-            kv_bytes_per_token=charge, kv_breakdown=dgeom.breakdown if dgeom else None,
+            kv_bytes_per_token=charge, kv_breakdown=dgeom.breakdown() if dgeom else None,
             weights_bytes=wbytes, weights_source=wsource, notes=d_notes, geometry=dgeom,
             kind="embedded" if plan.drafter_embedded else "separate", method=plan.method, kv_scope=scope,
             engine_charge_bytes_per_token=charge,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gate.modelconfig import ConfigError, load_config, num_hidden_layers
+from gate.model.config import ConfigError, load_config, num_hidden_layers
 from gate.plan import ModelRef, Plan, PlanError
 
 
@@ -49,11 +49,11 @@ def _config(ref: ModelRef, role: str) -> tuple[dict[str, Any] | None, str | None
 
 
 def _weights(ref: ModelRef, role: str) -> tuple[int | None, str | None, str | None]:
-    """Byte count of an artifact's weights, via gate.weights (index total_size, shard headers, declared, params × dtype)."""
+    """Byte count of an artifact's weights, via gate.model.weights (index total_size, shard headers, declared, params × dtype)."""
     w = ref.weights
     if w is None:
         return None, None, "no weights given in the plan"
-    from gate import weights as weights_mod
+    from gate.model import weights as weights_mod
 
     try:
         found = weights_mod.artifact_bytes(w.path, declared_bytes=w.bytes, parameter_count=w.parameters,

@@ -16,29 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gate.modelconfig import ConfigError, mtp_layers, require_int, resolve_text_config
-
-# Bytes per element of a KV (or model) dtype, by our short names and Hugging Face's torch_dtype names.
-DTYPE_BYTES: dict[str, int] = {
-    "bf16": 2,
-    "fp16": 2,
-    "fp8": 1,
-    "fp32": 4,
-    "bfloat16": 2,
-    "float16": 2,
-    "half": 2,
-    "float32": 4,
-    "float": 4,
-    "float8": 1,
-    "float8_e4m3fn": 1,
-    "float8_e4m3fnuz": 1,
-    "float8_e5m2": 1,
-    "float8_e5m2fnuz": 1,
-    "fp8_e4m3": 1,
-    "fp8_e5m2": 1,
-}
-
-_CANONICAL = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}
+from gate.model.config import ConfigError, mtp_layers, require_int, resolve_text_config
+from gate.model.dtypes import DTYPE_BYTES, canonical_dtype
 
 # Layer kinds. "full_attention" and "mla" grow with every token; "sliding_attention" grows
 # up to its window; "linear_attention" / "mamba" hold a constant state; "none" holds nothing
@@ -49,16 +28,6 @@ STATE_KINDS = ("linear_attention", "mamba")
 
 Scope = Literal["full", "window", "block"]
 SCOPES: tuple[str, ...] = ("full", "window", "block")
-
-
-def canonical_dtype(name: str) -> str:
-    """`bf16 | fp16 | fp8 | fp32` for any name DTYPE_BYTES knows (torch. prefix allowed)."""
-    key = str(name).strip().lower().removeprefix("torch.")
-    if key not in DTYPE_BYTES:
-        raise ConfigError(f"unknown dtype {name!r} (known: bf16, fp16, fp8, fp32 and torch_dtype names)")
-    if key.startswith(("float8", "fp8")):
-        return "fp8"
-    return _CANONICAL.get(key, key)
 
 
 @dataclass(frozen=True)
@@ -72,19 +41,91 @@ class LayerKind:
     state_bytes: int | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
+class HeadShape:
+    """The attention heads one token's KV is made of, per TP rank (None where the layout has none)."""
+
+    num_key_value_heads: int | None = None
+    kv_heads_per_rank: int | None = None
+    head_dim: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    window: int | None = None
+    state_dtype: str | None = None
+
+
+@dataclass(frozen=True)
 class KVGeometry:
-    """KV bytes of one model (per TP rank), split by what grows with context and what does not."""
+    """KV bytes of one model (per TP rank), split by what grows with context and what does not.
+
+    `layers` is the one fact; `breakdown()` is a view of it (the `specgate kv` JSON), and
+    `view` says whose geometry it is: a config's, or a target's MTP layers seen as the drafter.
+    """
 
     bytes_per_token: int
-    breakdown: dict[str, Any]
     num_layers: int
     dtype: str
     tp: int
-    layers: list[LayerKind] = field(default_factory=list)
+    layers: tuple[LayerKind, ...] = ()
     dtype_bytes: int = 2
     mtp_layers: int = 0
     mtp_bytes_per_token_per_layer: int = 0
+    heads: HeadShape = field(default_factory=HeadShape)
+    view: Literal["config", "mtp_head"] = "config"
+
+    def breakdown(self) -> dict[str, Any]:
+        """Per-kind bytes: growing layers (full, MLA), sliding layers with their window cap, per-sequence
+        state of linear/Mamba layers, MLP-only layers, and a target's MTP layers (the drafter's)."""
+        h = self.heads
+        out: dict[str, Any] = {"dtype": self.dtype, "dtype_bytes": self.dtype_bytes, "tp": self.tp,
+                               "num_layers": self.num_layers}
+        if self.view == "config":
+            out.update(num_key_value_heads=h.num_key_value_heads, kv_heads_per_rank=h.kv_heads_per_rank,
+                       head_dim=h.head_dim)
+        for kind in ("full_attention", "mla", "sliding_attention"):
+            group = [x for x in self.layers if x.kind == kind]
+            if not group:
+                continue
+            entry: dict[str, Any] = {
+                "layers": len(group),
+                "bytes_per_token_per_layer": group[0].bytes_per_token,
+                "bytes_per_token": sum(x.bytes_per_token for x in group),
+            }
+            if kind == "mla" and self.view == "config":
+                entry["kv_lora_rank"] = h.kv_lora_rank
+                entry["qk_rope_head_dim"] = h.qk_rope_head_dim
+            if kind == "sliding_attention":
+                entry["window"] = h.window
+                entry["max_bytes_per_sequence"] = entry["bytes_per_token"] * (h.window or 0)
+            out[kind] = entry
+        for kind in STATE_KINDS:
+            group = [x for x in self.layers if x.kind == kind]
+            if not group:
+                continue
+            known = all(x.state_bytes is not None for x in group)
+            out[kind] = {
+                "layers": len(group),
+                "state_bytes_per_layer": group[0].state_bytes if known else None,
+                "state_bytes_per_sequence": sum(x.state_bytes or 0 for x in group) if known else None,
+                "state_dtype": h.state_dtype,
+            }
+        none_layers = sum(1 for x in self.layers if x.kind == "none")
+        if none_layers:
+            out["no_cache"] = {"layers": none_layers}
+        if self.mtp_layers:
+            out["mtp"] = {
+                "layers": self.mtp_layers,
+                "kind": self.mtp_kind,
+                "bytes_per_token_per_layer": self.mtp_bytes_per_token_per_layer,
+                "bytes_per_token": self.mtp_bytes_per_token,
+                "note": "MTP layers belong to the drafter; not counted in bytes_per_token",
+            }
+        return out
+
+    @property
+    def mtp_kind(self) -> str:
+        """The attention kind of the target's MTP layers: MLA when the target is MLA, else full attention."""
+        return "mla" if self.heads.kv_lora_rank is not None else "full_attention"
 
     @property
     def sliding_bytes_per_token(self) -> int:
@@ -291,63 +332,19 @@ def kv_geometry(cfg: dict[str, Any], dtype: str | None = None, tp: int = 1) -> K
         layers.append(LayerKind(n + j, "mtp", per_mtp))
 
     bytes_per_token = sum(x.bytes_per_token for x in layers if x.kind in GROWING_KINDS)
-    breakdown: dict[str, Any] = {
-        "dtype": kv_dtype,
-        "dtype_bytes": b,
-        "tp": tp,
-        "num_layers": n,
-        "num_key_value_heads": h_kv,
-        "kv_heads_per_rank": h_kv_rank,
-        "head_dim": d,
-    }
-    for kind in ("full_attention", "mla", "sliding_attention"):
-        group = [x for x in layers if x.kind == kind]
-        if not group:
-            continue
-        entry: dict[str, Any] = {
-            "layers": len(group),
-            "bytes_per_token_per_layer": group[0].bytes_per_token,
-            "bytes_per_token": sum(x.bytes_per_token for x in group),
-        }
-        if kind == "mla":
-            entry["kv_lora_rank"] = mla_rank
-            entry["qk_rope_head_dim"] = t.get("qk_rope_head_dim")
-        if kind == "sliding_attention":
-            entry["window"] = window
-            entry["max_bytes_per_sequence"] = entry["bytes_per_token"] * window
-        breakdown[kind] = entry
-    for kind in STATE_KINDS:
-        group = [x for x in layers if x.kind == kind]
-        if not group:
-            continue
-        known = all(x.state_bytes is not None for x in group)
-        breakdown[kind] = {
-            "layers": len(group),
-            "state_bytes_per_layer": group[0].state_bytes if known else None,
-            "state_bytes_per_sequence": sum(x.state_bytes or 0 for x in group) if known else None,
-            "state_dtype": _model_dtype(t),
-        }
-    none_layers = sum(1 for x in layers if x.kind == "none")
-    if none_layers:
-        breakdown["no_cache"] = {"layers": none_layers}
-    if n_mtp:
-        breakdown["mtp"] = {
-            "layers": n_mtp,
-            "kind": "mla" if mla_rank is not None else "full_attention",
-            "bytes_per_token_per_layer": per_mtp,
-            "bytes_per_token": n_mtp * per_mtp,
-            "note": "MTP layers belong to the drafter; not counted in bytes_per_token",
-        }
+    heads = HeadShape(num_key_value_heads=h_kv, kv_heads_per_rank=h_kv_rank, head_dim=d, kv_lora_rank=mla_rank,
+                      qk_rope_head_dim=t.get("qk_rope_head_dim") if mla_rank is not None else None,
+                      window=window, state_dtype=_model_dtype(t))
     return KVGeometry(
         bytes_per_token=bytes_per_token,
-        breakdown=breakdown,
         num_layers=n,
         dtype=kv_dtype,
         tp=tp,
-        layers=layers,
+        layers=tuple(layers),
         dtype_bytes=b,
         mtp_layers=n_mtp,
         mtp_bytes_per_token_per_layer=per_mtp if n_mtp else 0,
+        heads=heads,
     )
 
 
@@ -355,24 +352,17 @@ def mtp_drafter_geometry(target: KVGeometry) -> KVGeometry:
     """A target's MTP layers seen as the drafter: each holds one full-context KV entry per token."""
     if not target.mtp_layers:
         raise ConfigError("the target has no MTP layers (num_nextn_predict_layers / mtp_num_hidden_layers)")
-    kind = target.breakdown["mtp"]["kind"]
-    layers = [LayerKind(i, kind, target.mtp_bytes_per_token_per_layer) for i in range(target.mtp_layers)]
-    per = target.mtp_bytes_per_token_per_layer
+    kind = target.mtp_kind
+    layers = tuple(LayerKind(i, kind, target.mtp_bytes_per_token_per_layer) for i in range(target.mtp_layers))
     return KVGeometry(
         bytes_per_token=target.mtp_bytes_per_token,
-        breakdown={
-            "dtype": target.dtype,
-            "dtype_bytes": target.dtype_bytes,
-            "tp": target.tp,
-            "num_layers": target.mtp_layers,
-            kind: {"layers": target.mtp_layers, "bytes_per_token_per_layer": per,
-                   "bytes_per_token": target.mtp_bytes_per_token},
-        },
         num_layers=target.mtp_layers,
         dtype=target.dtype,
         tp=target.tp,
         layers=layers,
         dtype_bytes=target.dtype_bytes,
+        heads=target.heads,
+        view="mtp_head",
     )
 
 
@@ -431,54 +421,3 @@ def drafter_context_tokens(scope: Scope, request_tokens: int, *, window: int | N
     if block_size is None or block_size < 1:
         raise ConfigError("drafter kv scope 'block' needs a positive block_size")
     return block_size
-
-
-@dataclass(frozen=True)
-class DrafterKVNeed:
-    """A drafter's KV for one request: what its geometry needs and what the engine charges."""
-
-    scope: str
-    engine: str
-    request_tokens: int
-    bytes_per_token: int
-    need_tokens: int
-    need_bytes: int
-    charged_tokens: int
-    charged_bytes: int
-    over_reserved_bytes: int
-    note: str
-
-
-ENGINE_DRAFT_KV_NOTES = {
-    "vllm": "vLLM puts the drafter's layers in the same KV pool: every token of the request "
-            "holds a slot in every drafter layer, whatever the drafter's scope",
-    "sglang": "SGLang keeps a separate draft pool with a draft slot per target token "
-              "(max_total_num_tokens = available // (target_cell + draft_cell))",
-}
-
-
-def drafter_kv_need(geom: KVGeometry, scope: Scope, request_tokens: int, *, engine: str = "vllm",
-                    window: int | None = None, sink: int = 0, block_size: int | None = None) -> DrafterKVNeed:
-    """Geometric need under the drafter's scope versus the engine's per-token charge.
-
-    Both engines charge the drafter per target token (vLLM in the shared pool, SGLang in its
-    draft pool), so a window- or block-scoped drafter is over-reserved by the difference.
-    """
-    if engine not in ENGINE_DRAFT_KV_NOTES:
-        raise ConfigError(f"engine must be vllm or sglang, got {engine!r}")
-    per_token = drafter_kv_bytes_per_token(geom, scope)
-    need_tokens = drafter_context_tokens(scope, request_tokens, window=window, sink=sink, block_size=block_size)
-    need_bytes = need_tokens * per_token
-    charged_bytes = request_tokens * per_token
-    return DrafterKVNeed(
-        scope=scope,
-        engine=engine,
-        request_tokens=request_tokens,
-        bytes_per_token=per_token,
-        need_tokens=need_tokens,
-        need_bytes=need_bytes,
-        charged_tokens=request_tokens,
-        charged_bytes=charged_bytes,
-        over_reserved_bytes=max(0, charged_bytes - need_bytes),
-        note=ENGINE_DRAFT_KV_NOTES[engine],
-    )

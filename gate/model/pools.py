@@ -1,11 +1,19 @@
-"""How the engines turn KV bytes into a token pool (DESIGN.md, "Pool capacity").
+"""How the engines turn KV bytes into a token pool, and what they charge a drafter (DESIGN.md,
+"Pool capacity").
 
 Why here: the kv_pool line compares a *predicted* pool with the pool the engine reports
 it allocated; the prediction must follow each engine's own accounting, which differs in
-where the drafter's KV lives.
+where the drafter's KV lives. Both engines charge the drafter per target token, whatever
+its context scope, so a window- or block-scoped drafter is over-reserved: its geometric
+need (gate.model.geometry) and the engine's charge are two numbers, both reported.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gate.model.config import ConfigError
+from gate.model.geometry import KVGeometry, Scope, drafter_context_tokens, drafter_kv_bytes_per_token
 
 
 def vllm_pool_tokens(kv_cache_bytes: int, bytes_per_token_all_layers: int, block_size: int) -> tuple[int, int]:
@@ -36,3 +44,54 @@ def sglang_max_total_num_tokens(available_bytes: int, target_cell_bytes: int, dr
     if cell <= 0:
         raise ValueError("cell bytes must be positive")
     return available_bytes // cell
+
+
+@dataclass(frozen=True)
+class DrafterKVNeed:
+    """A drafter's KV for one request: what its geometry needs and what the engine charges."""
+
+    scope: str
+    engine: str
+    request_tokens: int
+    bytes_per_token: int
+    need_tokens: int
+    need_bytes: int
+    charged_tokens: int
+    charged_bytes: int
+    over_reserved_bytes: int
+    note: str
+
+
+ENGINE_DRAFT_KV_NOTES = {
+    "vllm": "vLLM puts the drafter's layers in the same KV pool: every token of the request "
+            "holds a slot in every drafter layer, whatever the drafter's scope",
+    "sglang": "SGLang keeps a separate draft pool with a draft slot per target token "
+              "(max_total_num_tokens = available // (target_cell + draft_cell))",
+}
+
+
+def drafter_kv_need(geom: KVGeometry, scope: Scope, request_tokens: int, *, engine: str = "vllm",
+                    window: int | None = None, sink: int = 0, block_size: int | None = None) -> DrafterKVNeed:
+    """Geometric need under the drafter's scope versus the engine's per-token charge.
+
+    Both engines charge the drafter per target token (vLLM in the shared pool, SGLang in its
+    draft pool), so a window- or block-scoped drafter is over-reserved by the difference.
+    """
+    if engine not in ENGINE_DRAFT_KV_NOTES:
+        raise ConfigError(f"engine must be vllm or sglang, got {engine!r}")
+    per_token = drafter_kv_bytes_per_token(geom, scope)
+    need_tokens = drafter_context_tokens(scope, request_tokens, window=window, sink=sink, block_size=block_size)
+    need_bytes = need_tokens * per_token
+    charged_bytes = request_tokens * per_token
+    return DrafterKVNeed(
+        scope=scope,
+        engine=engine,
+        request_tokens=request_tokens,
+        bytes_per_token=per_token,
+        need_tokens=need_tokens,
+        need_bytes=need_bytes,
+        charged_tokens=request_tokens,
+        charged_bytes=charged_bytes,
+        over_reserved_bytes=max(0, charged_bytes - need_bytes),
+        note=ENGINE_DRAFT_KV_NOTES[engine],
+    )

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate.geometry import DTYPE_BYTES, canonical_dtype
-from gate.modelconfig import ConfigError
+from gate.model.config import ConfigError
+from gate.model.dtypes import DTYPE_BYTES, canonical_dtype
 
 INDEX_NAME = "model.safetensors.index.json"
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # safetensors' own limit on the JSON header

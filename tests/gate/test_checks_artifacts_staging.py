@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gate.budget import compute_budget
 from gate.checks import artifacts, staging
-from gate.evidence.artifacts import artifact_facts
+from gate.model.budget import compute_budget
+from gate.model.facts import artifact_facts
 from gate.plan import load_plan, plan_from_dict
 from gate.verdict import Status
 from tests.gate.helpers import PLANS, tiny_plan

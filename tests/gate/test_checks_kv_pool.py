@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gate.budget import Allocated, compute_budget
 from gate.checks import kv_pool
-from gate.evidence.artifacts import artifact_facts
+from gate.model.budget import Allocated, compute_budget
+from gate.model.facts import artifact_facts
 from gate.plan import load_plan, plan_from_dict
 from gate.verdict import Status
 from tests.gate.helpers import PLANS, tiny_plan

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from gate.geometry import (
-    DTYPE_BYTES,
+from gate.model.config import ConfigError, load_config, resolve_text_config
+from gate.model.dtypes import DTYPE_BYTES
+from gate.model.geometry import (
     classify_layers,
     drafter_context_tokens,
     drafter_kv_bytes_per_token,
-    drafter_kv_need,
     kv_geometry,
     mtp_drafter_geometry,
     resident_kv_bytes,
 )
-from gate.modelconfig import ConfigError, load_config, resolve_text_config
+from gate.model.pools import drafter_kv_need
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 
@@ -53,10 +53,10 @@ def test_dtype_bytes_cover_short_and_torch_names() -> None:
 def test_llama_3_1_8b_derives_head_dim() -> None:
     # No head_dim field: 4096 / 32 = 128. 32 layers × 2 (K,V) × 8 KV heads × 128 × 2 B = 131,072.
     g = kv_geometry(cfg(LLAMA))
-    assert g.breakdown["head_dim"] == 128
+    assert g.breakdown()["head_dim"] == 128
     assert g.bytes_per_token == 32 * 2 * 8 * 128 * 2 == 131_072
     assert g.dtype == "bf16" and g.num_layers == 32
-    assert g.breakdown["full_attention"] == {"layers": 32, "bytes_per_token_per_layer": 4096,
+    assert g.breakdown()["full_attention"] == {"layers": 32, "bytes_per_token_per_layer": 4096,
                                              "bytes_per_token": 131_072}
 
 
@@ -69,10 +69,10 @@ def test_deepseek_v3_mla_and_mtp() -> None:
     # MLA: (kv_lora_rank 512 + qk_rope_head_dim 64) × 2 B = 1,152 per layer; 61 layers = 70,272.
     g = kv_geometry(cfg(DSV3))
     assert g.bytes_per_token == 61 * (512 + 64) * 2 == 70_272
-    assert g.breakdown["mla"]["layers"] == 61
+    assert g.breakdown()["mla"]["layers"] == 61
     # The MTP layer (num_nextn_predict_layers 1) is reported, not counted in the target's bytes.
-    assert g.breakdown["mtp"]["layers"] == 1
-    assert g.breakdown["mtp"]["bytes_per_token_per_layer"] == 1_152
+    assert g.breakdown()["mtp"]["layers"] == 1
+    assert g.breakdown()["mtp"]["bytes_per_token_per_layer"] == 1_152
     assert g.mtp_bytes_per_token == 1_152
     assert len([x for x in g.layers if x.kind == "mtp"]) == 1
     mtp = mtp_drafter_geometry(g)
@@ -86,7 +86,7 @@ def test_mla_is_not_divided_by_tp() -> None:
 def test_ling_dspark_drafter_from_seed_002() -> None:
     # head_dim 2560 / 32 = 80; 5 layers × 2 × 32 KV heads × 80 × 2 B = 51,200.
     g = kv_geometry(LING_DSPARK)
-    assert g.breakdown["head_dim"] == 80
+    assert g.breakdown()["head_dim"] == 80
     assert g.bytes_per_token == 5 * 2 * 32 * 80 * 2 == 51_200
 
 
@@ -95,7 +95,7 @@ def test_gpt_oss_120b_sliding_layers_are_capped_not_counted() -> None:
     g = kv_geometry(cfg(GPT_OSS))
     assert g.dtype == "bf16"
     assert g.bytes_per_token == 18 * 2 * 8 * 64 * 2 == 36_864
-    s = g.breakdown["sliding_attention"]
+    s = g.breakdown()["sliding_attention"]
     assert s["layers"] == 18 and s["window"] == 128 and s["bytes_per_token_per_layer"] == 2_048
     assert s["max_bytes_per_sequence"] == 18 * 2_048 * 128 == 4_718_592
     # 1,000 tokens: full layers hold all 1,000, sliding layers hold 128.
@@ -115,7 +115,7 @@ def test_qwen3_next_hybrid_linear_layers_hold_constant_state() -> None:
     # + recurrent 32 value heads × 128 × 128, in bf16.
     per_layer = (3 * (2 * 16 * 128 + 32 * 128) + 32 * 128 * 128) * 2
     assert per_layer == 1_097_728
-    lin = g.breakdown["linear_attention"]
+    lin = g.breakdown()["linear_attention"]
     assert lin["layers"] == 36 and lin["state_bytes_per_layer"] == per_layer
     assert g.state_bytes_per_sequence == lin["state_bytes_per_sequence"] == 36 * per_layer
     assert resident_kv_bytes(g, 10) == 24_576 * 10 + 36 * per_layer

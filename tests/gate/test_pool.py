@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.geometry import kv_geometry
-from gate.modelconfig import load_config
-from gate.pool import sglang_max_total_num_tokens, vllm_pool_tokens
+from gate.model.config import load_config
+from gate.model.geometry import kv_geometry
+from gate.model.pools import sglang_max_total_num_tokens, vllm_pool_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "fixtures" / "configs"
