@@ -1,20 +1,127 @@
-"""Per-window quantities from two cumulative snapshots (DESIGN.md "Derived quantities", "Restarts").
+"""Per-window quantities from two cumulative snapshots (design.md "Derived quantities", "Restarts").
 
-A window is (before, after) for one stream. If the stream restarted in between (any of its
-counters went down, or the engine's process start time changed) every delta is taken from
-`after` alone, as Prometheus' `increase()` does, and the window is marked `reset`. Counters
-are never treated one by one: between two real captures drafts fell 522 -> 460 while
-accepted rose 1,170 -> 1,380; per-counter handling would give L 1.46 instead of 4.00.
+Three steps, each with one address:
+- `restarted()` is THE restart rule: a stream restarted between two snapshots when the engine's
+  process start time changed or any of its counters went down. Every caller (`derive_window`, the
+  tracker's per-scrape step, its sliding and batch windows) asks it; nothing else decides a reset.
+- `stream_delta()` turns two snapshots of a stream into a `StreamDelta`: what its counters gained,
+  as Prometheus' `increase()` does. On a reset every delta is taken from `after` alone; counters are
+  never treated one by one: between two real captures drafts fell 522 -> 460 while accepted rose
+  1,170 -> 1,380; per-counter handling would give L 1.46 instead of 4.00.
+- `window_stats()` turns a delta into `WindowStats` (L, a, p_i, TTFT quantiles, decode rate, cycle),
+  with the arithmetic of `exporter.formulas` and SGLang's own rules from `exporter.engines.sglang`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from exporter import formulas
-from exporter.engines.base import EngineSnapshot, Histogram, StreamSnapshot
+from exporter.engines import sglang
+from exporter.engines.base import EngineSnapshot, Histogram, SpecCounters, StreamSnapshot
 
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+
+
+def _counters(s: StreamSnapshot) -> dict[str, float | None]:
+    """Every cumulative value of a stream by name, for restart detection (compared name by name, so a
+    family that appears or disappears between two pages is never compared with a different one)."""
+    vals: dict[str, float | None] = {"prompt": s.prompt_tokens, "generation": s.generation_tokens,
+                                     "preemptions": s.preemptions}
+    if s.spec is not None:
+        vals |= {"drafts": s.spec.drafts, "draft_tokens": s.spec.draft_tokens,
+                 "accepted": s.spec.accepted_tokens, "verify_calls": s.spec.verify_calls}
+        vals |= {f"accepted_pos{i}": v for i, v in enumerate(s.spec.accepted_per_position)}
+    if s.ttft is not None:
+        vals |= {"ttft_count": s.ttft.count, "ttft_sum": s.ttft.sum}
+        vals |= {f"ttft_le{le!r}": c for le, c in s.ttft.buckets}
+    return vals
+
+
+def restarted(before: StreamSnapshot, after: StreamSnapshot,
+              before_start: float | None, after_start: float | None) -> bool:
+    """The restart rule: the engine's process start time changed (both known and different), or any
+    cumulative value of the stream went down. Start times are the engine's `process_start_time` as
+    seen with each snapshot."""
+    if before_start is not None and after_start is not None and before_start != after_start:
+        return True
+    b = _counters(before)
+    return any(x is not None and (y := b.get(k)) is not None and x < y for k, x in _counters(after).items())
+
+
+@dataclass(frozen=True)
+class StreamDelta:
+    """What one stream's counters gained between two snapshots; None means unknown (never a made-up 0).
+
+    `reset`: the stream restarted (or is new) in between, so every value is `after`'s own. Speculation
+    counts are normalised to vLLM's (drafts, proposed, accepted), whatever the engine counted.
+    """
+
+    reset: bool
+    generation_tokens: float | None = None
+    prompt_tokens: float | None = None
+    preemptions: float | None = None
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    accepted_per_position: tuple[float, ...] = ()
+    ttft_buckets: tuple[tuple[float, float], ...] = ()
+
+
+def _delta(b: float | None, a: float | None, reset: bool) -> float | None:
+    if a is None:
+        return None
+    if reset:
+        return max(a, 0.0)
+    if b is None:
+        return None
+    return max(a - b, 0.0)
+
+
+def _hist_delta(b: Histogram | None, a: Histogram | None, reset: bool) -> tuple[tuple[float, float], ...]:
+    if a is None:
+        return ()
+    if reset:
+        return a.buckets
+    if b is None:
+        return ()
+    before = dict(b.buckets)
+    return tuple((le, max(c - before.get(le, 0.0), 0.0)) for le, c in a.buckets if le in before)
+
+
+def stream_delta(before: StreamSnapshot | None, after: StreamSnapshot, reset: bool) -> StreamDelta:
+    """Deltas of one stream; `before` None (a stream seen for the first time) is a reset.
+
+    `reset` is the caller's verdict from `restarted()`: this function never judges restarts itself.
+    """
+    reset = reset or before is None
+    b = before or StreamSnapshot(after.model, after.rank)
+    gen = _delta(b.generation_tokens, after.generation_tokens, reset)
+    drafts = draft_tokens = accepted = None
+    per_pos: tuple[float, ...] = ()
+    sa = after.spec
+    if sa is not None:
+        sb = b.spec or SpecCounters()
+        if sa.drafts is not None:  # vLLM-style counters
+            drafts = _delta(sb.drafts, sa.drafts, reset)
+            draft_tokens = _delta(sb.draft_tokens, sa.draft_tokens, reset)
+            accepted = _delta(sb.accepted_tokens, sa.accepted_tokens, reset)
+            if sa.accepted_per_position and (reset or len(sb.accepted_per_position) == len(sa.accepted_per_position)):
+                base = sb.accepted_per_position if not reset else (0.0,) * len(sa.accepted_per_position)
+                per_pos = tuple(max(y - x, 0.0) for x, y in zip(base, sa.accepted_per_position, strict=True))
+        elif sa.verify_calls is not None:
+            verify = _delta(sb.verify_calls, sa.verify_calls, reset)
+            if verify is not None:
+                drafts = verify
+                if gen is not None:
+                    counts = sglang.from_verify_calls(verify, gen, sa.num_draft_tokens)
+                    accepted, draft_tokens = counts.accepted_tokens, counts.draft_tokens
+    return StreamDelta(
+        reset=reset, generation_tokens=gen, prompt_tokens=_delta(b.prompt_tokens, after.prompt_tokens, reset),
+        preemptions=_delta(b.preemptions, after.preemptions, reset), drafts=drafts, draft_tokens=draft_tokens,
+        accepted_tokens=accepted, accepted_per_position=per_pos, ttft_buckets=_hist_delta(b.ttft, after.ttft, reset),
+    )
 
 
 @dataclass(frozen=True)
@@ -40,8 +147,8 @@ class WindowStats:
     verify_cycle_seconds: float | None = None
     has_spec: bool = False
 
-    def to_json(self) -> dict:
-        """The `specgate exporter window` stream shape (DESIGN.md command-line contract)."""
+    def to_json(self) -> dict[str, Any]:
+        """The `specgate exporter window` stream shape (design.md command-line contract)."""
         return {
             "model": self.model,
             "rank": self.rank,
@@ -55,113 +162,52 @@ class WindowStats:
         }
 
 
-def _counters(s: StreamSnapshot) -> list[float | None]:
-    """Every cumulative value of a stream, for restart detection."""
-    vals: list[float | None] = [s.prompt_tokens, s.generation_tokens, s.preemptions]
-    if s.spec is not None:
-        vals += [s.spec.drafts, s.spec.draft_tokens, s.spec.accepted_tokens, s.spec.verify_calls]
-        vals += list(s.spec.accepted_per_position)
-    if s.ttft is not None:
-        vals += [s.ttft.count, s.ttft.sum] + [c for _, c in s.ttft.buckets]
-    return vals
-
-
-def restarted(before: StreamSnapshot, after: StreamSnapshot) -> bool:
-    """A stream's counters restarted when any of them decreased (start-time changes are judged by callers,
-    which hold the engine-level `process_start_time`)."""
-    return any(x is not None and y is not None and y < x
-               for x, y in zip(_counters(before), _counters(after), strict=False))
-
-
-def _delta(b: float | None, a: float | None, reset: bool) -> float | None:
-    if a is None:
-        return None
-    if reset:
-        return max(a, 0.0)
-    if b is None:
-        return None
-    return max(a - b, 0.0)
-
-
-def _hist_delta(b: Histogram | None, a: Histogram | None, reset: bool) -> list[tuple[float, float]]:
-    if a is None:
-        return []
-    if reset:
-        return list(a.buckets)
-    if b is None:
-        return []
-    before = dict(b.buckets)
-    return [(le, max(c - before.get(le, 0.0), 0.0)) for le, c in a.buckets if le in before]
-
-
-def derive_stream(engine: str, before: StreamSnapshot, after: StreamSnapshot, seconds: float,
-                  min_drafts: float = 1, reset: bool = False) -> WindowStats:
-    """Window values of one stream. `reset` forces restart handling (deltas from `after` alone)."""
-    reset = reset or restarted(before, after)
-    gen = _delta(before.generation_tokens, after.generation_tokens, reset)
-    prompt = _delta(before.prompt_tokens, after.prompt_tokens, reset)
+def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapshot, d: StreamDelta,
+                 seconds: float, min_drafts: float = 1) -> WindowStats:
+    """Window values of one stream from its delta (`before`/`after` give the gauges: running requests,
+    old SGLang's interval acceptance gauge)."""
+    gen = d.generation_tokens
     decode = gen / seconds if gen is not None and seconds > 0 else None
-
-    drafts = draft_tokens = accepted = None
-    per_pos: tuple[float, ...] = ()
     length = rate = None
     pos_rates: tuple[float, ...] = ()
-    sb, sa = before.spec, after.spec
-    has_spec = sa is not None
+    sa = after.spec
     if sa is not None:
-        sbb = sb or type(sa)()
-        if sa.drafts is not None:  # vLLM-style counters
-            drafts = _delta(sbb.drafts, sa.drafts, reset)
-            draft_tokens = _delta(sbb.draft_tokens, sa.draft_tokens, reset)
-            accepted = _delta(sbb.accepted_tokens, sa.accepted_tokens, reset)
-            if sa.accepted_per_position and (reset or len(sbb.accepted_per_position) == len(sa.accepted_per_position)):
-                base = sbb.accepted_per_position if not reset else (0.0,) * len(sa.accepted_per_position)
-                per_pos = tuple(max(y - x, 0.0) for x, y in zip(base, sa.accepted_per_position, strict=True))
-        elif sa.verify_calls is not None:  # SGLang >= 0.5.13: one verify call per draft round
-            drafts = _delta(sbb.verify_calls, sa.verify_calls, reset)
-            if drafts is not None and gen is not None:
-                accepted = max(gen - drafts, 0.0)
-                if sa.num_draft_tokens is not None and sa.num_draft_tokens >= 1:
-                    draft_tokens = drafts * (sa.num_draft_tokens - 1)
-        if drafts is not None:
-            if drafts >= max(min_drafts, 1) and accepted is not None:
+        if d.drafts is not None:
+            if d.drafts >= max(min_drafts, 1) and d.accepted_tokens is not None:
                 if sa.drafts is None and sa.verify_calls is not None and gen is not None:
-                    length = gen / drafts
+                    length = sglang.length_from_verify_calls(gen, d.drafts)
                 else:
-                    length = formulas.acceptance_length(accepted, drafts)
-                if draft_tokens is not None:
-                    rate = formulas.acceptance_rate(accepted, draft_tokens)
-                pr = formulas.position_rates(per_pos, drafts)
+                    length = formulas.acceptance_length(d.accepted_tokens, d.drafts)
+                if d.draft_tokens is not None:
+                    rate = formulas.acceptance_rate(d.accepted_tokens, d.draft_tokens)
+                pr = formulas.position_rates(d.accepted_per_position, d.drafts)
                 pos_rates = tuple(pr) if pr else ()
         elif sa.accept_length_gauge is not None:
-            # Old SGLang: only the interval gauge. It is new data only when generation progressed
-            # (SGLang re-sends its last value while idle). A DP-rank stream has no generation counter
-            # of its own (request-side series carry no rank): there, only a gauge that moved is new.
-            moved = sb is not None and sb.accept_length_gauge is not None and sb.accept_length_gauge != sa.accept_length_gauge
-            if (gen is not None and gen > 0) or (gen is None and moved and not reset):
+            sb = before.spec if before is not None else None
+            if sglang.interval_gauge_is_new(sb, sa, gen, d.reset):
                 length = sa.accept_length_gauge
                 if sa.num_draft_tokens is not None:
                     rate = formulas.sglang_rate_from_length(length, sa.num_draft_tokens)
 
     ttft: dict[str, float | None] = {}
-    tb = _hist_delta(before.ttft, after.ttft, reset)
-    if tb:
+    if d.ttft_buckets:
         for name, q in QUANTILES:
-            ttft[name] = formulas.histogram_quantile(q, tb)
+            ttft[name] = formulas.histogram_quantile(q, list(d.ttft_buckets))
 
     cycle = None
-    running = max(x for x in (before.requests_running, after.requests_running, 0.0) if x is not None)
+    b_running = before.requests_running if before is not None else None
+    running = max(x for x in (b_running, after.requests_running, 0.0) if x is not None)
     if decode is not None and decode > 0 and running > 0:
-        cycle_len = length if has_spec else 1.0
+        cycle_len = length if sa is not None else 1.0
         if cycle_len is not None:
             cycle = formulas.verify_cycle_seconds(cycle_len, decode / running)
 
     return WindowStats(
-        engine=engine, model=after.model, rank=after.rank, seconds=seconds, reset=reset,
-        drafts=drafts, draft_tokens=draft_tokens, accepted_tokens=accepted, accepted_per_position=per_pos,
-        generation_tokens=gen, prompt_tokens=prompt, acceptance_length=length, acceptance_rate=rate,
-        position_acceptance_rate=pos_rates, ttft_seconds=ttft, decode_tokens_per_second=decode,
-        verify_cycle_seconds=cycle, has_spec=has_spec,
+        engine=engine, model=after.model, rank=after.rank, seconds=seconds, reset=d.reset,
+        drafts=d.drafts, draft_tokens=d.draft_tokens, accepted_tokens=d.accepted_tokens,
+        accepted_per_position=d.accepted_per_position, generation_tokens=gen, prompt_tokens=d.prompt_tokens,
+        acceptance_length=length, acceptance_rate=rate, position_acceptance_rate=pos_rates, ttft_seconds=ttft,
+        decode_tokens_per_second=decode, verify_cycle_seconds=cycle, has_spec=sa is not None,
     )
 
 
@@ -173,15 +219,9 @@ def derive_window(before: EngineSnapshot, after: EngineSnapshot, seconds: float 
     window. `seconds` defaults to the difference of the snapshots' timestamps.
     """
     secs = seconds if seconds is not None else max(after.timestamp - before.timestamp, 0.0)
-    engine_restart = (
-        before.process_start_time is not None and after.process_start_time is not None
-        and before.process_start_time != after.process_start_time
-    )
     out = []
     for s in after.streams:
         b = before.stream(s.model, s.rank)
-        if b is None:
-            out.append(derive_stream(after.engine, StreamSnapshot(s.model, s.rank), s, secs, min_drafts, reset=True))
-        else:
-            out.append(derive_stream(after.engine, b, s, secs, min_drafts, reset=engine_restart))
+        reset = b is None or restarted(b, s, before.process_start_time, after.process_start_time)
+        out.append(window_stats(after.engine, b, s, stream_delta(b, s, reset), secs, min_drafts))
     return out

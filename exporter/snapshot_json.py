@@ -1,7 +1,10 @@
-"""The `specgate exporter once --format json` document (DESIGN.md command-line contract)."""
+"""The `specgate exporter once --format json` document (design.md command-line contract)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from exporter.engines import sglang
 from exporter.engines.base import EngineSnapshot, StreamSnapshot
 
 
@@ -11,16 +14,13 @@ def _num(v: float | None) -> float | int | None:
     return int(v) if float(v).is_integer() else v
 
 
-def stream_to_json(s: StreamSnapshot) -> dict:
+def stream_to_json(s: StreamSnapshot) -> dict[str, Any]:
     spec = None
     if s.spec is not None:
         drafts, draft_tokens, accepted = s.spec.drafts, s.spec.draft_tokens, s.spec.accepted_tokens
         if drafts is None and s.spec.verify_calls is not None:
-            drafts = s.spec.verify_calls  # SGLang >= 0.5.13: one verify call per draft round
-            if s.generation_tokens is not None:
-                accepted = s.generation_tokens - s.spec.verify_calls
-            if s.spec.num_draft_tokens is not None:
-                draft_tokens = s.spec.verify_calls * (s.spec.num_draft_tokens - 1)
+            counts = sglang.from_verify_calls(s.spec.verify_calls, s.generation_tokens, s.spec.num_draft_tokens)
+            drafts, draft_tokens, accepted = counts.drafts, counts.draft_tokens, counts.accepted_tokens
         spec = {
             "drafts": _num(drafts), "draft_tokens": _num(draft_tokens), "accepted_tokens": _num(accepted),
             "accepted_per_position": [_num(x) for x in s.spec.accepted_per_position],
@@ -34,6 +34,6 @@ def stream_to_json(s: StreamSnapshot) -> dict:
     }
 
 
-def snapshot_to_json(snap: EngineSnapshot) -> dict:
+def snapshot_to_json(snap: EngineSnapshot) -> dict[str, Any]:
     return {"engine": snap.engine, "version_hints": list(snap.version_hints),
             "streams": [stream_to_json(s) for s in snap.streams]}

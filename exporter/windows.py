@@ -1,29 +1,39 @@
-"""The exporter's memory: a ring of snapshots, per-batch SLO windows, monotonic totals.
+"""The exporter's memory: a ring of scrapes, per-batch SLO windows, monotonic totals.
 
-`WindowTracker.add(snapshot)` is called once per successful scrape. It
+`WindowTracker.add(snapshot)` is called once per successful scrape. For each stream it asks the one
+restart rule (`exporter.derive.restarted`) against the stream's last sight, takes a `StreamDelta`
+and with it
 - keeps normalised counters monotonic across engine restarts (each step adds its delta; a
   restarted step adds the later snapshot's values alone, as `increase()` does),
 - counts restarts per stream,
+- remembers in the ring which streams that scrape found restarted (`Scrape.restarted`), so a
+  window between two ring entries is reset when the rule fired at any scrape in between — even
+  when the counters grew back past their old values by the window's end,
 - closes a batch window every `batch_window` seconds: a non-reset window with at least
   `min_drafts` drafts is one observation of the per-window acceptance length (histogram,
   `windows_total`, `windows_below_slo_total`); reset windows are kept in the history marked
   `reset` and never counted,
-- answers sliding windows (`1m`, `5m`) from the ring; a window that spans a restart is reset.
-Not thread-safe by itself: the server guards it with a lock.
+- answers sliding windows (`1m`, `5m`) from the ring.
+Not thread-safe by itself: `exporter.state.ExporterState` guards it with its lock.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
-from exporter.derive import WindowStats, derive_stream, restarted
-from exporter.engines.base import EngineSnapshot, StreamSnapshot
-
-StreamKey = tuple[str | None, str | None]
+from exporter.derive import StreamDelta, WindowStats, restarted, stream_delta, window_stats
+from exporter.engines.base import EngineSnapshot, StreamKey, StreamSnapshot
 
 # Per-window acceptance-length histogram bounds (L >= 1); the SLO target is added when set.
 WINDOW_L_BUCKETS: tuple[float, ...] = (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0)
+
+
+def _add(total: float | None, delta: float | None) -> float | None:
+    if delta is None:
+        return total
+    return (total or 0.0) + delta
 
 
 @dataclass
@@ -41,6 +51,17 @@ class StreamTotals:
     window_hist: dict[float, int] = field(default_factory=dict)  # non-cumulative counts per upper bound
     window_sum: float = 0.0
 
+    def add(self, d: StreamDelta) -> None:
+        """Add one step's delta (a first sight adds the engine's cumulative values: our starting totals)."""
+        self.drafts = _add(self.drafts, d.drafts)
+        self.draft_tokens = _add(self.draft_tokens, d.draft_tokens)
+        self.accepted_tokens = _add(self.accepted_tokens, d.accepted_tokens)
+        for i, v in enumerate(d.accepted_per_position):
+            if i >= len(self.accepted_per_position):
+                self.accepted_per_position.append(0.0)
+            self.accepted_per_position[i] += v
+        self.preemptions = _add(self.preemptions, d.preemptions)
+
 
 @dataclass(frozen=True)
 class CompletedWindow:
@@ -55,20 +76,31 @@ class CompletedWindow:
     acceptance_length: float | None
     acceptance_rate: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "rank": self.rank, "start": self.start, "end": self.end, "reset": self.reset,
                 "drafts": self.drafts, "acceptance_length": self.acceptance_length,
                 "acceptance_rate": self.acceptance_rate}
 
 
-def _add(total: float | None, delta: float | None) -> float | None:
-    if delta is None:
-        return total
-    return (total or 0.0) + delta
+@dataclass(frozen=True)
+class Scrape:
+    """One ring entry: a snapshot and the streams the restart rule fired for at this scrape."""
+
+    snapshot: EngineSnapshot
+    restarted: frozenset[StreamKey] = frozenset()
+
+
+@dataclass(frozen=True)
+class _Sight:
+    """A stream's last sight: a stream missing from one page and back in the next continues from here,
+    not from zero (no double counting), and is judged against the engine start time seen then."""
+
+    stream: StreamSnapshot
+    start: float | None
 
 
 class WindowTracker:
-    """Ring of snapshots + batch windows + totals for one engine."""
+    """Ring of scrapes + batch windows + totals for one engine."""
 
     def __init__(self, windows: list[float], batch_window: float, min_drafts: int,
                  slo_target: float | None = None, history: int = 1000, max_ring: int = 4096) -> None:
@@ -77,80 +109,61 @@ class WindowTracker:
         self.min_drafts = min_drafts
         self.slo_target = slo_target
         self.buckets = tuple(sorted(set(WINDOW_L_BUCKETS) | ({slo_target} if slo_target else set())))
-        self.ring: deque[tuple[EngineSnapshot, dict[StreamKey, int]]] = deque(maxlen=max_ring)
+        self.ring: deque[Scrape] = deque(maxlen=max_ring)
         self.totals: dict[StreamKey, StreamTotals] = {}
         self.completed: deque[CompletedWindow] = deque(maxlen=history)
-        self._batch_start: tuple[EngineSnapshot, dict[StreamKey, int]] | None = None
-        # Last sight of each stream (and the engine's start time then): a stream missing from one
-        # page and back in the next continues from here, not from zero (no double counting).
-        self._last_seen: dict[StreamKey, tuple[StreamSnapshot, float | None]] = {}
+        self._batch_start: Scrape | None = None
+        self._last_seen: dict[StreamKey, _Sight] = {}
 
     @property
     def latest(self) -> EngineSnapshot | None:
-        return self.ring[-1][0] if self.ring else None
-
-    def _epochs(self) -> dict[StreamKey, int]:
-        return {k: t.restarts for k, t in self.totals.items()}
+        return self.ring[-1].snapshot if self.ring else None
 
     def add(self, snap: EngineSnapshot) -> None:
-        prev = self.latest
+        fired: set[StreamKey] = set()
         for s in snap.streams:
             t = self.totals.setdefault(s.key, StreamTotals())
-            b, b_start = self._last_seen.get(s.key, (None, None))
-            if prev is None:
-                base, reset = None, False
-            elif b is None:
-                base, reset = StreamSnapshot(*s.key), True
+            seen = self._last_seen.get(s.key)
+            if seen is None:  # first sight (of the stream, or of the engine): adopt its cumulative values
+                t.add(stream_delta(None, s, reset=True))
             else:
-                start_changed = (b_start is not None and snap.process_start_time is not None
-                                 and b_start != snap.process_start_time)
-                base, reset = b, start_changed or restarted(b, s)
+                reset = restarted(seen.stream, s, seen.start, snap.process_start_time)
                 if reset:
                     t.restarts += 1
-            if prev is None:
-                # First sight: adopt the engine's cumulative values as our starting totals.
-                self._adopt(t, s)
-            else:
-                w = derive_stream(snap.engine, base, s, 0.0, 1, reset=reset)
-                t.drafts = _add(t.drafts, w.drafts)
-                t.draft_tokens = _add(t.draft_tokens, w.draft_tokens)
-                t.accepted_tokens = _add(t.accepted_tokens, w.accepted_tokens)
-                for i, v in enumerate(w.accepted_per_position):
-                    if i >= len(t.accepted_per_position):
-                        t.accepted_per_position.append(0.0)
-                    t.accepted_per_position[i] += v
-                pre = s.preemptions if reset else (
-                    max(s.preemptions - b.preemptions, 0.0) if s.preemptions is not None and b is not None
-                    and b.preemptions is not None else None)
-                t.preemptions = _add(t.preemptions, pre)
-            self._last_seen[s.key] = (s, snap.process_start_time)
-        self.ring.append((snap, self._epochs()))
+                    fired.add(s.key)
+                t.add(stream_delta(seen.stream, s, reset))
+            self._last_seen[s.key] = _Sight(s, snap.process_start_time)
+        self.ring.append(Scrape(snap, frozenset(fired)))
         self._maybe_close_batch(snap)
         self._trim()
 
     def _trim(self) -> None:
         """Drop snapshots no window can need: keep the newest one older than the longest window."""
         horizon = max([*self.windows, self.batch_window]) + 1.0
-        cutoff = self.ring[-1][0].timestamp - horizon
-        while len(self.ring) > 2 and self.ring[1][0].timestamp <= cutoff:
+        cutoff = self.ring[-1].snapshot.timestamp - horizon
+        while len(self.ring) > 2 and self.ring[1].snapshot.timestamp <= cutoff:
             self.ring.popleft()
 
-    @staticmethod
-    def _adopt(t: StreamTotals, s: StreamSnapshot) -> None:
-        w = derive_stream("", StreamSnapshot(*s.key), s, 0.0, 1, reset=True)
-        t.drafts, t.draft_tokens, t.accepted_tokens = w.drafts, w.draft_tokens, w.accepted_tokens
-        t.accepted_per_position = list(w.accepted_per_position)
-        t.preemptions = s.preemptions
+    def _fired_after(self, start: Scrape) -> set[StreamKey]:
+        """Streams the restart rule fired for at any scrape after `start` (up to the newest)."""
+        out: set[StreamKey] = set()
+        for entry in reversed(self.ring):
+            if entry is start or entry.snapshot.timestamp < start.snapshot.timestamp:
+                break
+            out |= entry.restarted
+        return out
 
-    def _between(self, a: tuple[EngineSnapshot, dict], b: tuple[EngineSnapshot, dict],
-                 min_drafts: float) -> list[WindowStats]:
-        (sa, ea), (sb, eb) = a, b
+    def _between(self, a: Scrape, b: Scrape, min_drafts: float) -> list[WindowStats]:
+        """Window values from ring entry `a` to the newest entry `b`."""
+        sa, sb = a.snapshot, b.snapshot
         seconds = max(sb.timestamp - sa.timestamp, 0.0)
+        fired = self._fired_after(a)
         out = []
         for s in sb.streams:
-            before = sa.stream(*s.key)
-            reset = before is None or ea.get(s.key, 0) != eb.get(s.key, 0)
-            out.append(derive_stream(sb.engine, before or StreamSnapshot(*s.key), s, seconds, min_drafts, reset=reset))
+            before = sa.stream(s.model, s.rank)
+            reset = (before is None or s.key in fired
+                     or restarted(before, s, sa.process_start_time, sb.process_start_time))
+            out.append(window_stats(sb.engine, before, s, stream_delta(before, s, reset), seconds, min_drafts))
         return out
 
     def _maybe_close_batch(self, snap: EngineSnapshot) -> None:
@@ -159,16 +172,16 @@ class WindowTracker:
             self._batch_start = cur
             return
         start = self._batch_start
-        if snap.timestamp - start[0].timestamp < self.batch_window:
+        if snap.timestamp - start.snapshot.timestamp < self.batch_window:
             return
         for w in self._between(start, cur, self.min_drafts):
             if not w.has_spec:
                 continue
-            self.completed.append(CompletedWindow(w.model, w.rank, start[0].timestamp, snap.timestamp, w.reset,
-                                                  w.drafts, w.acceptance_length, w.acceptance_rate))
+            self.completed.append(CompletedWindow(w.model, w.rank, start.snapshot.timestamp, snap.timestamp,
+                                                  w.reset, w.drafts, w.acceptance_length, w.acceptance_rate))
             if w.reset or w.acceptance_length is None:
                 continue
-            t = self.totals[(w.model, w.rank)]
+            t = self.totals[StreamKey(w.model, w.rank)]
             t.windows_total += 1
             if self.slo_target is not None and w.acceptance_length < self.slo_target:
                 t.windows_below_slo += 1
@@ -182,10 +195,10 @@ class WindowTracker:
         if len(self.ring) < 2:
             return []
         end = self.ring[-1]
-        cutoff = end[0].timestamp - seconds
+        cutoff = end.snapshot.timestamp - seconds
         start = None
         for entry in reversed(self.ring):
-            if entry[0].timestamp <= cutoff + 1e-9:
+            if entry.snapshot.timestamp <= cutoff + 1e-9:
                 start = entry
                 break
         if start is None or start is end:

@@ -12,14 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 EngineKind = Literal["vllm", "sglang"]
 
-# A parsed page: family base name (engine prefix stripped, e.g. "spec_decode_num_drafts_total",
-# "time_to_first_token_seconds_bucket", or unprefixed "process_start_time_seconds") to its samples.
+# A parsed page (`exporter.parse.parse_page`): sample name to its samples. An engine family's key is
+# "<kind>:<base>" whichever spelling the page used (`vllm:` or `vllm_`), e.g.
+# "vllm:spec_decode_num_drafts_total", "sglang:time_to_first_token_seconds_bucket"; an unprefixed
+# family keeps its own name ("process_start_time_seconds"). Adapters' `families` are the base names.
 Sample = tuple[Mapping[str, str], float]
 ParsedPage = Mapping[str, list[Sample]]
+
+
+class StreamKey(NamedTuple):
+    """What identifies a stream within one engine: (model, rank). A tuple, so `("m", "0")` finds it too."""
+
+    model: str | None
+    rank: str | None
 
 
 @dataclass(frozen=True)
@@ -78,8 +87,8 @@ class StreamSnapshot:
     preemptions: float | None = None
 
     @property
-    def key(self) -> tuple[str | None, str | None]:
-        return (self.model, self.rank)
+    def key(self) -> StreamKey:
+        return StreamKey(self.model, self.rank)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@
 
 from __future__ import annotations
 
-from exporter.engines.base import EngineSnapshot, ParsedPage, SideInfo, SpecCounters, StreamSnapshot
+from dataclasses import dataclass
+
+from exporter.engines.base import EngineSnapshot, ParsedPage, SideInfo, SpecCounters, StreamKey, StreamSnapshot
 from exporter.engines.common import finite, fold, histograms, samples
 
 KIND = "sglang"
@@ -43,6 +45,47 @@ FAMILIES = frozenset({*GAUGES, *COUNTERS, ACCEPT_RATE, TTFT + "_bucket", TTFT + 
 
 # Labels that split series without meaning a different stream.
 SPLIT_ONLY = frozenset({"is_streaming", "engine_type", "moe_ep_rank", "pid", "priority", "worker_addr"})
+
+
+@dataclass(frozen=True)
+class VerifyCounts:
+    """vLLM-style counts recovered from SGLang's verify calls (cumulative or over a window)."""
+
+    drafts: float
+    accepted_tokens: float | None
+    draft_tokens: float | None
+
+
+def from_verify_calls(verify_calls: float, generation_tokens: float | None,
+                      num_draft_tokens: float | None) -> VerifyCounts:
+    """SGLang >= 0.5.13 counts one verify call per draft round, and every verify emits its accepted draft
+    tokens plus one bonus token: drafts = verify calls, accepted = generated - verify calls, proposed =
+    verify calls x (num_draft_tokens - 1), since `spec_num_draft_tokens` counts the verified root too.
+    Never negative; unknown without the generation counter or a draft-token setting of at least 1."""
+    accepted = max(generation_tokens - verify_calls, 0.0) if generation_tokens is not None else None
+    draft_tokens = verify_calls * (num_draft_tokens - 1) if num_draft_tokens is not None and num_draft_tokens >= 1 \
+        else None
+    return VerifyCounts(verify_calls, accepted, draft_tokens)
+
+
+def length_from_verify_calls(generation_tokens: float, verify_calls: float) -> float:
+    """L = generated tokens / verify calls (the bonus token is one of the generated tokens)."""
+    return generation_tokens / verify_calls
+
+
+def interval_gauge_is_new(before: SpecCounters | None, after: SpecCounters, generation: float | None,
+                          reset: bool) -> bool:
+    """Whether old SGLang's `spec_accept_length` gauge holds data from this window.
+
+    SGLang re-sends its last interval value while idle, so the gauge is new only when generation
+    progressed. A DP-rank stream has no generation counter of its own (request-side series carry no
+    rank): there, only a gauge that moved is new (and a reset window has nothing to compare with).
+    """
+    if generation is not None:
+        return generation > 0
+    moved = (before is not None and before.accept_length_gauge is not None
+             and before.accept_length_gauge != after.accept_length_gauge)
+    return moved and not reset
 
 
 def _full_key(labels: dict[str, str]) -> tuple:
