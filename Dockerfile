@@ -21,7 +21,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN groupadd --system --gid 1000 specgate \
  && useradd --system --uid 1000 --gid 1000 --home-dir /home/specgate --create-home --shell /usr/sbin/nologin specgate
 COPY --from=build /wheels /wheels
-RUN whl="$(ls /wheels/specgate-*.whl)" \
+RUN whl="$(ls /wheels/specgate_llm-*.whl)" \
  && pip install "${whl}[kube]" \
  && rm -rf /wheels \
  && specgate --help >/dev/null

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TOOLS := .tools/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv tools demo test bench e2e lint chart-sync clean help
+.PHONY: venv tools demo test bench e2e lint chart-sync mixin clean help
 
 help:
 	@echo "make demo    - replay engine -> exporter -> live specgate_* values (ENGINE=vllm-cpu for a real vLLM)"
@@ -19,6 +19,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip uninstall -q -y specgate 2>/dev/null || true  # the distribution's old name (now specgate-llm)
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
@@ -49,9 +50,16 @@ e2e: venv tools
 
 # Helm cannot read files outside the chart: copy the rules and the dashboard in (tests/helm fails on drift).
 CHART := deploy/helm/specgate
+MIXIN := deploy/mixin
 chart-sync:
 	install -D -m 0644 deploy/prometheus/specgate-rules.yaml $(CHART)/files/specgate-rules.yaml
 	install -D -m 0644 dashboards/specgate.json $(CHART)/files/specgate-dashboard.json
+	install -D -m 0644 dashboards/specgate.json $(MIXIN)/dashboards/specgate.json
+
+# The rules file is rendered from the jsonnet mixin (deploy/mixin); run chart-sync afterwards.
+mixin: venv
+	$(BIN)/python -c 'import _jsonnet, json, sys; sys.stdout.write(json.loads(_jsonnet.evaluate_file("$(MIXIN)/rules.jsonnet")))' > deploy/prometheus/specgate-rules.yaml.tmp
+	mv deploy/prometheus/specgate-rules.yaml.tmp deploy/prometheus/specgate-rules.yaml
 
 clean:
 	rm -rf $(VENV) .tools .pytest_cache .hypothesis

@@ -199,7 +199,7 @@ def test_build_stage_produces_the_wheel(tmp_path: Path) -> None:
                           cwd=ctx, capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
         pytest.fail(f"pip wheel failed: {proc.stderr.strip()[-2000:]}")
-    (whl,) = wheels.glob("specgate-*.whl")
+    (whl,) = wheels.glob("specgate_llm-*.whl")  # distribution specgate-llm (pyproject.toml)
     with zipfile.ZipFile(whl) as z:
         names = z.namelist()
         ep = next(n for n in names if n.endswith("entry_points.txt"))

@@ -31,7 +31,7 @@ def test_chart_copy_equals_its_source(source: Path) -> None:
 def test_make_chart_sync_writes_exact_copies(tmp_path: Path) -> None:
     """Run the real make target against a scratch chart directory (CHART=...), so the repository's own
     copies stay as committed and drift remains visible to the test above."""
-    proc = subprocess.run(["make", "-s", "chart-sync", f"CHART={tmp_path}"], cwd=REPO, capture_output=True,
+    proc = subprocess.run(["make", "-s", "chart-sync", f"CHART={tmp_path}", f"MIXIN={tmp_path}/mixin"], cwd=REPO, capture_output=True,
                           text=True, timeout=60, check=False)
     missing = [s for s in SYNCED_FILES if not s.exists()]
     if missing:

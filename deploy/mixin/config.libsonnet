@@ -1,0 +1,49 @@
+// The mixin's parameters. Override any of them in your own jsonnet:
+//
+//   (import 'specgate-mixin/mixin.libsonnet') + { _config+:: { specgateSelector: 'cluster="eu-1"', sloObjective: 0.995 } }
+//
+// The defaults render exactly deploy/prometheus/specgate-rules.yaml and dashboards/specgate.json (a test in
+// tests/observability/test_mixin.py renders both and compares).
+{
+  _config+:: {
+    // Added to every specgate_* selector of the rules, e.g. 'job="specgate"' or 'cluster="eu-1"'. Empty: all.
+    specgateSelector: '',
+    // The `up` series of specgate exporters (SpecgateExporterDown): a target named like specgate, except the
+    // chart's `specgate serve` / `specgate controller` jobs, which are not exporters.
+    exporterUpSelector: 'job=~".*specgate.*", job!~".*-(serve|controller)"',
+    // The labels the `model:` level of the recording rules keeps.
+    modelLabels: ['namespace', 'model', 'engine'],
+
+    // Per-batch acceptance SLO: at most (1 - objective) of completed batch windows may fall below the
+    // acceptance-length target (the exporter's --acceptance-slo-target, specgate_acceptance_slo_target).
+    sloObjective: 0.99,
+    // Multi-window burn-rate alerts (Google SRE workbook, ch. 5): a long and a short window must both burn
+    // faster than `factor` x the error budget. 14.4 over 1h spends ~2% of a 30-day budget per hour.
+    burnRates: [
+      { alert: 'SpecgateAcceptanceSLOFastBurn', speed: 'fast', factor: 14.4, long: '1h', short: '5m', 'for': '2m', severity: 'critical' },
+      { alert: 'SpecgateAcceptanceSLOSlowBurn', speed: 'slow', factor: 6, long: '6h', short: '30m', 'for': '15m', severity: 'warning' },
+    ],
+    // The windows recorded as model:specgate_spec_windows_below_slo:ratio_rate<w> (every burn window must be here).
+    sloWindows: ['5m', '30m', '1h', '6h'],
+
+    // Collapse: acceptance rate below this while more than `collapseDraftsPerSecond` drafts/s flow.
+    collapseAcceptanceRate: 0.02,
+    collapseDraftsPerSecond: 0.1,
+    // KV saturation: usage above this with requests waiting.
+    kvUsageSaturated: 0.95,
+    // Preemptions: more than this many in 10 minutes.
+    preemptionsPer10m: 10,
+    // TTFT regression: p90 (10m mean) above `ttftRegressionFactor` x its mean over the previous day (offset 1h),
+    // and above `ttftFloorSeconds`.
+    ttftRegressionFactor: 1.5,
+    ttftFloorSeconds: 0.25,
+
+    runbookURL: 'https://github.com/specgate/specgate/blob/main/docs/runbook.md',
+
+    // The dashboard (built by dashboards/generate.py; the mixin imports the generated JSON).
+    dashboardUid: 'specgate-overview',
+    dashboardTags: ['specgate', 'speculative-decoding', 'vllm', 'sglang'],
+    dashboardRefresh: '30s',
+    dashboardTimezone: 'browser',
+  },
+}

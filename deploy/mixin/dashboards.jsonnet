@@ -1,0 +1,2 @@
+// Renders the dashboards (jsonnet -m OUTDIR deploy/mixin/dashboards.jsonnet): one file per dashboard.
+(import 'mixin.libsonnet').grafanaDashboards

@@ -1,0 +1,301 @@
+// specgate's recording and alerting rules. Inputs are the exporter's series (docs/design.md, "Exporter
+// output"): per-stream series carry `model`, `engine` (vllm|sglang) and `rank`; exporter-level series carry
+// `engine` only; windowed gauges carry `window`. Recording rules follow level:metric:operation; the `model:`
+// level keeps _config.modelLabels.
+//
+// No traffic means no acceptance alert: every acceptance ratio divides by a rate that must be > 0, so it is
+// absent (not 0, not NaN) when no batch window / no draft completed. Counters are read with rate() and
+// increase() only, so an engine or exporter restart (a counter reset) cannot look like a burn.
+//
+// Recording rules and the alerts that read them share a group on purpose: rules of one group run in order,
+// so the acceptance alerts read the ratios of the same evaluation (groups run independently of each other).
+// That is why everything is under prometheusAlerts and prometheusRules has no groups of its own.
+{
+  local c = $._config,
+  local num(x) = '%g' % x,
+  local by = std.join(', ', c.modelLabels),
+  // A selector: the metric with its own matchers and _config.specgateSelector.
+  local sel(metric, matchers='') =
+    local all = std.filter(function(s) s != '', [matchers, c.specgateSelector]);
+    metric + (if std.length(all) == 0 then '' else '{' + std.join(', ', all) + '}'),
+  // '1h' -> 'hour', '6h' -> '6 hours', '5m' -> '5 minutes' (as in "over the last hour").
+  local spoken(d) =
+    local unit = { s: 'second', m: 'minute', h: 'hour', d: 'day', w: 'week' }[d[std.length(d) - 1]];
+    local n = d[0:std.length(d) - 1];
+    if n == '1' then unit else '%s %ss' % [n, unit],
+  local runbook(alert) = c.runbookURL + '#' + std.asciiLower(alert),
+  local objective = 'global:specgate_spec_window_slo_objective:ratio',
+  local belowSLO(w) = 'model:specgate_spec_windows_below_slo:ratio_rate' + w,
+
+  assert std.all([std.member(c.sloWindows, b.long) && std.member(c.sloWindows, b.short) for b in c.burnRates])
+         : 'every burn-rate window must be in _config.sloWindows',
+
+  local burnAlert(b) = {
+    alert: b.alert,
+    expr: |||
+      (
+        %(long)s
+          > on () group_left () (%(factor)s * (1 - %(objective)s))
+      )
+      and
+      (
+        %(short)s
+          > on () group_left () (%(factor)s * (1 - %(objective)s))
+      )
+    ||| % { long: belowSLO(b.long), short: belowSLO(b.short), factor: num(b.factor), objective: objective },
+    'for': b['for'],
+    labels: { severity: b.severity },
+    annotations: {
+      summary: 'Acceptance-length SLO is burning its error budget %s.' % (if b.speed == 'fast' then 'fast' else 'slowly'),
+      description: (
+        '{{ $value | humanizePercentage }} of batch windows of model {{ $labels.model }} ({{ $labels.engine }}, '
+        + 'namespace {{ $labels.namespace }}) were below the acceptance-length target over the last %s, and the '
+        + 'last %s too: %sx the error budget.%s'
+      ) % [spoken(b.long), spoken(b.short), num(b.factor),
+           if b.speed == 'fast' then ' Speculation is no longer paying for itself at this rate.' else ''],
+      runbook_url: runbook(b.alert),
+    },
+  },
+
+  prometheusRules+:: { groups+: [] },
+
+  prometheusAlerts+:: {
+    groups+: [
+      {
+        name: 'specgate.acceptance',
+        rules: [
+          { record: objective, expr: 'vector(%s)' % num(c.sloObjective) },
+        ] + [
+          {
+            record: belowSLO(w),
+            expr: |||
+              sum by (%(by)s) (rate(%(below)s[%(w)s]))
+              /
+              (sum by (%(by)s) (rate(%(total)s[%(w)s])) > 0)
+            ||| % { by: by, w: w, below: sel('specgate_spec_windows_below_slo_total'), total: sel('specgate_spec_windows_total') },
+          }
+          for w in c.sloWindows
+        ] + [
+          {
+            record: 'model:specgate_spec_drafts:rate5m',
+            expr: 'sum by (%s) (rate(%s[5m]))' % [by, sel('specgate_spec_drafts_total')],
+          },
+          // L = 1 + accepted / drafts (accepted tokens per verify, bonus token included).
+          {
+            record: 'model:specgate_spec_acceptance_length:ratio_rate5m',
+            expr: |||
+              1 +
+                sum by (%(by)s) (rate(%(accepted)s[5m]))
+              /
+                (sum by (%(by)s) (rate(%(drafts)s[5m])) > 0)
+            ||| % { by: by, accepted: sel('specgate_spec_accepted_tokens_total'), drafts: sel('specgate_spec_drafts_total') },
+          },
+          // a = accepted / draft tokens.
+          {
+            record: 'model:specgate_spec_acceptance_rate:ratio_rate5m',
+            expr: |||
+              sum by (%(by)s) (rate(%(accepted)s[5m]))
+              /
+              (sum by (%(by)s) (rate(%(draft_tokens)s[5m])) > 0)
+            ||| % { by: by, accepted: sel('specgate_spec_accepted_tokens_total'), draft_tokens: sel('specgate_spec_draft_tokens_total') },
+          },
+          // p_i = accepted at position i / drafts.
+          {
+            record: 'model_position:specgate_spec_position_acceptance:ratio_rate5m',
+            expr: |||
+              sum by (%(by)s, position) (rate(%(per_pos)s[5m]))
+              / on (%(by)s) group_left ()
+              (sum by (%(by)s) (rate(%(drafts)s[5m])) > 0)
+            ||| % { by: by, per_pos: sel('specgate_spec_accepted_tokens_per_position_total'), drafts: sel('specgate_spec_drafts_total') },
+          },
+        ] + [burnAlert(b) for b in c.burnRates] + [
+          // For small fleets where burn rates are too coarse: the windowed gauge against the target, only while
+          // batch windows keep completing (an idle engine, or SGLang re-sending its last gauge, does not advance
+          // specgate_spec_windows_total).
+          {
+            alert: 'SpecgateAcceptanceBelowTarget',
+            expr: |||
+              (
+                %(length)s
+                  < on (job, instance) group_left () max by (job, instance) (%(target)s)
+              )
+              and on (job, instance, model, rank)
+              (increase(%(windows)s[10m]) > 0)
+            ||| % { length: sel('specgate_spec_acceptance_length'), target: sel('specgate_acceptance_slo_target'), windows: sel('specgate_spec_windows_total') },
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Acceptance length is below its target.',
+              description: 'Accepted tokens per verify for model {{ $labels.model }} rank {{ $labels.rank }} ({{ $labels.engine }}, '
+                           + 'window {{ $labels.window }}, instance {{ $labels.instance }}) is {{ $value | printf "%.3g" }}, '
+                           + 'below the configured target, for 15 minutes while traffic flows.',
+              runbook_url: runbook('SpecgateAcceptanceBelowTarget'),
+            },
+          },
+          {
+            alert: 'SpecgateAcceptanceCollapse',
+            expr: |||
+              (model:specgate_spec_acceptance_rate:ratio_rate5m < %s)
+              and
+              (model:specgate_spec_drafts:rate5m > %s)
+            ||| % [num(c.collapseAcceptanceRate), num(c.collapseDraftsPerSecond)],
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Drafts are almost never accepted.',
+              description: 'Acceptance rate of model {{ $labels.model }} ({{ $labels.engine }}, namespace {{ $labels.namespace }}) '
+                           + 'is {{ $value | humanizePercentage }} while drafts keep flowing: the drafter does not match the '
+                           + 'target (wrong drafter, tokenizer, taps or revision). Every verify step now costs more than '
+                           + 'plain decoding.',
+              runbook_url: runbook('SpecgateAcceptanceCollapse'),
+            },
+          },
+        ],
+      },
+      {
+        name: 'specgate.capacity',
+        rules: [
+          {
+            alert: 'SpecgateKVPoolBelowDemand',
+            expr: |||
+              %(pool)s
+                < on (job, instance) group_left () max by (job, instance) (%(demand)s)
+            ||| % { pool: sel('specgate_kv_pool_tokens', 'pool="target"'), demand: sel('specgate_workload_demand_tokens') },
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Allocated KV pool is smaller than the workload needs.',
+              description: 'The engine allocated {{ $value | humanize }} tokens of KV pool for model {{ $labels.model }} '
+                           + 'rank {{ $labels.rank }} ({{ $labels.engine }}, instance {{ $labels.instance }}), fewer than '
+                           + 'the configured request mix keeps resident (specgate_workload_demand_tokens). Requests will '
+                           + 'queue or be preempted.',
+              runbook_url: runbook('SpecgateKVPoolBelowDemand'),
+            },
+          },
+          {
+            alert: 'SpecgateKVCacheSaturated',
+            expr: |||
+              (%(usage)s > %(max)s)
+              and on (job, instance, model, rank)
+              (%(waiting)s > 0)
+            ||| % { usage: sel('specgate_kv_usage_ratio'), max: num(c.kvUsageSaturated), waiting: sel('specgate_requests_waiting') },
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'KV cache is full and requests are waiting.',
+              description: 'KV cache usage of model {{ $labels.model }} rank {{ $labels.rank }} ({{ $labels.engine }}, '
+                           + 'instance {{ $labels.instance }}) is {{ $value | humanizePercentage }} with requests waiting, '
+                           + 'for 10 minutes.',
+              runbook_url: runbook('SpecgateKVCacheSaturated'),
+            },
+          },
+          {
+            alert: 'SpecgatePreemptionsRising',
+            expr: |||
+              sum by (namespace, job, instance, model, engine, rank) (increase(%s[10m])) > %s
+            ||| % [sel('specgate_preemptions_total'), num(c.preemptionsPer10m)],
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Engine is preempting requests.',
+              description: '{{ $value | printf "%.0f" }} requests of model {{ $labels.model }} rank {{ $labels.rank }} '
+                           + '({{ $labels.engine }}, instance {{ $labels.instance }}) were preempted in the last 10 minutes: '
+                           + 'the KV pool cannot hold the running batch.',
+              runbook_url: runbook('SpecgatePreemptionsRising'),
+            },
+          },
+          // Against its own trailing baseline: the mean p90 of the previous day, skipping the last hour.
+          {
+            alert: 'SpecgateTTFTRegression',
+            expr: |||
+              (
+                avg_over_time(%(p90)s[10m])
+                  > %(factor)s * avg_over_time(%(p90)s[1d] offset 1h)
+              )
+              and
+              (avg_over_time(%(p90)s[10m]) > %(floor)s)
+            ||| % { p90: sel('specgate_ttft_seconds', 'quantile="0.9"'), factor: num(c.ttftRegressionFactor), floor: num(c.ttftFloorSeconds) },
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'TTFT p90 regressed against its baseline.',
+              description: ('TTFT p90 of model {{ $labels.model }} rank {{ $labels.rank }} ({{ $labels.engine }}, window '
+                            + '{{ $labels.window }}, instance {{ $labels.instance }}) averaged {{ $value | humanizeDuration }} '
+                            + 'over the last 10 minutes, more than %sx its mean over the previous day.') % num(c.ttftRegressionFactor),
+              runbook_url: runbook('SpecgateTTFTRegression'),
+            },
+          },
+        ],
+      },
+      {
+        name: 'specgate.health',
+        rules: [
+          // A target named like specgate, or any target that served specgate metrics within the last hour.
+          {
+            alert: 'SpecgateExporterDown',
+            expr: |||
+              (up{%(up)s} == 0)
+              or on (job, instance)
+              (up == 0 and on (job, instance) max by (job, instance) (max_over_time(%(engine_up)s[1h])))
+            ||| % { up: c.exporterUpSelector, engine_up: sel('specgate_engine_up') },
+            'for': '5m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'A specgate exporter is down.',
+              description: 'Prometheus cannot scrape the specgate exporter at {{ $labels.instance }} (job {{ $labels.job }}) '
+                           + 'for 5 minutes: acceptance, KV and latency alerts for it are blind.',
+              runbook_url: runbook('SpecgateExporterDown'),
+            },
+          },
+          {
+            alert: 'SpecgateEngineDown',
+            expr: '%s == 0' % sel('specgate_engine_up'),
+            'for': '10m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'An inference engine is not answering its specgate exporter.',
+              description: 'The specgate exporter at {{ $labels.instance }} has not scraped its {{ $labels.engine }} '
+                           + 'engine successfully for 10 minutes.',
+              runbook_url: runbook('SpecgateEngineDown'),
+            },
+          },
+          // Intermittent or parse errors while the engine is up (a fully down engine is SpecgateEngineDown).
+          {
+            alert: 'SpecgateScrapeErrors',
+            expr: |||
+              (
+                sum by (namespace, job, instance, engine, reason) (increase(%(errors)s[10m])) > 0
+              )
+              and on (job, instance)
+              (%(engine_up)s == 1)
+            ||| % { errors: sel('specgate_engine_scrape_errors_total'), engine_up: sel('specgate_engine_up') },
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A specgate exporter keeps failing to scrape its engine.',
+              description: '{{ $value | printf "%.0f" }} scrapes of the {{ $labels.engine }} engine behind {{ $labels.instance }} '
+                           + 'failed with reason {{ $labels.reason }} in the last 10 minutes, for 15 minutes, while other '
+                           + "scrapes succeed. Derived values have gaps; a parse error means the engine's page changed.",
+              runbook_url: runbook('SpecgateScrapeErrors'),
+            },
+          },
+          {
+            alert: 'SpecgateEngineRestarted',
+            expr: |||
+              sum by (namespace, job, instance, model, engine, rank) (increase(%s[30m])) > 0
+            ||| % sel('specgate_engine_restarts_total'),
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'An inference engine restarted.',
+              description: 'The {{ $labels.engine }} engine serving {{ $labels.model }} rank {{ $labels.rank }} behind '
+                           + '{{ $labels.instance }} restarted {{ $value | printf "%.0f" }} time(s) in the last 30 minutes '
+                           + '(its counters went down or its start time changed). Windows across the restart are not used '
+                           + 'as acceptance evidence.',
+              runbook_url: runbook('SpecgateEngineRestarted'),
+            },
+          },
+        ],
+      },
+    ],
+  },
+}
