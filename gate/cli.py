@@ -15,6 +15,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("budget", "budget", "the memory bill of a plan: weights, KV per token, predicted vs allocated pool"),
     ("kv", "kv", "KV-cache bytes per token from a Hugging Face config.json"),
     ("codesign", "codesign", "check that a drafter matches its target (taps, vocab, hidden size, depth)"),
+    ("tune", "tune", "choose the speculation depth k: acceptance and speedup by depth and concurrency"),
     ("serve", "serve", "HTTP gate for Argo Rollouts (web metric) and Flagger (webhook)"),
     ("controller", "controller", "Kubernetes controller: flip the drafter on only after the gate passes"),
 ]

@@ -93,17 +93,21 @@ def ensure_models(python: Path, outdir: Path | None = None) -> Path:
     return outdir
 
 
-def speculative_config(arm: str, model_dir: Path) -> dict | None:
-    """The `--speculative-config` of an arm (NOTES.md, "The arms differ only in ...")."""
+def speculative_config(arm: str, model_dir: Path, num_speculative_tokens: int = NUM_SPECULATIVE_TOKENS) -> dict | None:
+    """The `--speculative-config` of an arm (NOTES.md, "The arms differ only in ...").
+
+    `num_speculative_tokens` (k) defaults to 3 for every arm; `specgate tune`'s proof runs ngram at several k.
+    """
     target, draft = str(model_dir / "target"), str(model_dir / "draft")
+    k = num_speculative_tokens
     if arm == "nospec":
         return None
     if arm == "draft":
-        return {"method": "draft_model", "model": draft, "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
+        return {"method": "draft_model", "model": draft, "num_speculative_tokens": k}
     if arm == "draftself":
-        return {"method": "draft_model", "model": target, "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
+        return {"method": "draft_model", "model": target, "num_speculative_tokens": k}
     if arm == "ngram":
-        return {"method": "ngram", "num_speculative_tokens": NUM_SPECULATIVE_TOKENS,
+        return {"method": "ngram", "num_speculative_tokens": k,
                 "prompt_lookup_max": 3, "prompt_lookup_min": 1}
     raise ValueError(f"unknown arm {arm!r}; expected one of {', '.join(ARMS)}")
 
@@ -329,10 +333,11 @@ class EngineProcess:
 
 def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager: bool = True,
               python: Path | None = None, log_dir: Path | None = None,
-              extra_args: Sequence[str] = (), kv_cache_memory_bytes: int = KV_CACHE_MEMORY_BYTES) -> EngineProcess:
+              extra_args: Sequence[str] = (), kv_cache_memory_bytes: int = KV_CACHE_MEMORY_BYTES,
+              num_speculative_tokens: int = NUM_SPECULATIVE_TOKENS) -> EngineProcess:
     """Launch one arm's vLLM API server on 127.0.0.1 (not waiting for it: call `wait_ready`)."""
     python = python or ensure_vllm()
-    spec = speculative_config(arm, model_dir)
+    spec = speculative_config(arm, model_dir, num_speculative_tokens)
     port = port or free_port()
     log_dir = log_dir or (cache_root() / "logs")
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,256 @@
+"""Acceptance length by speculation depth k, from one run's per-position counters.
+
+Why no model is needed up to the measured depth: vLLM accepts drafted tokens prefix-wise
+(position i counts only if positions 0..i-1 were accepted), so a depth-k run already says how
+often the first k' <= k drafted tokens were all accepted:
+
+    p_i   = accepted_i / drafts                       (i = 0 .. k-1)
+    L(k') = 1 + sum_{i < k'} p_i                       (k' <= k; the 1 is the bonus token)
+
+That is exact arithmetic on measured counters (basis `exact` for k' < k, `measured` for k' = k).
+As a prediction of a real depth-k' run it holds as far as acceptance does not depend on where
+in a sequence a step falls (a depth-k' run starts its steps at other positions); the real-engine
+proof in tests/e2e/test_tune_vllm.py measures that.
+
+Beyond k a model is needed (basis `extrapolated`, never shown as a measurement). The model is a
+geometric decay of the conditional acceptance c_i = p_i / p_{i-1} (c_0 = p_0):
+
+    r_j = c_j / c_{j-1}                                (j = 1 .. k-1, the measured decay ratios)
+    c_i = min(1, c_{k-1} * r^(i-k+1)),  p_i = p_{i-1} * c_i     (i >= k)
+
+with r the geometric mean of the measured r_j for the point estimate and the smallest and
+largest r_j for the low and high ends of the band. With one measured position there is no ratio:
+the point assumes the conditional stays at c_0 (r = 1) and the band runs from no further accepted
+token (low: L stays L(1)) to that.
+
+Where only L is known (SGLang's gauges, a probe cell) the depth cannot be resolved: the curve
+holds the measured point alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+Basis = Literal["measured", "exact", "extrapolated"]
+
+
+class TuneInputError(ValueError):
+    """Unusable tune input; the message is one line (exit 3)."""
+
+
+@dataclass(frozen=True)
+class PositionCounters:
+    """What one run at depth k measured for one operating point: drafts and accepted per position.
+
+    `accepted_per_position` is empty when the source gives only L (then `acceptance_length` is set).
+    """
+
+    point: str | None
+    k: int
+    drafts: float
+    accepted_per_position: tuple[float, ...]
+    source: str
+    acceptance_length: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise TuneInputError(f"{self.source}: depth k must be at least 1 (got {self.k})")
+        if self.accepted_per_position:
+            if len(self.accepted_per_position) != self.k:
+                raise TuneInputError(f"{self.source}: {len(self.accepted_per_position)} per-position counters "
+                                     f"for depth k = {self.k}")
+            if self.drafts <= 0:
+                raise TuneInputError(f"{self.source}: no drafts, so no acceptance by position")
+            prev = self.drafts
+            for i, a in enumerate(self.accepted_per_position):
+                if a < 0 or a > prev + 1e-9:
+                    raise TuneInputError(
+                        f"{self.source}: accepted at position {i} is {a:g}, more than at position {i - 1} "
+                        f"({prev:g}) or below 0; vLLM accepts prefix-wise, so these are not per-position counters")
+                prev = a
+        elif self.acceptance_length is None:
+            raise TuneInputError(f"{self.source}: neither per-position counters nor an acceptance length")
+
+    @property
+    def resolved(self) -> bool:
+        """Per-position counters are known, so L(k') for k' <= k is exact arithmetic."""
+        return bool(self.accepted_per_position)
+
+    @property
+    def position_rates(self) -> tuple[float, ...]:
+        """p_i = accepted_i / drafts."""
+        return tuple(a / self.drafts for a in self.accepted_per_position)
+
+    @property
+    def measured_length(self) -> float:
+        """L(k) = 1 + sum p_i (or the L the source gave)."""
+        if self.resolved:
+            return 1.0 + sum(self.position_rates)
+        assert self.acceptance_length is not None
+        return self.acceptance_length
+
+
+def pooled(samples: Sequence[PositionCounters], point: str | None, source: str) -> PositionCounters:
+    """Several windows (or streams) at the same depth summed into one: counters add, ratios do not."""
+    if not samples:
+        raise TuneInputError(f"{source}: no acceptance counters")
+    ks = {s.k for s in samples}
+    if len(ks) > 1:
+        raise TuneInputError(f"{source}: windows at different depths ({', '.join(map(str, sorted(ks)))}); "
+                             "give one depth per operating point")
+    k = ks.pop()
+    if all(s.resolved for s in samples):
+        drafts = sum(s.drafts for s in samples)
+        per_pos = tuple(sum(s.accepted_per_position[i] for s in samples) for i in range(k))
+        return PositionCounters(point, k, drafts, per_pos, source)
+    drafts = sum(s.drafts for s in samples)
+    if drafts > 0:
+        length = 1.0 + sum((s.measured_length - 1.0) * s.drafts for s in samples) / drafts
+    else:
+        length = sum(s.measured_length for s in samples) / len(samples)
+    return PositionCounters(point, k, drafts, (), source, acceptance_length=length)
+
+
+@dataclass(frozen=True)
+class DepthAcceptance:
+    """L at one depth, with its band (equal to it where the basis is exact or measured)."""
+
+    k: int
+    acceptance_length: float
+    low: float
+    high: float
+    basis: Basis
+
+
+@dataclass(frozen=True)
+class AcceptanceCurve:
+    """L(k) for k = 1 .. k_max at one operating point, and how it was obtained."""
+
+    point: str | None
+    measured_k: int
+    source: str
+    resolved: bool
+    conditional: tuple[float, ...]
+    decay_ratio: float | None
+    decay_ratio_low: float | None
+    decay_ratio_high: float | None
+    points: tuple[DepthAcceptance, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def at(self, k: int) -> DepthAcceptance | None:
+        for p in self.points:
+            if p.k == k:
+                return p
+        return None
+
+
+def conditional_rates(rates: Sequence[float]) -> tuple[float, ...]:
+    """c_0 = p_0, c_i = p_i / p_{i-1} (0 where the earlier position was never accepted)."""
+    out: list[float] = []
+    prev = 1.0
+    for p in rates:
+        out.append(p / prev if prev > 0 else 0.0)
+        prev = p
+    return tuple(out)
+
+
+def _extend(rates: Sequence[float], cond_last: float, ratio: float, upto: int) -> list[float]:
+    """p_i for i = len(rates) .. upto-1 under c_i = min(1, c_last * ratio^(i-k+1))."""
+    p = rates[-1]
+    out: list[float] = []
+    c = cond_last
+    for _ in range(len(rates), upto):
+        c = min(1.0, max(0.0, c * ratio))
+        p = p * c
+        out.append(p)
+    return out
+
+
+def acceptance_curve(c: PositionCounters, k_max: int) -> AcceptanceCurve:
+    """L(k) for k = 1 .. max(k_max, measured k): exact below the measured depth, extrapolated above."""
+    top = max(k_max, c.k)
+    if not c.resolved:
+        L = c.measured_length
+        return AcceptanceCurve(
+            point=c.point, measured_k=c.k, source=c.source, resolved=False, conditional=(),
+            decay_ratio=None, decay_ratio_low=None, decay_ratio_high=None,
+            points=(DepthAcceptance(c.k, L, L, L, "measured"),),
+            notes=(f"{c.source}: only the acceptance length is known (no per-position counters): "
+                   f"depth cannot be resolved, L is known at the measured k = {c.k} only",))
+    rates = c.position_rates
+    cond = conditional_rates(rates)
+    ratios = [cond[j] / cond[j - 1] for j in range(1, len(cond)) if cond[j - 1] > 0]
+    notes: list[str] = []
+    if ratios:
+        r_mid = math.exp(sum(math.log(max(r, 1e-12)) for r in ratios) / len(ratios))
+        r_lo, r_hi = min(ratios), max(ratios)
+    else:
+        r_mid, r_lo, r_hi = 1.0, 0.0, 1.0
+        if top > c.k:
+            notes.append(f"{c.source}: one measured position gives no decay ratio: beyond k = {c.k} the point "
+                         "assumes constant conditional acceptance, the band runs from no further accepted token to that")
+    pts: list[DepthAcceptance] = []
+    cum = 1.0
+    for i, p in enumerate(rates):
+        cum += p
+        k = i + 1
+        pts.append(DepthAcceptance(k, cum, cum, cum, "measured" if k == c.k else "exact"))
+    if top > c.k:
+        ext = {name: _extend(rates, cond[-1], r, top) for name, r in (("mid", r_mid), ("lo", r_lo), ("hi", r_hi))}
+        base = pts[-1].acceptance_length
+        for j in range(top - c.k):
+            mid = base + sum(ext["mid"][: j + 1])
+            lo = base + sum(ext["lo"][: j + 1])
+            hi = base + sum(ext["hi"][: j + 1])
+            pts.append(DepthAcceptance(c.k + j + 1, mid, min(lo, mid), max(hi, mid), "extrapolated"))
+    return AcceptanceCurve(point=c.point, measured_k=c.k, source=c.source, resolved=True, conditional=cond,
+                           decay_ratio=r_mid if ratios else None, decay_ratio_low=r_lo if ratios else None,
+                           decay_ratio_high=r_hi if ratios else None, points=tuple(pts), notes=tuple(notes))
+
+
+def model_statement(curve: AcceptanceCurve) -> str:
+    """The extrapolation model in one line, with the fitted numbers (printed with every extrapolation)."""
+    if not curve.resolved:
+        ks = ", ".join(str(p.k) for p in curve.points)
+        return f"{_where(curve)}: L known at the measured k = {ks} only (no per-position counters)"
+    cond = "/".join(f"{x:.3f}" for x in curve.conditional)
+    if curve.decay_ratio is None:
+        return (f"{_where(curve)}: conditional acceptance c = {cond}; beyond k = {curve.measured_k}: constant c "
+                "(point) down to no further acceptance (low) - one position gives no decay ratio")
+    return (f"{_where(curve)}: conditional acceptance c_i = p_i/p_(i-1) = {cond}; beyond k = {curve.measured_k} "
+            f"c decays geometrically by r = {curve.decay_ratio:.3f} per position (geometric mean of the measured "
+            f"ratios; band r = {curve.decay_ratio_low:.3f} .. {curve.decay_ratio_high:.3f}), c capped at 1")
+
+
+def _where(curve: AcceptanceCurve) -> str:
+    return f"acceptance at {curve.point}" if curve.point else "acceptance"
+
+
+def curve_for_point(samples: Sequence[PositionCounters], point: str | None, k_max: int) -> AcceptanceCurve:
+    """One curve per operating point from every sample there.
+
+    Per-position counters win (the deepest measured k, its windows summed). Without them (probe
+    cells, SGLang) each measured k keeps its own measured L and nothing else is claimed.
+    """
+    resolved = [s for s in samples if s.resolved]
+    if resolved:
+        top = max(s.k for s in resolved)
+        deepest = [s for s in resolved if s.k == top]
+        return acceptance_curve(pooled(deepest, point, "; ".join(sorted({s.source for s in deepest}))), k_max)
+    by_k: dict[int, list[PositionCounters]] = {}
+    for s in samples:
+        by_k.setdefault(s.k, []).append(s)
+    pts = []
+    for k in sorted(by_k):
+        L = pooled(by_k[k], point, "").measured_length
+        pts.append(DepthAcceptance(k, L, L, L, "measured"))
+    source = "; ".join(sorted({s.source for s in samples}))
+    ks = ", ".join(str(k) for k in sorted(by_k))
+    return AcceptanceCurve(
+        point=point, measured_k=max(by_k), source=source, resolved=False, conditional=(), decay_ratio=None,
+        decay_ratio_low=None, decay_ratio_high=None, points=tuple(pts),
+        notes=(f"{source}: only acceptance lengths (no per-position counters): depth cannot be resolved, "
+               f"L is known at the measured k = {ks} only",))

@@ -1,0 +1,66 @@
+"""Probe records (`specgate probe`, gate/probe/record.py) as tune input: costs by k and concurrency.
+
+Why the served rate and not TPOT: compare judges arms by served rate, so tune's per-sequence
+times come from the same numbers and a measured k's predicted speedup is the measured ratio:
+
+    t_step(B)     = 1000 * B * wall_seconds / output_tokens                 (baseline cells, ms)
+    t_cycle(k, B) = 1000 * L * B * wall_seconds / output_tokens             (speculative cells at k)
+
+(wall_seconds includes first-token waiting, as the probe's served rate does). A probe cell has
+no per-position counters: its L is measured at its own k only (`measured`); per-position
+counters come from --captures or a plan. The mix name is the operating point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from gate.probe.record import ProbeError, ProbeRecord, load_record
+from gate.tune.cost import CostSample
+from gate.tune.depth import PositionCounters, TuneInputError
+from gate.tune.inputs import TuneInputs
+
+
+def record_depth(rec: ProbeRecord, path: Path) -> int:
+    spec = rec.speculative or {}
+    for key in ("num_speculative_tokens", "speculative_num_steps"):
+        v = spec.get(key)
+        if isinstance(v, int) and v >= 1:
+            return v
+    v = spec.get("speculative_num_draft_tokens") or spec.get("num_draft_tokens")
+    if isinstance(v, int) and v > 1:
+        return v - 1
+    raise TuneInputError(f"{path}: a speculative probe record without num_speculative_tokens: its depth is unknown")
+
+
+def from_probe_records(paths: Sequence[Path]) -> TuneInputs:
+    out = TuneInputs()
+    records: list[tuple[Path, ProbeRecord]] = []
+    for p in paths:
+        try:
+            records.append((p, load_record(p)))
+        except ProbeError as e:
+            raise TuneInputError(str(e)) from None
+    if not any(r.arm == "baseline" for _, r in records):
+        out.notes.append("no baseline probe record: no plain step, so no speedup from the probes")
+    for path, rec in records:
+        k = 0 if rec.arm == "baseline" else record_depth(rec, path)
+        src = f"probe {path.name}"
+        for c in rec.cells:
+            if c.metrics_reset or c.failed_requests or c.output_tokens <= 0:
+                out.notes.append(f"{src}: cell {c.mix} B={c.concurrency} rep {c.repetition} skipped "
+                                 f"({'engine restarted' if c.metrics_reset else 'failed requests or no output'})")
+                continue
+            per_token_ms = 1000.0 * c.concurrency * c.wall_seconds / c.output_tokens
+            if k == 0:
+                out.costs.append(CostSample(c.mix, c.concurrency, 0, per_token_ms, src))
+                continue
+            if c.acceptance_length is None:
+                out.notes.append(f"{src}: cell {c.mix} B={c.concurrency} rep {c.repetition} has no acceptance "
+                                 "length: no cycle time")
+                continue
+            out.costs.append(CostSample(c.mix, c.concurrency, k, c.acceptance_length * per_token_ms, src))
+            out.counters.append(PositionCounters(c.mix, k, c.drafts or 0.0, (), src,
+                                                 acceptance_length=c.acceptance_length))
+    return out
