@@ -32,9 +32,10 @@ if str(ROOT) not in sys.path:
 from prometheus_client import generate_latest  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-from exporter.collector import ExporterState, registry_for  # noqa: E402
+from exporter.collect import registry_for  # noqa: E402
 from exporter.scrape import snapshot_from_text  # noqa: E402
 from exporter.settings import ExporterSettings  # noqa: E402
+from exporter.state import ExporterState  # noqa: E402
 
 CAPTURE = ROOT / "tests" / "fixtures" / "vllm" / "metrics-ngram-after.txt"
 MODELS = 8

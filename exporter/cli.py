@@ -99,7 +99,7 @@ def cmd_once(args: argparse.Namespace) -> int:
 
         print(json.dumps(snapshot_to_json(snap), indent=2))
     else:
-        from exporter.collector import exposition_of_snapshot
+        from exporter.collect import exposition_of_snapshot
 
         sys.stdout.write(exposition_of_snapshot(snap))
     return EXIT_OK

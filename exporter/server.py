@@ -4,30 +4,44 @@ Endpoints: `/metrics` (specgate_* in the classic text format — `generate_lates
 `CONTENT_TYPE_LATEST`; a Prometheus 2.x scraper negotiating OpenMetrics would otherwise get
 names escaped), `/healthz` (the exporter itself is alive, even when the engine is down),
 `/api/v1/windows` (recent completed batch windows as JSON, for the gate's post phase).
-The exporter keeps serving whatever the engine does; it logs state changes, not every scrape.
+The exporter keeps serving whatever the engine does; it logs state changes, not every scrape,
+through `logging` (a process that embeds the sidecar chooses the handlers; `run_sidecar`, the
+command's entry point, sends them to stderr when nobody has). No URL credentials or API keys are
+logged: engine URLs are shown through `shown_url`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from exporter.collector import ExporterState, registry_for
+from exporter.collect import registry_for
 from exporter.scrape import ScrapeError, Scraper
 from exporter.settings import ExporterSettings
+from exporter.state import ExporterState
+
+log = logging.getLogger(__name__)
+LOG_FORMAT = "specgate exporter: %(message)s"
 
 
-def _log(msg: str) -> None:
-    print(f"specgate exporter: {msg}", file=sys.stderr, flush=True)
+def shown_url(url: str) -> str:
+    """An engine URL fit for a log line: without `user:password@` and without its query's values."""
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    query = "&".join(f"{kv.split('=', 1)[0]}=..." for kv in parts.query.split("&") if kv) if parts.query else ""
+    return urlunsplit((parts.scheme, host, parts.path, query, ""))
 
 
-def windows_document(state: ExporterState) -> dict:
+def windows_document(state: ExporterState) -> dict[str, Any]:
     with state.lock:
         s = state.settings
         return {"engine": state.engine, "batch_window_seconds": s.batch_window, "min_drafts": s.min_drafts,
@@ -97,11 +111,12 @@ class Sidecar:
         except ScrapeError as e:
             self.state.record_failure(e.reason, str(e), time.perf_counter() - t0)
             if was_up or self.state.errors[e.reason] == 1:
-                _log(f"engine down ({e.reason}): {e}")
+                log.warning("engine down (%s): %s", e.reason, e)
             return
         self.state.record_success(snap, time.perf_counter() - t0)
         if not was_up:
-            _log(f"engine up: {snap.engine} at {self.scraper.metrics_url}, {len(snap.streams)} stream(s)")
+            log.info("engine up: %s at %s, %d stream(s)", snap.engine, shown_url(self.scraper.metrics_url),
+                     len(snap.streams))
 
     def _loop(self) -> None:
         interval = self.settings.scrape_interval
@@ -130,19 +145,21 @@ class Sidecar:
 
 def run_sidecar(settings: ExporterSettings) -> int:
     """Run until SIGTERM/SIGINT."""
+    if not logging.getLogger().handlers:  # the command itself: notices on stderr, as before
+        logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
     try:
         car = Sidecar(settings)
     except OSError as e:
         print(f"specgate: error: cannot listen on {settings.listen}: {e.strerror or e}", file=sys.stderr)
         return 3
     host, port = car.address
-    _log(f"listening on http://{host}:{port}/metrics, scraping {car.scraper.metrics_url} "
-         f"every {settings.scrape_interval:g}s")
+    log.info("listening on http://%s:%s/metrics, scraping %s every %gs", host, port,
+             shown_url(car.scraper.metrics_url), settings.scrape_interval)
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
     car.start()
     done.wait()
     car.stop()
-    _log("stopped")
+    log.info("stopped")
     return 0

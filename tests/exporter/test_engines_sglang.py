@@ -16,13 +16,14 @@ import pytest
 import responses
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.collector import ExporterState, exposition
+from exporter.collect import exposition
 from exporter.derive import derive_window
 from exporter.engines import adapter, detect
 from exporter.engines.base import SideInfo
 from exporter.parse import parse_page
 from exporter.scrape import ACCEPT, Scraper, snapshot_from_text
 from exporter.settings import ExporterSettings
+from exporter.state import ExporterState
 from exporter.windows import WindowTracker
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "sglang"

@@ -16,12 +16,13 @@ import pytest
 import responses
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.collector import ExporterState, exposition
+from exporter.collect import exposition
 from exporter.derive import derive_window
 from exporter.engines import adapter, detect
 from exporter.parse import parse_labels, parse_page
 from exporter.scrape import ACCEPT, Scraper, snapshot_from_text
 from exporter.settings import ExporterSettings
+from exporter.state import ExporterState
 from exporter.snapshot_json import snapshot_to_json
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "vllm"

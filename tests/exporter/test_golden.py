@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from exporter.collector import ExporterState, exposition
+from exporter.collect import exposition
 from exporter.engines.base import SideInfo
 from exporter.scrape import snapshot_from_text
 from exporter.settings import ExporterSettings
+from exporter.state import ExporterState
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 VLLM = FIXTURES / "vllm"

@@ -1,0 +1,75 @@
+"""The specgate_* exposition: a prometheus_client custom Collector over a frozen `ExporterView`.
+
+`SpecgateCollector.collect()` takes one view under the state's lock (`ExporterState.view`) and
+yields fresh families outside it, area by area; each area's module shows an example of its output:
+
+- `engine_health.exporter_level`: engine up, scrape duration/errors, info, ready, configured gauges
+- `pools`: KV pool allocated/configured, context cap, usage, running/waiting requests
+- `spec_counters`: drafts, proposed, accepted, accepted per position (monotonic)
+- `batch_windows`: the per-window acceptance histogram and SLO window counters
+- `engine_health.per_stream`: restarts and preemptions per stream
+- `sliding_windows`: windowed gauges (L, a, p_i, TTFT quantiles, decode rate, verify cycle)
+
+That order is the order of the exposition (the goldens in tests/golden pin it byte for byte).
+Names, types and labels come from `exporter.names` (design.md "Exporter output"). Series whose
+source is missing are absent, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import Metric
+
+from exporter.collect import batch_windows, engine_health, pools, sliding_windows, spec_counters
+from exporter.engines.base import EngineSnapshot
+from exporter.settings import ExporterSettings
+from exporter.state import ExporterState, ExporterView
+
+
+class SpecgateCollector:
+    """prometheus_client custom collector over an `ExporterState`."""
+
+    def __init__(self, state: ExporterState) -> None:
+        self.state = state
+
+    def describe(self) -> list[Metric]:
+        return []  # unchecked collector: families vary with what the engine reports
+
+    def collect(self) -> Iterator[Metric]:
+        yield from families(self.state.view())
+
+
+def families(v: ExporterView) -> Iterator[Metric]:
+    """Every family of one view, in exposition order."""
+    yield from engine_health.exporter_level(v)
+    if v.latest is None:
+        return
+    yield from pools.families(v)
+    yield from spec_counters.families(v)
+    yield from batch_windows.families(v)
+    yield from engine_health.per_stream(v)
+    yield from sliding_windows.families(v)
+
+
+def registry_for(state: ExporterState) -> CollectorRegistry:
+    """A private registry holding only our collector (no process/python collectors: output is exact)."""
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(SpecgateCollector(state))
+    return reg
+
+
+def exposition(state: ExporterState) -> str:
+    return generate_latest(registry_for(state)).decode("utf-8")
+
+
+def exposition_of_snapshot(snap: EngineSnapshot, settings: ExporterSettings | None = None) -> str:
+    """The specgate_* text of a single scrape (`specgate exporter once --format prom`): no scrape
+    duration or ready time, which a file or a single fetch cannot tell."""
+    st = ExporterState.from_settings(settings or ExporterSettings(), started_at=0.0)
+    st.record_success(snap, 0.0)
+    with st.lock:
+        st.scrape_duration = None
+        st.ready_seconds = None
+    return exposition(st)

@@ -1,0 +1,53 @@
+"""Batch windows: the per-batch acceptance SLO (one observation per completed, non-reset window).
+
+Example exposition (tests/golden/vllm-ngram.prom, SLO target 2.0, buckets shortened)::
+
+    # HELP specgate_spec_window_acceptance_length Accepted tokens per verify, one observation per completed batch window
+    # TYPE specgate_spec_window_acceptance_length histogram
+    specgate_spec_window_acceptance_length_bucket{engine="vllm",le="2.5",model="tiny",rank="0"} 1.0
+    specgate_spec_window_acceptance_length_bucket{engine="vllm",le="+Inf",model="tiny",rank="0"} 2.0
+    specgate_spec_window_acceptance_length_count{engine="vllm",model="tiny",rank="0"} 2.0
+    specgate_spec_window_acceptance_length_sum{engine="vllm",model="tiny",rank="0"} 5.971861471861471
+    # HELP specgate_spec_windows_total Completed batch windows with enough drafts (non-reset)
+    # TYPE specgate_spec_windows_total counter
+    specgate_spec_windows_total{engine="vllm",model="tiny",rank="0"} 2.0
+    # HELP specgate_spec_windows_below_slo_total Completed batch windows below the SLO target
+    # TYPE specgate_spec_windows_below_slo_total counter
+    specgate_spec_windows_below_slo_total{engine="vllm",model="tiny",rank="0"} 0.0
+
+Buckets are `exporter.windows.WINDOW_L_BUCKETS` plus the SLO target, so the target is always a
+bucket bound. `windows_below_slo_total` exists only when a target is configured; the burn-rate
+rules over it are quoted in `exporter.names`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import Metric
+
+from exporter import names
+from exporter.collect.families import bound, counter, histogram, non_empty, stream_labels
+from exporter.state import ExporterView
+
+
+def families(v: ExporterView) -> Iterator[Metric]:
+    if v.latest is None:
+        return
+    wl, wt, wb = histogram(names.WINDOW_ACCEPTANCE_LENGTH), counter(names.SPEC_WINDOWS), \
+        counter(names.SPEC_WINDOWS_BELOW_SLO)
+    for sv in v.streams:
+        t = sv.totals
+        if t is None or sv.stream.spec is None:
+            continue
+        lv = stream_labels(sv.stream.model, v.latest.engine, sv.stream.rank)
+        hist = dict(t.window_hist)
+        cum, buckets = 0, []
+        for b in [*v.window_buckets, float("inf")]:
+            cum += hist.get(b, 0)
+            buckets.append((bound(b), cum))
+        wl.add_metric(lv, buckets, t.window_sum)
+        wt.add_metric(lv, t.windows_total)
+        if v.acceptance_slo_target is not None:
+            wb.add_metric(lv, t.windows_below_slo)
+    yield from non_empty(wl, wt, wb)

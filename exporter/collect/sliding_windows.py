@@ -1,0 +1,57 @@
+"""Sliding windows: gauges over the last `window` (e.g. `1m`, `5m`) for people and simple consumers.
+
+Example exposition (tests/golden/vllm-ngram.prom, windows 30s and 1m)::
+
+    # HELP specgate_spec_acceptance_length Accepted tokens per verify incl. bonus (L) over the window
+    # TYPE specgate_spec_acceptance_length gauge
+    specgate_spec_acceptance_length{engine="vllm",model="tiny",rank="0",window="30s"} 3.4797979797979797
+    specgate_spec_acceptance_length{engine="vllm",model="tiny",rank="0",window="1m"} 3.2413793103448274
+    # HELP specgate_ttft_seconds Time to first token quantile over the window
+    # TYPE specgate_ttft_seconds gauge
+    specgate_ttft_seconds{engine="vllm",model="tiny",quantile="0.5",rank="0",window="1m"} 0.017
+    # HELP specgate_decode_tokens_per_second Generated tokens per second over the window
+    # TYPE specgate_decode_tokens_per_second gauge
+    specgate_decode_tokens_per_second{engine="vllm",model="tiny",rank="0",window="30s"} 47.4
+    # HELP specgate_verify_cycle_seconds Verify-cycle time per running sequence over the window (seed 004 cycleMs)
+    # TYPE specgate_verify_cycle_seconds gauge
+    specgate_verify_cycle_seconds{engine="vllm",model="tiny",rank="0",window="30s"} 0.29365383795763544
+
+Values come from `exporter.derive.window_stats` over the ring (`ExporterState.view` computes them).
+A window with too few drafts has no acceptance series (no traffic is not L = 0); while the engine
+is down there are no windowed series at all: the windows would end at the last good scrape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import Metric
+
+from exporter import names
+from exporter.collect.families import gauge, non_empty, stream_labels
+from exporter.derive import QUANTILES
+from exporter.state import ExporterView
+
+
+def families(v: ExporterView) -> Iterator[Metric]:
+    length, rate = gauge(names.ACCEPTANCE_LENGTH), gauge(names.ACCEPTANCE_RATE)
+    prate, ttft = gauge(names.POSITION_ACCEPTANCE_RATE), gauge(names.TTFT)
+    decode, cycle = gauge(names.DECODE_RATE), gauge(names.VERIFY_CYCLE)
+    for window in v.sliding:
+        for w in window.stats:
+            lv = [*stream_labels(w.model, w.engine, w.rank), window.label]
+            if w.acceptance_length is not None:
+                length.add_metric(lv, w.acceptance_length)
+            if w.acceptance_rate is not None:
+                rate.add_metric(lv, w.acceptance_rate)
+            for i, p in enumerate(w.position_acceptance_rate):
+                prate.add_metric([*lv, str(i)], p)
+            for name, q in QUANTILES:
+                value = w.ttft_seconds.get(name)
+                if value is not None:
+                    ttft.add_metric([*lv, str(q)], value)
+            if w.decode_tokens_per_second is not None:
+                decode.add_metric(lv, w.decode_tokens_per_second)
+            if w.verify_cycle_seconds is not None:
+                cycle.add_metric(lv, w.verify_cycle_seconds)
+    yield from non_empty(length, rate, prate, ttft, decode, cycle)
