@@ -50,27 +50,27 @@ def cell(doc: dict, point: str, k: int) -> dict:
 
 
 def test_measured_and_exact_depths_are_the_seeds_counters(doc):
-    assert cell(doc, "2K", 3)["acceptance_length"] == round(L3_2K, 4)
+    assert cell(doc, "2K", 3)["acceptance_length"] == pytest.approx(L3_2K)
     assert cell(doc, "2K", 3)["acceptance_basis"] == "measured"
-    assert cell(doc, "2K", 1)["acceptance_length"] == round(1 + 434 / 467, 4)
+    assert cell(doc, "2K", 1)["acceptance_length"] == pytest.approx(1 + 434 / 467)
     assert cell(doc, "2K", 2)["acceptance_basis"] == "exact"
-    assert cell(doc, "131K", 3)["acceptance_length"] == round(L3_131K, 4)
+    assert cell(doc, "131K", 3)["acceptance_length"] == pytest.approx(L3_131K)
     for k in (4, 5, 8):
         assert cell(doc, "2K", k)["acceptance_basis"] == "extrapolated"
 
 
 def test_k3_speedup_is_the_seeds_cycle_arithmetic(doc):
     c = cell(doc, "2K", 3)
-    assert c["speedup"] == round(L3_2K * 14.14 / 31.16, 4)  # 1.526
+    assert c["speedup"] == pytest.approx(L3_2K * 14.14 / 31.16)  # 1.526
     assert c["speedup_low"] == c["speedup_high"] == c["speedup"]
-    assert cell(doc, "131K", 3)["speedup"] == round(L3_131K * 19.84 / 38.35, 4)  # 1.605
+    assert cell(doc, "131K", 3)["speedup"] == pytest.approx(L3_131K * 19.84 / 38.35)  # 1.605
 
 
 def test_k5_at_2k_cannot_be_decided_by_the_seed(doc):
     k3, k5 = cell(doc, "2K", 3), cell(doc, "2K", 5)
     assert round(k5["acceptance_length"], 3) == 4.169
-    assert k5["cycle_low_ms"] == round(31.16 + 2 * 0.50, 4)
-    assert k5["cycle_high_ms"] == round(31.16 + 2 * DRAFT_HIGH_2K, 4)
+    assert k5["cycle_low_ms"] == pytest.approx(31.16 + 2 * 0.50)
+    assert k5["cycle_high_ms"] == pytest.approx(31.16 + 2 * DRAFT_HIGH_2K)
     assert k5["speedup_low"] < k3["speedup"] < k5["speedup_high"]  # the band straddles k = 3
     # k = 5 beats k = 3 iff a draft step costs under t_cycle(3) * (L(5)/L(3) - 1) / 2
     assert k5["draft_break_even_ms"] == pytest.approx(31.16 * (k5["acceptance_length"] / L3_2K - 1) / 2, abs=1e-3)
