@@ -306,3 +306,25 @@ def test_bad_probe_record_is_one_line_exit_3(capsys, tmp_path):
     bad.write_text('{"arm": "speculative", "cells": []}')
     rc, out, err = run_cli(capsys, "--probe", str(bad))
     assert rc == 3 and len(err.strip().splitlines()) == 1
+
+
+# --- the gate's acceptance line: plan k against tune's best k -----------------------------------
+
+def test_depth_advice_for_seed004_reports_the_plan_k_against_the_best_k():
+    from gate.plan import load_plan
+    from gate.tune.advice import depth_advice
+
+    adv = depth_advice(load_plan(REPO / "examples" / "plans" / "seed004-qwen3.6-35b-a3b-mtp.yaml"))
+    assert adv is not None and adv.plan_k == 3
+    by_point = {p["point"]: p for p in adv.points}
+    assert set(by_point) == {"2K", "131K"}
+    assert by_point["2K"]["plan_speedup"] == pytest.approx((1 + 1103 / 467) * 14.14 / 31.16)
+    # no depth's whole band lies above k = 3's: the declared split (0 .. 5.67 ms) cannot decide
+    assert adv.warnings == [] and all(p["dominating_k"] == [] for p in adv.points)
+
+
+def test_depth_advice_is_silent_without_per_position_evidence():
+    from gate.plan import load_plan
+    from gate.tune.advice import depth_advice
+
+    assert depth_advice(load_plan(REPO / "examples" / "plans" / "seed002-ling-3.0-flash-dspark.yaml")) is None

@@ -1,0 +1,70 @@
+"""The plan's depth against tune's best depth, for the gate's acceptance line.
+
+Why a warning and never a fail: everything beyond the measured k is a model, and with costs
+declared at one k the draft step's cost is an assumption. The line reports the plan's k, tune's
+best k per operating point, and warns only when another depth's whole predicted speedup band lies
+above the plan's k's band (`predict.dominating`), which no assumption inside the bands can undo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gate.plan import Plan
+from gate.tune.cost import cycle_models
+from gate.tune.depth import TuneInputError, curve_for_point
+from gate.tune.inputs import from_plan
+from gate.tune.predict import dominating, predict
+
+K_MAX = 8
+
+
+@dataclass(frozen=True)
+class DepthAdvice:
+    """What the acceptance line shows: per point the plan's k, the best k, and depths that dominate."""
+
+    plan_k: int | None
+    points: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"plan_k": self.plan_k, "points": self.points, "warnings": self.warnings, "note": self.note}
+
+
+def depth_advice(plan: Plan) -> DepthAdvice | None:
+    """None when the plan has no speculation or no per-position evidence (nothing to say)."""
+    try:
+        got = from_plan(plan)
+    except TuneInputError as e:
+        return DepthAdvice(plan_k=None, note=f"tune: {e}")
+    if got.plan_k is None or not got.counters or not any(c.resolved for c in got.counters):
+        return None
+    by_point: dict[str | None, list] = {}
+    for c in got.counters:
+        by_point.setdefault(c.point, []).append(c)
+    curves = [curve_for_point(v, p, max(K_MAX, got.plan_k)) for p, v in by_point.items()]
+    try:
+        result = predict(curves, cycle_models(got.costs), max(K_MAX, got.plan_k), got.notes)
+    except TuneInputError as e:
+        return DepthAdvice(plan_k=got.plan_k, note=f"tune: {e}")
+    points: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for b in result.best:
+        mine = result.at(b.point, b.concurrency, got.plan_k)
+        best = result.at(b.point, b.concurrency, b.k)
+        above = dominating(result, b.point, b.concurrency, got.plan_k)
+        where = b.point or "the plan's traffic"
+        points.append({"point": b.point, "concurrency": b.concurrency, "plan_k": got.plan_k, "best_k": b.k,
+                       "plan_speedup": mine.speedup if mine else None,
+                       "best_speedup": best.speedup if best else None,
+                       "dominating_k": [p.k for p in above]})
+        if above:
+            top = max(above, key=lambda p: p.speedup_low or 0.0)
+            warnings.append(f"at {where} k = {top.k}'s predicted speedup band {top.speedup_low:.2f}..{top.speedup_high:.2f} "
+                            f"lies wholly above the plan's k = {got.plan_k} ({mine.speedup_low:.2f}.."
+                            f"{mine.speedup_high:.2f}) (specgate tune)" if mine and mine.speedup_low is not None
+                            and mine.speedup_high is not None and top.speedup_high is not None else
+                            f"at {where} k = {top.k} is predicted faster than the plan's k = {got.plan_k} (specgate tune)")
+    return DepthAdvice(plan_k=got.plan_k, points=points, warnings=warnings)
