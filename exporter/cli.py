@@ -120,11 +120,11 @@ def cmd_window(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     seconds = args.seconds if args.seconds is not None else 0.0
     stats = derive_window(before, after, seconds=seconds, min_drafts=args.min_drafts)
-    doc = {"engine": after.engine, "streams": [w.to_json() for w in stats]}
+    streams = [w.to_json() for w in stats]
     if args.seconds is None:
-        for s in doc["streams"]:
+        for s in streams:
             s["decode_tokens_per_second"] = None
-    print(json.dumps(doc, indent=2))
+    print(json.dumps({"engine": after.engine, "streams": streams}, indent=2))
     return EXIT_OK
 
 

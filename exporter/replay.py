@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from exporter.parse import ParseError, _looks_like_exposition
 
@@ -146,7 +147,7 @@ class Replay:
         return "\n".join(out) + "\n"
 
 
-def load_captures(directory: Path | None) -> tuple[list[str], dict | None]:
+def load_captures(directory: Path | None) -> tuple[list[str], dict[str, Any] | None]:
     """Capture texts (*.txt in `play_order`) and the optional models.json."""
     if directory is None:
         root = resources.files("exporter") / "replay_data"
@@ -173,7 +174,7 @@ def load_captures(directory: Path | None) -> tuple[list[str], dict | None]:
     return texts, (json.loads(mj.read_text()) if mj.is_file() else None)
 
 
-def make_server(replay: Replay, models: dict | None, host: str, port: int) -> ThreadingHTTPServer:
+def make_server(replay: Replay, models: dict[str, Any] | None, host: str, port: int) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def _send(self, code: int, body: bytes, ctype: str) -> None:
             self.send_response(code)
@@ -210,7 +211,8 @@ def serve_replay(directory: Path | None, host: str = "127.0.0.1", port: int = 0,
         print(f"specgate: error: {e}", file=sys.stderr)
         return 3
     h, p = httpd.server_address[:2]
-    print(f"specgate replay: {len(texts)} captures on http://{h}:{p}/metrics "
+    host = h.decode() if isinstance(h, (bytes, bytearray)) else str(h)
+    print(f"specgate replay: {len(texts)} captures on http://{host}:{p}/metrics "
           f"(one every {step_seconds:g}s{', looping' if loop else ''})", file=sys.stderr, flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

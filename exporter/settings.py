@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -92,7 +92,7 @@ class ExporterSettings(BaseSettings):
         return (host.strip("[]") or "127.0.0.1", int(port))
 
 
-_FLAGS: list[tuple[str, dict]] = [
+_FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("engine_url", {"metavar": "URL"}),
     ("engine", {"choices": ["auto", "vllm", "sglang"]}),
     ("listen", {"metavar": "HOST:PORT"}),
@@ -113,7 +113,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per setting; each also reads SPECGATE_<NAME> from the environment."""
     for name, extra in _FLAGS:
         f = ExporterSettings.model_fields[name]
-        default = f.default_factory() if f.default_factory else f.default
+        default = f.get_default(call_default_factory=True)
         if isinstance(default, list):
             default = ",".join(duration_label(x) for x in default)
         parser.add_argument("--" + name.replace("_", "-"), default=None,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, TypeVar
 
-from exporter.engines.base import Histogram, ParsedPage
+from exporter.engines.base import Histogram, ParsedPage, Sample
+
+K = TypeVar("K", bound=Hashable)
 
 
 def finite(v: float | None) -> float | None:
@@ -29,15 +31,12 @@ def as_int(s: str | None) -> int | None:
     return int(f)
 
 
-KeyFn = Callable[[Any], tuple]  # labels dict (or an already-folded key) -> stream key
-
-
-def fold(samples: Iterable[tuple[Any, float]], key: KeyFn, how: str) -> dict[tuple, float]:
+def fold(samples: Iterable[tuple[Any, float]], key: Callable[[Any], K], how: str) -> dict[K, float]:
     """Fold samples that map to the same key: `sum` (counters) or `max` (gauges).
 
     Non-finite values are dropped first, so one NaN never poisons a sum.
     """
-    out: dict[tuple, float] = {}
+    out: dict[K, float] = {}
     for labels, value in samples:
         v = finite(value)
         if v is None:
@@ -50,14 +49,14 @@ def fold(samples: Iterable[tuple[Any, float]], key: KeyFn, how: str) -> dict[tup
     return out
 
 
-def samples(page: ParsedPage, kind: str, base: str) -> list:
+def samples(page: ParsedPage, kind: str, base: str) -> list[Sample]:
     """The samples of one family of an engine, whichever prefix spelling the page used (`vllm:`/`vllm_`)."""
     return page.get(f"{kind}:{base}", [])
 
 
-def histograms(page: ParsedPage, base: str, key: KeyFn) -> dict[tuple, Histogram]:
+def histograms(page: ParsedPage, base: str, key: Callable[[Mapping[str, str]], K]) -> dict[K, Histogram]:
     """Assemble `<base>_bucket/_count/_sum` into Histograms per key; bucket bounds read from `le`."""
-    buckets: dict[tuple, dict[float, float]] = {}
+    buckets: dict[K, dict[float, float]] = {}
     for labels, value in page.get(base + "_bucket", []):
         v = finite(value)
         le_s = labels.get("le")
@@ -72,7 +71,7 @@ def histograms(page: ParsedPage, base: str, key: KeyFn) -> dict[tuple, Histogram
         b[le] = b.get(le, 0.0) + v
     counts = fold(page.get(base + "_count", []), key, "sum")
     sums = fold(page.get(base + "_sum", []), key, "sum")
-    out = {}
+    out: dict[K, Histogram] = {}
     for k in set(buckets) | set(counts):
         out[k] = Histogram(buckets=tuple(sorted(buckets.get(k, {}).items())), count=counts.get(k), sum=sums.get(k))
     return out

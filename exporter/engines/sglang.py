@@ -17,13 +17,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
-from exporter.engines.base import EngineSnapshot, ParsedPage, SideInfo, SpecCounters, StreamKey, StreamSnapshot
+from exporter.engines.base import (
+    EngineKind,
+    EngineSnapshot,
+    Histogram,
+    ParsedPage,
+    Sample,
+    SideInfo,
+    SpecCounters,
+    StreamKey,
+    StreamSnapshot,
+)
 from exporter.engines.common import finite, fold, histograms, samples
 
-KIND = "sglang"
-PREFIXES = ("sglang:", "sglang_")
+KIND: Final = "sglang"
+PREFIXES: tuple[str, ...] = ("sglang:", "sglang_")
+
+# A stream key before rank-less series are resolved: (model_name, dp_rank, whether the series had a rank).
+RawKey = tuple[str | None, str | None, bool]
+FullKey = tuple[tuple[str, str], ...]
 
 MAX_TOTAL = "max_total_num_tokens"
 TOKEN_USAGE = "token_usage"
@@ -88,17 +104,17 @@ def interval_gauge_is_new(before: SpecCounters | None, after: SpecCounters, gene
     return moved and not reset
 
 
-def _full_key(labels: dict[str, str]) -> tuple:
+def _full_key(labels: Mapping[str, str]) -> FullKey:
     """Everything but the split-only labels (and `le`): folding these away sums/maxes them."""
     return tuple(sorted((k, v) for k, v in labels.items() if k not in SPLIT_ONLY and k != "le"))
 
 
-def _stream_key(full: tuple) -> tuple:
+def _stream_key(full: FullKey) -> RawKey:
     d = dict(full)
     return (d.get("model_name"), d.get("dp_rank"), "dp_rank" in d or "tp_rank" in d or "pp_rank" in d)
 
 
-def _fold2(samples: list, how: str) -> dict[tuple, float]:
+def _fold2(samples: list[Sample], how: str) -> dict[RawKey, float]:
     """Split-only labels folded by `how`, then tp/pp replicas folded by max."""
     return fold(fold(samples, _full_key, how).items(), _stream_key, "max")
 
@@ -106,7 +122,7 @@ def _fold2(samples: list, how: str) -> dict[tuple, float]:
 class SglangAdapter:
     """Normalises an SGLang page into streams keyed by (model_name, dp_rank)."""
 
-    kind = KIND
+    kind: EngineKind = KIND
     prefixes = PREFIXES
     families = FAMILIES
 
@@ -115,7 +131,7 @@ class SglangAdapter:
         hints: list[str] = []
         g = {b: _fold2(samples(page, KIND, b), "max") for b in GAUGES}
         c = {b: _fold2(samples(page, KIND, b), "sum") for b in COUNTERS}
-        ttft_raw = histograms(page, f"{KIND}:{TTFT}", lambda lb: _stream_key(_full_key(lb)))
+        ttft_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", lambda lb: _stream_key(_full_key(lb)))
         if g[MAX_TOTAL]:
             hints.append("sglang>=0.5.6: max_total_num_tokens gauge")
         elif side.max_total_num_tokens is not None:
@@ -128,60 +144,60 @@ class SglangAdapter:
             hints.append("spec_accept_rate ignored (meaning changed at 0.5.6 and 0.5.11); rate recomputed")
 
         # Resolve rank-less (request-side) keys onto the model's only DP rank when unambiguous.
-        ranked: dict[str | None, set] = {}
-        for d in (*g.values(), *c.values(), ttft_raw):
-            for model, dp, has_rank in d:
-                if has_rank:
-                    ranked.setdefault(model, set()).add(dp)
+        ranked: dict[str | None, set[str | None]] = {}
+        raw_keys: list[RawKey] = [k for d in (*g.values(), *c.values()) for k in d] + list(ttft_raw)
+        for model, dp, has_rank in raw_keys:
+            if has_rank:
+                ranked.setdefault(model, set()).add(dp)
 
-        def resolve(k: tuple) -> tuple:
+        def resolve(k: RawKey) -> StreamKey:
             model, dp, has_rank = k
             if has_rank:
-                return (model, dp)
+                return StreamKey(model, dp)
             ranks = ranked.get(model)
             if ranks and len(ranks) == 1:
-                return (model, next(iter(ranks)))
-            return (model, None)
+                return StreamKey(model, next(iter(ranks)))
+            return StreamKey(model, None)
 
-        g = {b: fold(d.items(), resolve, "max") for b, d in g.items()}
-        c = {b: fold(d.items(), resolve, "sum") for b, d in c.items()}
+        gs = {b: fold(d.items(), resolve, "max") for b, d in g.items()}
+        cs = {b: fold(d.items(), resolve, "sum") for b, d in c.items()}
         ttft = {resolve(k): h for k, h in ttft_raw.items()}
 
-        keys: set = set(ttft)
-        for d in (*g.values(), *c.values()):
-            keys |= set(d)
-        counted = {m for (m, _r) in c[VERIFY_CALLS]}  # models whose acceptance comes from counters
+        keys: set[StreamKey] = set(ttft)
+        for folded in (*gs.values(), *cs.values()):
+            keys |= set(folded)
+        counted = {m for (m, _r) in cs[VERIFY_CALLS]}  # models whose acceptance comes from counters
         pool_fallback = side.max_total_num_tokens
         ctx_fallback = side.context_length
         streams = []
         for key in sorted(keys, key=lambda k: (k[0] or "", k[1] or "")):
             model, rank = key
-            verify = c[VERIFY_CALLS].get(key)
-            length = g[ACCEPT_LENGTH].get(key)
-            ndt = g[NUM_DRAFT_TOKENS].get(key)
+            verify = cs[VERIFY_CALLS].get(key)
+            length = gs[ACCEPT_LENGTH].get(key)
+            ndt = gs[NUM_DRAFT_TOKENS].get(key)
             if ndt is None and rank is None and verify is not None:
                 # Per-model (request-side) stream of a multi-DP model: the setting lives on its rank streams.
-                ndt = max((v for (m, _), v in g[NUM_DRAFT_TOKENS].items() if m == model), default=None)
+                ndt = max((v for (m, _), v in gs[NUM_DRAFT_TOKENS].items() if m == model), default=None)
             spec = None
             if verify is None and model in counted:
                 pass  # L is per model once verify calls are counted; a rank's interval gauge would duplicate it
             elif verify is not None or (length is not None and length > 0) or (ndt is not None and ndt > 0):
                 spec = SpecCounters(verify_calls=verify, accept_length_gauge=length, num_draft_tokens=ndt)
-            pool = g[MAX_TOTAL].get(key)
+            pool = gs[MAX_TOTAL].get(key)
             if pool is None and (len(keys) == 1 or rank is not None):
                 pool = pool_fallback
-            ctx = g[CONTEXT_LEN].get(key)
+            ctx = gs[CONTEXT_LEN].get(key)
             if ctx is None and (len(keys) == 1 or rank is not None):
                 ctx = ctx_fallback
             streams.append(StreamSnapshot(
                 model=model, rank=rank,
                 kv_pool_tokens=int(pool) if pool is not None else None,
                 kv_pool_configured_tokens=side.configured_max_total_tokens,
-                kv_usage_ratio=g[TOKEN_USAGE].get(key), kv_used_tokens=g[USED_TOKENS].get(key),
+                kv_usage_ratio=gs[TOKEN_USAGE].get(key), kv_used_tokens=gs[USED_TOKENS].get(key),
                 context_cap_tokens=int(ctx) if ctx is not None else None,
-                spec=spec, ttft=ttft.get(key), prompt_tokens=c[PROMPT].get(key),
-                generation_tokens=c[GENERATION].get(key), requests_running=g[RUNNING].get(key),
-                requests_waiting=g[QUEUED].get(key), preemptions=None,
+                spec=spec, ttft=ttft.get(key), prompt_tokens=cs[PROMPT].get(key),
+                generation_tokens=cs[GENERATION].get(key), requests_running=gs[RUNNING].get(key),
+                requests_waiting=gs[QUEUED].get(key), preemptions=None,
             ))
         start = page.get("process_start_time_seconds", [])
         return EngineSnapshot(

@@ -12,11 +12,24 @@
 
 from __future__ import annotations
 
-from exporter.engines.base import EngineSnapshot, ParsedPage, SideInfo, SpecCounters, StreamSnapshot
+from collections.abc import Mapping
+from typing import Final
+
+from exporter.engines.base import (
+    EngineKind,
+    EngineSnapshot,
+    Histogram,
+    ParsedPage,
+    Sample,
+    SideInfo,
+    SpecCounters,
+    StreamKey,
+    StreamSnapshot,
+)
 from exporter.engines.common import as_int, finite, fold, histograms, samples
 
-KIND = "vllm"
-PREFIXES = ("vllm:", "vllm_")
+KIND: Final = "vllm"
+PREFIXES: tuple[str, ...] = ("vllm:", "vllm_")
 
 CACHE_INFO = "cache_config_info"
 USAGE_NEW = "kv_cache_usage_perc"
@@ -38,14 +51,14 @@ FAMILIES = frozenset({
 })
 
 
-def _key(labels: dict[str, str]) -> tuple:
-    return (labels.get("model_name"), labels.get("engine"))
+def _key(labels: Mapping[str, str]) -> StreamKey:
+    return StreamKey(labels.get("model_name"), labels.get("engine"))
 
 
 class VllmAdapter:
     """Normalises a vLLM page into streams keyed by (model_name, engine)."""
 
-    kind = KIND
+    kind: EngineKind = KIND
     prefixes = PREFIXES
     families = FAMILIES
 
@@ -61,23 +74,24 @@ class VllmAdapter:
         elif g[USAGE_OLD]:
             usage = g[USAGE_OLD]
             hints.append("vllm<0.9.2: gpu_cache_usage_perc")
-        per_pos: dict[tuple, dict[int, float]] = {}
+        per_pos: dict[StreamKey, dict[int, float]] = {}
         for labels, value in samples(page, KIND, ACCEPTED_POS):
             pos, v = as_int(labels.get("position")), finite(value)
             if pos is None or v is None:
                 continue
-            d = per_pos.setdefault(_key(labels), {})
-            d[pos] = d.get(pos, 0.0) + v
-        ttft = histograms(page, f"{KIND}:{TTFT}", _key)
+            at = per_pos.setdefault(_key(labels), {})
+            at[pos] = at.get(pos, 0.0) + v
+        ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", _key)
 
-        keys = set()
-        for d in (*g.values(), *c.values(), per_pos, ttft):
-            keys |= set(d)
+        keys: set[StreamKey] = set()
+        for folded in (*g.values(), *c.values()):
+            keys |= set(folded)
+        keys |= set(per_pos) | set(ttft)
 
         pools = self._pools(samples(page, KIND, CACHE_INFO), hints)
         for rank in pools:
             if not any(k[1] == rank for k in keys):
-                keys.add((None, rank))  # a page with only cache_config_info: its own stream
+                keys.add(StreamKey(None, rank))  # a page with only cache_config_info: its own stream
 
         streams = []
         for key in sorted(keys, key=lambda k: (k[0] or "", k[1] or "")):
@@ -107,7 +121,7 @@ class VllmAdapter:
         )
 
     @staticmethod
-    def _pools(infos: list, hints: list[str]) -> dict[str | None, tuple[int | None, int | None]]:
+    def _pools(infos: list[Sample], hints: list[str]) -> dict[str | None, tuple[int | None, int | None]]:
         """Allocated pool per `engine` label from cache_config_info: (tokens, block size)."""
         engines = {labels.get("engine") for labels, _ in infos}
         out: dict[str | None, tuple[int | None, int | None]] = {}

@@ -22,8 +22,8 @@ from exporter.engines import adapter, detect
 from exporter.parse import parse_labels, parse_page
 from exporter.scrape import ACCEPT, Scraper, snapshot_from_text
 from exporter.settings import ExporterSettings
-from exporter.state import ExporterState
 from exporter.snapshot_json import snapshot_to_json
+from exporter.state import ExporterState
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "vllm"
 CACHE_INFO_RE = re.compile(r"^vllm:cache_config_info\{(.*)\} (\S+)$", re.M)
