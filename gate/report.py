@@ -40,7 +40,7 @@ def to_text(v: Verdict, width: int = 110) -> str:
     lines += ["", f"decision: {v.decision.value.upper()} (exit {v.exit_code})"]
     if _notice(v):
         lines.append(f"note: {_notice(v)}")
-    missing = v.run_record.get("missing") or []
+    missing = v.run_record.missing
     if missing:
         lines.append(f"run record: {len(missing)} field(s) unknown: {', '.join(missing)}")
     return "\n".join(lines) + "\n"
@@ -55,7 +55,7 @@ def to_markdown(v: Verdict) -> str:
     for name, r in v.checks.items():
         reason = r.reason.replace("|", "\\|").replace("\n", " ")
         out.append(f"| {name} | {icon.get(r.status.value, '')} {r.status.value} | {reason} |")
-    missing = v.run_record.get("missing") or []
+    missing = v.run_record.missing
     if missing:
         out += ["", f"Run record: unknown {', '.join(f'`{m}`' for m in missing)}."]
     return "\n".join(out) + "\n"

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - the record module is not needed to decide
+    from gate.record import RunRecord
 
 LINES: tuple[str, ...] = ("artifacts", "kv_pool", "acceptance", "staging", "codesign")
 
@@ -39,7 +42,11 @@ class Decision(StrEnum):
 
 @dataclass(frozen=True)
 class LineResult:
-    """One budget line: its status, one sentence saying why, and the numbers used."""
+    """One budget line: its status, one sentence saying why, and the numbers used.
+
+    `values` is the JSON view of the line's typed internals (each line's `check` docstring lists
+    its keys); it is what `--format json` prints under `checks.<line>.values`.
+    """
 
     status: Status
     reason: str
@@ -83,7 +90,7 @@ class Verdict:
     decision: Decision
     phase: str
     checks: dict[str, LineResult]
-    run_record: dict[str, Any]
+    run_record: RunRecord
     allow_inconclusive: bool = False
     plan_name: str | None = None
 
@@ -102,6 +109,6 @@ class Verdict:
             "decision": self.decision.value,
             "phase": self.phase,
             "checks": {line: r.to_json() for line, r in self.checks.items()},
-            "run_record": self.run_record,
+            "run_record": self.run_record.to_json(),
             "allow_inconclusive": self.allow_inconclusive,
         }

@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from exporter import formulas
-from gate.evidence.metrics import AcceptanceWindow
+from gate.checks.base import CheckContext
+from gate.evidence.base import AcceptanceWindow
 from gate.plan import ArmComparison, Plan, StepCost
 from gate.verdict import LineResult, Status, combine
+
+# Evidence windows of one stream at one operating point: (point, stream, source).
+GroupKey = tuple[str | None, str, str]
 
 
 def _f(x: float | None, nd: int = 3) -> str:
@@ -39,42 +44,108 @@ def _pooled_length(windows: list[AcceptanceWindow]) -> float | None:
     return formulas.acceptance_length(accepted, drafts) if drafts > 0 else None
 
 
-def break_even(plan: Plan, measured_l: dict[str | None, float]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class BreakEvenPoint:
+    """L* at one operating point (seed 004): L* = t_cycle / t_target_step.
+
+    `declared`: both step costs given in the plan. `measured`: t_cycle = L / speculative rate and
+    t_target_step = 1 / baseline rate (per-sequence decode rates), with L from the plan or the
+    measured windows (`acceptance_length_used`); unknown parts stay None.
+    """
+
+    point: str
+    context_tokens: int | None
+    source: str | None
+    kind: Literal["declared", "measured"]
+    verify_cycle_ms: float | None
+    target_step_ms: float | None
+    break_even_length: float | None
+    acceptance_length_used: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"point": self.point, "context_tokens": self.context_tokens, "source": self.source,
+                               "kind": self.kind}
+        if self.kind == "measured":
+            out["acceptance_length_used"] = self.acceptance_length_used
+        out.update(verify_cycle_ms=self.verify_cycle_ms, target_step_ms=self.target_step_ms,
+                   break_even_length=self.break_even_length)
+        return out
+
+
+def break_even(plan: Plan, measured_l: dict[str | None, float]) -> list[BreakEvenPoint]:
     """L* per operating point, from declared step costs or measured per-sequence decode rates."""
     out = []
     for i, c in enumerate(plan.costs):
         name = _point_name(c, i)
-        entry: dict[str, Any] = {"point": name, "context_tokens": c.context_tokens, "source": c.source}
         if c.verify_cycle_ms is not None and c.target_step_ms is not None:
-            entry.update(kind="declared", verify_cycle_ms=c.verify_cycle_ms, target_step_ms=c.target_step_ms,
-                         break_even_length=formulas.break_even_length(c.verify_cycle_ms / 1000, c.target_step_ms / 1000))
-        else:
-            length = c.acceptance_length or measured_l.get(c.point) or (
-                measured_l.get(None) if len(plan.costs) == 1 else None)
-            cycle = (formulas.verify_cycle_seconds(length, c.speculative_tokens_per_second)
-                     if length is not None and c.speculative_tokens_per_second else None)
-            step = formulas.verify_cycle_seconds(1.0, c.baseline_tokens_per_second or 0.0)
-            entry.update(kind="measured", acceptance_length_used=length,
-                         verify_cycle_ms=None if cycle is None else cycle * 1000,
-                         target_step_ms=None if step is None else step * 1000,
-                         break_even_length=(formulas.break_even_length(cycle, step)
-                                            if cycle is not None and step is not None else None))
-        out.append(entry)
+            out.append(BreakEvenPoint(
+                name, c.context_tokens, c.source, "declared", c.verify_cycle_ms, c.target_step_ms,
+                formulas.break_even_length(c.verify_cycle_ms / 1000, c.target_step_ms / 1000)))
+            continue
+        length = c.acceptance_length or measured_l.get(c.point) or (
+            measured_l.get(None) if len(plan.costs) == 1 else None)
+        cycle = (formulas.verify_cycle_seconds(length, c.speculative_tokens_per_second)
+                 if length is not None and c.speculative_tokens_per_second else None)
+        step = formulas.verify_cycle_seconds(1.0, c.baseline_tokens_per_second or 0.0)
+        out.append(BreakEvenPoint(
+            name, c.context_tokens, c.source, "measured",
+            verify_cycle_ms=None if cycle is None else cycle * 1000,
+            target_step_ms=None if step is None else step * 1000,
+            break_even_length=(formulas.break_even_length(cycle, step)
+                               if cycle is not None and step is not None else None),
+            acceptance_length_used=length))
     return out
 
 
-def compare_arms(c: ArmComparison, min_speedup: float | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ArmStats:
+    """One arm's served-rate samples: median and the observed minimum and maximum."""
+
+    samples: tuple[float, ...]
+    median: float
+    min: float
+    max: float
+
+    @classmethod
+    def of(cls, samples: list[float]) -> ArmStats:
+        return cls(tuple(samples), statistics.median(samples), min(samples), max(samples))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"samples": list(self.samples), "median": self.median, "min": self.min, "max": self.max}
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    """A two-arm served-rate comparison; `status` is None when no `min_speedup` makes it decide."""
+
+    mix: str
+    unit: str
+    source: str
+    baseline: ArmStats
+    speculative: ArmStats
+    ratio_of_medians: float | None
+    ranges_overlap: bool
+    call: str
+    status: Status | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mix": self.mix, "unit": self.unit, "source": self.source, "baseline": self.baseline.to_json(),
+                "speculative": self.speculative.to_json(), "ratio_of_medians": self.ratio_of_medians,
+                "ranges_overlap": self.ranges_overlap, "call": self.call,
+                "status": self.status.value if self.status else None}
+
+
+def compare_arms(c: ArmComparison, min_speedup: float | None) -> ArmResult:
     """Medians with observed min–max per arm; overlapping ranges are not a speedup."""
-    b, s = c.baseline, c.speculative
-    bm, sm = statistics.median(b), statistics.median(s)
-    overlap = max(min(b), min(s)) <= min(max(b), max(s))
+    b, s = ArmStats.of(c.baseline), ArmStats.of(c.speculative)
+    overlap = max(b.min, s.min) <= min(b.max, s.max)
     if overlap:
         call = "inconclusive (observed ranges overlap)"
-    elif min(s) > max(b):
+    elif s.min > b.max:
         call = "speedup"
     else:
         call = "slowdown"
-    ratio = sm / bm if bm > 0 else None
+    ratio = s.median / b.median if b.median > 0 else None
     status = None
     if min_speedup is not None:
         if overlap:
@@ -83,14 +154,54 @@ def compare_arms(c: ArmComparison, min_speedup: float | None) -> dict[str, Any]:
             status = Status.PASS
         else:
             status = Status.FAIL
-    return {"mix": c.mix, "unit": c.unit, "source": c.source,
-            "baseline": {"samples": list(b), "median": bm, "min": min(b), "max": max(b)},
-            "speculative": {"samples": list(s), "median": sm, "min": min(s), "max": max(s)},
-            "ratio_of_medians": ratio, "ranges_overlap": overlap, "call": call,
-            "status": status.value if status else None}
+    return ArmResult(c.mix, c.unit, c.source, b, s, ratio, overlap, call, status)
 
 
-def check(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_errors: list[str]) -> LineResult:
+@dataclass(frozen=True)
+class StreamResult:
+    """The per-window SLO on one stream at one operating point."""
+
+    point: str | None
+    stream: str
+    source: str
+    windows: int
+    met: int
+    fraction: float
+    status: Status
+    lengths: tuple[float | None, ...]
+    min_length: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"point": self.point, "stream": self.stream, "source": self.source, "windows": self.windows,
+                "met": self.met, "fraction": self.fraction, "status": self.status.value,
+                "lengths": list(self.lengths), "min_length": self.min_length}
+
+
+@dataclass(frozen=True)
+class MeasuredPoint:
+    """Measured L against L* at one operating point; `pays` None when either is unknown."""
+
+    point: str | None
+    acceptance_length: float | None
+    break_even_length: float | None
+    pays: bool | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"point": self.point, "acceptance_length": self.acceptance_length,
+                "break_even_length": self.break_even_length, "pays": self.pays}
+
+
+def check(ctx: CheckContext) -> LineResult:
+    """The line over the gathered windows and evidence errors (ctx.metrics), in the context's phase.
+
+    Values (the JSON view): the SLO settings, `evidence_errors`, `windows_excluded`, `break_even`
+    (BreakEvenPoint), `streams` (StreamResult), `measured_vs_break_even` (MeasuredPoint), `erosion`
+    and `cycle_growth` when known, and `served_rate` (ArmResult).
+    """
+    return judge(ctx.plan, ctx.phase, ctx.metrics.windows, ctx.metrics.errors)
+
+
+def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_errors: list[str]) -> LineResult:
     slo = plan.slo
     target = slo.target_acceptance_length
     parts: list[str] = []
@@ -101,7 +212,7 @@ def check(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
                               "evidence_errors": list(evidence_errors)}
 
     # Evidence windows, grouped per stream and operating point; reset and thin windows are not evidence.
-    groups: dict[tuple[str | None, str, str], list[AcceptanceWindow]] = defaultdict(list)
+    groups: dict[GroupKey, list[AcceptanceWindow]] = defaultdict(list)
     excluded = {"reset": 0, "below_min_drafts": 0}
     for w in windows:
         if w.reset:
@@ -123,15 +234,15 @@ def check(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
 
     # 1. The target and break-even.
     points = break_even(plan, measured_l)
-    values["break_even"] = points
-    stars = [(p["point"], p["break_even_length"]) for p in points if p["break_even_length"] is not None]
+    values["break_even"] = [p.to_json() for p in points]
+    stars = [(p.point, p.break_even_length) for p in points if p.break_even_length is not None]
     if target is None:
         statuses.append(Status.WARN)
         parts.append("no acceptance-length target set (seed 002: set it before rollout)")
     elif not stars:
         statuses.append(Status.PASS)
         why = ("L* unknown (no step costs declared or measured)" if not points else
-               f"L* unknown at {', '.join(p['point'] for p in points)} (the measured rates need an acceptance "
+               f"L* unknown at {', '.join(p.point for p in points)} (the measured rates need an acceptance "
                "length: costs[].acceptance_length or measured windows)")
         parts.append(f"target L {target:g} set; {why}, so the break-even sub-check is skipped")
     else:
@@ -147,26 +258,25 @@ def check(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
 
     # 2. The per-window SLO.
     slo_status, slo_txt, per_stream = _slo(plan, phase, groups, evidence_errors, bool(windows))
-    values["streams"] = per_stream
+    values["streams"] = [r.to_json() for r in per_stream]
     if slo_status is not None:
         statuses.append(slo_status)
     parts.append(slo_txt)
 
     # 3. Measured L against L* per point; erosion across points; the draft's share of the cycle growth.
-    measured = []
+    measured: list[MeasuredPoint] = []
     for p in points:
-        length = measured_l.get(p["point"]) if p["point"] in measured_l else (
+        length = measured_l.get(p.point) if p.point in measured_l else (
             measured_l.get(None) if len(points) == 1 else None)
-        star = p["break_even_length"]
+        star = p.break_even_length
         pays = None if length is None or star is None else length > star
-        measured.append({"point": p["point"], "acceptance_length": length, "break_even_length": star, "pays": pays})
-        if pays is False:
+        measured.append(MeasuredPoint(p.point, length, star, pays))
+        if pays is False and length is not None and star is not None:
             statuses.append(Status.FAIL)
-            parts.append(f"measured L {length:.3f} ≤ L* {star:.3f} at {p['point']}: speculation does not pay there")
-    values["measured_vs_break_even"] = measured
+            parts.append(f"measured L {length:.3f} ≤ L* {star:.3f} at {p.point}: speculation does not pay there")
+    values["measured_vs_break_even"] = [m.to_json() for m in measured]
     if not points and measured_l:
-        values["measured_vs_break_even"] = [{"point": k, "acceptance_length": v, "break_even_length": None,
-                                             "pays": None} for k, v in measured_l.items()]
+        values["measured_vs_break_even"] = [MeasuredPoint(k, v, None, None).to_json() for k, v in measured_l.items()]
     erosion = _erosion(measured)
     if erosion:
         values["erosion"] = erosion
@@ -187,14 +297,13 @@ def check(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
 
     # 4. Two-arm served-rate comparisons.
     comps = [compare_arms(c, slo.min_speedup) for c in plan.evidence.reported.served_rate]
-    values["served_rate"] = comps
+    values["served_rate"] = [c.to_json() for c in comps]
     for c in comps:
-        u = c["unit"]
-        b, s = c["baseline"], c["speculative"]
-        parts.append(f"{c['mix']} served rate median {b['median']:g} ({b['min']:g}–{b['max']:g}) vs "
-                     f"{s['median']:g} ({s['min']:g}–{s['max']:g}) {u}: {c['call']}")
-        if c["status"] is not None:
-            statuses.append(Status(c["status"]))
+        b, sp = c.baseline, c.speculative
+        parts.append(f"{c.mix} served rate median {b.median:g} ({b.min:g}–{b.max:g}) vs "
+                     f"{sp.median:g} ({sp.min:g}–{sp.max:g}) {c.unit}: {c.call}")
+        if c.status is not None:
+            statuses.append(c.status)
     if comps and slo.min_speedup is None:
         parts.append("served-rate comparisons are reported only (no min_speedup set)")
 
@@ -202,8 +311,8 @@ def check(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
     return LineResult(status, "; ".join(parts), values)
 
 
-def _slo(plan: Plan, phase: str, groups: dict, errors: list[str], any_windows: bool
-         ) -> tuple[Status | None, str, list[dict[str, Any]]]:
+def _slo(plan: Plan, phase: str, groups: dict[GroupKey, list[AcceptanceWindow]], errors: list[str],
+         any_windows: bool) -> tuple[Status | None, str, list[StreamResult]]:
     slo = plan.slo
     target = slo.target_acceptance_length
     err = f" ({'; '.join(errors)})" if errors else ""
@@ -218,7 +327,7 @@ def _slo(plan: Plan, phase: str, groups: dict, errors: list[str], any_windows: b
         return None, "per-window SLO not judged before the switch (no canary or captured evidence)", []
     if target is None:
         return Status.INCONCLUSIVE, "per-window SLO cannot be judged without a target", []
-    per_stream = []
+    per_stream: list[StreamResult] = []
     statuses = []
     for (point, stream, source), ws in groups.items():
         met = sum(1 for w in ws if (w.acceptance_length or 0) >= target)
@@ -228,20 +337,19 @@ def _slo(plan: Plan, phase: str, groups: dict, errors: list[str], any_windows: b
         else:
             st = Status.PASS if frac >= slo.required_fraction else Status.FAIL
         statuses.append(st)
-        per_stream.append({"point": point, "stream": stream, "source": source, "windows": len(ws), "met": met,
-                           "fraction": frac, "status": st.value,
-                           "lengths": [w.acceptance_length for w in ws],
-                           "min_length": min(w.acceptance_length or 0 for w in ws)})
+        per_stream.append(StreamResult(point, stream, source, len(ws), met, frac, st,
+                                       tuple(w.acceptance_length for w in ws),
+                                       min(w.acceptance_length or 0 for w in ws)))
     st = combine(statuses)
     if errors:
         st = combine([st, Status.INCONCLUSIVE])
-    total = sum(p["windows"] for p in per_stream)
-    met = sum(p["met"] for p in per_stream)
+    total = sum(p.windows for p in per_stream)
+    met = sum(p.met for p in per_stream)
     detail = ", ".join(
-        f"{p['point'] or p['stream']}: {p['met']}/{p['windows']} ≥ {target:g}"
-        + (f" (L {p['lengths'][0]:.3f})" if p["windows"] == 1 else f" (min L {p['min_length']:.3f})")
+        f"{p.point or p.stream}: {p.met}/{p.windows} ≥ {target:g}"
+        + (f" (L {p.lengths[0]:.3f})" if p.windows == 1 else f" (min L {p.min_length:.3f})")
         for p in per_stream)
-    thin = [p for p in per_stream if p["status"] == "inconclusive"]
+    thin = [p for p in per_stream if p.status is Status.INCONCLUSIVE]
     txt = (f"per-window SLO {'held' if st == Status.PASS else 'not held' if st == Status.FAIL else 'undecided'} "
            f"in {met}/{total} windows of ≥ {slo.min_drafts} drafts, required {slo.required_fraction:g} per stream "
            f"[{detail}]")
@@ -250,29 +358,32 @@ def _slo(plan: Plan, phase: str, groups: dict, errors: list[str], any_windows: b
     return st, txt + err, per_stream
 
 
-def _erosion(measured: list[dict[str, Any]]) -> dict[str, Any] | None:
-    known = [m for m in measured if m["acceptance_length"] is not None]
+def _erosion(measured: list[MeasuredPoint]) -> dict[str, Any] | None:
+    """(L_first − L_last) / L_first between the first and last point with a measured L."""
+    known = [(m.point, m.acceptance_length) for m in measured if m.acceptance_length is not None]
     if len(known) < 2:
         return None
-    a, b = known[0], known[-1]
-    return {"from": a["point"], "to": b["point"], "from_length": a["acceptance_length"],
-            "to_length": b["acceptance_length"],
-            "fraction": (a["acceptance_length"] - b["acceptance_length"]) / a["acceptance_length"]}
+    (a_point, a), (b_point, b) = known[0], known[-1]
+    return {"from": a_point, "to": b_point, "from_length": a, "to_length": b, "fraction": (a - b) / a}
 
 
-def _cycle_growth(plan: Plan, points: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Seed 004: how much of the verify-cycle growth between the first and last point is the draft's."""
-    known = [p for p in points if p.get("verify_cycle_ms") is not None and p.get("target_step_ms") is not None]
+def _cycle_growth(plan: Plan, points: list[BreakEvenPoint]) -> dict[str, Any] | None:
+    """Seed 004: how much of the verify-cycle growth between the first and last point is the draft's.
+
+    draft growth = Δ t_cycle − Δ t_target_step; per draft step = draft growth / k (k draft steps).
+    """
+    known: list[tuple[str, float, float]] = [(p.point, p.verify_cycle_ms, p.target_step_ms) for p in points
+                                             if p.verify_cycle_ms is not None and p.target_step_ms is not None]
     if len(known) < 2:
         return None
-    a, b = known[0], known[-1]
-    cycle = b["verify_cycle_ms"] - a["verify_cycle_ms"]
-    step = b["target_step_ms"] - a["target_step_ms"]
+    (a_point, a_cycle, a_step), (b_point, b_cycle, b_step) = known[0], known[-1]
+    cycle = b_cycle - a_cycle
+    step = b_step - a_step
     draft = cycle - step
     spec = plan.engine.speculative
     k = (spec.num_speculative_tokens or spec.num_steps) if spec else None
     per_step = draft / k if k else None
-    return {"from": a["point"], "to": b["point"], "verify_cycle_growth_ms": cycle, "target_step_growth_ms": step,
+    return {"from": a_point, "to": b_point, "verify_cycle_growth_ms": cycle, "target_step_growth_ms": step,
             "draft_growth_ms": draft, "draft_share": draft / cycle if cycle else None,
             "draft_steps": k, "per_draft_step_ms": per_step,
             "per_draft_step_vs_target_step": (per_step / step) if per_step is not None and step else None}

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gate.model.budget import Budget
-from gate.plan import Plan
+from gate.checks.base import CheckContext
 from gate.verdict import LineResult, Status
 
 
@@ -19,7 +18,10 @@ def _b(x: int | None) -> str:
     return "unknown" if x is None else f"{x:,} B"
 
 
-def check(plan: Plan, budget: Budget) -> LineResult:
+def check(ctx: CheckContext) -> LineResult:
+    """Values: weights bytes and their sources, image bytes, budgets, downloads, revisions; then
+    `known_total_bytes` and the `unknown` parts when a drafter is downloaded."""
+    plan, budget = ctx.plan, ctx.budget
     t = budget.target
     d = budget.drafter
     image = plan.engine.image_bytes

@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gate.checks.base import CheckContext
 from gate.model.config import ConfigError, drafter_family, mtp_layers, num_hidden_layers, resolve_text_config
 from gate.model.geometry import STATE_KINDS, classify_layers
 from gate.model.weights import has_tensor
+from gate.verdict import LineResult, Status
 
 ENGINES = ("vllm", "sglang")
-_RANK = {"pass": 0, "warn": 1, "fail": 2}
+_RANK = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}
 
 
 @dataclass(frozen=True)
@@ -28,23 +30,26 @@ class Finding:
     """One co-design rule: its id, pass | warn | fail | n/a, and the numbers it used."""
 
     check: str
-    status: str
+    status: Status
     detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"check": self.check, "status": self.status.value, "detail": self.detail}
 
 
 @dataclass(frozen=True)
 class CodesignResult:
     """Worst finding wins (fail > warn > pass; n/a findings do not count); n/a with no drafter."""
 
-    status: str
+    status: Status
     findings: list[Finding] = field(default_factory=list)
     family: str | None = None
 
 
-def worst_status(findings: list[Finding]) -> str:
+def worst_status(findings: list[Finding]) -> Status:
     """fail > warn > pass over the findings that apply; pass when none applies."""
     ranked = [f.status for f in findings if f.status in _RANK]
-    return max(ranked, key=_RANK.__getitem__, default="pass")
+    return max(ranked, key=_RANK.__getitem__, default=Status.PASS)
 
 
 def _int_list(value: Any) -> list[int] | None:
@@ -75,13 +80,13 @@ def _eagle3_taps(d: dict[str, Any], L: int, engine: str) -> tuple[Finding, list[
     if raw is None:
         default = [2, L // 2, L - 3]
         # Both engines capture the stream entering layer i for their default list.
-        return (Finding("eagle3_taps", "pass",
+        return (Finding("eagle3_taps", Status.PASS,
                         f"no explicit eagle_aux_hidden_state_layer_ids: {engine} uses its default "
                         f"(2, L//2, L-3) = {tuple(default)} for L = {L} (streams entering those layers)"),
                 [i - 1 for i in default if i >= 1])
     ids = _int_list(raw)
     if ids is None or not ids:
-        return Finding("eagle3_taps", "fail", f"eagle_aux_hidden_state_layer_ids {raw!r} is not a list of integers"), []
+        return Finding("eagle3_taps", Status.FAIL, f"eagle_aux_hidden_state_layer_ids {raw!r} is not a list of integers"), []
     if engine == "vllm":
         hi = L
         convention = ("vLLM convention: id j = hidden stream entering layer j (0 = embeddings), "
@@ -94,21 +99,21 @@ def _eagle3_taps(d: dict[str, Any], L: int, engine: str) -> tuple[Finding, list[
     out = [i for i in ids if not 0 <= i <= hi]
     note = "; the same ids tap different layers in vLLM and SGLang"
     if out:
-        return (Finding("eagle3_taps", "fail",
+        return (Finding("eagle3_taps", Status.FAIL,
                         f"taps {ids} out of range for a {L}-layer target: {out} ({convention}){note}"), outputs)
-    return Finding("eagle3_taps", "pass", f"taps {ids} within range ({convention}){note}"), outputs
+    return Finding("eagle3_taps", Status.PASS, f"taps {ids} within range ({convention}){note}"), outputs
 
 
 def _dflash_taps(d: dict[str, Any], L: int) -> tuple[Finding, list[int]]:
     raw = _dflash_config(d).get("target_layer_ids", d.get("target_layer_ids"))
     if raw is None:
-        return (Finding("dflash_taps", "warn",
+        return (Finding("dflash_taps", Status.WARN,
                         "no target_layer_ids: the engine derives default taps from num_target_layers (not verified)"),
                 [])
     ids = _int_list(raw)
     convention = "layer outputs in both engines, ids in [0, L-1]"
     if ids is None:
-        return Finding("dflash_taps", "fail", f"target_layer_ids {raw!r} is not a list of integers"), []
+        return Finding("dflash_taps", Status.FAIL, f"target_layer_ids {raw!r} is not a list of integers"), []
     problems = []
     if not ids:
         problems.append("empty")
@@ -121,9 +126,9 @@ def _dflash_taps(d: dict[str, Any], L: int) -> tuple[Finding, list[int]]:
         problems.append("not increasing")
     taps = [i for i in ids if 0 <= i <= L - 1]
     if problems:
-        return (Finding("dflash_taps", "fail",
+        return (Finding("dflash_taps", Status.FAIL,
                         f"target_layer_ids {ids} for a {L}-layer target: {', '.join(problems)} ({convention})"), taps)
-    return Finding("dflash_taps", "pass", f"target_layer_ids {ids} valid for a {L}-layer target ({convention})"), taps
+    return Finding("dflash_taps", Status.PASS, f"target_layer_ids {ids} valid for a {L}-layer target ({convention})"), taps
 
 
 def _num_target_layers(d: dict[str, Any], L: int) -> Finding | None:
@@ -131,36 +136,36 @@ def _num_target_layers(d: dict[str, Any], L: int) -> Finding | None:
     if n is None:
         return None
     if n == L:
-        return Finding("num_target_layers", "pass", f"drafter trained against {n} target layers = L {L}")
-    return Finding("num_target_layers", "warn", f"drafter trained against {n} target layers, target has {L}")
+        return Finding("num_target_layers", Status.PASS, f"drafter trained against {n} target layers = L {L}")
+    return Finding("num_target_layers", Status.WARN, f"drafter trained against {n} target layers, target has {L}")
 
 
 def _hidden_size(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Finding:
     th = t.get("hidden_size")
     if d is None:
-        return Finding("hidden_size", "pass", f"MTP layers live in the target (hidden size {th} shared)")
+        return Finding("hidden_size", Status.PASS, f"MTP layers live in the target (hidden size {th} shared)")
     if family == "draft_model":
-        return Finding("hidden_size", "n/a",
+        return Finding("hidden_size", Status.NA,
                        f"a separate draft model keeps its own hidden size ({d.get('hidden_size')} vs target {th})")
     dh = d.get("hidden_size")
     if dh is None or th is None:
-        return Finding("hidden_size", "warn", f"hidden size not declared (drafter {dh}, target {th}); not verified")
+        return Finding("hidden_size", Status.WARN, f"hidden size not declared (drafter {dh}, target {th}); not verified")
     if dh == th:
-        return Finding("hidden_size", "pass", f"drafter hidden_size {dh} = target {th}")
+        return Finding("hidden_size", Status.PASS, f"drafter hidden_size {dh} = target {th}")
     if family == "eagle3":
         tgt = d.get("target_hidden_size")
         if tgt == th:
-            return Finding("hidden_size", "pass",
+            return Finding("hidden_size", Status.PASS,
                            f"EAGLE-3 hidden_size {dh} differs from target {th}, with target_hidden_size {tgt} = target")
-        return Finding("hidden_size", "fail",
+        return Finding("hidden_size", Status.FAIL,
                        f"EAGLE-3 hidden_size {dh} != target {th} and target_hidden_size is {tgt}, not {th}")
-    return Finding("hidden_size", "fail", f"{family} drafter hidden_size {dh} != target hidden_size {th}")
+    return Finding("hidden_size", Status.FAIL, f"{family} drafter hidden_size {dh} != target hidden_size {th}")
 
 
 def _vocabulary(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Finding:
     tv = _size(t, "vocab_size", "target")
     if d is None:
-        return Finding("vocabulary", "pass", f"MTP layers share the target's embedding and lm_head (vocab {tv})")
+        return Finding("vocabulary", Status.PASS, f"MTP layers share the target's embedding and lm_head (vocab {tv})")
     dv = _size(d, "vocab_size", "drafter")
     dvs = _size(d, "draft_vocab_size", "drafter")
     mask = _size({"mask_token_id": _dflash_config(d).get("mask_token_id", d.get("mask_token_id"))},
@@ -179,10 +184,10 @@ def _vocabulary(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Fin
         if tv is not None and not 0 <= mask < tv:
             problems.append(f"mask_token_id {mask} not < target vocab {tv}")
     if problems:
-        return Finding("vocabulary", "fail", "; ".join(problems))
+        return Finding("vocabulary", Status.FAIL, "; ".join(problems))
     if dv is None or tv is None:
-        return Finding("vocabulary", "warn", f"vocabulary not fully declared ({', '.join(facts)}); not verified")
-    return Finding("vocabulary", "pass", ", ".join(facts))
+        return Finding("vocabulary", Status.WARN, f"vocabulary not fully declared ({', '.join(facts)}); not verified")
+    return Finding("vocabulary", Status.PASS, ", ".join(facts))
 
 
 def _draft_vocab_mapping(d: dict[str, Any] | None, t: dict[str, Any],
@@ -196,62 +201,62 @@ def _draft_vocab_mapping(d: dict[str, Any] | None, t: dict[str, Any],
     found = has_tensor(drafter_weights, "d2t") if drafter_weights is not None else None
     what = f"draft_vocab_size {dvs} < vocab_size {vs} needs a d2t mapping tensor"
     if found is True:
-        return Finding("draft_vocab_mapping", "pass", f"{what}: present in the drafter's safetensors")
+        return Finding("draft_vocab_mapping", Status.PASS, f"{what}: present in the drafter's safetensors")
     if found is False:
-        return Finding("draft_vocab_mapping", "fail", f"{what}: missing from the drafter's safetensors")
-    return Finding("draft_vocab_mapping", "warn",
+        return Finding("draft_vocab_mapping", Status.FAIL, f"{what}: missing from the drafter's safetensors")
+    return Finding("draft_vocab_mapping", Status.WARN,
                    f"{what}: not verified (config.json alone cannot show it; no drafter weights readable)")
 
 
 def _block_size(family: str, d: dict[str, Any], engine: str, k: int | None) -> Finding:
     bs = d.get("block_size", _dflash_config(d).get("block_size"))
     if not isinstance(bs, int) or isinstance(bs, bool) or bs < 1:
-        return Finding("block_size", "warn", f"{family} drafter declares no block_size; depth not verified")
+        return Finding("block_size", Status.WARN, f"{family} drafter declares no block_size; depth not verified")
     if family == "dflash":
         if engine == "vllm":
             limit = bs - 1
             if k is None:
-                return Finding("block_size", "pass",
+                return Finding("block_size", Status.PASS,
                                f"vLLM: num_speculative_tokens must be <= block_size - 1 = {limit}; not given")
             if k > limit:
-                return Finding("block_size", "fail",
+                return Finding("block_size", Status.FAIL,
                                f"vLLM rejects num_speculative_tokens {k} > block_size - 1 = {limit}")
-            return Finding("block_size", "pass", f"vLLM: num_speculative_tokens {k} <= block_size - 1 = {limit}")
+            return Finding("block_size", Status.PASS, f"vLLM: num_speculative_tokens {k} <= block_size - 1 = {limit}")
         if k is None:
-            return Finding("block_size", "pass", f"SGLang drafts block_size = {bs} tokens per verify")
+            return Finding("block_size", Status.PASS, f"SGLang drafts block_size = {bs} tokens per verify")
         if k != bs:
-            return Finding("block_size", "fail",
+            return Finding("block_size", Status.FAIL,
                            f"SGLang requires speculative_num_draft_tokens = block_size {bs}, got {k}")
-        return Finding("block_size", "pass", f"SGLang draft tokens {k} = block_size {bs}")
+        return Finding("block_size", Status.PASS, f"SGLang draft tokens {k} = block_size {bs}")
     # DSpark
     if engine == "sglang":
         want = bs + 1
         if k is None:
-            return Finding("block_size", "pass", f"SGLang drafts block_size + 1 = {want} tokens per verify")
+            return Finding("block_size", Status.PASS, f"SGLang drafts block_size + 1 = {want} tokens per verify")
         if k != want:
-            return Finding("block_size", "fail",
+            return Finding("block_size", Status.FAIL,
                            f"SGLang sets DSpark draft tokens = block_size + 1 = {want}, got {k}")
-        return Finding("block_size", "pass", f"SGLang draft tokens {k} = block_size + 1 = {want}")
+        return Finding("block_size", Status.PASS, f"SGLang draft tokens {k} = block_size + 1 = {want}")
     if k is None:
-        return Finding("block_size", "pass", f"vLLM default num_speculative_tokens = block_size = {bs}")
+        return Finding("block_size", Status.PASS, f"vLLM default num_speculative_tokens = block_size = {bs}")
     if k != bs:
-        return Finding("block_size", "warn",
+        return Finding("block_size", Status.WARN,
                        f"vLLM num_speculative_tokens {k} differs from the DSpark block_size {bs} it was trained on")
-    return Finding("block_size", "pass", f"vLLM num_speculative_tokens {k} = block_size {bs}")
+    return Finding("block_size", Status.PASS, f"vLLM num_speculative_tokens {k} = block_size {bs}")
 
 
 def _mtp_depth(t: dict[str, Any], engine: str, k: int | None) -> Finding:
     n = mtp_layers(t)
     if n < 1:
-        return Finding("mtp_depth", "fail",
+        return Finding("mtp_depth", Status.FAIL,
                        "the target has no MTP layers (num_nextn_predict_layers / mtp_num_hidden_layers < 1)")
     if engine != "vllm":
-        return Finding("mtp_depth", "pass", f"target has {n} MTP layer(s); SGLang chains them for any depth")
+        return Finding("mtp_depth", Status.PASS, f"target has {n} MTP layer(s); SGLang chains them for any depth")
     if k is None:
-        return Finding("mtp_depth", "pass", f"target has n_predict = {n} MTP layer(s); num_speculative_tokens not given")
+        return Finding("mtp_depth", Status.PASS, f"target has n_predict = {n} MTP layer(s); num_speculative_tokens not given")
     if k <= n or k % n == 0:
-        return Finding("mtp_depth", "pass", f"vLLM num_speculative_tokens {k} is <= or a multiple of n_predict {n}")
-    return Finding("mtp_depth", "fail",
+        return Finding("mtp_depth", Status.PASS, f"vLLM num_speculative_tokens {k} is <= or a multiple of n_predict {n}")
+    return Finding("mtp_depth", Status.FAIL,
                    f"vLLM num_speculative_tokens {k} is neither <= nor a multiple of n_predict {n}")
 
 
@@ -269,16 +274,16 @@ def _trained_against(d: dict[str, Any] | None, t: dict[str, Any], deployed_targe
     archs = verifier.get("architectures")
     if name and deployed_target:
         if _model_name(name) == _model_name(deployed_target):
-            return Finding("trained_against", "pass", f"drafter verifier {name} = deployed target {deployed_target}")
-        return Finding("trained_against", "warn", f"drafter trained against {name}, deployed target is {deployed_target}")
+            return Finding("trained_against", Status.PASS, f"drafter verifier {name} = deployed target {deployed_target}")
+        return Finding("trained_against", Status.WARN, f"drafter trained against {name}, deployed target is {deployed_target}")
     t_archs = t.get("architectures")
     if isinstance(archs, list) and archs and isinstance(t_archs, list) and t_archs:
         if set(archs) & set(t_archs):
-            return Finding("trained_against", "pass",
+            return Finding("trained_against", Status.PASS,
                            f"verifier architectures {archs} match the target's"
                            + (f" (verifier {name}; deployed target name not given)" if name else ""))
-        return Finding("trained_against", "warn", f"verifier architectures {archs} differ from the target's {t_archs}")
-    return Finding("trained_against", "n/a", "the drafter does not name the target it was trained against")
+        return Finding("trained_against", Status.WARN, f"verifier architectures {archs} differ from the target's {t_archs}")
+    return Finding("trained_against", Status.NA, "the drafter does not name the target it was trained against")
 
 
 def _context_length(d: dict[str, Any] | None, t: dict[str, Any], max_model_len: int | None) -> Finding | None:
@@ -290,12 +295,12 @@ def _context_length(d: dict[str, Any] | None, t: dict[str, Any], max_model_len: 
         served = _size(t, "max_position_embeddings", "target")
         source = "target max_position_embeddings (max_model_len not given)"
     if dm is None or served is None:
-        return Finding("context_length", "n/a", f"drafter max_position_embeddings {dm}, {source} {served}")
+        return Finding("context_length", Status.NA, f"drafter max_position_embeddings {dm}, {source} {served}")
     if served > dm:
-        return Finding("context_length", "warn",
+        return Finding("context_length", Status.WARN,
                        f"{source} {served} > drafter max_position_embeddings {dm}: beyond what the drafter was trained on "
                        "(vLLM raises the drafter's limit to max_model_len)")
-    return Finding("context_length", "pass", f"{source} {served} <= drafter max_position_embeddings {dm}")
+    return Finding("context_length", Status.PASS, f"{source} {served} <= drafter max_position_embeddings {dm}")
 
 
 def _hybrid_taps(t: dict[str, Any], taps: list[int]) -> Finding | None:
@@ -304,18 +309,18 @@ def _hybrid_taps(t: dict[str, Any], taps: list[int]) -> Finding | None:
         return None
     on_state = [i for i in taps if 0 <= i < len(kinds) and kinds[i] in STATE_KINDS]
     if on_state:
-        return Finding("hybrid_taps", "warn",
+        return Finding("hybrid_taps", Status.WARN,
                        f"hybrid target: taps read the outputs of linear-attention/Mamba layers {on_state}")
-    return Finding("hybrid_taps", "pass", f"hybrid target: tapped layer outputs {taps} are attention layers")
+    return Finding("hybrid_taps", Status.PASS, f"hybrid target: tapped layer outputs {taps} are attention layers")
 
 
 def _parallelism(draft_tp: int | None, target_tp: int | None) -> Finding:
     ttp = target_tp or 1
     if draft_tp is None:
-        return Finding("parallelism", "pass", f"draft TP not set: the engine uses the target TP {ttp}")
+        return Finding("parallelism", Status.PASS, f"draft TP not set: the engine uses the target TP {ttp}")
     if draft_tp in (1, ttp):
-        return Finding("parallelism", "pass", f"draft TP {draft_tp} in {{1, target TP {ttp}}}")
-    return Finding("parallelism", "fail", f"draft TP {draft_tp} not in {{1, target TP {ttp}}}")
+        return Finding("parallelism", Status.PASS, f"draft TP {draft_tp} in {{1, target TP {ttp}}}")
+    return Finding("parallelism", Status.FAIL, f"draft TP {draft_tp} not in {{1, target TP {ttp}}}")
 
 
 def codesign(target_cfg: dict[str, Any], drafter_cfg: dict[str, Any] | None, engine: str = "vllm",
@@ -335,13 +340,13 @@ def codesign(target_cfg: dict[str, Any], drafter_cfg: dict[str, Any] | None, eng
     L = num_hidden_layers(t, "target config")
     if drafter_cfg is None and mtp_layers(t) == 0:
         if expect_mtp:
-            return CodesignResult("fail", [_mtp_depth(t, engine, num_speculative_tokens)], "mtp")
-        return CodesignResult("n/a", [Finding("family", "n/a", "no drafter (e.g. ngram): nothing to co-design")])
+            return CodesignResult(Status.FAIL, [_mtp_depth(t, engine, num_speculative_tokens)], "mtp")
+        return CodesignResult(Status.NA, [Finding("family", Status.NA, "no drafter (e.g. ngram): nothing to co-design")])
     family = drafter_family(drafter_cfg, target_cfg)
     d = resolve_text_config(drafter_cfg) if drafter_cfg is not None else None
     k = num_speculative_tokens
     source = "the target's MTP layers" if d is None else f"architectures {(drafter_cfg or {}).get('architectures')}"
-    findings: list[Finding | None] = [Finding("family", "pass", f"{family} drafter ({source}); target L = {L}")]
+    findings: list[Finding | None] = [Finding("family", Status.PASS, f"{family} drafter ({source}); target L = {L}")]
     taps: list[int] = []
     if family == "eagle3" and d is not None:
         f, taps = _eagle3_taps(d, L, engine)
@@ -365,3 +370,42 @@ def codesign(target_cfg: dict[str, Any], drafter_cfg: dict[str, Any] | None, eng
     findings.append(_parallelism(draft_tp, target_tp))
     kept = [f for f in findings if f is not None]
     return CodesignResult(worst_status(kept), kept, family)
+
+
+def check(ctx: CheckContext) -> LineResult:
+    """Budget line 5: the plan's target and drafter through the co-design table above.
+
+    n/a without a drafter (ngram); inconclusive when a config is missing or unusable. The engine's
+    draft depth is vLLM's `num_speculative_tokens`, or SGLang's `num_draft_tokens` when that is all
+    the plan gives. Values: `family` and every finding.
+    """
+    plan, facts = ctx.plan, ctx.facts
+    if not plan.has_drafter:
+        return LineResult(Status.NA, "no drafter (ngram or no speculation): nothing to co-design", {})
+    t = facts.target.config
+    d = facts.drafter.config if facts.drafter else None
+    if t is None:
+        return LineResult(Status.INCONCLUSIVE, "no target config (file or inline geometry): co-design cannot be "
+                          "checked", {})
+    if d is None and not plan.drafter_embedded:
+        return LineResult(Status.INCONCLUSIVE, "no drafter config (file or inline geometry): co-design cannot be "
+                          "checked", {})
+    spec = plan.engine.speculative
+    k = spec.num_speculative_tokens if spec else None
+    if k is None and spec is not None and plan.engine.kind == "sglang":
+        k = spec.num_draft_tokens
+    try:
+        res = codesign(t, d, engine=plan.engine.kind, num_speculative_tokens=k,
+                       draft_tp=plan.drafter.tp if plan.drafter else None, target_tp=plan.engine.tp,
+                       max_model_len=plan.engine.context_cap_tokens or ctx.metrics.context_cap_tokens,
+                       deployed_target=plan.target.name or None,
+                       drafter_weights=(plan.drafter.weights.path if plan.drafter and plan.drafter.weights else None),
+                       expect_mtp=plan.drafter_embedded and d is None)
+    except ConfigError as e:
+        return LineResult(Status.INCONCLUSIVE, f"co-design cannot be checked: {e}", {})
+    bad = [f for f in res.findings if f.status in (Status.FAIL, Status.WARN)]
+    if bad:
+        reason = "; ".join(f"{f.check} {f.status.value}: {f.detail}" for f in bad)
+    else:
+        reason = f"{len(res.findings)} co-design checks pass for the {res.family or 'drafter'} family"
+    return LineResult(res.status, reason, {"family": res.family, "findings": [f.to_json() for f in res.findings]})

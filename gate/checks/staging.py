@@ -5,21 +5,35 @@ request; the drafter adds a second artifact to stage. The prediction (serial ≈
 the loads, overlapped ≈ the slower artifact) is shown, but only a measurement (live engine,
 pod status or `evidence.reported`) passes the line. The difference with and without the
 drafter is its startup tax.
+
+Which measurement wins: the live engine's own ready time (exporter / Prometheus
+`specgate_engine_ready_seconds`), else the pods' status (slowest Ready pod), else the plan's
+`evidence.reported.startup_seconds`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from gate.checks.base import CheckContext
+from gate.evidence.base import StartupObservation
 from gate.plan import Plan
 from gate.verdict import LineResult, Status
 
 
-@dataclass(frozen=True)
-class StartupObservation:
-    seconds: float
-    source: str
+def measured(ctx: CheckContext) -> StartupObservation | None:
+    """The cold start this line judges, by the precedence in the module docstring."""
+    ev = ctx.metrics
+    if ev.ready_seconds is not None:
+        return StartupObservation(ev.ready_seconds, ev.ready_source or "live")
+    found = ctx.cluster.found if ctx.cluster is not None else None
+    k = ctx.plan.evidence.kubernetes
+    if found is not None and found.staging_seconds is not None and k is not None:
+        return StartupObservation(found.staging_seconds, f"pod status in {k.namespace} ({found.reason})")
+    rep = ctx.plan.evidence.reported.startup_seconds
+    if rep is not None:
+        return StartupObservation(rep.value, rep.source)
+    return None
 
 
 def predicted_seconds(plan: Plan) -> float | None:
@@ -31,7 +45,16 @@ def predicted_seconds(plan: Plan) -> float | None:
     return sum(loads.values())
 
 
-def check(plan: Plan, measured: StartupObservation | None, kube_note: str | None = None) -> LineResult:
+def check(ctx: CheckContext) -> LineResult:
+    """Values: budget, mode, order, warmup check, load seconds, predicted and measured seconds with the
+    measurement's source, the run without the drafter and the drafter's startup tax."""
+    plan = ctx.plan
+    kube_note = ctx.cluster.note if ctx.cluster is not None else None
+    return judge(plan, measured(ctx), kube_note)
+
+
+def judge(plan: Plan, measured: StartupObservation | None, kube_note: str | None = None) -> LineResult:
+    """The line for one measurement (or none) and the Kubernetes note."""
     st = plan.staging
     budget = plan.budgets.startup_seconds
     rep = plan.evidence.reported

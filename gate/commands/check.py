@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     text = render(verdict, args.format)
     try:
         if args.record:
-            _write(args.record, json.dumps(verdict.run_record, indent=2, ensure_ascii=False) + "\n")
+            _write(args.record, json.dumps(verdict.run_record.to_json(), indent=2, ensure_ascii=False) + "\n")
         if args.out:
             _write(args.out, text)
             print(f"specgate: {verdict.decision.value} (exit {verdict.exit_code}); report in {args.out}",

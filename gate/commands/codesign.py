@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 from gate.checks.codesign import CodesignResult, codesign
 from gate.commands.kv import exit_invalid_on_usage_error, positive_int
 from gate.model.config import ConfigError, load_config
-from gate.verdict import EXIT_FAIL, EXIT_INVALID, EXIT_PASS
+from gate.verdict import EXIT_FAIL, EXIT_INVALID, EXIT_PASS, Status
 
 NO_DRAFTER = ("none", "-")
 
@@ -49,13 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def as_json(result: CodesignResult) -> dict[str, object]:
     """The contract shape: {"status", "findings": [{"check", "status", "detail"}]}."""
-    return {"status": result.status, "findings": [asdict(f) for f in result.findings]}
+    return {"status": result.status.value, "findings": [f.to_json() for f in result.findings]}
 
 
 def as_text(result: CodesignResult, engine: str) -> str:
-    head = f"codesign: {result.status.upper()} ({result.family or 'no'} drafter, {engine})"
+    head = f"codesign: {result.status.value.upper()} ({result.family or 'no'} drafter, {engine})"
     width = max((len(f.check) for f in result.findings), default=0)
-    rows = [f"  {f.status:<5} {f.check:<{width}}  {f.detail}" for f in result.findings]
+    rows = [f"  {f.status.value:<5} {f.check:<{width}}  {f.detail}" for f in result.findings]
     return "\n".join([head, *rows])
 
 
@@ -73,4 +72,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(as_json(result), indent=2))
     else:
         print(as_text(result, args.engine))
-    return EXIT_FAIL if result.status == "fail" else EXIT_PASS
+    return EXIT_FAIL if result.status is Status.FAIL else EXIT_PASS

@@ -5,7 +5,8 @@ stream, and the answer comes at once from history — nothing waits for a new wi
 an HTTP request. Each step of `increase(specgate_spec_drafts_total[W])` at step W is one
 batch window; a window in which `specgate_engine_restarts_total` increased is `reset` and
 never evidence. Timeouts, errors and empty answers are recorded as errors (inconclusive).
-Tokens and passwords come from the environment or files and are never logged.
+Tokens and passwords come from the environment or files and are never logged. Metric names
+come from `exporter.names` (the output contract), never spelled here.
 """
 
 from __future__ import annotations
@@ -19,19 +20,29 @@ from typing import Any
 
 import requests
 
-from exporter import formulas
-from gate.evidence.metrics import AcceptanceWindow, MetricsEvidence, PoolObservation
+from exporter import formulas, names
+from gate.evidence.base import (
+    AcceptanceWindow,
+    BadAnswer,
+    EvidenceError,
+    EvidenceRequest,
+    MetricsEvidence,
+    NoData,
+    PoolObservation,
+    Unreachable,
+    no_answer_kind,
+)
 from gate.plan import PlanError, PrometheusSource
 from gate.redact import redact_url
 
-DRAFTS = "specgate_spec_drafts_total"
-ACCEPTED = "specgate_spec_accepted_tokens_total"
-DRAFT_TOKENS = "specgate_spec_draft_tokens_total"
-RESTARTS = "specgate_engine_restarts_total"
+DRAFTS = names.SPEC_DRAFTS.series
+ACCEPTED = names.SPEC_ACCEPTED.series
+DRAFT_TOKENS = names.SPEC_DRAFT_TOKENS.series
+RESTARTS = names.ENGINE_RESTARTS.series
+KV_POOL = names.KV_POOL.series
+READY = names.ENGINE_READY.series
 
-
-class PromError(Exception):
-    """One-line reason a Prometheus query gave no answer."""
+Series = list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -42,25 +53,25 @@ class PromClient:
     verify: bool | str
     timeout: float
 
-    def query(self, path: str, params: dict[str, Any]) -> list[dict]:
+    def query(self, path: str, params: dict[str, Any]) -> Series:
+        """The `data.result` list; Unreachable when no answer came, BadAnswer when it was not a success."""
         shown = redact_url(self.url)
         try:
             r = requests.get(self.url.rstrip("/") + path, params=params, headers=self.headers, auth=self.auth,
                              verify=self.verify, timeout=(min(self.timeout, 3.0), self.timeout))
         except requests.exceptions.Timeout:
-            raise PromError(f"Prometheus {shown} did not answer within {self.timeout:g}s") from None
+            raise Unreachable(f"Prometheus {shown} did not answer within {self.timeout:g}s") from None
         except requests.exceptions.SSLError:
-            raise PromError(f"Prometheus {shown}: TLS verification failed") from None
+            raise Unreachable(f"Prometheus {shown}: TLS verification failed") from None
         except requests.RequestException as e:
-            kind = "connection refused" if "refused" in str(e).lower() else type(e).__name__
-            raise PromError(f"cannot reach Prometheus {shown}: {kind}") from None
+            raise Unreachable(f"cannot reach Prometheus {shown}: {no_answer_kind(e)}") from None
         try:
             doc = r.json()
         except ValueError:
             doc = None
         if r.status_code != 200 or not isinstance(doc, dict) or doc.get("status") != "success":
             detail = doc.get("error") if isinstance(doc, dict) else None
-            raise PromError(f"Prometheus {shown} answered HTTP {r.status_code}" + (f": {detail}" if detail else ""))
+            raise BadAnswer(f"Prometheus {shown} answered HTTP {r.status_code}" + (f": {detail}" if detail else ""))
         result = (doc.get("data") or {}).get("result")
         return result if isinstance(result, list) else []
 
@@ -101,17 +112,20 @@ def _selector(src: PrometheusSource, extra: str = "") -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _key(metric: dict[str, str]) -> tuple[tuple[str, str], ...]:
+def _key(metric: dict[str, str]) -> LabelKey:
     return tuple(sorted((k, v) for k, v in metric.items() if k != "__name__"))
 
 
-def _stream(key: tuple[tuple[str, str], ...]) -> str:
+def _stream(key: LabelKey) -> str:
     wanted = [f"{k}={v}" for k, v in key if k in ("namespace", "pod", "instance", "model", "rank", "engine")]
     return ",".join(wanted) or ",".join(f"{k}={v}" for k, v in key) or "(no labels)"
 
 
-def _series(result: list[dict]) -> dict[tuple, dict[float, float]]:
-    out: dict[tuple, dict[float, float]] = {}
+LabelKey = tuple[tuple[str, str], ...]
+
+
+def _series(result: Series) -> dict[LabelKey, dict[float, float]]:
+    out: dict[LabelKey, dict[float, float]] = {}
     for s in result:
         vals: dict[float, float] = {}
         for t, v in s.get("values") or []:
@@ -146,16 +160,15 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
     try:
         drafts = _series(client.query("/api/v1/query_range", {"query": f"increase({DRAFTS}{sel}[{w}s])", **rng}))
         if not drafts:
-            ev.errors.append(f"{source}: no {DRAFTS} series match {sel} in the last {lookback_seconds:g} s")
-            return ev
+            raise NoData(f"{source}: no {DRAFTS} series match {sel} in the last {lookback_seconds:g} s")
         accepted = _series(client.query("/api/v1/query_range", {"query": f"increase({ACCEPTED}{sel}[{w}s])", **rng}))
         draft_tokens = _series(client.query("/api/v1/query_range",
                                             {"query": f"increase({DRAFT_TOKENS}{sel}[{w}s])", **rng}))
         restarts = _series(client.query("/api/v1/query_range", {"query": f"increase({RESTARTS}{sel}[{w}s])", **rng}))
         pool_sel = _selector(src, 'pool="target"')
-        pool = client.query("/api/v1/query", {"query": f"specgate_kv_pool_tokens{pool_sel}", "time": f"{end:.3f}"})
-        ready = client.query("/api/v1/query", {"query": f"specgate_engine_ready_seconds{sel}", "time": f"{end:.3f}"})
-    except PromError as e:
+        pool = client.query("/api/v1/query", {"query": f"{KV_POOL}{pool_sel}", "time": f"{end:.3f}"})
+        ready = client.query("/api/v1/query", {"query": f"{READY}{sel}", "time": f"{end:.3f}"})
+    except EvidenceError as e:
         ev.errors.append(str(e))
         return ev
 
@@ -181,8 +194,7 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
         except (KeyError, IndexError, TypeError, ValueError):
             continue
     if values:
-        ev.kv_pool = PoolObservation(int(min(values)), f"{source} (specgate_kv_pool_tokens, smallest of "
-                                                       f"{len(values)} series)")
+        ev.kv_pool = PoolObservation(int(min(values)), f"{source} ({KV_POOL}, smallest of {len(values)} series)")
     readies = []
     for s in ready:
         try:
@@ -190,5 +202,20 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
         except (KeyError, IndexError, TypeError, ValueError):
             continue
     if readies:
-        ev.ready_seconds, ev.ready_source = max(readies), f"{source} (specgate_engine_ready_seconds, slowest pod)"
+        ev.ready_seconds, ev.ready_source = max(readies), f"{source} ({READY}, slowest pod)"
     return ev
+
+
+@dataclass(frozen=True)
+class PrometheusHistory:
+    """An EvidenceSource: the exporter's counters in Prometheus (or Thanos/Mimir) over the plan's lookback."""
+
+    source: PrometheusSource
+    url: str
+
+    @property
+    def name(self) -> str:
+        return f"Prometheus {redact_url(self.url)}"
+
+    def collect(self, request: EvidenceRequest) -> MetricsEvidence:
+        return collect(self.source, self.url, request.window_seconds, request.lookback_seconds, request.min_drafts)

@@ -13,6 +13,11 @@ from typing import Any
 
 import yaml
 
+from gate.checks.base import CheckContext
+from gate.model.budget import Allocated, compute_budget
+from gate.model.facts import artifact_facts
+from gate.plan import Plan
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "tests" / "fixtures" / "configs"
 PLANS = REPO / "examples" / "plans"
@@ -48,6 +53,12 @@ def tiny_plan(arm: str = "draft", **over: Any) -> dict[str, Any]:
     for k, v in over.items():
         plan[k] = v
     return plan
+
+
+def context(plan: Plan, phase: str = "pre", live: Allocated | None = None) -> CheckContext:
+    """A line's CheckContext for a plan alone (no evidence), with an optional live allocated pool."""
+    facts = artifact_facts(plan)
+    return CheckContext(plan=plan, phase=phase, facts=facts, budget=compute_budget(plan, facts, live))
 
 
 def write_plan(path: Path, plan: dict[str, Any]) -> Path:

@@ -25,25 +25,25 @@ def _plan(**slo):
 
 def test_seed004_break_even_from_declared_costs() -> None:
     plan = load_plan(PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml")
-    stars = [p["break_even_length"] for p in acceptance.break_even(plan, {})]
+    stars = [p.break_even_length for p in acceptance.break_even(plan, {})]
     # seed 004: 31.16 / 14.14 = 2.204 at 2K; 38.35 / 19.84 = 1.933 at 131K
     assert stars == [pytest.approx(2.2037, abs=1e-4), pytest.approx(1.9330, abs=1e-4)]
 
 
 def test_pre_without_evidence_target_above_break_even_passes() -> None:
     data = tiny_plan("draft", costs=[{"point": "p", "verify_cycle_ms": 30, "target_step_ms": 20}])
-    r = acceptance.check(plan_from_dict(data), "pre", [], [])
+    r = acceptance.judge(plan_from_dict(data), "pre", [], [])
     assert r.status is Status.PASS and "L* 1.500" in r.reason and "not judged before the switch" in r.reason
 
 
 def test_target_below_break_even_warns() -> None:
     data = tiny_plan("draft", costs=[{"point": "p", "verify_cycle_ms": 50, "target_step_ms": 20}])
-    r = acceptance.check(plan_from_dict(data), "pre", [], [])
+    r = acceptance.judge(plan_from_dict(data), "pre", [], [])
     assert r.status is Status.WARN and "does not exceed L* 2.500" in r.reason
 
 
 def test_no_costs_skips_break_even_and_says_so() -> None:
-    r = acceptance.check(_plan(), "pre", [], [])
+    r = acceptance.judge(_plan(), "pre", [], [])
     assert r.status is Status.PASS and "L* unknown" in r.reason and "skipped" in r.reason
 
 
@@ -51,54 +51,54 @@ def test_no_target_warns_in_pre_and_is_inconclusive_in_post() -> None:
     data = tiny_plan("draft")
     data["slo"].pop("target_acceptance_length")
     plan = plan_from_dict(data)
-    assert acceptance.check(plan, "pre", [], []).status is Status.WARN
-    assert acceptance.check(plan, "post", [_w(3.0)], []).status is Status.INCONCLUSIVE
+    assert acceptance.judge(plan, "pre", [], []).status is Status.WARN
+    assert acceptance.judge(plan, "post", [_w(3.0)], []).status is Status.INCONCLUSIVE
 
 
 def test_post_without_windows_is_inconclusive_never_pass() -> None:
-    r = acceptance.check(_plan(), "post", [], [])
+    r = acceptance.judge(_plan(), "post", [], [])
     assert r.status is Status.INCONCLUSIVE
 
 
 def test_required_fraction_and_min_windows() -> None:
     plan = _plan(required_fraction=0.75, min_windows=4, target_acceptance_length=2.0)
     # 3 of 4 windows at or above 2.0 -> 0.75 >= 0.75 -> pass
-    assert acceptance.check(plan, "post", [_w(2.5), _w(2.0), _w(3.0), _w(1.5)], []).status is Status.PASS
+    assert acceptance.judge(plan, "post", [_w(2.5), _w(2.0), _w(3.0), _w(1.5)], []).status is Status.PASS
     # 2 of 4 -> fail
-    assert acceptance.check(plan, "post", [_w(2.5), _w(1.9), _w(3.0), _w(1.5)], []).status is Status.FAIL
+    assert acceptance.judge(plan, "post", [_w(2.5), _w(1.9), _w(3.0), _w(1.5)], []).status is Status.FAIL
     # only 3 windows: fewer than min_windows -> inconclusive
-    assert acceptance.check(plan, "post", [_w(2.5), _w(2.1), _w(3.0)], []).status is Status.INCONCLUSIVE
+    assert acceptance.judge(plan, "post", [_w(2.5), _w(2.1), _w(3.0)], []).status is Status.INCONCLUSIVE
 
 
 def test_reset_and_thin_windows_are_never_evidence() -> None:
     plan = _plan(min_windows=2, min_drafts=50, required_fraction=1.0)
     wins = [_w(4.0), _w(4.0, reset=True), _w(4.0, drafts=10), _w(1.2, reset=True)]
-    r = acceptance.check(plan, "post", wins, [])
+    r = acceptance.judge(plan, "post", wins, [])
     # one usable window < min_windows 2: the reset 4.0 and the 10-draft window do not make up for it
     assert r.status is Status.INCONCLUSIVE
     assert r.values["windows_excluded"] == {"reset": 1 + 1, "below_min_drafts": 1}
     # and a bad reset window does not fail a good stream
-    r = acceptance.check(plan, "post", [_w(4.0), _w(4.0), _w(1.0, reset=True)], [])
+    r = acceptance.judge(plan, "post", [_w(4.0), _w(4.0), _w(1.0, reset=True)], [])
     assert r.status is Status.PASS
 
 
 def test_each_stream_judged_on_its_own() -> None:
     plan = _plan(min_windows=2, required_fraction=1.0)
     wins = [_w(3.0, stream="pod-a"), _w(3.0, stream="pod-a"), _w(1.1, stream="pod-b"), _w(1.2, stream="pod-b")]
-    r = acceptance.check(plan, "post", wins, [])
+    r = acceptance.judge(plan, "post", wins, [])
     assert r.status is Status.FAIL
     assert {s["stream"]: s["status"] for s in r.values["streams"]} == {"pod-a": "pass", "pod-b": "fail"}
 
 
 def test_evidence_error_makes_slo_inconclusive() -> None:
-    r = acceptance.check(_plan(), "pre", [], ["exporter http://127.0.0.1:1 answered HTTP 500 on /api/v1/windows"])
+    r = acceptance.judge(_plan(), "pre", [], ["exporter http://127.0.0.1:1 answered HTTP 500 on /api/v1/windows"])
     assert r.status is Status.INCONCLUSIVE and "HTTP 500" in r.reason
 
 
 def test_measured_l_below_break_even_fails() -> None:
     data = tiny_plan("draft", costs=[{"verify_cycle_ms": 30, "target_step_ms": 20}])
     data["slo"]["target_acceptance_length"] = 1.0
-    r = acceptance.check(plan_from_dict(data), "pre", [_w(1.2), _w(1.3)], [])
+    r = acceptance.judge(plan_from_dict(data), "pre", [_w(1.2), _w(1.3)], [])
     assert r.status is Status.FAIL and "does not pay" in r.reason
 
 
@@ -107,38 +107,38 @@ def test_measured_rates_give_break_even() -> None:
     data = tiny_plan("draft", costs=[{"point": "2K", "baseline_tokens_per_second": 70.7,
                                       "speculative_tokens_per_second": 107.9, "acceptance_length": 3.362}])
     p = acceptance.break_even(plan_from_dict(data), {})[0]
-    assert p["kind"] == "measured"
-    assert p["break_even_length"] == pytest.approx(3.362 / 107.9 * 70.7)
+    assert p.kind == "measured"
+    assert p.break_even_length == pytest.approx(3.362 / 107.9 * 70.7)
 
 
 def test_served_rate_medians_and_overlap() -> None:
     short = ArmComparison(mix="short", baseline=[26.0, 19.9, 22.6], speculative=[42.6, 43.0, 42.2], source="seed 000")
     long = ArmComparison(mix="long", baseline=[22.5, 27.6, 24.7], speculative=[27.4, 28.6, 30.1], source="seed 000")
     s = acceptance.compare_arms(short, None)
-    assert (s["baseline"]["median"], s["baseline"]["min"], s["baseline"]["max"]) == (22.6, 19.9, 26.0)
-    assert (s["speculative"]["median"], s["speculative"]["min"], s["speculative"]["max"]) == (42.6, 42.2, 43.0)
-    assert s["call"] == "speedup" and s["ranges_overlap"] is False and s["status"] is None
+    assert (s.baseline.median, s.baseline.min, s.baseline.max) == (22.6, 19.9, 26.0)
+    assert (s.speculative.median, s.speculative.min, s.speculative.max) == (42.6, 42.2, 43.0)
+    assert s.call == "speedup" and s.ranges_overlap is False and s.status is None
     lg = acceptance.compare_arms(long, None)
-    assert (lg["baseline"]["median"], lg["speculative"]["median"]) == (24.7, 28.6)
-    assert lg["ranges_overlap"] is True and lg["call"].startswith("inconclusive")  # 27.4 <= 27.6
-    assert acceptance.compare_arms(long, 1.1)["status"] == "inconclusive"
-    assert acceptance.compare_arms(short, 1.5)["status"] == "pass"  # 42.6 / 22.6 = 1.885
-    assert acceptance.compare_arms(short, 2.0)["status"] == "fail"
+    assert (lg.baseline.median, lg.speculative.median) == (24.7, 28.6)
+    assert lg.ranges_overlap is True and lg.call.startswith("inconclusive")  # 27.4 <= 27.6
+    assert acceptance.compare_arms(long, 1.1).status is Status.INCONCLUSIVE
+    assert acceptance.compare_arms(short, 1.5).status is Status.PASS  # 42.6 / 22.6 = 1.885
+    assert acceptance.compare_arms(short, 2.0).status is Status.FAIL
 
 
 def test_min_speedup_changes_the_line() -> None:
     plan = load_plan(PLANS / "seed000-qwen38-flash-next-nextn.yaml")
-    assert acceptance.check(plan, "pre", [], []).status is Status.WARN  # reported only
+    assert acceptance.judge(plan, "pre", [], []).status is Status.WARN  # reported only
     data = plan.model_dump(exclude={"plan_path"}, exclude_none=True, mode="json")
     data["slo"] = {"target_acceptance_length": 1.5, "min_speedup": 1.1}
-    r = acceptance.check(plan_from_dict(data), "pre", [], [])
+    r = acceptance.judge(plan_from_dict(data), "pre", [], [])
     assert r.status is Status.INCONCLUSIVE  # the long-agentic ranges overlap
 
 
 def test_seed004_erosion_and_cycle_growth() -> None:
     plan = load_plan(PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml")
     wins = [_w(1 + 1103 / 467, drafts=467, point="2K"), _w(1 + 889 / 423, drafts=423, point="131K")]
-    r = acceptance.check(plan, "pre", wins, [])
+    r = acceptance.judge(plan, "pre", wins, [])
     assert r.status is Status.PASS
     e = r.values["erosion"]
     assert e["fraction"] == pytest.approx((3.3619 - 3.1017) / 3.3619, abs=1e-4)  # 7.7%
@@ -156,7 +156,7 @@ def test_measured_rates_without_a_length_say_what_is_missing() -> None:
     reason must not claim that no step costs were given."""
     data = tiny_plan("draft", costs=[{"point": "2K", "baseline_tokens_per_second": 70.7,
                                       "speculative_tokens_per_second": 107.9}])
-    r = acceptance.check(plan_from_dict(data), "pre", [], [])
+    r = acceptance.judge(plan_from_dict(data), "pre", [], [])
     assert r.status is Status.PASS
     assert "no step costs declared or measured" not in r.reason
     assert "L* unknown at 2K" in r.reason and "acceptance length" in r.reason

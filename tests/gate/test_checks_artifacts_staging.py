@@ -6,16 +6,14 @@ import json
 from pathlib import Path
 
 from gate.checks import artifacts, staging
-from gate.model.budget import compute_budget
-from gate.model.facts import artifact_facts
 from gate.plan import load_plan, plan_from_dict
 from gate.verdict import Status
-from tests.gate.helpers import PLANS, tiny_plan
+from tests.gate.helpers import PLANS, context, tiny_plan
 
 
 def _artifacts(data: dict):
     plan = plan_from_dict(data)
-    return artifacts.check(plan, compute_budget(plan, artifact_facts(plan)))
+    return artifacts.check(context(plan))
 
 
 def test_two_downloads_fit() -> None:
@@ -60,12 +58,12 @@ def test_weights_from_safetensors_index(tmp_path: Path) -> None:
 def test_ngram_and_mtp_are_na() -> None:
     assert _artifacts(tiny_plan("ngram")).status is Status.NA
     plan = load_plan(PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml")
-    assert artifacts.check(plan, compute_budget(plan, artifact_facts(plan))).status is Status.NA
+    assert artifacts.check(context(plan)).status is Status.NA
 
 
 def test_seed002_counts_drafter_bytes() -> None:
     plan = load_plan(PLANS / "seed002-ling-3.0-flash-dspark.yaml")
-    r = artifacts.check(plan, compute_budget(plan, artifact_facts(plan)))
+    r = artifacts.check(context(plan))
     assert r.status is Status.INCONCLUSIVE and r.values["drafter_weights_bytes"] == 2_727_415_810
     assert "2,727,415,810 B" in r.reason
 
@@ -75,25 +73,25 @@ def test_staging_measured_against_budget() -> None:
                                        "load_seconds": {"target": 30, "drafter": 12}})
     data["evidence"] = {"reported": {"startup_seconds_without_drafter": {"value": 37.5, "source": "nospec arm"}}}
     plan = plan_from_dict(data)
-    r = staging.check(plan, staging.StartupObservation(40.7, "draft arm ready"))
+    r = staging.judge(plan, staging.StartupObservation(40.7, "draft arm ready"))
     assert r.status is Status.PASS
     assert r.values["predicted_seconds"] == 30  # overlapped: the slower artifact
     assert r.values["startup_tax_seconds"] == 40.7 - 37.5
-    assert staging.check(plan, staging.StartupObservation(140.0, "slow")).status is Status.FAIL
+    assert staging.judge(plan, staging.StartupObservation(140.0, "slow")).status is Status.FAIL
 
 
 def test_staging_unmeasured_is_inconclusive_and_serial_prediction_can_fail() -> None:
     data = tiny_plan("draft", staging={"mode": "serial", "order": ["target", "drafter"],
                                        "load_seconds": {"target": 100, "drafter": 40}})
     plan = plan_from_dict(data)
-    r = staging.check(plan, None)
+    r = staging.judge(plan, None)
     assert r.status is Status.FAIL and "predicted cold start 140 s > budget 120 s" in r.reason
     data["staging"]["load_seconds"] = {"target": 50, "drafter": 40}
-    assert staging.check(plan_from_dict(data), None).status is Status.INCONCLUSIVE
+    assert staging.judge(plan_from_dict(data), None).status is Status.INCONCLUSIVE
 
 
 def test_staging_unnamed_mode_warns() -> None:
     data = tiny_plan("draft")
     del data["staging"]
-    r = staging.check(plan_from_dict(data), staging.StartupObservation(40.0, "x"))
+    r = staging.judge(plan_from_dict(data), staging.StartupObservation(40.0, "x"))
     assert r.status is Status.WARN and "staging mode" in r.reason

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from gate.checks import kv_pool
-from gate.model.budget import Allocated, compute_budget
-from gate.model.facts import artifact_facts
+from gate.model.budget import Allocated
 from gate.plan import load_plan, plan_from_dict
 from gate.verdict import Status
-from tests.gate.helpers import PLANS, tiny_plan
+from tests.gate.helpers import PLANS, context, tiny_plan
 
 
 def _line(plan, live=None):
-    return kv_pool.check(plan, compute_budget(plan, artifact_facts(plan), live))
+    return kv_pool.check(context(plan, live=live))
 
 
 def test_seed000_long_mix_fails_against_allocated_with_assumption() -> None:

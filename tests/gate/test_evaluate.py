@@ -73,7 +73,7 @@ def test_exporter_500_gives_inconclusive_line_not_pass() -> None:
 def test_ngram_lines() -> None:
     v = evaluate(_plan("ngram"))
     assert v.checks["artifacts"].status is Status.NA and v.checks["codesign"].status is Status.NA
-    assert v.checks["staging"].status is Status.NA and v.run_record["drafter_artifact"] is None
+    assert v.checks["staging"].status is Status.NA and v.run_record.drafter_artifact is None
 
 
 def test_bad_phase_and_missing_files_are_invalid_input(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_record_has_seed001_keys_and_missing() -> None:
     from gate.record import KEYS
 
     v = evaluate(_plan("draft"))
-    rec = v.run_record
+    rec = v.run_record.to_json()
     assert all(k in rec for k in KEYS)
     assert set(rec["missing"]) == {k for k in KEYS if rec[k] is None}
     assert rec["kv_dtype"] == "fp32" and rec["speculative_decoding"] == "draft_model; num speculative tokens 3"
@@ -154,7 +154,7 @@ def test_pool_of_an_engine_running_no_speculation_is_not_the_pool_with_the_draft
     assert kv.values["allocated_tokens"] is None and kv.values["predicted_tokens_with_drafter"] == 6528
     assert kv.values["allocated_tokens_without_drafter"] == 8192
     assert "without the drafter the 8,192-token pool holds it" in kv.reason
-    assert v.run_record["kv_pool_tokens"] is None and "kv_pool_tokens" in v.run_record["missing"]
+    assert v.run_record.kv_pool_tokens is None and "kv_pool_tokens" in v.run_record.missing
     # Without a drafter (no speculation planned) the same capture is the pool to judge against.
     plain = tiny_plan("nospec")
     plain["engine"]["context_cap_tokens"] = 8192

@@ -41,7 +41,7 @@ def test_seed000_numbers() -> None:
     comps = {c["mix"]: c for c in v.checks["acceptance"].values["served_rate"]}
     assert comps["short"]["call"] == "speedup" and comps["long-agentic"]["ranges_overlap"] is True
     assert "inconclusive (observed ranges overlap)" in v.checks["acceptance"].reason
-    rec = v.run_record
+    rec = v.run_record.to_json()
     assert rec["model_revision"] == "7b719225242aacd3dbd3f9407468c2ee9a9d2594"
     assert rec["kv_pool_tokens"] == 161_728 and rec["configured_max_total_tokens"] == 600_000
     assert rec["image_digest"] is None and "image_digest" in rec["missing"]

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from gate.controller import ACTIVE, LAST, REQUEST, Controller, ControllerConfig, strip_speculative
+from gate.record import RunRecord
 from gate.verdict import LINES, Decision, LineResult, Status, Verdict
 from tests.k8s.fakeapi import FakeKube
 from tests.k8s.objects import BASE_ARGS, NAMESPACE, deployment
@@ -48,7 +49,7 @@ class Script:
         if decision in self.reasons:
             line, why = self.reasons[decision]
             checks[line] = LineResult(Status(decision), why)
-        return Verdict(decision=Decision(decision), phase=phase, checks=checks, run_record={})
+        return Verdict(decision=Decision(decision), phase=phase, checks=checks, run_record=RunRecord())
 
 
 class Clock:

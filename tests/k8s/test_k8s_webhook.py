@@ -18,6 +18,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 import gate.webhook as webhook
+from gate.record import RunRecord
 from gate.verdict import LINES, Decision, LineResult, Status, Verdict
 from gate.webhook import GateConfig, make_server
 
@@ -32,7 +33,7 @@ def verdict(decision: str, phase: str, failing: dict[str, str] | None = None) ->
               else LineResult(Status.PASS, f"{line} within budget") for line in LINES}
     if decision == "inconclusive":
         checks["acceptance"] = LineResult(Status.INCONCLUSIVE, "0 windows with ≥ 20 drafts; 3 required")
-    return Verdict(decision=Decision(decision), phase=phase, checks=checks, run_record={"missing": []})
+    return Verdict(decision=Decision(decision), phase=phase, checks=checks, run_record=RunRecord())
 
 
 class Scripted:

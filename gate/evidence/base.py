@@ -1,0 +1,160 @@
+"""What every acceptance-evidence source gives the gate, and how it says it has nothing.
+
+Why one protocol: capture files, a live engine, the exporter sidecar and Prometheus answer the
+same question — which per-window acceptance lengths were seen, plus side facts (allocated pool,
+context cap, engine version, cold start) — so the acceptance, kv_pool and staging lines read one
+`MetricsEvidence` whatever the backend. A source that cannot answer raises a typed error
+(`Unreachable`: no answer at all; `BadAnswer`: an answer that is not one; `NoData`: an answer with
+nothing in it); `gather` turns it into an evidence error, so the line turns inconclusive, never
+pass. Backends: `captures`, `engine`, `sidecar`, `prometheus`; `metrics` routes a `--metrics`
+argument or a plan URL to one of them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Progress = Callable[[str], None]
+
+
+class EvidenceError(Exception):
+    """A source gave no evidence; the message is one line naming the source (credentials redacted)."""
+
+
+class Unreachable(EvidenceError):
+    """No answer at all: connection refused, timeout, TLS failure."""
+
+
+class BadAnswer(EvidenceError):
+    """An answer that is not one: an HTTP error status, a body that is not the expected document."""
+
+
+class NoData(EvidenceError):
+    """A well-formed answer with nothing in it: no series, no completed windows, no spec counters."""
+
+
+def connection_refused(exc: BaseException) -> bool:
+    """True when a `ConnectionRefusedError` is anywhere in the exception's chain (requests wraps it in
+    urllib3's MaxRetryError → NewConnectionError), so a refused port is told apart by type, not by text."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ConnectionRefusedError):
+            return True
+        reason = getattr(e, "reason", None)
+        nexts = [reason, e.__cause__, e.__context__, *e.args]
+        todo += [n for n in nexts if isinstance(n, BaseException)]
+    return False
+
+
+def no_answer_kind(exc: BaseException) -> str:
+    """How a request failed, for a reason: `connection refused`, else the exception's type name."""
+    return "connection refused" if connection_refused(exc) else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class AcceptanceWindow:
+    """One window of one stream, as evidence for the per-window SLO."""
+
+    source: str
+    stream: str
+    point: str | None
+    start: float | None
+    end: float | None
+    reset: bool
+    drafts: float | None
+    acceptance_length: float | None
+    acceptance_rate: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class PoolObservation:
+    """An allocated pool an engine reported; `speculating` False when its page shows no speculative
+    counters at all (its pool holds no drafter KV, so it is not the pool with the drafter)."""
+
+    tokens: int
+    source: str
+    speculating: bool | None = None
+
+
+def _pool_rank(p: PoolObservation) -> tuple[bool, int]:
+    """A pool seen while speculating beats one seen without; then the smallest."""
+    return (p.speculating is False, p.tokens)
+
+
+@dataclass
+class MetricsEvidence:
+    """Everything the metrics sources said: windows, errors, and side facts for other lines."""
+
+    windows: list[AcceptanceWindow] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    kv_pool: PoolObservation | None = None
+    context_cap_tokens: int | None = None
+    engine_version: str | None = None
+    ready_seconds: float | None = None
+    ready_source: str | None = None
+
+    def merge(self, other: MetricsEvidence) -> None:
+        self.windows += other.windows
+        self.errors += other.errors
+        self.sources += other.sources
+        if other.kv_pool is not None and (self.kv_pool is None or _pool_rank(other.kv_pool) < _pool_rank(self.kv_pool)):
+            self.kv_pool = other.kv_pool
+        self.context_cap_tokens = self.context_cap_tokens or other.context_cap_tokens
+        self.engine_version = self.engine_version or other.engine_version
+        if other.ready_seconds is not None and (self.ready_seconds is None or other.ready_seconds > self.ready_seconds):
+            self.ready_seconds, self.ready_source = other.ready_seconds, other.ready_source
+
+
+@dataclass(frozen=True)
+class EvidenceRequest:
+    """What every source is asked: the plan's SLO window and thresholds, and whether it may wait.
+
+    `wait=False` (the HTTP gate, the controller) never sleeps for a new window: history answers at once.
+    """
+
+    window_seconds: float
+    min_windows: int
+    min_drafts: float
+    lookback_seconds: float
+    wait: bool = True
+    progress: Progress | None = None
+    sleep: Callable[[float], None] = time.sleep
+
+
+class EvidenceSource(Protocol):
+    """One backend bound to its address; `name` is what reasons and the run record call it."""
+
+    @property
+    def name(self) -> str: ...
+
+    def collect(self, request: EvidenceRequest) -> MetricsEvidence:
+        """The source's windows and side facts; raises EvidenceError when it has none to give."""
+        ...
+
+
+def collect(source: EvidenceSource, request: EvidenceRequest) -> MetricsEvidence:
+    """Ask one source; its EvidenceError becomes an evidence error (the line turns inconclusive)."""
+    try:
+        return source.collect(request)
+    except EvidenceError as e:
+        return MetricsEvidence(sources=[source.name], errors=[str(e)])
+
+
+@dataclass(frozen=True)
+class StartupObservation:
+    """A measured cold start to the first ready request, and where it was measured."""
+
+    seconds: float
+    source: str

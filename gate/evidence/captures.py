@@ -1,0 +1,101 @@
+"""Acceptance evidence from capture files: `/metrics` pages saved in time order (or one windows JSON).
+
+Why through `exporter`: the gate never re-derives what the exporter knows. Each page becomes an
+`EngineSnapshot` via `exporter.scrape`, and each neighbouring pair one window per stream via
+`exporter.derive.derive_window` (restart-aware: a window spanning a restart is `reset`). A file
+that cannot be read is invalid input (PlanError, exit 3); pages without speculative counters are
+an evidence error (the line turns inconclusive).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from exporter.derive import derive_window
+from exporter.engines.base import EngineSnapshot
+from exporter.scrape import ScrapeError, read_file_snapshot
+from gate.evidence.base import AcceptanceWindow, EvidenceRequest, MetricsEvidence, PoolObservation
+from gate.evidence.sidecar import stream_name, windows_document
+from gate.plan import PlanError
+
+
+def pool_of(snap: EngineSnapshot, source: str) -> PoolObservation | None:
+    """The smallest allocated pool on a page, and whether the page shows any speculation at all."""
+    pools = [s.kv_pool_tokens for s in snap.streams if s.kv_pool_tokens is not None]
+    speculating = any(s.spec is not None for s in snap.streams)
+    return PoolObservation(min(pools), source, speculating) if pools else None
+
+
+def side_facts(snap: EngineSnapshot, ev: MetricsEvidence, pool_source: str) -> None:
+    """Allocated pool, context cap and engine version from the last page of a series."""
+    ev.kv_pool = pool_of(snap, pool_source)
+    caps = [s.context_cap_tokens for s in snap.streams if s.context_cap_tokens]
+    ev.context_cap_tokens = min(caps) if caps else None
+    ev.engine_version = snap.version
+
+
+def windows_from_snapshots(snaps: Sequence[EngineSnapshot], source: str, point: str | None,
+                           seconds: float | None, min_drafts: float) -> list[AcceptanceWindow]:
+    """One window per stream between each neighbouring pair of snapshots (exporter.derive)."""
+    out: list[AcceptanceWindow] = []
+    for before, after in zip(snaps, snaps[1:], strict=False):
+        for w in derive_window(before, after, seconds=seconds, min_drafts=min_drafts):
+            if not w.has_spec:
+                continue
+            out.append(AcceptanceWindow(
+                source=source, stream=stream_name(w.model, w.rank), point=point,
+                start=before.timestamp, end=after.timestamp, reset=w.reset, drafts=w.drafts,
+                acceptance_length=w.acceptance_length, acceptance_rate=w.acceptance_rate))
+    return out
+
+
+def _read_capture(path: Path) -> EngineSnapshot:
+    try:
+        return read_file_snapshot(path)
+    except ScrapeError as e:
+        raise PlanError(f"capture {e}") from None
+
+
+def from_capture_files(files: Sequence[Path], point: str | None, seconds: float | None,
+                       min_drafts: float) -> MetricsEvidence:
+    """Windows between consecutive capture files (or one exporter windows JSON document)."""
+    if len(files) == 1 and files[0].suffix == ".json":
+        try:
+            doc = json.loads(Path(files[0]).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise PlanError(f"cannot read windows document {files[0]}: {e}") from None
+        if not isinstance(doc, dict):
+            raise PlanError(f"{files[0]}: not a windows document (a JSON object with 'windows')")
+        return windows_document(doc, f"file {files[0]}", min_drafts)
+    snaps = [_read_capture(Path(f)) for f in files]
+    source = "captures " + ", ".join(Path(f).name for f in files)
+    ev = MetricsEvidence(sources=[source])
+    if len(snaps) < 2:
+        ev.errors.append(f"{source}: one capture is no window (give two or more, in time order)")
+    else:
+        ev.windows = windows_from_snapshots(snaps, source, point, seconds, min_drafts)
+        if not ev.windows:
+            ev.errors.append(f"{source}: no speculative-decoding counters in the captures")
+    if snaps:
+        side_facts(snaps[-1], ev, f"capture {Path(files[-1]).name}")
+    return ev
+
+
+@dataclass(frozen=True)
+class CaptureFiles:
+    """An EvidenceSource: capture files of one operating point (`seconds`: the time between pages)."""
+
+    files: tuple[Path, ...]
+    point: str | None = None
+    seconds: float | None = None
+
+    @property
+    def name(self) -> str:
+        return "captures " + ", ".join(f.name for f in self.files)
+
+    def collect(self, request: EvidenceRequest) -> MetricsEvidence:
+        seconds = self.seconds if self.seconds is not None else request.window_seconds
+        return from_capture_files(list(self.files), self.point, seconds, request.min_drafts)

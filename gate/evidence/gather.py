@@ -1,0 +1,105 @@
+"""All the evidence one evaluation reads, from the sources the plan and the command name.
+
+Why one place: which sources count in which phase is a rule (design.md "Two phases"), not a
+detail of each face. The plan's own capture files are facts from before the switch: they count
+in `pre` only. In `post` the live per-window SLO is required, so only the sources named for this
+run (--metrics, the plan's exporter/engine URL, Prometheus) are evidence. `--metrics` URLs
+replace the plan's live URLs; files add to them. Kubernetes pod status is asked separately: it
+answers the staging line and the run record's image digest, not the acceptance line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gate.evidence import base
+from gate.evidence.base import EvidenceRequest, EvidenceSource, MetricsEvidence
+from gate.evidence.captures import CaptureFiles
+from gate.evidence.kube import KubeEvidence
+from gate.evidence.metrics import LiveUrl, is_url
+from gate.plan import Plan, PrometheusSource
+
+log = logging.getLogger(__name__)
+
+POST_CAPTURES_NOTE = "the plan's capture files are pre-rollout evidence, not the live SLO the post phase needs"
+
+
+def request_for(plan: Plan, **over: Any) -> EvidenceRequest:
+    """The plan's SLO window and thresholds as the question every source is asked."""
+    slo = plan.slo
+    fields: dict[str, Any] = {"window_seconds": slo.window_seconds, "min_windows": slo.min_windows,
+                              "min_drafts": slo.min_drafts, "lookback_seconds": slo.lookback_seconds}
+    fields.update(over)
+    return EvidenceRequest(**fields)
+
+
+def sources_for(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str | None) -> list[EvidenceSource]:
+    """The sources of one evaluation, in the order their evidence is merged."""
+    out: list[EvidenceSource] = []
+    if phase == "pre":
+        out += [CaptureFiles(tuple(g.files), g.point, g.seconds) for g in plan.evidence.captures]
+    files: list[str] = []
+    urls: list[str] = []
+    for m in metrics:
+        (urls if is_url(m) else files).append(m)
+    if files:
+        out.append(CaptureFiles(tuple(Path(f) for f in files)))
+    if not urls:
+        urls = [u for u in (plan.evidence.exporter_url, plan.evidence.engine_url) if u]
+    out += [LiveUrl(u) for u in urls]
+    prom_src = plan.evidence.prometheus
+    prom_url = prometheus or (prom_src.url if prom_src else None)
+    if prom_url:
+        from gate.evidence.prometheus import PrometheusHistory
+
+        out.append(PrometheusHistory(prom_src or PrometheusSource(), prom_url))
+    return out
+
+
+def gather_metrics(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str | None,
+                   request: EvidenceRequest) -> MetricsEvidence:
+    """All acceptance evidence: plan captures (pre only), --metrics files/URLs, plan live URLs, Prometheus."""
+    ev = MetricsEvidence()
+    if phase != "pre" and plan.evidence.captures:
+        ev.errors.append(POST_CAPTURES_NOTE)
+    for source in sources_for(plan, phase, metrics, prometheus):
+        ev.merge(base.collect(source, request))
+    return ev
+
+
+@dataclass(frozen=True)
+class ClusterEvidence:
+    """What Kubernetes pod status said (`found`), or why it said nothing (`error`)."""
+
+    found: KubeEvidence | None = None
+    error: str | None = None
+
+    @property
+    def note(self) -> str | None:
+        """One clause for the staging reason: the pods' summary, or the reason there is none."""
+        return self.found.reason if self.found is not None else self.error
+
+
+def gather_kube(plan: Plan, kube_client: Any = None) -> ClusterEvidence | None:
+    """Cold start and image digest from pod status (gate.evidence.kube; the client is imported lazily).
+
+    None when the plan names no Kubernetes source. Any client or config failure is no evidence,
+    with the reason (the staging line turns inconclusive), never an exception.
+    """
+    k = plan.evidence.kubernetes
+    if k is None:
+        return None
+    try:
+        from gate.evidence import kube
+
+        client = kube_client if kube_client is not None else kube.default_api_client()
+        return ClusterEvidence(found=kube.collect(client, k.namespace, k.selector or "", container=k.container))
+    except Exception as e:  # noqa: BLE001 - any client/config failure means: no kube evidence
+        first = str(e).splitlines()[0][:160] if str(e) else ""
+        log.debug("Kubernetes evidence unavailable", exc_info=True)
+        return ClusterEvidence(error=f"Kubernetes evidence unavailable: {type(e).__name__}: {first}")
+

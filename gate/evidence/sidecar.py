@@ -1,0 +1,118 @@
+"""Acceptance evidence from the exporter sidecar: its completed batch windows at once.
+
+Why the sidecar first: it already keeps every batch window (`/api/v1/windows`), restart-aware,
+so the gate answers from its history without waiting; its own `/metrics` adds the allocated
+pool, the context cap, the engine version and the cold start (names from `exporter.names`).
+A URL that answers 404 there is not a sidecar: `metrics.from_live` then scrapes it as an engine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+
+from exporter import names
+from exporter.scrape import split_url
+from gate.evidence.base import (
+    AcceptanceWindow,
+    BadAnswer,
+    MetricsEvidence,
+    PoolObservation,
+    Unreachable,
+    no_answer_kind,
+)
+from gate.redact import redact_url
+
+WINDOWS_PATH = "/api/v1/windows"
+
+
+def stream_name(model: str | None, rank: str | None) -> str:
+    """`model/rank` as every evidence window names its stream (`-` for an unknown part)."""
+    return f"{model or '-'}/{rank if rank is not None else '-'}"
+
+
+def windows_document(doc: dict[str, Any], source: str, min_drafts: float) -> MetricsEvidence:
+    """The exporter's windows JSON (`/api/v1/windows`, or a file holding it) as evidence windows."""
+    ev = MetricsEvidence(sources=[source])
+    wins = doc.get("windows")
+    if not isinstance(wins, list):
+        ev.errors.append(f"{source}: no 'windows' list in the answer")
+        return ev
+    for w in wins:
+        if not isinstance(w, dict):
+            continue
+
+        def num(key: str, w: dict[str, Any] = w) -> float | None:
+            v = w.get(key)
+            return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+        ev.windows.append(AcceptanceWindow(
+            source=source, stream=stream_name(w.get("model"), w.get("rank")), point=None,
+            start=num("start"), end=num("end"), reset=bool(w.get("reset")), drafts=num("drafts"),
+            acceptance_length=num("acceptance_length"), acceptance_rate=num("acceptance_rate")))
+    if not ev.windows:
+        ev.errors.append(f"{source}: the exporter has no completed batch windows yet")
+    return ev
+
+
+def _gauges(base: str, timeout: float, ev: MetricsEvidence) -> None:
+    """Allocated pool, context cap, version and ready seconds from the sidecar's own /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        r = requests.get(base + "/metrics", timeout=(min(timeout, 3.0), timeout),
+                         headers={"Accept": "text/plain; version=0.0.4"})
+        if r.status_code != 200:
+            return
+        families = list(text_string_to_metric_families(r.text))
+    except (requests.RequestException, ValueError):
+        return
+    pools: list[float] = []
+    for fam in families:
+        for s in fam.samples:
+            if s.name == names.KV_POOL.series and s.labels.get("pool", "target") == "target":
+                pools.append(s.value)
+            elif s.name == names.CONTEXT_CAP.series:
+                ev.context_cap_tokens = int(s.value) if ev.context_cap_tokens is None else min(
+                    ev.context_cap_tokens, int(s.value))
+            elif s.name == names.ENGINE_INFO.series and s.labels.get("version"):
+                ev.engine_version = s.labels["version"]
+            elif s.name == names.ENGINE_READY.series:
+                ev.ready_seconds, ev.ready_source = s.value, f"exporter {redact_url(base)} ({names.ENGINE_READY.series})"
+    if pools:
+        ev.kv_pool = PoolObservation(int(min(pools)), f"exporter {redact_url(base)} ({names.KV_POOL.series})")
+
+
+def source_name(url: str) -> str:
+    base, _ = split_url(url)
+    return f"exporter {redact_url(base)}"
+
+
+def from_exporter(url: str, timeout: float, min_drafts: float) -> MetricsEvidence | None:
+    """The sidecar's completed batch windows; None when the URL is not a specgate exporter (404).
+
+    Raises Unreachable (no answer) or BadAnswer (an answer that is not a windows document).
+    """
+    base, _ = split_url(url)
+    source = source_name(url)
+    try:
+        r = requests.get(base + WINDOWS_PATH, timeout=(min(timeout, 3.0), timeout))
+    except requests.exceptions.Timeout:
+        raise Unreachable(f"{source} did not answer within {timeout:g}s") from None
+    except requests.RequestException as e:
+        raise Unreachable(f"cannot reach {source}: {no_answer_kind(e)}") from None
+    if r.status_code == 404:
+        return None
+    if r.status_code != 200:
+        raise BadAnswer(f"{source} answered HTTP {r.status_code} on {WINDOWS_PATH}")
+    try:
+        doc = r.json()
+    except ValueError:
+        raise BadAnswer(f"{source}: {WINDOWS_PATH} is not JSON") from None
+    if not isinstance(doc, dict):
+        raise BadAnswer(f"{source}: {WINDOWS_PATH} is not a JSON object")
+    ev = windows_document(doc, source, min_drafts)
+    _gauges(base, timeout, ev)
+    return ev
+
