@@ -12,6 +12,16 @@ Why these sizes (their geometry is what the budget tests predict):
   * draft:  1 layer  x 1 KV head  x 32 x 4 B x (K,V) =   256 B/token -> 8 MiB / 1,280 = 51 blocks.
 Deterministic: fixed seeds (0 target, 1 draft) and a fixed training corpus, so the engine's
 counters are the same run after run. Adapted from the team's vLLM-CPU reference recipe.
+
+OUTDIR/eagle3-sglang is a random EAGLE-3 head for the target in SGLang's format
+(`LlamaForCausalLMEagle3`, seed 2): one decoder layer whose attention reads
+[embeds, target hidden] (256 in), hidden 128, 4/2 heads of 32, FFN 256, its own lm_head over
+the full vocab (draft_vocab_size 512, no d2t/t2d). It taps one target layer:
+eagle_aux_hidden_state_layer_ids [0] (SGLang: the output of layer 0, captured at layer 1's
+input). SGLang's default taps (2, L//2, L-3) do not exist in a 2-layer target, and an id of
+L-1 or more is never captured (SGLang captures at layer id+1's input, and there is no layer
+L), so one in-range id is the only honest choice here; with one tap the fc projection
+(128 -> 128) is not applied. KV: 1 layer x 2 KV heads x 32 x 4 B x 2 = 512 B/token.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ MODELS: tuple[tuple[str, int, int, int, int, int, int], ...] = (
     ("target", 128, 2, 4, 2, 256, 0),
     ("draft", 64, 1, 2, 1, 128, 1),
 )
+# EAGLE-3 head for SGLang: (name, layers, heads, kv_heads, intermediate, seed, aux layer ids)
+EAGLE3_SGLANG: tuple[str, int, int, int, int, int, tuple[int, ...]] = ("eagle3-sglang", 1, 4, 2, 256, 2, (0,))
 COMPLETE = ".complete"
 
 
@@ -109,6 +121,54 @@ def build_model(out_dir: Path, tokenizer, hidden: int, layers: int, heads: int, 
     return sum(p.numel() for p in model.parameters())
 
 
+def build_eagle3_sglang(out_dir: Path, tokenizer, target_hidden: int) -> int:
+    """A random EAGLE-3 head in SGLang's checkpoint layout (see the module docstring); returns its params."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    _, layers, heads, kv_heads, inter, seed, aux_ids = EAGLE3_SGLANG
+    hidden, head_dim, vocab = target_hidden, target_hidden // heads, len(tokenizer)
+    gen = torch.Generator().manual_seed(seed)
+
+    def w(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape, generator=gen) * 0.02).to(torch.float32)
+
+    tensors = {
+        "embed_tokens.weight": w(vocab, hidden),
+        "midlayer.input_layernorm.weight": torch.ones(hidden),
+        "midlayer.hidden_norm.weight": torch.ones(hidden),
+        "midlayer.post_attention_layernorm.weight": torch.ones(hidden),
+        "midlayer.self_attn.q_proj.weight": w(heads * head_dim, 2 * hidden),
+        "midlayer.self_attn.k_proj.weight": w(kv_heads * head_dim, 2 * hidden),
+        "midlayer.self_attn.v_proj.weight": w(kv_heads * head_dim, 2 * hidden),
+        "midlayer.self_attn.o_proj.weight": w(hidden, heads * head_dim),
+        "midlayer.mlp.gate_proj.weight": w(inter, hidden),
+        "midlayer.mlp.up_proj.weight": w(inter, hidden),
+        "midlayer.mlp.down_proj.weight": w(hidden, inter),
+        "fc.weight": w(hidden, hidden * len(aux_ids)),
+        "norm.weight": torch.ones(hidden),
+        "lm_head.weight": w(vocab, hidden),
+    }
+    cfg = {
+        "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_act": "silu",
+        "hidden_size": hidden, "intermediate_size": inter, "num_hidden_layers": layers,
+        "num_attention_heads": heads, "num_key_value_heads": kv_heads, "head_dim": head_dim,
+        "max_position_embeddings": 2048, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "vocab_size": vocab, "draft_vocab_size": vocab, "target_hidden_size": hidden,
+        "tie_word_embeddings": False, "torch_dtype": "float32",
+        "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+        "eagle_config": {"eagle_aux_hidden_state_layer_ids": list(aux_ids), "use_aux_hidden_state": True},
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(out_dir / "model.safetensors"))
+    (out_dir / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    tokenizer.save_pretrained(out_dir)
+    return sum(t.numel() for t in tensors.values())
+
+
 def sanity_check(model_dir: Path) -> str:
     """Reload with the Auto* classes (what vLLM's loader relies on) and decode greedily."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -122,7 +182,8 @@ def sanity_check(model_dir: Path) -> str:
 
 def is_complete(outdir: Path) -> bool:
     """True when a previous build finished (the marker is written last)."""
-    return (outdir / COMPLETE).is_file() and all((outdir / name / "config.json").is_file() for name, *_ in MODELS)
+    names = [name for name, *_ in MODELS] + [EAGLE3_SGLANG[0]]
+    return (outdir / COMPLETE).is_file() and all((outdir / name / "config.json").is_file() for name in names)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
               f"heads={heads}/{kv_heads} head_dim={hidden // heads}", file=sys.stderr)
     for name, *_ in MODELS:
         print(f"{name} reload OK; greedy sample: {sanity_check(outdir / name)!r}", file=sys.stderr)
+    n = build_eagle3_sglang(outdir / EAGLE3_SGLANG[0], tok, MODELS[0][1])
+    print(f"saved {outdir / EAGLE3_SGLANG[0]}: {n} params (EAGLE-3 head for SGLang, taps {EAGLE3_SGLANG[6]})",
+          file=sys.stderr)
     (outdir / COMPLETE).write_text("ok\n")
     return 0
 
