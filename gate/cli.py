@@ -18,6 +18,8 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("tune", "tune", "choose the speculation depth k: acceptance and speedup by depth and concurrency"),
     ("serve", "serve", "HTTP gate for Argo Rollouts (web metric) and Flagger (webhook)"),
     ("controller", "controller", "Kubernetes controller: flip the drafter on only after the gate passes"),
+    ("probe", "probe", "drive a live engine with a request mix and record served rate, TTFT, TPOT, L per cell"),
+    ("compare", "compare", "does speculation pay? two probe records: speedup, rank test, crossover"),
 ]
 
 

@@ -13,6 +13,13 @@ Why these sizes (their geometry is what the budget tests predict):
 Deterministic: fixed seeds (0 target, 1 draft) and a fixed training corpus, so the engine's
 counters are the same run after run. Adapted from the team's vLLM-CPU reference recipe.
 
+`--pays` also builds two larger random targets (same tokenizer, seed 0, head_dim 64) whose
+forward pass is memory-bound on these CPUs, so that a verify of 4 tokens costs about one
+decode step and ngram speculation can pay (tests/e2e/test_pays.py):
+  * t1024x8: hidden 1024, 8 layers, 16/8 heads, FFN 2816: 95,437,824 params, 365 MB on disk.
+  * t768x6:  hidden 768,  6 layers, 12/6 heads, FFN 2048: 39,724,800 params, 152 MB on disk.
+They cost ~0.5 GB of cache and a few seconds to build; the default build does not make them.
+
 OUTDIR/eagle3-sglang is a random EAGLE-3 head for the target in SGLang's format
 (`LlamaForCausalLMEagle3`, seed 2): one decoder layer whose attention reads
 [embeds, target hidden] (256 in), hidden 128, 4/2 heads of 32, FFN 256, its own lm_head over
@@ -38,9 +45,15 @@ MODELS: tuple[tuple[str, int, int, int, int, int, int], ...] = (
     ("target", 128, 2, 4, 2, 256, 0),
     ("draft", 64, 1, 2, 1, 128, 1),
 )
+# Larger targets on which speculation can pay (built only with --pays; see the docstring).
+PAYS_MODELS: tuple[tuple[str, int, int, int, int, int, int], ...] = (
+    ("t1024x8", 1024, 8, 16, 8, 2816, 0),
+    ("t768x6", 768, 6, 12, 6, 2048, 0),
+)
 # EAGLE-3 head for SGLang: (name, layers, heads, kv_heads, intermediate, seed, aux layer ids)
 EAGLE3_SGLANG: tuple[str, int, int, int, int, int, tuple[int, ...]] = ("eagle3-sglang", 1, 4, 2, 256, 2, (0,))
 COMPLETE = ".complete"
+PAYS_COMPLETE = ".complete-pays"
 
 
 def corpus() -> list[str]:
@@ -190,11 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("outdir", type=Path, help="writes OUTDIR/target and OUTDIR/draft")
     parser.add_argument("--force", action="store_true", help="rebuild even when OUTDIR is complete")
+    parser.add_argument("--pays", action="store_true",
+                        help="also build the larger targets t1024x8 and t768x6 (~0.5 GB) on which ngram can pay")
     args = parser.parse_args(argv)
     outdir: Path = args.outdir
     if is_complete(outdir) and not args.force:
         print(f"tiny models already built in {outdir}", file=sys.stderr)
-        return 0
+        return build_pays(outdir, args.force) if args.pays else 0
     (outdir / COMPLETE).unlink(missing_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -210,6 +225,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"saved {outdir / EAGLE3_SGLANG[0]}: {n} params (EAGLE-3 head for SGLang, taps {EAGLE3_SGLANG[6]})",
           file=sys.stderr)
     (outdir / COMPLETE).write_text("ok\n")
+    return build_pays(outdir, args.force) if args.pays else 0
+
+
+def build_pays(outdir: Path, force: bool) -> int:
+    """The larger targets of PAYS_MODELS, with the same tokenizer; their own completion marker."""
+    if (outdir / PAYS_COMPLETE).is_file() and not force and all(
+            (outdir / name / "config.json").is_file() for name, *_ in PAYS_MODELS):
+        print(f"pays targets already built in {outdir}", file=sys.stderr)
+        return 0
+    (outdir / PAYS_COMPLETE).unlink(missing_ok=True)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    tok = build_tokenizer()
+    for name, hidden, layers, heads, kv_heads, inter, seed in PAYS_MODELS:
+        n = build_model(outdir / name, tok, hidden, layers, heads, kv_heads, inter, seed)
+        print(f"saved {outdir / name}: {n} params, hidden={hidden} layers={layers} "
+              f"heads={heads}/{kv_heads} head_dim={hidden // heads}", file=sys.stderr)
+    (outdir / PAYS_COMPLETE).write_text("ok\n")
     return 0
 
 

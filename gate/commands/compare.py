@@ -1,0 +1,61 @@
+"""Does speculation pay? Compare a baseline probe record with a speculative one.
+
+Per (mix, concurrency): the served-rate speedup (ratio of medians of tokens/s over the
+repetitions), speedup_low/speedup_high with their interval_kind ("observed_range": the min and
+max ratios, a range and not a confidence interval; a bootstrap interval only when both arms
+have >= 10 repetitions), the one-sided exact Mann-Whitney U p-value, the measured break-even
+L* = L x TPOT_spec / TPOT_base where the speculative arm's acceptance is known, and a verdict:
+  pays          significantly faster (p < alpha), and by at least --min-speedup when given
+  does_not_pay  significantly slower, or significantly faster but below --min-speedup
+  inconclusive  the ranks cannot tell the arms apart (never call this a speedup)
+and crossover_concurrency: interpolated between the last concurrency that pays and the next
+one that does not (null when there is none). Records come from `specgate probe`.
+
+  specgate compare base.json spec.json --format json --min-speedup 1.1
+
+Exit codes: 0 every point pays, 1 some point does not pay, 2 otherwise (some inconclusive),
+3 invalid input (unreadable record, the arms in the wrong order, different engines/models).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gate.commands.kv import exit_invalid_on_usage_error
+from gate.commands.probe import positive_float
+from gate.verdict import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_PASS
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    exit_invalid_on_usage_error(parser)
+    parser.add_argument("baseline", metavar="BASELINE.json", help="probe record of the arm without speculation")
+    parser.add_argument("speculative", metavar="SPECULATIVE.json", help="probe record of the speculative arm")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    parser.add_argument("--alpha", type=positive_float, default=0.05, metavar="A",
+                        help="significance level of each one-sided test (default 0.05)")
+    parser.add_argument("--min-speedup", type=positive_float, metavar="X",
+                        help="a point pays only if its speedup (point estimate) is at least X")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gate.compare import CompareError, Verdict, as_text, compare
+    from gate.probe.record import ProbeError, load_record
+
+    try:
+        result = compare(load_record(args.baseline), load_record(args.speculative), alpha=args.alpha,
+                         min_speedup=args.min_speedup)
+    except (ProbeError, CompareError) as e:
+        print(f"specgate: error: compare: {e}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.format == "json":
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(as_text(result))
+    verdicts = {p.verdict for p in result.points}
+    if Verdict.DOES_NOT_PAY in verdicts:
+        return EXIT_FAIL
+    if verdicts == {Verdict.PAYS}:
+        return EXIT_PASS
+    return EXIT_INCONCLUSIVE

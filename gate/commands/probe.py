@@ -1,0 +1,181 @@
+"""Probe a live engine: is this arm fast? Writes a probe record for `specgate compare`.
+
+Drives an OpenAI-compatible engine (vLLM, SGLang) with streaming `/v1/completions`:
+greedy, fixed-length requests (temperature 0, ignore_eos), `C` in flight at a time for each
+concurrency C, each cell repeated (default 5, so that the rank test of `specgate compare` can
+reach significance: 3 against 3 never can at alpha 0.05), after warm-up requests that are not
+counted. TTFT and TPOT are timed by the client; the served rate of a cell is its output tokens
+over its wall clock (first send to last token, first-token waiting included). `/metrics` is
+read before and after every cell, so the acceptance length of a cell is that cell's alone.
+Start the engine once without speculation (`--arm baseline`) and once with it
+(`--arm speculative`), probe both with the same mix, then compare:
+
+  specgate probe --engine-url http://127.0.0.1:8000 --arm baseline \\
+      --prompt-tokens 64 --output-tokens 64 --concurrency 1,4 --out base.json
+  specgate probe --engine-url http://127.0.0.1:8001 --arm speculative \\
+      --speculative-config '{"method":"ngram","num_speculative_tokens":3}' \\
+      --prompt-tokens 64 --output-tokens 64 --concurrency 1,4 --out spec.json
+  specgate compare base.json spec.json
+
+The mix: `--prompt-tokens N --output-tokens M` (prompts of exactly N tokens of the engine's own
+tokenizer where it has `/tokenize`), or `--plan PLAN` (its workload mixes; `--mix NAME` picks
+some; without --concurrency each mix runs at its own concurrency), or `--prompts FILE.jsonl`
+(your own traffic: one {"prompt": ..., "mix"?: ..., "max_tokens"?: ...} per line).
+The probe must be the engine's only client while it runs. It is bounded: --max-requests,
+--time-limit, --request-timeout. Progress goes to stderr.
+
+Exit codes: 0 record written, 3 invalid input or an engine that could not be probed (one line
+on stderr; no record is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from gate.commands.kv import exit_invalid_on_usage_error, positive_int
+from gate.verdict import EXIT_INVALID
+
+
+def concurrency_list(value: str) -> tuple[int, ...]:
+    out = []
+    for part in value.split(","):
+        try:
+            n = int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected positive integers like 1,4,8, got {value!r}") from None
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"expected positive integers like 1,4,8, got {value!r}")
+        out.append(n)
+    return tuple(dict.fromkeys(out))
+
+
+def positive_float(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {value!r}") from None
+    if not x > 0 or x == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {value!r}")
+    return x
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    exit_invalid_on_usage_error(parser)
+    parser.add_argument("--engine-url", required=True, metavar="URL", help="engine base URL (or its /metrics)")
+    parser.add_argument("--arm", required=True, choices=("baseline", "speculative"),
+                        help="what this engine runs; checked against its counters (a mismatch is exit 3)")
+    parser.add_argument("--out", required=True, metavar="FILE", help="where the probe record (JSON) goes")
+    parser.add_argument("--concurrency", type=concurrency_list, default=(), metavar="C[,C...]",
+                        help="requests in flight per cell, e.g. 1,4,8 (default: each plan mix's own)")
+    src = parser.add_argument_group("request mix (one of)")
+    src.add_argument("--prompt-tokens", type=positive_int, metavar="N", help="prompt length in tokens")
+    src.add_argument("--plan", metavar="PLAN", help="a rollout plan: probe its workload mixes")
+    src.add_argument("--prompts", metavar="FILE", help="JSONL of your own prompts")
+    parser.add_argument("--output-tokens", type=positive_int, metavar="M",
+                        help="output tokens per request (needed with --prompt-tokens)")
+    parser.add_argument("--mix", action="append", default=[], metavar="NAME",
+                        help="with --plan: only these mixes (repeatable)")
+    parser.add_argument("--repetitions", type=positive_int, default=5, metavar="R", help="cells per point (default 5)")
+    parser.add_argument("--warmup", type=int, default=3, metavar="N",
+                        help="warm-up requests per mix, not counted (default 3)")
+    parser.add_argument("--requests", type=positive_int, metavar="N",
+                        help="requests per cell (default 2 x concurrency, at least 4)")
+    parser.add_argument("--speculative-config", metavar="JSON",
+                        help="the engine's speculative config, recorded as is (speculative arm)")
+    parser.add_argument("--model", metavar="NAME", help="model name for requests (default: first of /v1/models)")
+    parser.add_argument("--engine", choices=("auto", "vllm", "sglang"), default="auto",
+                        help="engine kind of /metrics (default: detect)")
+    parser.add_argument("--request-timeout", type=positive_float, default=300.0, metavar="S",
+                        help="bound on one request (default 300)")
+    parser.add_argument("--time-limit", type=positive_float, default=3600.0, metavar="S",
+                        help="bound on the whole campaign; exceeding it writes no record (default 3600)")
+    parser.add_argument("--max-requests", type=positive_int, default=5000, metavar="N",
+                        help="refuse campaigns needing more requests (default 5000)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gate.probe.record import MixSpec, ProbeError
+    from gate.probe.runner import ProbeConfig, run_probe, served_model, stderr_progress
+    from gate.probe.workload import Mix, jsonl_mixes, token_prompts
+
+    def invalid(msg: str) -> int:
+        print(f"specgate: error: probe: {msg}", file=sys.stderr)
+        return EXIT_INVALID
+
+    sources = [x for x in (args.prompt_tokens, args.plan, args.prompts) if x is not None]
+    if len(sources) != 1:
+        return invalid("give exactly one of --prompt-tokens, --plan, --prompts")
+    if args.warmup < 0:
+        return invalid("--warmup must be 0 or more")
+    spec = None
+    if args.speculative_config is not None:
+        if args.arm == "baseline":
+            return invalid("--speculative-config belongs to the speculative arm")
+        try:
+            spec = json.loads(args.speculative_config)
+        except json.JSONDecodeError as e:
+            return invalid(f"--speculative-config is not JSON: {e.msg}")
+        if not isinstance(spec, dict):
+            return invalid("--speculative-config must be a JSON object")
+    elif args.arm == "speculative":
+        spec = {"method": None, "num_speculative_tokens": None}
+    from exporter.scrape import split_url
+
+    base, _ = split_url(args.engine_url)
+    api_key = os.environ.get("SPECGATE_ENGINE_API_KEY") or None
+    try:
+        model = args.model or served_model(base, min(args.request_timeout, 10.0), api_key)
+        cfg = ProbeConfig(engine_url=args.engine_url, arm=args.arm, concurrencies=args.concurrency,
+                          repetitions=args.repetitions, warmup_requests=args.warmup,
+                          requests_per_cell=args.requests, request_timeout=args.request_timeout,
+                          time_limit=args.time_limit, max_requests=args.max_requests, model=model,
+                          speculative=spec, engine=args.engine, api_key=api_key,
+                          source="specgate probe")
+        timeout = min(args.request_timeout, 30.0)
+        if args.prompts is not None:
+            mixes = jsonl_mixes(args.prompts, args.output_tokens)
+        elif args.plan is not None:
+            from gate.plan import PlanError, load_plan
+            try:
+                plan = load_plan(args.plan)
+            except PlanError as e:
+                return invalid(str(e))
+            chosen = [m for m in plan.workload if not args.mix or m.name in args.mix]
+            missing = sorted(set(args.mix) - {m.name for m in plan.workload})
+            if missing:
+                return invalid(f"plan has no mix {', '.join(missing)}")
+            if not chosen:
+                return invalid(f"{args.plan}: the plan has no workload mixes")
+            mixes = []
+            for m in chosen:
+                if m.prompt_tokens < 1 or m.output_tokens < 1:
+                    return invalid(f"mix {m.name}: prompt and output tokens must be at least 1")
+                count = max(cfg.cell_requests(c) for c in (args.concurrency or (m.concurrency,)))
+                prompts, how = token_prompts(base, model, m.prompt_tokens, count, timeout, api_key)
+                out = args.output_tokens or m.output_tokens
+                mixes.append(Mix(MixSpec(name=m.name, prompt_tokens=m.prompt_tokens, output_tokens=out,
+                                         prompts_from=how, concurrency=m.concurrency), prompts))
+        else:
+            if args.output_tokens is None:
+                return invalid("--prompt-tokens needs --output-tokens")
+            if not args.concurrency:
+                return invalid("--prompt-tokens needs --concurrency")
+            count = max(cfg.cell_requests(c) for c in args.concurrency)
+            prompts, how = token_prompts(base, model, args.prompt_tokens, count, timeout, api_key)
+            mixes = [Mix(MixSpec(name=f"p{args.prompt_tokens}-o{args.output_tokens}",
+                                 prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens,
+                                 prompts_from=how), prompts)]
+        record = run_probe(cfg, mixes, model, stderr_progress)
+    except ProbeError as e:
+        return invalid(str(e))
+    out = Path(args.out)
+    try:
+        out.write_text(json.dumps(record.to_json(), indent=2) + "\n")
+    except OSError as e:
+        return invalid(f"cannot write {out}: {e.strerror or e}")
+    stderr_progress(f"wrote {out}: {len(record.cells)} cells")
+    return 0

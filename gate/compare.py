@@ -1,0 +1,277 @@
+"""Does speculation pay? Two probe records → per (mix, concurrency) speedup, rank test, verdict, crossover.
+
+Why: "it is slower than without it — where is the crossover?" is the users' most frequent
+complaint about speculative decoding, and a high acceptance length does not answer it (the
+first wave's ngram arm accepted L 3.24 and still served 1,840 tokens in 4.26 s against 2.38 s
+without speculation). Only the two arms' served rates, measured the same way, answer it.
+
+Per point (mix, concurrency), with x = the speculative arm's served rates (one per repetition)
+and y = the baseline's:
+
+    speedup = median(x) / median(y)                                   (gate.stats.speedup)
+    speedup_low/high = min(x)/max(y) .. max(x)/min(y)                 interval_kind "observed_range"
+                       (a percentile bootstrap instead when both arms have ≥ 10 repetitions)
+    p_faster = P(U ≥ u | H0), p_slower = P(U ≤ u | H0)                one-sided exact Mann-Whitney U
+    verdict  = pays          if p_faster < α and (min_speedup unset or speedup ≥ min_speedup)
+               does_not_pay  if p_slower < α, or p_faster < α but speedup < min_speedup
+               inconclusive  otherwise (the ranks cannot tell the arms apart)
+    p_value  = the one-sided p in the direction of the point estimate (p_faster when speedup ≥ 1)
+
+Each direction is its own one-sided test at α: the chance of calling a no-difference point
+"pays" is ≤ α, and of calling it "does_not_pay" ≤ α. Measured break-even (seed 004,
+L* = cycle / step) where the speculative arm's acceptance is known, from decode time only:
+
+    step = TPOT_baseline, cycle = L × TPOT_speculative  →  L* = L × TPOT_spec / TPOT_base
+
+(medians over repetitions of the cells' TPOT p50), so speculation pays in decode iff L > L*.
+crossover_concurrency of a mix: between the last concurrency that pays and the next measured one
+that does not, interpolated linearly where the speedup crosses the threshold (1, or min_speedup):
+c1 + (s1 − t) / (s1 − s2) · (c2 − c1); null when there is no such pair.
+
+Fail closed: a point with a failed request, a cell whose engine restarted, a non-finite or zero
+rate, or cells in only one arm is inconclusive with its reason; records of different engines or
+models, or two records of the same arm, are refused (CompareError).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from gate.probe.record import Cell, ProbeRecord
+from gate.stats import Alternative, StatsError, mann_whitney_u, speedup
+
+DEFAULT_ALPHA = 0.05
+TEST_NAME = "one-sided exact Mann-Whitney U on served tokens/s per repetition"
+
+
+class CompareError(ValueError):
+    """Records that cannot be compared (wrong arms, different engines or models): exit 3."""
+
+
+class Verdict(StrEnum):
+    PAYS = "pays"
+    DOES_NOT_PAY = "does_not_pay"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """One (mix, concurrency): the numbers and the sentence that explain its verdict."""
+
+    mix: str
+    concurrency: int
+    verdict: Verdict
+    reason: str
+    speedup: float | None = None
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    interval_kind: str | None = None
+    p_value: float | None = None
+    p_faster: float | None = None
+    p_slower: float | None = None
+    test_method: str | None = None
+    n_baseline: int = 0
+    n_speculative: int = 0
+    baseline_tokens_per_second: float | None = None
+    speculative_tokens_per_second: float | None = None
+    baseline_tpot_seconds: float | None = None
+    speculative_tpot_seconds: float | None = None
+    acceptance_length: float | None = None
+    break_even_acceptance_length: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["verdict"] = self.verdict.value
+        return d
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """All points, the crossover of each mix, and the inputs that decided them."""
+
+    points: tuple[PointResult, ...]
+    crossovers: dict[str, float | None]
+    crossover_between: dict[str, tuple[int, int] | None]
+    alpha: float
+    min_speedup: float | None
+    baseline: dict[str, Any] = field(default_factory=dict)
+    speculative: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def crossover_concurrency(self) -> float | None:
+        """The lowest crossover over the mixes (with one mix: its crossover)."""
+        found = [c for c in self.crossovers.values() if c is not None]
+        return min(found) if found else None
+
+    def point(self, mix: str, concurrency: int) -> PointResult | None:
+        return next((p for p in self.points if p.mix == mix and p.concurrency == concurrency), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cells": [p.to_json() for p in self.points],
+            "crossover_concurrency": self.crossover_concurrency,
+            "crossovers": {m: {"concurrency": c, "between": list(b) if (b := self.crossover_between[m]) else None}
+                           for m, c in self.crossovers.items()},
+            "alpha": self.alpha, "min_speedup": self.min_speedup, "test": TEST_NAME,
+            "baseline": self.baseline, "speculative": self.speculative,
+        }
+
+
+def _about(r: ProbeRecord) -> dict[str, Any]:
+    return {"engine": r.engine, "engine_version": r.engine_version, "model": r.model,
+            "speculative": r.speculative, "repetitions": r.repetitions, "warmup_requests": r.warmup_requests}
+
+
+def _check_pair(base: ProbeRecord, spec: ProbeRecord) -> None:
+    if base.arm != "baseline":
+        raise CompareError(f"the first record is the {base.arm} arm; expected BASELINE then SPECULATIVE")
+    if spec.arm != "speculative":
+        raise CompareError(f"the second record is the {spec.arm} arm; expected BASELINE then SPECULATIVE")
+    if base.engine and spec.engine and base.engine != spec.engine:
+        raise CompareError(f"different engines: baseline {base.engine}, speculative {spec.engine}")
+    if base.model and spec.model and base.model != spec.model:
+        raise CompareError(f"different models: baseline {base.model!r}, speculative {spec.model!r}")
+    mixes_b = {m.name: m for m in base.workload}
+    for m in spec.workload:
+        b = mixes_b.get(m.name)
+        if b is not None and (b.prompt_tokens, b.output_tokens) != (m.prompt_tokens, m.output_tokens):
+            raise CompareError(f"mix {m.name!r} differs between the arms: prompt/output tokens "
+                               f"{b.prompt_tokens}/{b.output_tokens} vs {m.prompt_tokens}/{m.output_tokens}")
+
+
+def _group(cells: Sequence[Cell]) -> dict[tuple[str, int], list[Cell]]:
+    out: dict[tuple[str, int], list[Cell]] = {}
+    for c in cells:
+        out.setdefault((c.mix, c.concurrency), []).append(c)
+    return out
+
+
+def _median_or_none(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known and len(known) == len(values) else None
+
+
+def judge_point(mix: str, concurrency: int, base: Sequence[Cell], spec: Sequence[Cell],
+                alpha: float = DEFAULT_ALPHA, min_speedup: float | None = None) -> PointResult:
+    """The verdict of one point from its cells (the formulas are in the module docstring)."""
+    name = f"{mix} at concurrency {concurrency}"
+    if not base or not spec:
+        missing = "baseline" if not base else "speculative"
+        return PointResult(mix, concurrency, Verdict.INCONCLUSIVE, f"{name}: no {missing} cells",
+                           n_baseline=len(base), n_speculative=len(spec))
+    for arm, cells in (("baseline", base), ("speculative", spec)):
+        failed = sum(c.failed_requests for c in cells)
+        if failed:
+            return PointResult(mix, concurrency, Verdict.INCONCLUSIVE,
+                               f"{name}: {failed} failed request(s) in the {arm} arm; its rates are not comparable",
+                               n_baseline=len(base), n_speculative=len(spec))
+        if any(c.metrics_reset for c in cells):
+            return PointResult(mix, concurrency, Verdict.INCONCLUSIVE,
+                               f"{name}: the {arm} engine restarted during a cell",
+                               n_baseline=len(base), n_speculative=len(spec))
+    x = [c.served_tokens_per_second for c in spec]
+    y = [c.served_tokens_per_second for c in base]
+    try:
+        s = speedup(x, y)
+        faster = mann_whitney_u(x, y, Alternative.GREATER)
+        slower = mann_whitney_u(x, y, Alternative.LESS)
+    except StatsError as e:
+        return PointResult(mix, concurrency, Verdict.INCONCLUSIVE, f"{name}: {e}",
+                           n_baseline=len(base), n_speculative=len(spec))
+    tpot_b = _median_or_none([c.tpot_seconds.p50 for c in base])
+    tpot_s = _median_or_none([c.tpot_seconds.p50 for c in spec])
+    length = _median_or_none([c.acceptance_length for c in spec])
+    l_star = length * tpot_s / tpot_b if length is not None and tpot_s and tpot_b else None
+    speeds = (f"speculative {s.median_x:.4g} tok/s vs baseline {s.median_y:.4g} tok/s (medians of "
+              f"{s.n_x} and {s.n_y}), speedup {s.speedup:.3g}x ({s.interval_kind.value} "
+              f"{s.low:.3g}-{s.high:.3g})")
+    if faster.p_value < alpha and (min_speedup is None or s.speedup >= min_speedup):
+        verdict, p = Verdict.PAYS, faster.p_value
+        why = f"pays: {speeds}; faster at p = {p:.3g} < {alpha:g}"
+    elif faster.p_value < alpha:
+        verdict, p = Verdict.DOES_NOT_PAY, faster.p_value
+        why = (f"does not pay: {speeds}; significantly faster (p = {p:.3g}) but below min_speedup "
+               f"{min_speedup:g}")
+    elif slower.p_value < alpha:
+        verdict, p = Verdict.DOES_NOT_PAY, slower.p_value
+        why = f"does not pay: {speeds}; slower at p = {p:.3g} < {alpha:g}"
+    else:
+        verdict = Verdict.INCONCLUSIVE
+        p = faster.p_value if s.speedup >= 1 else slower.p_value
+        why = (f"inconclusive: {speeds}; the rank test cannot tell the arms apart (p = {p:.3g}, "
+               f"not < {alpha:g}); this is no speedup and no slowdown")
+    return PointResult(
+        mix, concurrency, verdict, f"{name} {why}", speedup=s.speedup, speedup_low=s.low, speedup_high=s.high,
+        interval_kind=s.interval_kind.value, p_value=p, p_faster=faster.p_value, p_slower=slower.p_value,
+        test_method=faster.method, n_baseline=len(base), n_speculative=len(spec),
+        baseline_tokens_per_second=s.median_y, speculative_tokens_per_second=s.median_x,
+        baseline_tpot_seconds=tpot_b, speculative_tpot_seconds=tpot_s, acceptance_length=length,
+        break_even_acceptance_length=l_star)
+
+
+def crossover(points: Sequence[PointResult], threshold: float = 1.0) -> tuple[float | None, tuple[int, int] | None]:
+    """Where one mix stops paying: between the last paying concurrency and the next measured one that
+    does not pay (inconclusive points in between are skipped, not counted as either)."""
+    decisive = sorted((p for p in points if p.verdict is not Verdict.INCONCLUSIVE), key=lambda p: p.concurrency)
+    for p, q in zip(decisive, decisive[1:], strict=False):
+        if p.verdict is not Verdict.PAYS or q.verdict is not Verdict.DOES_NOT_PAY:
+            continue
+        c1, c2 = p.concurrency, q.concurrency
+        s1, s2 = p.speedup, q.speedup
+        if s1 is None or s2 is None or s1 <= s2 or not (s2 <= threshold <= s1):
+            at = (c1 + c2) / 2.0
+        else:
+            at = c1 + (s1 - threshold) / (s1 - s2) * (c2 - c1)
+        return at, (c1, c2)
+    return None, None
+
+
+def compare(base: ProbeRecord, spec: ProbeRecord, alpha: float = DEFAULT_ALPHA,
+            min_speedup: float | None = None) -> Comparison:
+    """Judge every point either record measured."""
+    if not 0 < alpha < 1:
+        raise CompareError(f"alpha must be between 0 and 1, got {alpha!r}")
+    if min_speedup is not None and not min_speedup > 0:
+        raise CompareError(f"min_speedup must be positive, got {min_speedup!r}")
+    _check_pair(base, spec)
+    gb, gs = _group(base.cells), _group(spec.cells)
+    keys = sorted(set(gb) | set(gs), key=lambda k: (k[0], k[1]))
+    points = tuple(judge_point(m, c, gb.get((m, c), []), gs.get((m, c), []), alpha, min_speedup) for m, c in keys)
+    crossovers: dict[str, float | None] = {}
+    between: dict[str, tuple[int, int] | None] = {}
+    for mix in dict.fromkeys(m for m, _ in keys):
+        crossovers[mix], between[mix] = crossover([p for p in points if p.mix == mix], min_speedup or 1.0)
+    return Comparison(points, crossovers, between, alpha, min_speedup, _about(base), _about(spec))
+
+
+def _fmt(v: float | None, spec: str = ".3g") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def as_text(c: Comparison) -> str:
+    """A table a person reads: one row per point, then the crossover and the test used."""
+    head = (f"{'mix':<16} {'conc':>4} {'base tok/s':>10} {'spec tok/s':>10} {'speedup':>8} "
+            f"{'range':>13} {'p':>8} {'L':>5} {'L*':>5}  verdict")
+    lines = [head]
+    for p in c.points:
+        rng = f"{_fmt(p.speedup_low)}-{_fmt(p.speedup_high)}" if p.speedup_low is not None else "-"
+        lines.append(f"{p.mix:<16} {p.concurrency:>4} {_fmt(p.baseline_tokens_per_second, '.1f'):>10} "
+                     f"{_fmt(p.speculative_tokens_per_second, '.1f'):>10} {_fmt(p.speedup):>8} {rng:>13} "
+                     f"{_fmt(p.p_value):>8} {_fmt(p.acceptance_length):>5} "
+                     f"{_fmt(p.break_even_acceptance_length):>5}  {p.verdict.value}")
+    for mix, at in c.crossovers.items():
+        b = c.crossover_between[mix]
+        lines.append(f"crossover ({mix}): " + (f"concurrency {at:.3g} (between {b[0]} and {b[1]})" if at is not None
+                                               and b else "none measured"))
+    kind = {p.interval_kind for p in c.points if p.interval_kind}
+    lines.append(f"test: {TEST_NAME}, alpha {c.alpha:g}"
+                 + (f", min_speedup {c.min_speedup:g}" if c.min_speedup is not None else "")
+                 + ("; range = observed min-max of the ratios, not a confidence interval"
+                    if "observed_range" in kind else ""))
+    for p in c.points:
+        lines.append(f"- {p.reason}")
+    return "\n".join(lines)

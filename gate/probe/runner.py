@@ -1,0 +1,288 @@
+"""Run a probe campaign: warm-up, then cells of (mix, concurrency) repeated, each one timed and
+attributed its own acceptance.
+
+Why each cell reads `/metrics` before and after (seed 004's method): the engine's counters are
+cumulative, so the difference over one cell is that cell's drafts and accepted tokens alone —
+not the warm-up's, not the previous cell's. The probe assumes it is the engine's only client
+while it runs; when the engine generated more tokens in a cell than the probe's own requests
+received, other traffic shared it, and that cell's acceptance is null (not attributable), with
+a notice on stderr. A cell inside which the engine restarted is marked `metrics_reset` and has
+no acceptance either.
+
+Concurrency C means exactly C requests in flight: C worker threads take the cell's requests
+one after another. A cell's wall clock runs from the first send to the last `[DONE]`.
+Repetitions are the outer loop (rep 1 of every concurrency, then rep 2, ...), so a slow drift
+of a shared machine spreads over all cells instead of biasing the last ones.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import requests
+
+from exporter.derive import derive_window
+from exporter.engines.base import EngineSnapshot
+from exporter.scrape import ScrapeError, scrape_once, split_url
+from gate.probe.client import CompletionClient, RequestResult
+from gate.probe.record import Cell, ProbeError, ProbeRecord, Quantiles
+from gate.probe.workload import Mix
+
+Progress = Callable[[str], None]
+
+
+def stderr_progress(msg: str) -> None:
+    print(f"[probe] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """Everything one campaign needs; the bounds (max_requests, time_limit, request_timeout) are hard."""
+
+    engine_url: str
+    arm: str  # "baseline" | "speculative"
+    concurrencies: tuple[int, ...] = ()  # empty: each mix at its own (plan) concurrency
+    repetitions: int = 5
+    warmup_requests: int = 3
+    requests_per_cell: int | None = None  # None: 2 × concurrency, at least 4
+    request_timeout: float = 300.0
+    time_limit: float = 3600.0
+    max_requests: int = 5000
+    model: str | None = None
+    speculative: dict[str, Any] | None = None
+    engine: str = "auto"
+    api_key: str | None = None
+    source: str | None = None
+
+    def cell_requests(self, concurrency: int) -> int:
+        return self.requests_per_cell if self.requests_per_cell is not None else max(4, 2 * concurrency)
+
+    def concurrencies_of(self, mix: Mix) -> tuple[int, ...]:
+        if self.concurrencies:
+            return self.concurrencies
+        if mix.spec.concurrency is None:
+            raise ProbeError(f"mix {mix.name!r} has no concurrency of its own: pass --concurrency")
+        return (mix.spec.concurrency,)
+
+    def total_requests(self, mixes: Sequence[Mix]) -> int:
+        return sum(sum(self.cell_requests(c) for c in self.concurrencies_of(m)) * self.repetitions
+                   + self.warmup_requests for m in mixes)
+
+
+def quantiles(values: Sequence[float]) -> Quantiles:
+    """p50/p90/p99 by linear interpolation between order statistics (numpy's default); empty → nulls."""
+    xs = sorted(v for v in values if math.isfinite(v))
+    if not xs:
+        return Quantiles()
+
+    def q(p: float) -> float:
+        pos = p * (len(xs) - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+    return Quantiles(p50=q(0.5), p90=q(0.9), p99=q(0.99))
+
+
+def served_model(base_url: str, timeout: float, api_key: str | None) -> str:
+    """The first model `/v1/models` lists (what requests must name)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        r = requests.get(f"{base_url}/v1/models", headers=headers, timeout=timeout)
+        r.raise_for_status()
+        data = r.json()["data"]
+        return str(data[0]["id"])
+    except (requests.RequestException, ValueError, KeyError, IndexError, TypeError) as e:
+        raise ProbeError(f"{base_url}/v1/models gave no model ({type(e).__name__}); pass --model") from None
+
+
+def engine_version(base_url: str, snap: EngineSnapshot, timeout: float) -> str | None:
+    """vLLM `GET /version`, else SGLang `/get_server_info` / `/server_info` `version`, else the page's."""
+    for path in ("/version", "/server_info", "/get_server_info"):
+        try:
+            r = requests.get(base_url + path, timeout=timeout)
+            if r.status_code == 200:
+                v = r.json().get("version")
+                if isinstance(v, str) and v:
+                    return v
+        except (requests.RequestException, ValueError, AttributeError):
+            continue
+    return snap.version
+
+
+def _scrape(url: str, engine: str, timeout: float, api_key: str | None) -> EngineSnapshot:
+    try:
+        return scrape_once(url, engine=engine, timeout=timeout, api_key=api_key)
+    except ScrapeError as e:
+        raise ProbeError(f"cannot read the engine's /metrics: {e}") from None
+
+
+def _check_arm(snap: EngineSnapshot, arm: str, model: str) -> None:
+    """Fail closed on a mislabelled arm: the engine's own counters say whether it speculates."""
+    speculating = any(s.spec is not None for s in snap.streams)
+    if arm == "speculative" and not speculating:
+        raise ProbeError("--arm speculative, but the engine reports no speculative-decoding counters "
+                         "(is it started with a speculative config?)")
+    if arm == "baseline" and speculating:
+        raise ProbeError("--arm baseline, but the engine reports speculative-decoding counters "
+                         "(it is running with speculation)")
+
+
+def run_batch(clients: Sequence[CompletionClient], mix: Mix, count: int, offset: int = 0) -> tuple[
+        list[RequestResult], float]:
+    """`count` requests, len(clients) in flight at a time; returns results and the wall clock."""
+    todo = list(range(count))
+    results: list[RequestResult | None] = [None] * count
+    lock_free_next = iter(todo)
+
+    def worker(client: CompletionClient) -> None:
+        for i in lock_free_next:  # iterator shared by threads: next() on a list iterator is atomic in CPython
+            prompt = mix.prompts[(offset + i) % len(mix.prompts)]
+            results[i] = client.complete(prompt, mix.output_tokens)
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(clients)) as pool:
+        for f in [pool.submit(worker, c) for c in clients]:
+            f.result()
+    done = [r for r in results if r is not None]
+    end = max((r.end for r in done), default=time.monotonic())
+    return done, end - start
+
+
+@dataclass(frozen=True)
+class CellAcceptance:
+    """Speculation counts of one cell, summed over the model's streams (data-parallel ranks)."""
+
+    reset: bool
+    generation_tokens: float | None
+    drafts: float | None
+    draft_tokens: float | None
+    accepted_tokens: float | None
+
+    @property
+    def acceptance_length(self) -> float | None:
+        """L = 1 + Σaccepted / Σdrafts (incl. the bonus token); None without drafts."""
+        if self.drafts is None or self.accepted_tokens is None or self.drafts < 1:
+            return None
+        return 1.0 + self.accepted_tokens / self.drafts
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """a = Σaccepted / Σdraft tokens."""
+        if self.draft_tokens is None or self.accepted_tokens is None or self.draft_tokens <= 0:
+            return None
+        return self.accepted_tokens / self.draft_tokens
+
+
+def _sum(values: Sequence[float | None]) -> float | None:
+    return None if not values or any(v is None for v in values) else float(sum(v for v in values if v is not None))
+
+
+def cell_acceptance(before: EngineSnapshot, after: EngineSnapshot, model: str) -> CellAcceptance | None:
+    """The cell's deltas through the exporter's own derivation (one source of truth for the engines'
+    names, SGLang's verify-call normalisation and the restart rule); None when the page has no stream
+    of this model."""
+    stats = [w for w in derive_window(before, after) if w.model in (model, None)]
+    if not stats:
+        return None
+    spec = [w for w in stats if w.has_spec]
+    return CellAcceptance(
+        reset=any(w.reset for w in stats),
+        generation_tokens=_sum([w.generation_tokens for w in stats]),
+        drafts=_sum([w.drafts for w in spec]) if spec else None,
+        draft_tokens=_sum([w.draft_tokens for w in spec]) if spec else None,
+        accepted_tokens=_sum([w.accepted_tokens for w in spec]) if spec else None)
+
+
+def build_cell(mix: Mix, concurrency: int, repetition: int, results: Sequence[RequestResult],
+               wall: float, before: EngineSnapshot, after: EngineSnapshot, model: str,
+               progress: Progress) -> Cell:
+    """One cell's record from its requests and the two `/metrics` snapshots around it."""
+    ok = [r for r in results if r.ok]
+    out_tokens = sum(r.completion_tokens or 0 for r in ok)
+    prompt = [r.prompt_tokens for r in ok]
+    acc = cell_acceptance(before, after, model)
+    length = rate = drafts = draft_tokens = accepted = None
+    if acc is not None and not acc.reset:
+        if acc.generation_tokens is not None and acc.generation_tokens > out_tokens + 0.5:
+            progress(f"notice: the engine generated {acc.generation_tokens:g} tokens in this cell, the probe's "
+                     f"requests got {out_tokens}: other traffic shares the engine; acceptance not attributed")
+        else:
+            length, rate = acc.acceptance_length, acc.acceptance_rate
+            drafts, draft_tokens, accepted = acc.drafts, acc.draft_tokens, acc.accepted_tokens
+    reset = bool(acc and acc.reset)
+    per_req = [r.acceptance_length for r in ok]
+    return Cell(
+        mix=mix.name, concurrency=concurrency, repetition=repetition, requests=len(results),
+        output_tokens=out_tokens,
+        prompt_tokens=sum(p for p in prompt if p is not None) if ok and all(p is not None for p in prompt) else None,
+        wall_seconds=max(wall, 1e-9), served_tokens_per_second=out_tokens / max(wall, 1e-9),
+        failed_requests=len(results) - len(ok),
+        ttft_seconds=quantiles([t for r in ok if (t := r.ttft) is not None]),
+        tpot_seconds=quantiles([t for r in ok if (t := r.tpot) is not None]),
+        chunk_gap_seconds=quantiles([g for r in ok for g in r.chunk_gaps]),
+        acceptance_length=length, acceptance_rate=rate, drafts=drafts, draft_tokens=draft_tokens,
+        accepted_tokens=accepted,
+        per_request_acceptance_length=([float(a) for a in per_req if a is not None]
+                                       if ok and all(a is not None for a in per_req) else None),
+        metrics_reset=reset,
+    )
+
+
+def run_probe(cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Progress = stderr_progress,
+              first: EngineSnapshot | None = None) -> ProbeRecord:
+    """The whole campaign; raises ProbeError when a bound is hit or the engine cannot be probed."""
+    base, metrics_url = split_url(cfg.engine_url)
+    total = cfg.total_requests(mixes)
+    if total > cfg.max_requests:
+        raise ProbeError(f"the campaign needs {total} requests, more than --max-requests {cfg.max_requests}")
+    started = time.monotonic()
+    snap = first or _scrape(metrics_url, cfg.engine, cfg.request_timeout, cfg.api_key)
+    _check_arm(snap, cfg.arm, model)
+    version = engine_version(base, snap, min(cfg.request_timeout, 10.0))
+    width = max(max(cfg.concurrencies_of(m)) for m in mixes)
+    clients = [CompletionClient(base, model, timeout=cfg.request_timeout, api_key=cfg.api_key)
+               for _ in range(width)]
+    cells: list[Cell] = []
+    n_cells = sum(len(cfg.concurrencies_of(m)) for m in mixes) * cfg.repetitions
+    try:
+        for mix in mixes:
+            if cfg.warmup_requests:
+                progress(f"warm-up: {cfg.warmup_requests} request(s) of mix {mix.name} (not counted)")
+                res, _ = run_batch(clients[:min(width, cfg.warmup_requests)], mix, cfg.warmup_requests)
+                bad = [r for r in res if not r.ok]
+                if len(bad) == len(res):
+                    raise ProbeError(f"every warm-up request failed: {bad[0].error}")
+        for rep in range(1, cfg.repetitions + 1):
+            for mix in mixes:
+                for conc in cfg.concurrencies_of(mix):
+                    elapsed = time.monotonic() - started
+                    if elapsed > cfg.time_limit:
+                        raise ProbeError(f"time limit {cfg.time_limit:g} s reached after {len(cells)} of "
+                                         f"{n_cells} cells; no record written")
+                    before = _scrape(metrics_url, cfg.engine, cfg.request_timeout, cfg.api_key)
+                    res, wall = run_batch(clients[:conc], mix, cfg.cell_requests(conc))
+                    after = _scrape(metrics_url, cfg.engine, cfg.request_timeout, cfg.api_key)
+                    cell = build_cell(mix, conc, rep, res, wall, before, after, model, progress)
+                    cells.append(cell)
+                    length = f", L {cell.acceptance_length:.2f}" if cell.acceptance_length is not None else ""
+                    failed = f", {cell.failed_requests} FAILED" if cell.failed_requests else ""
+                    progress(f"[{len(cells)}/{n_cells}] {mix.name} c={conc} rep {rep}/{cfg.repetitions}: "
+                             f"{cell.output_tokens} tokens in {cell.wall_seconds:.2f} s = "
+                             f"{cell.served_tokens_per_second:.1f} tok/s{length}{failed}")
+                    if cell.failed_requests == cell.requests:
+                        err = next(r.error for r in res if r.error)
+                        raise ProbeError(f"every request of a cell failed: {err}")
+    finally:
+        for c in clients:
+            c.session.close()
+    return ProbeRecord(
+        arm=cfg.arm, engine=snap.engine, engine_version=version, model=model, speculative=cfg.speculative,
+        workload=[m.spec for m in mixes], warmup_requests=cfg.warmup_requests, repetitions=cfg.repetitions,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"), source=cfg.source, cells=cells)
