@@ -384,7 +384,12 @@ def build_dashboard() -> dashboard.Dashboard:
         for spec in row.panels:
             d = d.with_panel(build_panel(spec, panel_id))
             panel_id += 1
-    return d.build()
+    built = d.build()
+    # The SDK gives every variable interval-variable defaults (auto, auto_min, auto_count) that Grafana's
+    # VariableModel does not define (tests/observability/test_dashboard_schema.py, tsc on @grafana/schema).
+    for v in built.templating.list_val or []:
+        v.auto = v.auto_min = v.auto_count = None
+    return built
 
 
 def render() -> str:
