@@ -18,12 +18,9 @@ Contracts (DESIGN.md "HTTP and Kubernetes contracts"):
 
 from __future__ import annotations
 
-import functools
 import hmac
 import json
-import sys
-import threading
-from collections.abc import Callable, Iterator
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -32,25 +29,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from gate.verdict import LINES
+from gate.answer import GateAnswer, answer_of
+from gate.evaluate import Evaluator, service_evaluator
+from gate.gate_metrics import GateMetrics
+
+log = logging.getLogger(__name__)
 
 PHASES = ("pre", "post")
-DECISIONS = ("pass", "fail", "inconclusive")
-
-# evaluate(plan, phase=..., metrics=..., prometheus=...) -> Verdict (anything with .to_json())
-Evaluator = Callable[..., Any]
-
-
-def real_evaluator(**fixed: Any) -> Evaluator:
-    """`gate.evaluate.evaluate` with `wait=False` (never sleep for a new window inside a request or a
-    reconcile: exporter and Prometheus history answer at once), imported when first needed."""
-    from gate.evaluate import evaluate
-
-    return functools.partial(evaluate, wait=False, **fixed)
 
 
 @dataclass(frozen=True)
@@ -90,51 +78,6 @@ class ArgoRequest(BaseModel):
     deployment: str | None = None
 
 
-class GateMetrics:
-    """`specgate_gate_decisions_total{deployment,decision}` and `specgate_gate_line_status{deployment,line,status}`.
-
-    A custom collector owned by one server or controller (no module-level registry), so two gates in one
-    process — as in tests — never share counts.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._decisions: dict[tuple[str, str], int] = {}
-        self._lines: dict[str, dict[str, str]] = {}
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(self)
-
-    MAX_DEPLOYMENTS = 256  # label values come from callers: bound the series count
-
-    def record(self, deployment: str, decision: str, lines: dict[str, str]) -> None:
-        with self._lock:
-            if deployment not in self._lines and len(self._lines) >= self.MAX_DEPLOYMENTS:
-                deployment = "other"
-            key = (deployment, decision)
-            self._decisions[key] = self._decisions.get(key, 0) + 1
-            self._lines[deployment] = dict(lines)
-
-    def collect(self) -> Iterator[Metric]:
-        with self._lock:
-            decisions = dict(self._decisions)
-            lines = {d: dict(v) for d, v in self._lines.items()}
-        counter = CounterMetricFamily("specgate_gate_decisions", "Gate decisions answered, by decision.",
-                                      labels=["deployment", "decision"])
-        for (dep, dec), n in sorted(decisions.items()):
-            counter.add_metric([dep, dec], n)
-        yield counter
-        gauge = GaugeMetricFamily("specgate_gate_line_status",
-                                  "Status of each budget line in the last decision (1 for the status it had).",
-                                  labels=["deployment", "line", "status"])
-        for dep, per_line in sorted(lines.items()):
-            for line, status in sorted(per_line.items()):
-                gauge.add_metric([dep, line, status], 1)
-        yield gauge
-
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
-
-
 def token_matches(given: str | None, expected: str) -> bool:
     """Constant-time comparison, so response timing says nothing about how much of a guess was right."""
     if given is None:
@@ -148,25 +91,6 @@ def bearer(header: str | None) -> str | None:
     return None
 
 
-def inconclusive_answer(phase: str, reason: str) -> dict[str, Any]:
-    """Every line inconclusive with one reason: what an unfinished or failed evaluation means."""
-    return {"decision": "inconclusive", "phase": phase,
-            "checks": {line: {"status": "inconclusive", "reason": reason} for line in LINES}}
-
-
-def answer_from(verdict_json: dict[str, Any]) -> dict[str, Any]:
-    """DESIGN.md's `check` JSON cut to what a caller needs: decision, phase, per-line status and reason."""
-    checks = {line: {"status": r.get("status"), "reason": r.get("reason")}
-              for line, r in (verdict_json.get("checks") or {}).items()}
-    return {"decision": verdict_json.get("decision"), "phase": verdict_json.get("phase"), "checks": checks}
-
-
-def reasons_of(answer: dict[str, Any]) -> list[str]:
-    """`line: status — reason` for every line that did not pass: what Flagger shows in its events."""
-    return [f"{line}: {r['status']} — {r['reason']}" for line, r in answer["checks"].items()
-            if r.get("status") not in ("pass", "n/a", "warn")]
-
-
 class Gate:
     """The gate behind the HTTP endpoints: evaluation with a deadline, the token, and the metrics."""
 
@@ -174,7 +98,7 @@ class Gate:
                  metrics: GateMetrics | None = None) -> None:
         self.config = config
         self.plan = plan
-        self.evaluator = evaluator or real_evaluator()
+        self.evaluator = evaluator or service_evaluator()
         self.metrics = metrics or GateMetrics()
         self._pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="specgate-eval")
         self.default_deployment = config.plan_path.stem
@@ -189,25 +113,21 @@ class Gate:
         results = [token_matches(c, self.config.token) for c in candidates]
         return any(results)
 
-    def decide(self, phase: str, deployment: str | None = None) -> dict[str, Any]:
+    def decide(self, phase: str, deployment: str | None = None) -> GateAnswer:
         """Evaluate within the deadline; a late or failed evaluation is inconclusive, never a pass."""
         fut = self._pool.submit(self.evaluator, self.plan, phase=phase, metrics=self.config.metrics,
                                 prometheus=self.config.prometheus)
         try:
-            answer = answer_from(fut.result(timeout=self.config.timeout_s).to_json())
+            answer = answer_of(fut.result(timeout=self.config.timeout_s), phase)
         except FutureTimeout:
             fut.cancel()
-            answer = inconclusive_answer(
+            answer = GateAnswer.failed(
                 phase, f"evaluation did not finish within {self.config.timeout_s:g} s; no answer is not a pass")
         except Exception as e:  # the evaluator's failure is reported as an answer, not a 500
-            print(f"specgate serve: evaluation failed: {type(e).__name__}: {e}", file=sys.stderr)
-            answer = inconclusive_answer(phase, f"evaluation failed: {type(e).__name__}: {e}")
-        answer["deployment"] = deployment or self.default_deployment
-        if answer.get("decision") not in DECISIONS:
-            answer = {**inconclusive_answer(phase, f"evaluator returned decision {answer.get('decision')!r}"),
-                      "deployment": answer["deployment"]}
-        self.metrics.record(answer["deployment"], answer["decision"],
-                            {line: r["status"] for line, r in answer["checks"].items()})
+            log.warning("evaluation failed: %s: %s", type(e).__name__, e)
+            answer = GateAnswer.failed(phase, f"evaluation failed: {type(e).__name__}: {e}")
+        answer = answer.for_deployment(deployment or self.default_deployment)
+        self.metrics.record_answer(answer.deployment or self.default_deployment, answer)
         return answer
 
 
@@ -242,7 +162,7 @@ class GateHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         # Request lines only (paths carry no secrets; tokens live in headers and bodies, never logged).
-        sys.stderr.write(f"specgate serve: {self.address_string()} {format % args}\n")
+        log.info("%s %s", self.address_string(), format % args)
 
     # ---- responses ----
     def _send(self, code: int, body: dict[str, Any] | bytes, content_type: str = "application/json") -> None:
@@ -326,7 +246,7 @@ class GateHandler(BaseHTTPRequestHandler):
                 raise HttpError(400, f"bad request body: {e.errors()[0]['msg']} at "
                                      f"{'.'.join(str(p) for p in e.errors()[0]['loc']) or 'body'}") from None
         phase = self._phase(query.get("phase"), req.phase)
-        self._send(200, gate.decide(phase, query.get("deployment") or req.deployment))
+        self._send(200, gate.decide(phase, query.get("deployment") or req.deployment).to_json())
 
     def _flagger(self, query: dict[str, str]) -> None:
         raw = self._body()
@@ -345,12 +265,13 @@ class GateHandler(BaseHTTPRequestHandler):
             raise HttpError(401, "missing or wrong token (Authorization: Bearer, or metadata.token)")
         phase = self._phase(query.get("phase"), meta.get("phase"))
         answer = gate.decide(phase, payload.name)
-        answer["canary"] = {"name": payload.name, "namespace": payload.namespace, "phase": payload.phase}
-        if answer["decision"] == "pass":
-            self._send(200, answer)
+        body = answer.to_json()
+        body["canary"] = {"name": payload.name, "namespace": payload.namespace, "phase": payload.phase}
+        if answer.passed:
+            self._send(200, body)
         else:
-            answer["reasons"] = reasons_of(answer)
-            self._send(403, answer)
+            body["reasons"] = answer.reasons()
+            self._send(403, body)
 
 
 def make_server(config: GateConfig, plan: Any, evaluator: Evaluator | None = None) -> GateServer:

@@ -16,6 +16,7 @@ Cluster access: the in-cluster service account, else the local kubeconfig.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import socket
@@ -24,6 +25,14 @@ import threading
 from pathlib import Path
 
 from gate.verdict import EXIT_INVALID
+
+# The services log through logging.getLogger(__name__); the command sends it to stderr as before.
+LOG_FORMAT = "specgate controller: %(message)s"
+
+
+def _log_to_stderr() -> None:
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _log_to_stderr()
     if not args.plan.exists():
         print(f"specgate controller: no plan at {args.plan}", file=sys.stderr)
         return EXIT_INVALID
@@ -72,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"specgate controller: no cluster access: {e}", file=sys.stderr)
         return EXIT_INVALID
 
-    from gate.controller import Controller, ControllerConfig
+    from gate.kube.controller import Controller, ControllerConfig
 
     config = ControllerConfig(namespace=args.namespace, plan=args.plan, identity=args.identity,
                               deployment=args.deployment, container=args.container, interval_s=args.interval,

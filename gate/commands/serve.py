@@ -18,11 +18,20 @@ Listens on 127.0.0.1 unless told otherwise.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
 
 from gate.verdict import EXIT_INVALID
+
+# The services log through logging.getLogger(__name__); the command sends it to stderr as before.
+LOG_FORMAT = "specgate serve: %(message)s"
+
+
+def _log_to_stderr() -> None:
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -62,6 +71,7 @@ def read_token(path: Path | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _log_to_stderr()
     from gate.plan import load_plan
     from gate.webhook import GateConfig, make_server
 

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from gate.controller import ACTIVE, LAST, REQUEST, Controller, ControllerConfig, strip_speculative
+from gate.kube.annotations import ACTIVE, LAST, REQUEST
+from gate.kube.controller import Controller, ControllerConfig
+from gate.kube.engine_args import strip_speculative
 from gate.record import RunRecord
 from gate.verdict import LINES, Decision, LineResult, Status, Verdict
 from tests.k8s.fakeapi import FakeKube
