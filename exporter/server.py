@@ -7,7 +7,7 @@ names escaped), `/healthz` (the exporter itself is alive, even when the engine i
 The exporter keeps serving whatever the engine does; it logs state changes, not every scrape,
 through `logging` (a process that embeds the sidecar chooses the handlers; `run_sidecar`, the
 command's entry point, sends them to stderr when nobody has). No URL credentials or API keys are
-logged: engine URLs are shown through `shown_url`.
+logged: every engine URL and scrape error goes through `exporter.redact.redact_url`.
 """
 
 from __future__ import annotations
@@ -20,25 +20,17 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from exporter.collect import registry_for
+from exporter.redact import redact_url
 from exporter.scrape import ScrapeError, Scraper
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "specgate exporter: %(message)s"
-
-
-def shown_url(url: str) -> str:
-    """An engine URL fit for a log line: without `user:password@` and without its query's values."""
-    parts = urlsplit(url)
-    host = parts.netloc.rsplit("@", 1)[-1]
-    query = "&".join(f"{kv.split('=', 1)[0]}=..." for kv in parts.query.split("&") if kv) if parts.query else ""
-    return urlunsplit((parts.scheme, host, parts.path, query, ""))
 
 
 def windows_document(state: ExporterState) -> dict[str, Any]:
@@ -111,11 +103,11 @@ class Sidecar:
         except ScrapeError as e:
             self.state.record_failure(e.reason, str(e), time.perf_counter() - t0)
             if was_up or self.state.errors[e.reason] == 1:
-                log.warning("engine down (%s): %s", e.reason, e)
+                log.warning("engine down (%s): %s", e.reason, redact_url(str(e)))
             return
         self.state.record_success(snap, time.perf_counter() - t0)
         if not was_up:
-            log.info("engine up: %s at %s, %d stream(s)", snap.engine, shown_url(self.scraper.metrics_url),
+            log.info("engine up: %s at %s, %d stream(s)", snap.engine, redact_url(self.scraper.metrics_url),
                      len(snap.streams))
 
     def _loop(self) -> None:
@@ -154,7 +146,7 @@ def run_sidecar(settings: ExporterSettings) -> int:
         return 3
     host, port = car.address
     log.info("listening on http://%s:%s/metrics, scraping %s every %gs", host, port,
-             shown_url(car.scraper.metrics_url), settings.scrape_interval)
+             redact_url(car.scraper.metrics_url), settings.scrape_interval)
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
