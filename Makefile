@@ -28,8 +28,10 @@ $(STAMP): pyproject.toml
 tools: venv
 	@for s in tools/install_*.sh; do [ -e "$$s" ] && bash "$$s" $(TOOLS) || exit 1; done
 
+# ruff on everything; mypy on the two packages ([tool.mypy] in pyproject.toml: disallow_untyped_defs).
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 demo: venv
 ifeq ($(ENGINE),vllm-cpu)
@@ -38,7 +40,7 @@ else
 	$(BIN)/python tools/demo.py
 endif
 
-test: venv tools
+test: venv tools lint
 	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests --ignore=tests/e2e
 
 bench: venv

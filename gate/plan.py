@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from datetime import datetime
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -364,7 +365,7 @@ def _model_in(ann: Any) -> type[BaseModel] | None:
     return None
 
 
-def _one_error(err: dict[str, Any]) -> str:
+def _one_error(err: Mapping[str, Any]) -> str:
     loc = tuple(err.get("loc", ()))
     kind = err.get("type", "")
     where = _loc(loc)

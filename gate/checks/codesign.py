@@ -68,14 +68,19 @@ def _size(cfg: dict[str, Any], key: str, what: str) -> int | None:
     return value
 
 
-def _dflash_config(d: dict[str, Any]) -> dict[str, Any]:
-    value = d.get("dflash_config")
+def _dict_at(d: dict[str, Any], key: str) -> dict[str, Any]:
+    """A nested config object, or {} when it is absent or not an object."""
+    value = d.get(key)
     return value if isinstance(value, dict) else {}
+
+
+def _dflash_config(d: dict[str, Any]) -> dict[str, Any]:
+    return _dict_at(d, "dflash_config")
 
 
 def _eagle3_taps(d: dict[str, Any], L: int, engine: str) -> tuple[Finding, list[int]]:
     """Checks the EAGLE-3 aux layer ids; returns the finding and the target layers whose outputs are tapped."""
-    eagle = d.get("eagle_config") if isinstance(d.get("eagle_config"), dict) else {}
+    eagle = _dict_at(d, "eagle_config")
     raw = eagle.get("eagle_aux_hidden_state_layer_ids", d.get("eagle_aux_hidden_state_layer_ids"))
     if raw is None:
         default = [2, L // 2, L - 3]
@@ -268,8 +273,7 @@ def _model_name(name: str) -> str:
 def _trained_against(d: dict[str, Any] | None, t: dict[str, Any], deployed_target: str | None) -> Finding | None:
     if d is None:
         return None
-    spec = d.get("speculators_config") if isinstance(d.get("speculators_config"), dict) else {}
-    verifier = spec.get("verifier") if isinstance(spec.get("verifier"), dict) else {}
+    verifier = _dict_at(_dict_at(d, "speculators_config"), "verifier")
     name = verifier.get("name_or_path")
     archs = verifier.get("architectures")
     if name and deployed_target:

@@ -84,7 +84,7 @@ def judge(plan: Plan, measured: StartupObservation | None, kube_note: str | None
     if pred is not None:
         pred_txt = f"; predicted {pred:g} s ({st.mode or 'serial'}: {'slower artifact' if st.mode == 'overlapped' else 'sum of loads'})"
     tax_txt = ""
-    if values["startup_tax_seconds"] is not None:
+    if measured is not None and without is not None:
         tax_txt = f"; startup tax of the drafter {values['startup_tax_seconds']:+g} s (vs {without.value:g} s without)"
     notes = ("; " + "; ".join(named)) if named else ""
     kube = f" ({kube_note})" if kube_note else ""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:  # pragma: no cover
     from kubernetes.client import ApiClient
@@ -111,8 +111,9 @@ def collect(api_client: ApiClient, namespace: str, label_selector: str,
     """List the pods behind `label_selector` and read their cold starts and image digests."""
     from kubernetes import client
 
-    resp = client.CoreV1Api(api_client).list_namespaced_pod(
-        namespace, label_selector=label_selector, _preload_content=False, _request_timeout=timeout_s)
+    # _preload_content=False: the raw urllib3 response (the client's annotations name the decoded model).
+    resp = cast(Any, client.CoreV1Api(api_client).list_namespaced_pod(
+        namespace, label_selector=label_selector, _preload_content=False, _request_timeout=timeout_s))
     items = json.loads(resp.data).get("items") or []
     return summarize(namespace, label_selector, [pod_startup(p, container) for p in items])
 

@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:  # pragma: no cover
     from kubernetes.client import ApiClient
@@ -116,13 +116,13 @@ class KubeApi:
 
     def create_event(self, body: Json) -> Json:
         return self.retry("create event", lambda: self.core.create_namespaced_event(
-            self.namespace, body, _preload_content=False, _request_timeout=self.timeout_s))
+            self.namespace, cast(Any, body), _preload_content=False, _request_timeout=self.timeout_s))
 
     def read_lease(self, name: str) -> Json:
         """One try (leader election must not wait out retries); NotFound when there is none yet."""
         try:
-            resp = self.coord.read_namespaced_lease(name, self.namespace, _preload_content=False,
-                                                    _request_timeout=self.timeout_s)
+            resp: Any = self.coord.read_namespaced_lease(name, self.namespace, _preload_content=False,
+                                                         _request_timeout=self.timeout_s)
         except Exception as e:
             raise typed(f"read lease {name}", e) from e
         data: Json = json.loads(resp.data)
@@ -130,14 +130,14 @@ class KubeApi:
 
     def create_lease(self, body: Json) -> None:
         try:
-            self.coord.create_namespaced_lease(self.namespace, body, _preload_content=False,
+            self.coord.create_namespaced_lease(self.namespace, cast(Any, body), _preload_content=False,
                                                _request_timeout=self.timeout_s)
         except Exception as e:
             raise typed("create lease", e) from e
 
     def replace_lease(self, name: str, body: Json) -> None:
         try:
-            self.coord.replace_namespaced_lease(name, self.namespace, body, _preload_content=False,
+            self.coord.replace_namespaced_lease(name, self.namespace, cast(Any, body), _preload_content=False,
                                                 _request_timeout=self.timeout_s)
         except Exception as e:
             raise typed(f"replace lease {name}", e) from e

@@ -214,7 +214,8 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
                                "(num_nextn_predict_layers / mtp_num_hidden_layers)")
             elif not d_notes:
                 d_notes.append("drafter KV geometry unknown: the target's geometry is unknown")
-            wbytes, wsource = 0, "embedded in the target checkpoint (no second download)"
+            wbytes: int | None = 0
+            wsource: str | None = "embedded in the target checkpoint (no second download)"
         else:
             dgeom = _geometry(facts.drafter.config if facts.drafter else None, ddtype, dtp, "drafter", d_notes)
             wbytes = facts.drafter.weights_bytes if facts.drafter else None
