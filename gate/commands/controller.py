@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"specgate controller: invalid plan {args.plan}: {e}", file=sys.stderr)
             return EXIT_INVALID
     try:
-        from gate.evidence.kube import default_api_client
+        from gate.evidence.pods import default_api_client
 
         api_client = default_api_client()
     except ImportError:

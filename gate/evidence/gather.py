@@ -19,7 +19,7 @@ from typing import Any
 from gate.evidence import base
 from gate.evidence.base import EvidenceRequest, EvidenceSource, MetricsEvidence
 from gate.evidence.captures import CaptureFiles
-from gate.evidence.kube import KubeEvidence
+from gate.evidence.pods import KubeEvidence
 from gate.evidence.metrics import LiveUrl, is_url
 from gate.plan import Plan, PrometheusSource
 
@@ -85,7 +85,7 @@ class ClusterEvidence:
 
 
 def gather_kube(plan: Plan, kube_client: Any = None) -> ClusterEvidence | None:
-    """Cold start and image digest from pod status (gate.evidence.kube; the client is imported lazily).
+    """Cold start and image digest from pod status (gate.evidence.pods; the client is imported lazily).
 
     None when the plan names no Kubernetes source. Any client or config failure is no evidence,
     with the reason (the staging line turns inconclusive), never an exception.
@@ -94,10 +94,10 @@ def gather_kube(plan: Plan, kube_client: Any = None) -> ClusterEvidence | None:
     if k is None:
         return None
     try:
-        from gate.evidence import kube
+        from gate.evidence import pods
 
-        client = kube_client if kube_client is not None else kube.default_api_client()
-        return ClusterEvidence(found=kube.collect(client, k.namespace, k.selector or "", container=k.container))
+        client = kube_client if kube_client is not None else pods.default_api_client()
+        return ClusterEvidence(found=pods.collect(client, k.namespace, k.selector or "", container=k.container))
     except Exception as e:  # noqa: BLE001 - any client/config failure means: no kube evidence
         first = str(e).splitlines()[0][:160] if str(e) else ""
         log.debug("Kubernetes evidence unavailable", exc_info=True)

@@ -6,7 +6,7 @@ so cold start → Ready = 1 min 47 s = 107 s; the digest is the part of `imageID
 
 from __future__ import annotations
 
-from gate.evidence.kube import collect, digest_of, pod_startup
+from gate.evidence.pods import collect, digest_of, pod_startup
 from tests.k8s.fakeapi import FakeKube
 from tests.k8s.objects import DIGEST, NAMESPACE, pod
 
