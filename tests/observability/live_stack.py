@@ -10,10 +10,12 @@ import json
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from tests.observability.sources import REPO, RULES, accelerate
@@ -105,6 +107,56 @@ class PrometheusAPI:
             return False
 
 
+class WebhookReceiver:
+    """Alertmanager's webhook receiver on 127.0.0.1: keeps every notification (JSON) it is sent."""
+
+    def __init__(self) -> None:
+        self.notifications: list[dict] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with receiver._lock:
+                    receiver.notifications.append(json.loads(body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:  # quiet
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/alerts"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def received(self) -> list[dict]:
+        with self._lock:
+            return list(self.notifications)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def alertmanager_config(webhook_url: str) -> str:
+    """One route to the webhook; short group timings so a notification lands within the test."""
+    return (
+        "route:\n"
+        "  receiver: webhook\n"
+        "  group_by: [alertname, model]\n"
+        "  group_wait: 1s\n"
+        "  group_interval: 2s\n"
+        "  repeat_interval: 1h\n"
+        "receivers:\n"
+        "  - name: webhook\n"
+        "    webhook_configs:\n"
+        f"      - url: {webhook_url}\n"
+        "        send_resolved: true\n"
+    )
+
+
 @dataclass
 class LiveStack:
     """What the live tests read after the scenario has played."""
@@ -115,6 +167,8 @@ class LiveStack:
     scenario_end: float
     processes: list[Process] = field(default_factory=list)
     finished: float = 0.0  # set by the fixture once the scenario has played
+    alertmanager_url: str | None = None  # the real Alertmanager Prometheus sends its alerts to
+    webhook: WebhookReceiver | None = None  # Alertmanager's receiver
 
     @property
     def drop_at(self) -> float:
@@ -125,8 +179,14 @@ class LiveStack:
         return "\n".join(p.tail() for p in self.processes)
 
 
-def prometheus_config(exporter_port: int, rules_file: Path) -> str:
-    return (
+def prometheus_config(exporter_port: int, rules_file: Path, alertmanager_port: int | None = None) -> str:
+    alerting = (
+        "alerting:\n"
+        "  alertmanagers:\n"
+        "    - static_configs:\n"
+        f"        - targets: ['127.0.0.1:{alertmanager_port}']\n"
+    ) if alertmanager_port else ""
+    return alerting + (
         "global:\n"
         "  scrape_interval: 1s\n"
         "  scrape_timeout: 1s\n"
@@ -140,27 +200,48 @@ def prometheus_config(exporter_port: int, rules_file: Path) -> str:
     )
 
 
-def start_stack(workdir: Path, prometheus_bin: Path, step_seconds: float) -> LiveStack:
-    """Prometheus first (it must see the good phase), then the exporter, then the replay engine."""
+def start_stack(workdir: Path, prometheus_bin: Path, step_seconds: float,
+                alertmanager_bin: Path | None = None) -> LiveStack:
+    """Alertmanager and its webhook receiver (when given), Prometheus (it must see the good phase), then the
+    exporter, then the replay engine."""
     processes: list[Process] = []
+    webhook: WebhookReceiver | None = None
+    am_port: int | None = None
     try:
+        if alertmanager_bin is not None:
+            webhook = WebhookReceiver()
+            am_port = free_port()
+            (workdir / "alertmanager.yml").write_text(alertmanager_config(webhook.url))
+            processes.append(start("alertmanager", [
+                str(alertmanager_bin), f"--config.file={workdir / 'alertmanager.yml'}",
+                f"--storage.path={workdir / 'alertmanager-data'}", f"--web.listen-address=127.0.0.1:{am_port}",
+                "--cluster.listen-address=", "--log.level=warn",
+            ], workdir))
+            deadline = time.time() + 20
+            while not _ready(f"http://127.0.0.1:{am_port}/-/ready"):
+                if processes[-1].proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("alertmanager did not become ready\n" + processes[-1].tail())
+                time.sleep(0.2)
         rules = workdir / "specgate-rules-accelerated.yaml"
         rules.write_text(accelerate(RULES.read_text()))
         scenario = build_scenario(workdir / "scenario")
         engine_port, exporter_port, prom_port = free_port(), free_port(), free_port()
         config = workdir / "prometheus.yml"
-        config.write_text(prometheus_config(exporter_port, rules))
+        config.write_text(prometheus_config(exporter_port, rules, am_port))
         tsdb = workdir / "tsdb"
         tsdb.mkdir()
         processes.append(start("prometheus", [
             str(prometheus_bin), f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
             f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn",
+            # Alerts reach Alertmanager within seconds (default resend delay: 1m).
+            "--rules.alert.resend-delay=2s",
         ], workdir))
+        prom_proc = processes[-1]
         prom = PrometheusAPI(f"http://127.0.0.1:{prom_port}")
         deadline = time.time() + 30
         while not prom.ready():
-            if processes[0].proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("prometheus did not become ready\n" + processes[0].tail())
+            if prom_proc.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("prometheus did not become ready\n" + prom_proc.tail())
             time.sleep(0.2)
         # The exporter starts before its engine: it sees the cold start (startup staging) and a few
         # connect errors, as a sidecar does in a pod.
@@ -174,7 +255,7 @@ def start_stack(workdir: Path, prometheus_bin: Path, step_seconds: float) -> Liv
         ], workdir))
         deadline = time.time() + 20
         while not prom.query('up{job="specgate"} == 1'):
-            if processes[1].proc.poll() is not None or time.time() > deadline:
+            if processes[-1].proc.poll() is not None or time.time() > deadline:
                 raise RuntimeError("prometheus never scraped the exporter\n" + "\n".join(p.tail() for p in processes))
             time.sleep(0.2)
         replay_started = time.time()
@@ -183,8 +264,19 @@ def start_stack(workdir: Path, prometheus_bin: Path, step_seconds: float) -> Liv
             "--step-seconds", str(step_seconds),
         ], workdir))
         return LiveStack(prom, step_seconds, replay_started,
-                         replay_started + (len(SCENARIO) - 1) * step_seconds, processes)
+                         replay_started + (len(SCENARIO) - 1) * step_seconds, processes,
+                         alertmanager_url=f"http://127.0.0.1:{am_port}" if am_port else None, webhook=webhook)
     except BaseException:
         for p in reversed(processes):
             p.stop()
+        if webhook is not None:
+            webhook.stop()
         raise
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
