@@ -10,8 +10,11 @@ is (t_verify(k, B) = t_verify(B), assumed constant in k; stated with every predi
 Two ways to know it:
 
 - **fitted**: cycles measured at two or more k at the same (point, B) give t_verify(B) and
-  t_draft(B) by least squares; the band is the fit's largest absolute residual (0 with two k).
-  At a measured k the measured cycle itself is used (its band: the smallest and largest sample).
+  t_draft(B) by least squares on the per-k medians (a noisy repetition moves a median less than a
+  mean); the band is the fit's largest absolute residual (0 with two k). At a measured k the
+  measured cycle itself is used (median; band: the smallest and largest sample). A cycle holds one
+  target forward, so no cycle is taken to cost less than a plain step (t_cycle >= t_step, the same
+  bound the declared band's upper end rests on): a noisy fit cannot predict a free cycle.
 - **declared** at one k0 (seed 004: k0 = 3, cycle 31.16 ms, plain step 14.14 ms): the split
   between t_verify and t_draft is then an assumption. t_draft lies between a declared lower
   bound (default 0) and (t_cycle(k0) - t_step) / k0 (the verify costs no less than a plain step),
@@ -92,8 +95,9 @@ class CycleModel:
             if mk == k:
                 return CycleAt(k, mean, lo, hi, "measured")
         if self.kind == "fitted":
-            mid = self.verify_ms + k * self.draft_ms
-            return CycleAt(k, mid, max(mid - self.residual_ms, 1e-9), mid + self.residual_ms, "fitted")
+            floor = self.target_step_ms
+            mid = max(self.verify_ms + k * self.draft_ms, floor)
+            return CycleAt(k, mid, max(mid - self.residual_ms, floor), max(mid + self.residual_ms, floor), "fitted")
         k0, c0 = self.measured[0][0], self.measured[0][1]
         a = c0 + (k - k0) * self.draft_low_ms
         b = c0 + (k - k0) * self.draft_high_ms
@@ -106,8 +110,8 @@ class CycleModel:
         if self.kind == "fitted":
             ks = ", ".join(str(m[0]) for m in self.measured)
             return (f"cost {at}: t_cycle(k) = {self.verify_ms:.2f} + k * {self.draft_ms:.2f} ms fitted by least "
-                    f"squares to cycles measured at k = {ks} (band +/- {self.residual_ms:.2f} ms, the largest "
-                    f"residual); plain step {self.target_step_ms:.2f} ms; t_verify assumed constant in k")
+                    f"squares to the median cycles measured at k = {ks} (band +/- {self.residual_ms:.2f} ms, the largest "
+                    f"residual; never below the plain step {self.target_step_ms:.2f} ms); t_verify assumed constant in k")
         k0, c0 = self.measured[0][0], self.measured[0][1]
         return (f"cost {at}: declared at k = {k0} only (cycle {c0:.2f} ms, plain step {self.target_step_ms:.2f} ms): "
                 f"the t_verify/t_draft split is an assumption, t_draft {self.draft_low_ms:.2f} .. "
@@ -118,6 +122,12 @@ class CycleModel:
 def _where(point: str | None, concurrency: int | None) -> str:
     parts = [p for p in (point, None if concurrency is None else f"concurrency {concurrency}") if p]
     return "at " + ", ".join(parts) if parts else "(one operating point)"
+
+
+def _median(xs: Sequence[float]) -> float:
+    v = sorted(xs)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
 def _fit(ks: Sequence[float], ts: Sequence[float]) -> tuple[float, float, float]:
@@ -141,20 +151,18 @@ def cycle_models(samples: Sequence[CostSample], band: DraftBand | None = None) -
         groups.setdefault((s.point, s.concurrency), []).append(s)
     out: list[CycleModel] = []
     for (point, conc), group in groups.items():
-        steps = [s.ms for s in group if s.k == 0]
+        steps = [s.ms for s in group if s.k == 0]  # plain step: their median
         cycles: dict[int, list[float]] = {}
         for s in group:
             if s.k > 0:
                 cycles.setdefault(s.k, []).append(s.ms)
         if not steps or not cycles:
             continue
-        step = sum(steps) / len(steps)
-        measured = tuple(sorted((k, sum(v) / len(v), min(v), max(v)) for k, v in cycles.items()))
+        step = _median(steps)
+        measured = tuple(sorted((k, _median(v), min(v), max(v)) for k, v in cycles.items()))
         source = "; ".join(sorted({s.source for s in group}))
         if len(measured) >= 2:
-            ks = [float(k) for k, vals in cycles.items() for _ in vals]
-            ts = [t for vals in cycles.values() for t in vals]
-            v, d, res = _fit(ks, ts)
+            v, d, res = _fit([float(m[0]) for m in measured], [m[1] for m in measured])
             out.append(CycleModel(point, conc, step, v, d, d, d, measured, res, "fitted", source))
             continue
         k0, c0 = measured[0][0], measured[0][1]

@@ -79,9 +79,11 @@ class TuneResult:
 # k = 1, 2, 3, 5) measured for "L(k') from a deeper run predicts a real run at k'". Stated with every
 # L below a measured depth; update it with the proof.
 DEPTH_PROOF = ("on real vLLM ngram (tests/e2e/test_tune_vllm.py) L(k') computed from a k = 5 run differed from "
-               "real runs at k' = 1, 2, 3 by -1.5 %, -2.1 %, -5.1 %: more than 2 % beyond k' = 1, so L below "
-               "the measured depth is exact for the run that was measured and an estimate (here: low) for a "
-               "real run at that depth")
+               "real runs at k' = 1, 2, 3 by -1.5 %, -2.1 %, -5.1 % (1.869/2.492/2.967 against 1.897/2.546/3.127): "
+               "more than 2 % beyond k' = 1, so L below the measured depth is exact for the run that was measured "
+               "and an estimate (there: low) for a real run at that depth")
+EXTRAPOLATION_PROOF = ("extrapolated L is a model, never a measurement; on real vLLM ngram L(5) extrapolated from a "
+                       "k = 3 run was 3.861 (band 3.707 .. 4.071) against 3.672 measured at k = 5: +5.1 %, below the band")
 
 
 def dominating(result: TuneResult, point: str | None, concurrency: int | None, k: int) -> list[Prediction]:
@@ -137,7 +139,7 @@ def predict(curves: Sequence[AcceptanceCurve], models: Sequence[CycleModel], k_m
                            "a real run at that depth it assumes acceptance does not depend on where in a sequence "
                            "a step falls; " + DEPTH_PROOF)
     if any(c.resolved and max(p.k for p in c.points) > c.measured_k for c in curves):
-        assumptions.append("extrapolated L is a model, never a measurement")
+        assumptions.append(EXTRAPOLATION_PROOF)
     used: set[int] = set()
     for m in models:
         curve = _curve_for(curves, m.point)

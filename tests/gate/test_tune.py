@@ -134,6 +134,21 @@ def test_fitted_cost_from_cycles_at_several_k():
     assert m.cycle(2).kind == "measured"
 
 
+def test_a_noisy_fit_never_predicts_a_cycle_cheaper_than_a_plain_step():
+    # medians 30, 16, 12 ms at k = 1, 2, 3 (a contended machine): the fit's slope is negative
+    samples = [CostSample(None, 1, 0, 10.0, "p")] + [CostSample(None, 1, k, t, "p")
+                                                      for k, ts in ((1, (30, 31, 90)), (2, (16,)), (3, (12,)))
+                                                      for t in ts]
+    (m,) = cycle_models(samples)
+    assert m.measured[0][1] == 31  # the median of 30, 31, 90, not the mean
+    assert m.draft_ms < 0
+    c5 = m.cycle(5)
+    assert c5.ms >= 10.0 and c5.low_ms >= 10.0  # t_cycle >= t_step: one target forward per cycle
+    res = predict([_curve(5)], [m], 5)
+    assert any("fitted draft step is negative" in a for a in res.assumptions)
+    assert res.at(None, 1, 5).speedup <= res.at(None, 1, 5).acceptance_length
+
+
 def test_empty_declared_band_is_an_error():
     samples = [CostSample(None, None, 0, 14.14, "s"), CostSample(None, None, 3, 31.16, "s")]
     with pytest.raises(TuneInputError, match="empty"):
