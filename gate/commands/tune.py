@@ -15,8 +15,9 @@ Sources: --captures BEFORE AFTER (engine /metrics capture files, with --target-s
 --verify-cycle-ms for costs), --plan PLAN (its capture groups and `costs`), --input FILE (a tune
 input file: a plan plus the declared draft-step band, examples/tune/), --probe FILE ... (probe
 records of `specgate probe`, baseline and speculative arms at several k and concurrencies).
-Not supported yet: --exporter URL and --prometheus URL (the gate's evidence modules give windows
-of L, not per-position counters); capture the engine's /metrics twice and use --captures.
+--exporter URL (a specgate exporter: its lifetime per-position counters from /metrics).
+Not supported yet: --prometheus URL (the gate's Prometheus evidence gives windows of L, not
+per-position counters); use --exporter, or capture the engine's /metrics twice and use --captures.
 
 Exit codes: 0 ok, 3 invalid input. With --format json, stdout holds only the JSON document.
 """
@@ -61,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--input", type=Path, metavar="FILE", help="tune input file (a plan + declared draft-step band)")
     src.add_argument("--probe", nargs="+", type=Path, default=[], metavar="FILE",
                      help="probe records (specgate probe): baseline and speculative arms")
-    src.add_argument("--exporter", metavar="URL", help="not supported yet (no per-position counters in its windows)")
+    src.add_argument("--exporter", metavar="URL", help="a specgate exporter: lifetime per-position counters")
     src.add_argument("--prometheus", metavar="URL", help="not supported yet (no per-position counters in its windows)")
     parser.add_argument("--point", help="name of the operating point the captures measured (e.g. 2K)")
     parser.add_argument("--k-max", type=_positive, metavar="N", help=f"largest depth to predict (default {DEFAULT_K_MAX})")
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         TuneInputs,
         declared_costs,
         from_captures,
+        from_exporter,
         from_plan,
         load_tune_file,
         parse_draft_band,
@@ -95,11 +97,12 @@ def run(args: argparse.Namespace) -> int:
     from gate.tune.predict import predict
     from gate.tune.report import to_json, to_text
 
-    if args.exporter or args.prometheus:
-        return _err("tune --exporter/--prometheus: not supported yet (their windows carry L, not per-position "
-                    "counters); capture the engine's /metrics twice and use --captures BEFORE AFTER")
-    if not (args.captures or args.plan or args.input or args.probe):
-        return _err("tune needs a source: --captures BEFORE AFTER, --plan PLAN, --input FILE or --probe FILE ...")
+    if args.prometheus:
+        return _err("tune --prometheus: not supported yet (its windows carry L, not per-position counters); use "
+                    "--exporter URL or capture the engine's /metrics twice and use --captures BEFORE AFTER")
+    if not (args.captures or args.plan or args.input or args.probe or args.exporter):
+        return _err("tune needs a source: --captures BEFORE AFTER, --plan PLAN, --input FILE, --probe FILE ... "
+                    "or --exporter URL")
     try:
         inputs = TuneInputs()
         band = parse_draft_band(args.draft_step_ms)
@@ -120,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
             inputs.plan_k = inputs.plan_k or got.plan_k
         if args.captures:
             inputs.counters.append(from_captures(args.captures, args.point))
+        if args.exporter:
+            inputs.counters.append(from_exporter(args.exporter, point=args.point))
         if args.probe:
             from gate.tune.probes import from_probe_records
 

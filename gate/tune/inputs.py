@@ -205,3 +205,46 @@ def load_tune_file(path: Path) -> LoadedTuneFile:
     if doc.draft_step_ms is not None:
         band = DraftBand(doc.draft_step_ms.low_ms, doc.draft_step_ms.high_ms, doc.draft_step_ms.source)
     return LoadedTuneFile(plan, doc.k_max, band)
+
+
+def from_exporter(url: str, timeout: float = 10.0, point: str | None = None) -> PositionCounters:
+    """Lifetime per-position counters from a specgate exporter's own /metrics (exporter.names).
+
+    The sidecar's counters are monotonic across engine restarts and summed here over its streams,
+    so they describe every draft since the sidecar started; if the engine's k changed in that time
+    the positions mix depths (a deeper run's positions count in the shallower ones' too).
+    """
+    import requests
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from exporter.names import SPEC_ACCEPTED_PER_POSITION, SPEC_DRAFTS
+    from exporter.scrape import split_url
+    from gate.redact import redact_url
+
+    base, _ = split_url(url)
+    source = f"exporter {redact_url(base)}"
+    try:
+        r = requests.get(base + "/metrics", timeout=(min(timeout, 3.0), timeout),
+                         headers={"Accept": "text/plain; version=0.0.4"})
+    except requests.RequestException as e:
+        raise TuneInputError(f"{source}: {type(e).__name__}") from None
+    if r.status_code != 200:
+        raise TuneInputError(f"{source}: HTTP {r.status_code} from /metrics")
+    drafts = 0.0
+    per_pos: dict[int, float] = {}
+    try:
+        for fam in text_string_to_metric_families(r.text):
+            for s in fam.samples:
+                if s.name == SPEC_DRAFTS.series:
+                    drafts += s.value
+                elif s.name == SPEC_ACCEPTED_PER_POSITION.series and s.labels.get("position", "").isdigit():
+                    i = int(s.labels["position"])
+                    per_pos[i] = per_pos.get(i, 0.0) + s.value
+    except ValueError:
+        raise TuneInputError(f"{source}: /metrics is not Prometheus text") from None
+    if not per_pos or drafts <= 0:
+        raise TuneInputError(f"{source}: no per-position acceptance counters yet (no drafts, or an engine "
+                             "that does not report positions, e.g. SGLang)")
+    k = max(per_pos) + 1
+    return PositionCounters(point, k, drafts, tuple(per_pos.get(i, 0.0) for i in range(k)),
+                            source + " (lifetime counters)")

@@ -243,7 +243,8 @@ def test_cli_plot_writes_a_png(capsys, tmp_path):
     (["--captures", *map(str, NGRAM), "--target-step-ms", "2"], "go together"),
     (["--captures", *map(str, NGRAM), "--target-step-ms", "2", "--verify-cycle-ms", "9", "--draft-step-ms", "x"],
      "LOW or LOW:HIGH"),
-    (["--exporter", "http://127.0.0.1:9"], "not supported yet"),
+    (["--prometheus", "http://127.0.0.1:9"], "not supported yet"),
+    (["--exporter", "http://127.0.0.1:9"], "exporter http://127.0.0.1:9"),
     (["--plan", "/nonexistent.yaml"], "plan file not found"),
     (["--input", "/nonexistent.yaml"], "tune input not found"),
     (["--captures", str(VLLM / "metrics-nospec-before.txt"), str(VLLM / "metrics-nospec-after.txt")],
@@ -343,3 +344,20 @@ def test_depth_advice_is_silent_without_per_position_evidence():
     from gate.tune.advice import depth_advice
 
     assert depth_advice(load_plan(REPO / "examples" / "plans" / "seed002-ling-3.0-flash-dspark.yaml")) is None
+
+
+@pytest.fixture
+def exporter_page():
+    """The exporter's own exposition of the real ngram capture (tests/golden/vllm-ngram.prom), served over HTTP."""
+    responses = pytest.importorskip("responses")
+    with responses.RequestsMock() as rsps:
+        rsps.get("http://exporter.test:9400/metrics", body=(REPO / "tests" / "golden" / "vllm-ngram.prom").read_text())
+        yield rsps
+
+
+def test_exporter_lifetime_counters_give_the_same_exact_lengths(capsys, exporter_page):
+    rc, out, err = run_cli(capsys, "--exporter", "http://exporter.test:9400", "--format", "json")
+    assert rc == 0, err
+    pts = {p["k"]: p for p in json.loads(out)["points"]}
+    assert [round(pts[k]["acceptance_length"], 3) for k in (1, 2, 3)] == [1.854, 2.607, 3.241]
+    assert pts[3]["acceptance_basis"] == "measured" and pts[4]["acceptance_basis"] == "extrapolated"
