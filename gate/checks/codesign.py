@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from gate.checks.base import CheckContext
-from gate.model.config import ConfigError, drafter_family, mtp_layers, num_hidden_layers, resolve_text_config
+from gate.model.config import (
+    ConfigError,
+    ConfigLike,
+    ModelConfig,
+    as_model_config,
+    drafter_family,
+    mtp_layers,
+    num_hidden_layers,
+)
 from gate.model.geometry import STATE_KINDS, classify_layers
 from gate.model.weights import has_tensor
 from gate.verdict import LineResult, Status
@@ -250,7 +258,7 @@ def _block_size(family: str, d: dict[str, Any], engine: str, k: int | None) -> F
     return Finding("block_size", Status.PASS, f"vLLM num_speculative_tokens {k} = block_size {bs}")
 
 
-def _mtp_depth(t: dict[str, Any], engine: str, k: int | None) -> Finding:
+def _mtp_depth(t: ModelConfig, engine: str, k: int | None) -> Finding:
     n = mtp_layers(t)
     if n < 1:
         return Finding("mtp_depth", Status.FAIL,
@@ -307,7 +315,7 @@ def _context_length(d: dict[str, Any] | None, t: dict[str, Any], max_model_len: 
     return Finding("context_length", Status.PASS, f"{source} {served} <= drafter max_position_embeddings {dm}")
 
 
-def _hybrid_taps(t: dict[str, Any], taps: list[int]) -> Finding | None:
+def _hybrid_taps(t: ModelConfig, taps: list[int]) -> Finding | None:
     kinds = classify_layers(t)
     if not any(k in STATE_KINDS for k in kinds):
         return None
@@ -327,7 +335,7 @@ def _parallelism(draft_tp: int | None, target_tp: int | None) -> Finding:
     return Finding("parallelism", Status.FAIL, f"draft TP {draft_tp} not in {{1, target TP {ttp}}}")
 
 
-def codesign(target_cfg: dict[str, Any], drafter_cfg: dict[str, Any] | None, engine: str = "vllm",
+def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str = "vllm",
              num_speculative_tokens: int | None = None, draft_tp: int | None = None,
              target_tp: int | None = None, max_model_len: int | None = None,
              deployed_target: str | None = None, drafter_weights: str | Path | None = None,
@@ -340,16 +348,18 @@ def codesign(target_cfg: dict[str, Any], drafter_cfg: dict[str, Any] | None, eng
     """
     if engine not in ENGINES:
         raise ConfigError(f"engine must be vllm or sglang, got {engine!r}")
-    t = resolve_text_config(target_cfg)
-    L = num_hidden_layers(t, "target config")
-    if drafter_cfg is None and mtp_layers(t) == 0:
+    tm = as_model_config(target_cfg)
+    dm = as_model_config(drafter_cfg) if drafter_cfg is not None else None
+    t = tm.text
+    L = num_hidden_layers(tm, "target config")
+    if dm is None and mtp_layers(tm) == 0:
         if expect_mtp:
-            return CodesignResult(Status.FAIL, [_mtp_depth(t, engine, num_speculative_tokens)], "mtp")
+            return CodesignResult(Status.FAIL, [_mtp_depth(tm, engine, num_speculative_tokens)], "mtp")
         return CodesignResult(Status.NA, [Finding("family", Status.NA, "no drafter (e.g. ngram): nothing to co-design")])
-    family = drafter_family(drafter_cfg, target_cfg)
-    d = resolve_text_config(drafter_cfg) if drafter_cfg is not None else None
+    family = drafter_family(dm, tm)
+    d = dm.text if dm is not None else None
     k = num_speculative_tokens
-    source = "the target's MTP layers" if d is None else f"architectures {(drafter_cfg or {}).get('architectures')}"
+    source = "the target's MTP layers" if dm is None else f"architectures {dm.raw.get('architectures')}"
     findings: list[Finding | None] = [Finding("family", Status.PASS, f"{family} drafter ({source}); target L = {L}")]
     taps: list[int] = []
     if family == "eagle3" and d is not None:
@@ -366,11 +376,11 @@ def codesign(target_cfg: dict[str, Any], drafter_cfg: dict[str, Any] | None, eng
     if family in ("dflash", "dspark") and d is not None:
         findings.append(_block_size(family, d, engine, k))
     if family == "mtp":
-        findings.append(_mtp_depth(t, engine, k))
+        findings.append(_mtp_depth(tm, engine, k))
     findings.append(_trained_against(d, t, deployed_target))
     findings.append(_context_length(d, t, max_model_len))
     if family in ("eagle3", "dflash", "dspark"):
-        findings.append(_hybrid_taps(t, taps))
+        findings.append(_hybrid_taps(tm, taps))
     findings.append(_parallelism(draft_tp, target_tp))
     kept = [f for f in findings if f is not None]
     return CodesignResult(worst_status(kept), kept, family)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.model.config import ConfigError
+from gate.model.config import ConfigError, ModelConfig
 from gate.model.facts import ArtifactFacts
 from gate.model.geometry import (
     STATE_KINDS,
@@ -156,7 +156,7 @@ def _kv_dtype(plan: Plan) -> str | None:
     return None if plan.engine.kv_dtype == "auto" else plan.engine.kv_dtype
 
 
-def _geometry(cfg: dict[str, Any] | None, dtype: str | None, tp: int, what: str,
+def _geometry(cfg: ModelConfig | None, dtype: str | None, tp: int, what: str,
               notes: list[str]) -> KVGeometry | None:
     if cfg is None:
         notes.append(f"{what} KV geometry unknown: no config or inline geometry in the plan")
@@ -299,7 +299,7 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
     )
 
 
-def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: dict[str, Any] | None) -> MixBill:
+def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: ModelConfig | None) -> MixBill:
     need = charged = None
     d = plan.drafter
     if dgeom is not None and plan.has_drafter:
@@ -317,11 +317,11 @@ def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: dict[str, Any] | No
                    drafter_need_bytes=need, drafter_charged_bytes=charged, source=m.source)
 
 
-def _block_tokens(d: Any, dcfg: dict[str, Any] | None) -> int | None:
+def _block_tokens(d: Any, dcfg: ModelConfig | None) -> int | None:
     """A block-only drafter's block: the plan's block_tokens, else the config's block_size."""
     if d is not None and d.block_tokens:
         return d.block_tokens
     if dcfg is None:
         return None
-    raw = dcfg.get("block_size") or (dcfg.get("dflash_config") or {}).get("block_size")
+    raw = dcfg.raw.get("block_size") or (dcfg.raw.get("dflash_config") or {}).get("block_size")
     return raw if isinstance(raw, int) and not isinstance(raw, bool) else None

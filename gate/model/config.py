@@ -2,14 +2,17 @@
 
 The gate's static checks (KV geometry, co-design) work from config.json alone, so the
 rules for finding the text model inside a wrapper config and for naming a drafter's
-family live here, in one place, instead of in each check.
+family live here, in one place, instead of in each check. A config is resolved once per
+evaluation (`ModelConfig.of`, in gate.model.facts); every function here also takes a plain
+dict (`specgate kv`, `specgate codesign`) and resolves it then.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 DRAFTER_FAMILIES = ("eagle3", "dflash", "dspark", "mtp", "draft_model")
 
@@ -70,6 +73,35 @@ def resolve_text_config(cfg: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+@dataclass(frozen=True)
+class ModelConfig:
+    """A config.json as read (`raw`: wrapper keys such as `architectures` or `eagle_config`) and its
+    text model resolved once (`text`: what the geometry and the co-design rules read)."""
+
+    raw: dict[str, Any]
+    text: dict[str, Any]
+
+    @classmethod
+    def of(cls, raw: dict[str, Any]) -> ModelConfig:
+        return cls(raw, resolve_text_config(raw))
+
+
+ConfigLike: TypeAlias = ModelConfig | dict[str, Any]
+
+
+def as_model_config(cfg: ConfigLike) -> ModelConfig:
+    """The resolved config: as given when it already is one, else resolved now."""
+    return cfg if isinstance(cfg, ModelConfig) else ModelConfig.of(cfg)
+
+
+def text_of(cfg: ConfigLike) -> dict[str, Any]:
+    return cfg.text if isinstance(cfg, ModelConfig) else resolve_text_config(cfg)
+
+
+def raw_of(cfg: ConfigLike) -> dict[str, Any]:
+    return cfg.raw if isinstance(cfg, ModelConfig) else cfg
+
+
 def require_int(cfg: dict[str, Any], key: str, what: str = "config") -> int:
     """An integer field the computation cannot go without (ConfigError names the field)."""
     value = cfg.get(key)
@@ -80,17 +112,17 @@ def require_int(cfg: dict[str, Any], key: str, what: str = "config") -> int:
     return value
 
 
-def num_hidden_layers(cfg: dict[str, Any], what: str = "config") -> int:
+def num_hidden_layers(cfg: ConfigLike, what: str = "config") -> int:
     """`num_hidden_layers` of the resolved text config; a config without it is unusable here."""
-    n = require_int(resolve_text_config(cfg), "num_hidden_layers", what)
+    n = require_int(text_of(cfg), "num_hidden_layers", what)
     if n < 0:
         raise ConfigError(f"{what} field num_hidden_layers must not be negative, got {n}")
     return n
 
 
-def mtp_layers(cfg: dict[str, Any]) -> int:
+def mtp_layers(cfg: ConfigLike) -> int:
     """How many MTP (next-n) layers a target config carries (0 when none)."""
-    text = resolve_text_config(cfg)
+    text = text_of(cfg)
     for key in MTP_LAYER_KEYS:
         value = text.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -105,7 +137,7 @@ def _architectures(cfg: dict[str, Any]) -> list[str]:
     return [a for a in archs if isinstance(a, str)]
 
 
-def drafter_family(drafter_cfg: dict[str, Any] | None, target_cfg: dict[str, Any] | None = None) -> str:
+def drafter_family(drafter: ConfigLike | None, target_cfg: ConfigLike | None = None) -> str:
     """One of eagle3 | dflash | dspark | mtp | draft_model.
 
     Detection order (DESIGN.md): `architectures`, `eagle_config`, `dflash_config`,
@@ -113,11 +145,12 @@ def drafter_family(drafter_cfg: dict[str, Any] | None, target_cfg: dict[str, Any
     `num_nextn_predict_layers` / `mtp_num_hidden_layers`. Anything else that is a causal
     LM is a plain draft model.
     """
-    if drafter_cfg is None:
+    if drafter is None:
         if target_cfg is not None and mtp_layers(target_cfg) > 0:
             return "mtp"
         raise ConfigError("no drafter config, and the target has no MTP layers "
                           "(num_nextn_predict_layers / mtp_num_hidden_layers)")
+    drafter_cfg = raw_of(drafter)
     archs = [a.lower() for a in _architectures(drafter_cfg)]
     joined = " ".join(archs)
     if "dspark" in joined:

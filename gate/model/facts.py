@@ -9,9 +9,8 @@ config that lacks what a computation needs is reported by that computation as un
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from gate.model.config import ConfigError, load_config, num_hidden_layers
+from gate.model.config import ConfigError, ModelConfig, load_config, num_hidden_layers
 from gate.plan import ModelRef, Plan, PlanError
 
 
@@ -22,7 +21,7 @@ class ModelFacts:
     role: str
     name: str | None
     revision: str | None
-    config: dict[str, Any] | None
+    config: ModelConfig | None  # resolved once here, read by the geometry and the co-design line
     config_source: str | None
     weights_bytes: int | None
     weights_source: str | None
@@ -35,16 +34,16 @@ class ArtifactFacts:
     drafter: ModelFacts | None
 
 
-def _config(ref: ModelRef, role: str) -> tuple[dict[str, Any] | None, str | None]:
+def _config(ref: ModelRef, role: str) -> tuple[ModelConfig | None, str | None]:
     if ref.config is not None:
         try:
-            cfg = load_config(ref.config)
+            cfg = ModelConfig.of(load_config(ref.config))
             num_hidden_layers(cfg, f"{role} config {ref.config}")
         except ConfigError as e:
             raise PlanError(f"{role}.config: {e}") from None
         return cfg, str(ref.config)
     if ref.geometry is not None:
-        return dict(ref.geometry), "inline geometry in the plan"
+        return ModelConfig.of(dict(ref.geometry)), "inline geometry in the plan"
     return None, None
 
 

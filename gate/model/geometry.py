@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gate.model.config import ConfigError, mtp_layers, require_int, resolve_text_config
+from gate.model.config import ConfigError, ConfigLike, as_model_config, mtp_layers, require_int, text_of
 from gate.model.dtypes import DTYPE_BYTES, canonical_dtype
 
 # Layer kinds. "full_attention" and "mla" grow with every token; "sliding_attention" grows
@@ -176,14 +176,14 @@ def _layer_type_kind(value: Any, index: int) -> str:
     raise ConfigError(f"layer_types[{index}] = {value!r} is not a layer kind specgate knows")
 
 
-def classify_layers(cfg: dict[str, Any]) -> list[str]:
+def classify_layers(cfg: ConfigLike) -> list[str]:
     """The kind of every decoder layer, from config.json alone (DESIGN.md's rules).
 
     A layer slides only when `layer_types` says so, by Gemma's pattern, or when
     `sliding_window` is set and `use_sliding_window` is not false; a Qwen3-Next-style
     `full_attention_interval` makes every interval-th layer full and the rest linear.
     """
-    t = resolve_text_config(cfg)
+    t = text_of(cfg)
     n = require_int(t, "num_hidden_layers")
     kinds: list[str]
     layer_types = t.get("layer_types")
@@ -275,7 +275,7 @@ def _model_dtype(t: dict[str, Any]) -> str:
     return canonical_dtype(raw) if raw else "bf16"
 
 
-def kv_geometry(cfg: dict[str, Any], dtype: str | None = None, tp: int = 1) -> KVGeometry:
+def kv_geometry(cfg: ConfigLike, dtype: str | None = None, tp: int = 1) -> KVGeometry:
     """Bytes per token (growing layers only) and the per-kind breakdown of one model, per TP rank.
 
     `dtype` is the KV cache dtype (default: the config's torch_dtype, else bf16). Linear and
@@ -283,15 +283,16 @@ def kv_geometry(cfg: dict[str, Any], dtype: str | None = None, tp: int = 1) -> K
     """
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ConfigError(f"tp must be a positive integer, got {tp!r}")
-    t = resolve_text_config(cfg)
-    kinds = classify_layers(t)
+    mc = as_model_config(cfg)
+    t = mc.text
+    kinds = classify_layers(mc)
     n = len(kinds)
     kv_dtype = canonical_dtype(dtype) if dtype else _model_dtype(t)
     b = DTYPE_BYTES[kv_dtype]
     state_b = DTYPE_BYTES[_model_dtype(t)]
 
     mla_rank = _int_field(t, "kv_lora_rank")
-    n_mtp = mtp_layers(t)
+    n_mtp = mtp_layers(mc)
     needs_heads = any(k in ("full_attention", "sliding_attention") for k in kinds) or (
         n_mtp > 0 and mla_rank is None)
     h_kv = h_kv_rank = d = None
