@@ -275,3 +275,72 @@ def as_text(c: Comparison) -> str:
     for p in c.points:
         lines.append(f"- {p.reason}")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class MixAnswer:
+    """Where one plan mix sits in a comparison: the verdict there, the sentence, the numbers used."""
+
+    verdict: Verdict
+    reason: str
+    probe_mix: str | None = None
+    concurrency: int | None = None
+    crossover_concurrency: float | None = None
+    points: tuple[PointResult, ...] = ()
+
+    def values(self) -> dict[str, Any]:
+        return {"verdict": self.verdict.value, "probe_mix": self.probe_mix, "concurrency": self.concurrency,
+                "crossover_concurrency": self.crossover_concurrency,
+                "points": [{k: p.to_json()[k] for k in ("concurrency", "verdict", "speedup", "speedup_low",
+                                                        "speedup_high", "p_value", "baseline_tokens_per_second",
+                                                        "speculative_tokens_per_second")} for p in self.points]}
+
+
+def probe_mix_for(comparison: Comparison, base: ProbeRecord, spec: ProbeRecord, name: str,
+                  prompt_tokens: int | None, output_tokens: int | None) -> str | None:
+    """The probe mix standing for a plan mix: the same name, else the same prompt and output lengths."""
+    mixes = {p.mix for p in comparison.points}
+    if name in mixes:
+        return name
+    shapes = {m.name: (m.prompt_tokens, m.output_tokens) for m in (*base.workload, *spec.workload)}
+    same = sorted(m for m in mixes if shapes.get(m) == (prompt_tokens, output_tokens))
+    return same[0] if len(same) == 1 else None
+
+
+def answer_for_mix(comparison: Comparison, probe_mix: str | None, plan_mix: str, concurrency: int) -> MixAnswer:
+    """The verdict at a plan mix's concurrency, failing closed.
+
+    Measured at that concurrency: that point's verdict. Between two measured concurrencies with the
+    same decisive verdict: that verdict. Between one that pays and one that does not: does_not_pay
+    at or past the interpolated crossover, inconclusive below it (an interpolation never passes).
+    Outside the measured range, or no probe mix for the plan mix: inconclusive.
+    """
+    if probe_mix is None:
+        have = ", ".join(sorted({p.mix for p in comparison.points})) or "none"
+        return MixAnswer(Verdict.INCONCLUSIVE, f"mix {plan_mix}: no probe cells of this mix (probe mixes: {have}; "
+                         "matched by name or by prompt and output tokens)")
+    pts = sorted((p for p in comparison.points if p.mix == probe_mix), key=lambda p: p.concurrency)
+    cross = comparison.crossovers.get(probe_mix)
+    where = f"mix {plan_mix} at concurrency {concurrency}"
+    cross_txt = (f"; crossover at concurrency {cross:.3g}" if cross is not None else "; no crossover measured")
+    exact = next((p for p in pts if p.concurrency == concurrency), None)
+    if exact is not None:
+        return MixAnswer(exact.verdict, f"{where}: {exact.reason}{cross_txt}", probe_mix, concurrency, cross,
+                         (exact,))
+    lower = [p for p in pts if p.concurrency < concurrency]
+    upper = [p for p in pts if p.concurrency > concurrency]
+    measured = ", ".join(str(p.concurrency) for p in pts)
+    if not lower or not upper:
+        return MixAnswer(Verdict.INCONCLUSIVE, f"{where}: not measured and outside the probed concurrencies "
+                         f"({measured}){cross_txt}", probe_mix, concurrency, cross, tuple(pts))
+    lo, hi = lower[-1], upper[0]
+    pair = (lo, hi)
+    if lo.verdict is hi.verdict and lo.verdict is not Verdict.INCONCLUSIVE:
+        return MixAnswer(lo.verdict, f"{where}: between measured {lo.concurrency} and {hi.concurrency}, both "
+                         f"{lo.verdict.value} ({lo.reason}; {hi.reason}){cross_txt}", probe_mix, concurrency, cross, pair)
+    if cross is not None and lo.concurrency <= cross <= hi.concurrency and concurrency >= cross:
+        return MixAnswer(Verdict.DOES_NOT_PAY, f"{where}: at or past the crossover at concurrency {cross:.3g} "
+                         f"({lo.reason}; {hi.reason})", probe_mix, concurrency, cross, pair)
+    return MixAnswer(Verdict.INCONCLUSIVE, f"{where}: not measured; between {lo.concurrency} "
+                     f"({lo.verdict.value}) and {hi.concurrency} ({hi.verdict.value}){cross_txt}",
+                     probe_mix, concurrency, cross, pair)

@@ -217,3 +217,44 @@ def test_cli_missing_file_and_swapped(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["compare", s, b]) == 3
     err = capsys.readouterr().err
     assert "cannot read" in err and "expected BASELINE then SPECULATIVE" in err
+
+
+def _crossing() -> tuple[ProbeRecord, ProbeRecord]:
+    base = record("baseline", {("chat", 1): BASE, ("chat", 4): BASE, ("chat", 8): BASE, ("chat", 16): BASE})
+    spec = record("speculative", {("chat", 1): [31.0, 32.0, 33.0, 34.0, 35.0],
+                                  ("chat", 4): [17.8, 18.8, 19.8, 19.9, 19.95], ("chat", 8): SLOW,
+                                  ("chat", 16): [20, 22, 24, 26, 28]})
+    return base, spec
+
+
+def test_plan_mix_answers_exact_between_and_outside() -> None:
+    from gate.compare import answer_for_mix, probe_mix_for
+
+    base, spec = _crossing()
+    c = compare(base, spec)  # pays at 1, does not pay at 4 and 8, inconclusive at 16; crossover 3.5
+    assert answer_for_mix(c, "chat", "chat", 1).verdict is Verdict.PAYS
+    a = answer_for_mix(c, "chat", "chat", 4)
+    assert a.verdict is Verdict.DOES_NOT_PAY and "crossover at concurrency 3.5" in a.reason
+    assert "tok/s vs baseline 22 tok/s" in a.reason  # both speeds named
+    # 2: between pays (1) and does_not_pay (4), below the crossover 3.5: never a pass on interpolation
+    assert answer_for_mix(c, "chat", "chat", 2).verdict is Verdict.INCONCLUSIVE
+    # 3.5 <= c: past the crossover
+    ans6 = answer_for_mix(c, "chat", "chat", 6)
+    assert ans6.verdict is Verdict.DOES_NOT_PAY and "between measured 4 and 8, both does_not_pay" in ans6.reason
+    assert answer_for_mix(c, "chat", "chat", 12).verdict is Verdict.INCONCLUSIVE  # 8 dnp, 16 inconclusive
+    assert answer_for_mix(c, "chat", "chat", 32).verdict is Verdict.INCONCLUSIVE  # outside the measured range
+    assert answer_for_mix(c, None, "long", 1).verdict is Verdict.INCONCLUSIVE
+    assert probe_mix_for(c, base, spec, "chat", None, None) == "chat"
+    assert probe_mix_for(c, base, spec, "other", 1, 2) is None
+
+
+def test_past_the_crossover_between_pays_and_does_not() -> None:
+    from gate.compare import answer_for_mix
+
+    base = record("baseline", {("chat", 1): BASE, ("chat", 8): BASE})
+    spec = record("speculative", {("chat", 1): FAST, ("chat", 8): SLOW})
+    c = compare(base, spec)
+    # s1 = 32/22, s2 = 12/22: crossover 1 + (32/22 - 1) / (20/22) x 7 = 1 + 0.5 x 7 = 4.5
+    assert c.crossover_concurrency == pytest.approx(4.5)
+    assert answer_for_mix(c, "chat", "chat", 5).verdict is Verdict.DOES_NOT_PAY
+    assert answer_for_mix(c, "chat", "chat", 4).verdict is Verdict.INCONCLUSIVE
