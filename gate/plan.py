@@ -1,4 +1,4 @@
-"""The rollout plan: one YAML file naming everything the gate judges (DESIGN.md "The gate").
+"""The rollout plan: one YAML file naming everything the gate judges (design.md "The gate").
 
 Why pydantic with `extra="forbid"` everywhere: a typo in a plan (`kv_scop:`) must stop the
 gate with an error naming the path, never be silently ignored and turn into a pass.

@@ -1,4 +1,4 @@
-"""The run record every check writes (seed 001's conditions; DESIGN.md "Run record").
+"""The run record every check writes (seed 001's conditions; design.md "Run record").
 
 Why: the next decision needs the conditions of this one — revisions, image digest, the
 engine that actually ran, the allocated pool, the request shape, warmup, repetitions and

@@ -1,4 +1,4 @@
-"""Line statuses, the decision rule and exit codes (DESIGN.md "The gate").
+"""Line statuses, the decision rule and exit codes (design.md "The gate").
 
 Why one module: the CLI, the HTTP gate and the controller must all decide the same way,
 so the rule (any fail -> fail; else any inconclusive -> inconclusive; else pass; `warn`
@@ -104,7 +104,7 @@ class Verdict:
         return self.allow_inconclusive and self.decision is Decision.INCONCLUSIVE
 
     def to_json(self) -> dict[str, Any]:
-        """DESIGN.md's `check` shape; `allow_inconclusive` says whether exit 2 was turned into 0."""
+        """design.md's `check` shape; `allow_inconclusive` says whether exit 2 was turned into 0."""
         return {
             "decision": self.decision.value,
             "phase": self.phase,

@@ -6,7 +6,7 @@ times, and need an answer within their own timeout. Each request evaluates the p
 nothing waits for a new window) in a worker thread; if that does not finish within `timeout_s` the
 answer is `inconclusive`, never a guess.
 
-Contracts (DESIGN.md "HTTP and Kubernetes contracts"):
+Contracts (design.md "HTTP and Kubernetes contracts"):
 - `GET|POST /argo`: always 200 with `{"decision", "phase", "checks": {line: {"status", "reason"}}}`, so
   `successCondition: result.decision == "pass"` works (Argo counts non-2xx as an error, not a failure).
 - `POST /flagger`: Flagger's payload `{"name", "namespace", "phase", "checksum", "metadata": {...}}`;

@@ -1,4 +1,4 @@
-"""Co-design check: does this drafter match this target (DESIGN.md, "Co-design rules")?
+"""Co-design check: does this drafter match this target (design.md, "Co-design rules")?
 
 Why: a drafter is trained against one target's feature taps, hidden width, vocabulary,
 depth and block size; seed 002's fifth budget line is the check that they still match
@@ -340,7 +340,7 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
              target_tp: int | None = None, max_model_len: int | None = None,
              deployed_target: str | None = None, drafter_weights: str | Path | None = None,
              expect_mtp: bool = False) -> CodesignResult:
-    """Run DESIGN.md's co-design table for one target/drafter pair on one engine.
+    """Run design.md's co-design table for one target/drafter pair on one engine.
 
     `drafter_cfg` None means no separate drafter: MTP when the target carries next-n layers,
     otherwise nothing to co-design (ngram) and the result is n/a — unless `expect_mtp` (the

