@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from gate.checks import acceptance, artifacts, codesign, kv_pool, staging
@@ -31,14 +32,14 @@ from gate.verdict import LINES, LineResult, Verdict, decide
 
 PHASES = ("pre", "post")
 
-# The five lines, each wholly in its module.
-CHECKS: dict[str, Callable[[CheckContext], LineResult]] = {
+# The five lines, each wholly in its module (read-only: no module-level mutable state).
+CHECKS: Mapping[str, Callable[[CheckContext], LineResult]] = MappingProxyType({
     "artifacts": artifacts.check,
     "kv_pool": kv_pool.check,
     "acceptance": acceptance.check,
     "staging": staging.check,
     "codesign": codesign.check,
-}
+})
 
 
 def evaluate(plan: Plan, phase: str = "pre", metrics: Iterable[str] = (), prometheus: str | None = None,
