@@ -9,9 +9,9 @@ fields name an environment variable or a file that holds them.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import yaml

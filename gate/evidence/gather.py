@@ -19,8 +19,8 @@ from typing import Any
 from gate.evidence import base
 from gate.evidence.base import EvidenceRequest, EvidenceSource, MetricsEvidence
 from gate.evidence.captures import CaptureFiles
-from gate.evidence.pods import KubeEvidence
 from gate.evidence.metrics import LiveUrl, is_url
+from gate.evidence.pods import KubeEvidence
 from gate.plan import Plan, PrometheusSource
 
 log = logging.getLogger(__name__)
