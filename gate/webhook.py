@@ -26,15 +26,17 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gate.answer import GateAnswer, answer_of
-from gate.evaluate import Evaluator, service_evaluator
 from gate.gate_metrics import GateMetrics
+
+if TYPE_CHECKING:  # pragma: no cover - the evaluator is imported when the first Gate is built
+    from gate.evaluate import Evaluator
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +100,11 @@ class Gate:
                  metrics: GateMetrics | None = None) -> None:
         self.config = config
         self.plan = plan
-        self.evaluator = evaluator or service_evaluator()
+        if evaluator is None:
+            from gate.evaluate import service_evaluator
+
+            evaluator = service_evaluator()
+        self.evaluator = evaluator
         self.metrics = metrics or GateMetrics()
         self._pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="specgate-eval")
         self.default_deployment = config.plan_path.stem
