@@ -133,6 +133,9 @@ def _check_pair(base: ProbeRecord, spec: ProbeRecord) -> None:
         raise CompareError(f"the second record is the {spec.arm} arm; expected BASELINE then SPECULATIVE")
     if base.engine and spec.engine and base.engine != spec.engine:
         raise CompareError(f"different engines: baseline {base.engine}, speculative {spec.engine}")
+    if base.engine_version and spec.engine_version and base.engine_version != spec.engine_version:
+        raise CompareError(f"different engine versions: baseline {base.engine_version}, speculative "
+                           f"{spec.engine_version} (the version would be compared, not the speculation)")
     if base.model and spec.model and base.model != spec.model:
         raise CompareError(f"different models: baseline {base.model!r}, speculative {spec.model!r}")
     mixes_b = {m.name: m for m in base.workload}

@@ -118,7 +118,7 @@ def engine_version(base_url: str, snap: EngineSnapshot, timeout: float) -> str |
 
 def _scrape(url: str, engine: str, timeout: float, api_key: str | None) -> EngineSnapshot:
     try:
-        return scrape_once(url, engine=engine, timeout=timeout, api_key=api_key)
+        return scrape_once(url, engine=engine, timeout=min(timeout, 30.0), api_key=api_key)
     except ScrapeError as e:
         raise ProbeError(f"cannot read the engine's /metrics: {e}") from None
 

@@ -156,6 +156,8 @@ def test_refuses_swapped_arms_and_different_models() -> None:
         compare(spec, base)
     with pytest.raises(CompareError, match="different models"):
         compare(base, spec.model_copy(update={"model": "other"}))
+    with pytest.raises(CompareError, match="different engine versions"):
+        compare(base, spec.model_copy(update={"engine_version": "0.33.0"}))
 
 
 def write(tmp: Path, name: str, rec: ProbeRecord) -> str:
