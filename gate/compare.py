@@ -141,9 +141,11 @@ def _check_pair(base: ProbeRecord, spec: ProbeRecord) -> None:
     mixes_b = {m.name: m for m in base.workload}
     for m in spec.workload:
         b = mixes_b.get(m.name)
-        if b is not None and (b.prompt_tokens, b.output_tokens) != (m.prompt_tokens, m.output_tokens):
-            raise CompareError(f"mix {m.name!r} differs between the arms: prompt/output tokens "
-                               f"{b.prompt_tokens}/{b.output_tokens} vs {m.prompt_tokens}/{m.output_tokens}")
+        if b is not None and (b.prompt_tokens, b.output_tokens, b.temperature) != (
+                m.prompt_tokens, m.output_tokens, m.temperature):
+            raise CompareError(f"mix {m.name!r} differs between the arms: prompt/output tokens, temperature "
+                               f"{b.prompt_tokens}/{b.output_tokens}, {b.temperature:g} vs "
+                               f"{m.prompt_tokens}/{m.output_tokens}, {m.temperature:g}")
 
 
 def _group(cells: Sequence[Cell]) -> dict[tuple[str, int], list[Cell]]:

@@ -79,6 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output tokens per request (needed with --prompt-tokens)")
     parser.add_argument("--mix", action="append", default=[], metavar="NAME",
                         help="with --plan: only these mixes (repeatable)")
+    parser.add_argument("--temperature", type=float, default=0.0, metavar="T",
+                        help="sampling temperature (default 0: greedy, both arms serve the same tokens; "
+                             "sampled traffic accepts fewer drafts)")
     parser.add_argument("--repetitions", type=positive_int, default=5, metavar="R", help="cells per point (default 5)")
     parser.add_argument("--warmup", type=int, default=3, metavar="N",
                         help="warm-up requests per mix, not counted (default 3)")
@@ -111,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
         return invalid("give exactly one of --prompt-tokens, --plan, --prompts")
     if args.warmup < 0:
         return invalid("--warmup must be 0 or more")
+    if not 0 <= args.temperature <= 10:
+        return invalid("--temperature must be between 0 and 10")
+    temp = args.temperature
+    suffix = f"-t{temp:g}" if temp else ""
     spec = None
     if args.speculative_config is not None:
         if args.arm == "baseline":
@@ -137,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
                           source="specgate probe")
         timeout = min(args.request_timeout, 30.0)
         if args.prompts is not None:
-            mixes = jsonl_mixes(args.prompts, args.output_tokens)
+            mixes = [Mix(m.spec.model_copy(update={"temperature": temp}), m.prompts)
+                     for m in jsonl_mixes(args.prompts, args.output_tokens)]
         elif args.plan is not None:
             from gate.plan import PlanError, load_plan
             try:
@@ -158,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
                 prompts, how = token_prompts(base, model, m.prompt_tokens, count, timeout, api_key)
                 out = args.output_tokens or m.output_tokens
                 mixes.append(Mix(MixSpec(name=m.name, prompt_tokens=m.prompt_tokens, output_tokens=out,
-                                         prompts_from=how, concurrency=m.concurrency), prompts))
+                                         prompts_from=how, concurrency=m.concurrency, temperature=temp), prompts))
         else:
             if args.output_tokens is None:
                 return invalid("--prompt-tokens needs --output-tokens")
@@ -166,9 +174,9 @@ def run(args: argparse.Namespace) -> int:
                 return invalid("--prompt-tokens needs --concurrency")
             count = max(cfg.cell_requests(c) for c in args.concurrency)
             prompts, how = token_prompts(base, model, args.prompt_tokens, count, timeout, api_key)
-            mixes = [Mix(MixSpec(name=f"p{args.prompt_tokens}-o{args.output_tokens}",
+            mixes = [Mix(MixSpec(name=f"p{args.prompt_tokens}-o{args.output_tokens}{suffix}",
                                  prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens,
-                                 prompts_from=how), prompts)]
+                                 prompts_from=how, temperature=temp), prompts)]
         record = run_probe(cfg, mixes, model, stderr_progress)
     except ProbeError as e:
         return invalid(str(e))

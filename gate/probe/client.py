@@ -70,6 +70,7 @@ class CompletionClient:
     model: str
     timeout: float = 300.0
     api_key: str | None = None
+    temperature: float = 0.0  # 0: greedy, so both arms serve the same tokens; > 0: sampled traffic
     session: requests.Session = field(default_factory=requests.Session)
 
     def _headers(self) -> dict[str, str]:
@@ -79,9 +80,9 @@ class CompletionClient:
         return h
 
     def body(self, prompt: str | Sequence[int], max_tokens: int) -> dict[str, Any]:
-        """Greedy, fixed length: temperature 0 and ignore_eos, so both arms serve the same tokens."""
+        """Fixed length (ignore_eos); greedy by default (temperature 0: both arms serve the same tokens)."""
         return {"model": self.model, "prompt": prompt if isinstance(prompt, str) else list(prompt),
-                "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True, "stream": True,
+                "max_tokens": max_tokens, "temperature": self.temperature, "ignore_eos": True, "stream": True,
                 "stream_options": {"include_usage": True}}
 
     def complete(self, prompt: str | Sequence[int], max_tokens: int) -> RequestResult:

@@ -68,6 +68,7 @@ class MixSpec(_Strict):
     output_tokens: int = Field(ge=1)
     prompts_from: str  # "engine_tokenizer", "approximate_words" or "jsonl:<file name>"
     concurrency: int | None = Field(default=None, ge=1)  # the plan's own concurrency, if from a plan
+    temperature: float = Field(default=0.0, ge=0)  # 0: greedy; sampled traffic accepts differently
 
 
 class Cell(_Strict):

@@ -247,8 +247,12 @@ def run_probe(cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Prog
     _check_arm(snap, cfg.arm, model)
     version = engine_version(base, snap, min(cfg.request_timeout, 10.0))
     width = max(max(cfg.concurrencies_of(m)) for m in mixes)
-    clients = [CompletionClient(base, model, timeout=cfg.request_timeout, api_key=cfg.api_key)
-               for _ in range(width)]
+    temps = {m.spec.temperature for m in mixes}
+    if len(temps) != 1:
+        raise ProbeError("one probe run sends one temperature; probe sampled and greedy mixes separately")
+    temperature = temps.pop()
+    clients = [CompletionClient(base, model, timeout=cfg.request_timeout, api_key=cfg.api_key,
+                                temperature=temperature) for _ in range(width)]
     cells: list[Cell] = []
     n_cells = sum(len(cfg.concurrencies_of(m)) for m in mixes) * cfg.repetitions
     try:

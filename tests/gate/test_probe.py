@@ -221,10 +221,21 @@ def test_quantiles_interpolate_like_numpy() -> None:
 
 def test_client_request_body_is_greedy_fixed_length() -> None:
     body = CompletionClient("http://x", "m").body([1, 2, 3], 16)
-    assert body == {"model": "m", "prompt": [1, 2, 3], "max_tokens": 16, "temperature": 0, "ignore_eos": True,
+    assert body == {"model": "m", "prompt": [1, 2, 3], "max_tokens": 16, "temperature": 0.0, "ignore_eos": True,
                     "stream": True, "stream_options": {"include_usage": True}}
 
 
 def test_record_refuses_unknown_keys_and_non_finite(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         ProbeRecord.model_validate({"arm": "baseline", "cells": [], "extra": 1})
+
+
+def test_sampled_traffic_is_its_own_mix(tmp_path: Path) -> None:
+    with ReplayEngine("nospec") as eng:
+        rc, out = probe(tmp_path, eng.url, "--prompt-tokens", "8", "--output-tokens", "16", "--concurrency", "1",
+                        "--repetitions", "1", "--requests", "1", "--warmup", "0", "--temperature", "1",
+                        arm="baseline")
+    assert rc == 0
+    mix = load_record(out).workload[0]
+    assert (mix.name, mix.temperature) == ("p8-o16-t1", 1.0)
+    assert CompletionClient("http://x", "m", temperature=0.7).body([1], 4)["temperature"] == 0.7
