@@ -78,12 +78,14 @@ class TuneResult:
 # What the real-engine proof (tests/e2e/test_tune_vllm.py, vLLM 0.32 ngram on CPU, same requests at
 # k = 1, 2, 3, 5) measured for "L(k') from a deeper run predicts a real run at k'". Stated with every
 # L below a measured depth; update it with the proof.
-DEPTH_PROOF = ("on real vLLM ngram (tests/e2e/test_tune_vllm.py) L(k') computed from a k = 5 run differed from "
-               "real runs at k' = 1, 2, 3 by -1.5 %, -2.1 %, -5.1 % (1.869/2.492/2.967 against 1.897/2.546/3.127): "
-               "more than 2 % beyond k' = 1, so L below the measured depth is exact for the run that was measured "
-               "and an estimate (there: low) for a real run at that depth")
-EXTRAPOLATION_PROOF = ("extrapolated L is a model, never a measurement; on real vLLM ngram L(5) extrapolated from a "
-                       "k = 3 run was 3.861 (band 3.707 .. 4.071) against 3.672 measured at k = 5: +5.1 %, below the band")
+DEPTH_PROOF = ("on real vLLM (tests/e2e/test_tune_vllm.py, same requests) L(k') computed from a k = 5 run differed "
+               "from real runs at k' = 1, 2, 3 by -1.5 %, -2.1 %, -5.1 % for ngram (1.869/2.492/2.967 against "
+               "1.897/2.546/3.127) and +0.1 %, -3.3 %, -1.9 % for suffix decoding (1.912/2.655/3.345 against "
+               "1.910/2.744/3.411): more than 2 %, so L below the measured depth is exact for the run that was "
+               "measured and an estimate (there: low) for a real run at that depth")
+EXTRAPOLATION_PROOF = ("extrapolated L is a model, never a measurement; on real vLLM L(5) extrapolated from a k = 3 "
+                       "run was 3.861 (band 3.707 .. 4.071) against 3.672 measured for ngram (+5.1 %) and 4.581 "
+                       "(4.464 .. 4.714) against 4.425 for suffix decoding (+3.5 %): high, and below both bands")
 
 
 def dominating(result: TuneResult, point: str | None, concurrency: int | None, k: int) -> list[Prediction]:

@@ -109,6 +109,8 @@ def speculative_config(arm: str, model_dir: Path, num_speculative_tokens: int = 
     if arm == "ngram":
         return {"method": "ngram", "num_speculative_tokens": k,
                 "prompt_lookup_max": 3, "prompt_lookup_min": 1}
+    if arm == "suffix":  # needs arctic-inference on the engine's path (tools/arctic_inference.sh, extra_env)
+        return {"method": "suffix", "num_speculative_tokens": k}
     raise ValueError(f"unknown arm {arm!r}; expected one of {', '.join(ARMS)}")
 
 
@@ -334,8 +336,12 @@ class EngineProcess:
 def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager: bool = True,
               python: Path | None = None, log_dir: Path | None = None,
               extra_args: Sequence[str] = (), kv_cache_memory_bytes: int = KV_CACHE_MEMORY_BYTES,
-              num_speculative_tokens: int = NUM_SPECULATIVE_TOKENS) -> EngineProcess:
-    """Launch one arm's vLLM API server on 127.0.0.1 (not waiting for it: call `wait_ready`)."""
+              num_speculative_tokens: int = NUM_SPECULATIVE_TOKENS,
+              extra_env: Mapping[str, str] | None = None) -> EngineProcess:
+    """Launch one arm's vLLM API server on 127.0.0.1 (not waiting for it: call `wait_ready`).
+
+    `extra_env` is added to the engine's environment (e.g. PYTHONPATH for arctic-inference).
+    """
     python = python or ensure_vllm()
     spec = speculative_config(arm, model_dir, num_speculative_tokens)
     port = port or free_port()
@@ -358,8 +364,8 @@ def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager:
         launched_wall = time.time()
         launched_at = time.monotonic()
         popen = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 env=_engine_env(), start_new_session=True, cwd=str(log_dir),
-                                 preexec_fn=_die_with_parent)
+                                 env={**_engine_env(), **(extra_env or {})}, start_new_session=True,
+                                 cwd=str(log_dir), preexec_fn=_die_with_parent)
     log(f"{arm}: launched vLLM pid {popen.pid} on :{port} (log {log_path})")
     return EngineProcess(arm=arm, port=port, model_dir=model_dir, log_path=log_path, popen=popen,
                          launched_at=launched_at, launched_wall=launched_wall, enforce_eager=enforce_eager)
