@@ -16,6 +16,8 @@ Rules (DESIGN.md "Traps"):
   name given twice are refused, label names may be quoted.
 - A series written twice on one page (the same label set, in any order) is taken once: the
   first one wins and the others are counted as `dropped["duplicate"]` — never summed.
+- With `usable_only` (the exporter's scrapes), NaN, ±Inf and negative samples are left out and
+  counted (`dropped["non_finite"]`, `dropped["negative"]`): no family we read can be negative.
 - A last line without its trailing newline may be cut in the middle: it is dropped.
 - `*_created` series are timestamps, not counters: they are never wanted.
 - Valid but incomplete exposition is parsed for what it has.
@@ -34,6 +36,7 @@ from functools import lru_cache
 
 ENGINE_PREFIXES: tuple[str, ...] = ("vllm:", "vllm_", "sglang:", "sglang_")
 DEFAULT_UNPREFIXED: tuple[str, ...] = ("process_start_time_seconds",)
+_INF = float("inf")
 LABEL_CACHE_ENTRIES = 16_384  # label texts remembered between scrapes (a churning engine clears it)
 
 Labels = Mapping[str, str]
@@ -160,10 +163,16 @@ class PageParser:
     Engines write the same series every scrape, so a label text is parsed once and looked up
     afterwards. The memory is bounded: past `label_cache_entries` distinct texts it starts over.
     One parser per scrape loop (not thread-safe).
+
+    `usable_only` (what the exporter uses; the oracle tests read the page as written): every family
+    we consume is a count, a ratio, a size or a time, so a sample that is NaN, ±Inf or negative is
+    no value at all. It is left out of the result and counted in `dropped` as `non_finite` or
+    `negative`; a repeat of that series is still a repeat (first wins), never its replacement.
     """
 
     def __init__(self, wanted: Iterable[str] | None = None, unprefixed: Iterable[str] = DEFAULT_UNPREFIXED,
-                 label_cache_entries: int = LABEL_CACHE_ENTRIES) -> None:
+                 label_cache_entries: int = LABEL_CACHE_ENTRIES, usable_only: bool = False) -> None:
+        self.usable_only = usable_only
         self.wanted = frozenset(wanted) if wanted is not None else None
         self._scan = _scan_re(self.wanted, frozenset(unprefixed))
         self._cache: dict[str, tuple[Labels, frozenset[tuple[str, str]]]] = {}
@@ -190,8 +199,9 @@ class PageParser:
             text = text[: text.rfind("\n") + 1]  # a last line without newline may be cut mid-way: drop it
         if not text or text.isspace():
             raise ParseError("not Prometheus text exposition (no complete line)")
-        out: dict[str, dict[frozenset[tuple[str, str]], tuple[Labels, float]]] = {}
-        cache, any_family, duplicates = self._cache, self.wanted is None, 0
+        out: dict[str, dict[frozenset[tuple[str, str]], tuple[Labels, float] | None]] = {}
+        cache, any_family, duplicates, usable_only = self._cache, self.wanted is None, 0, self.usable_only
+        unusable: dict[str, int] = {}
         for engine, base, plain, series, value, ts, bad, garbage, indented in self._scan.findall("\n" + text):
             if not value:
                 garbage = garbage or indented.lstrip(" \t")
@@ -221,10 +231,20 @@ class PageParser:
             if entry[1] in fam:
                 duplicates += 1
                 continue
+            if usable_only and not (0.0 <= v < _INF):  # NaN fails both comparisons
+                reason = "negative" if v < 0.0 and v != -_INF else "non_finite"
+                unusable[reason] = unusable.get(reason, 0) + 1
+                fam[entry[1]] = None
+                continue
             fam[entry[1]] = (entry[0], v)
-        if duplicates and dropped is not None:
-            dropped["duplicate"] = dropped.get("duplicate", 0) + duplicates
-        return {k: list(v.values()) for k, v in out.items()}
+        if dropped is not None:
+            if duplicates:
+                dropped["duplicate"] = dropped.get("duplicate", 0) + duplicates
+            for reason, n in unusable.items():
+                dropped[reason] = dropped.get(reason, 0) + n
+        if unusable:
+            return {k: [x for x in v.values() if x is not None] for k, v in out.items()}
+        return {k: list(v.values()) for k, v in out.items()}  # type: ignore[arg-type]  # no None in it
 
 
 def parse_page(text: str, wanted: Iterable[str] | None = None, unprefixed: Iterable[str] = DEFAULT_UNPREFIXED,

@@ -131,6 +131,8 @@ def sample_line(name: str, labels: dict[str, str], value: str, lay: dict, ts: in
 @st.composite
 def label_sets(draw, n: int) -> list[dict[str, str]]:
     names = draw(st.lists(st.sampled_from(LABEL_NAMES), unique=True, max_size=4))
+    if not names:
+        n = 1  # one series without labels: more would be the same series (a duplicate)
     sets = draw(st.lists(st.fixed_dictionaries({k: label_values for k in names}), min_size=n, max_size=n,
                          unique_by=lambda d: tuple(sorted(d.items()))))
     return sets
