@@ -135,7 +135,7 @@ def test_every_exporter_setting_in_values_is_an_exporter_setting() -> None:
 
 def test_vllm_engine_args(rendered: dict[tuple[str, bool], Rendered]) -> None:
     plain = container(engine(rendered[("defaults", False)]), "engine")
-    assert plain["image"] == "vllm/vllm-openai:v0.11.0"
+    assert plain["image"] == "vllm/vllm-openai:v0.32.0"
     assert plain["command"] == ["python3", "-m", "vllm.entrypoints.openai.api_server"]
     assert plain["args"] == ["--model", "Qwen/Qwen3-8B", "--host", "0.0.0.0", "--port", "8000"]
     spec = container(engine(rendered[("drafter", False)]), "engine")
@@ -147,7 +147,7 @@ def test_sglang_engine_args(rendered: dict[tuple[str, bool], Rendered]) -> None:
     r = rendered[("sglang", False)]
     dep = engine(r)
     c = container(dep, "engine")
-    assert c["image"] == "lmsysorg/sglang:v0.5.4"
+    assert c["image"] == "lmsysorg/sglang:v0.5.23"
     assert c["command"] == ["python3", "-m", "sglang.launch_server"]
     assert c["args"] == [
         "--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--host", "0.0.0.0", "--port", "30000",
