@@ -69,6 +69,8 @@ class WindowLike(Protocol):
     @property
     def stream(self) -> str: ...
     @property
+    def point(self) -> str | None: ...
+    @property
     def start(self) -> float | None: ...
     @property
     def end(self) -> float | None: ...
@@ -192,14 +194,18 @@ def recency(end: float | None, now: float, lookback_seconds: float, *, where: st
 
 
 def window_key(w: WindowLike) -> Hashable:
-    """What makes a window one window: its stream and its interval (or, undated, its values)."""
+    """What makes a window one window: its source, operating point, stream and interval (undated: its values).
+
+    The source and point are part of it because capture files are dated by their modification time,
+    which a checkout can make equal for every file: two capture groups are still two windows.
+    """
     if w.start is not None and w.end is not None:
-        return (w.stream, w.start, w.end)
-    return (w.stream, w.start, w.end, w.drafts, w.acceptance_length, w.acceptance_rate)
+        return (w.source, w.point, w.stream, w.start, w.end)
+    return (w.source, w.point, w.stream, w.start, w.end, w.drafts, w.acceptance_length, w.acceptance_rate)
 
 
 def distinct(windows: Sequence[W]) -> tuple[list[W], Implausible | None]:
-    """Each window counted once: repeats (same stream and interval, from any source) are dropped.
+    """Each window counted once: repeats (same source, point, stream and interval) are dropped.
 
     The finding says how many repeats there were; the caller decides what they mean for the
     line (a source that repeats itself is not to be trusted for a count of windows).
@@ -222,11 +228,11 @@ def distinct(windows: Sequence[W]) -> tuple[list[W], Implausible | None]:
 
 def overlapping(windows: Iterable[WindowLike]) -> Implausible | None:
     """Windows of one stream and source whose intervals overlap count some drafts twice."""
-    by: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    by: dict[tuple[str, str | None, str], list[tuple[float, float]]] = {}
     for w in windows:
         if w.start is not None and w.end is not None:
-            by.setdefault((w.source, w.stream), []).append((w.start, w.end))
-    for (source, stream), spans in by.items():
+            by.setdefault((w.source, w.point, w.stream), []).append((w.start, w.end))
+    for (source, _, stream), spans in by.items():
         spans.sort()
         for (s0, e0), (s1, e1) in zip(spans, spans[1:], strict=False):
             if s1 < e0 - TOLERANCE:

@@ -20,6 +20,7 @@ from tests.gate.helpers import CAPTURES
 class Win:
     source: str = "exporter http://x"
     stream: str = "m/0"
+    point: str | None = None
     start: float | None = 1000.0
     end: float | None = 1060.0
     drafts: float | None = 100.0
@@ -100,6 +101,9 @@ def test_distinct_counts_a_repeated_window_once() -> None:
     assert len(kept) == 2
     assert finding is not None and finding.kind == "duplicate" and "999 repeated" in finding.reason
     kept, finding = pl.distinct([w, Win(start=1060.0, end=1120.0)])
+    assert len(kept) == 2 and finding is None
+    # capture groups dated alike by their files' mtime are still two windows (seed 004's 2K and 131K)
+    kept, finding = pl.distinct([Win(source="captures a, b", point="2K"), Win(source="captures b, c", point="131K")])
     assert len(kept) == 2 and finding is None
 
 
