@@ -1,38 +1,139 @@
-"""Fetching an engine's `/metrics` (and the side endpoints) with requests, and files.
+"""Fetching an engine's `/metrics` (and the side endpoints), and files.
 
-One attempt per scrape — no retries that pile up; the next scrape is the retry. Connect and
-read timeouts, a response-size cap, `Accept: text/plain; version=0.0.4` (engines that speak
-OpenMetrics would otherwise escape `vllm:` names). An engine API key is sent as a bearer token
-to `/v1/*` only.
+One attempt per scrape — no retries that pile up; the next scrape is the retry. HTTP is the
+standard library's `http.client` on one kept-alive connection per engine, not requests, for
+three reasons a hostile or broken engine makes real:
+- **one deadline for the whole exchange**: connect, request, status line, headers and body
+  together take at most the scrape timeout. Every receive waits only for the time left (the
+  socket is a `_DeadlineSocket`), so an engine dripping its headers one byte at a time is cut off
+  like one dripping its body (a per-read timeout never fires on either);
+- **redirects are not followed**: a 3xx is a failed scrape (`reason="redirect"`), never a page
+  read from another port or host mixed into this engine's stream;
+- cost: a scrape is well under a millisecond of client work on loopback (bench/exporter.py).
+Size cap (`Content-Length` first, then while reading), `Accept: text/plain; version=0.0.4`
+(engines that speak OpenMetrics would otherwise escape `vllm:` names), no compression asked.
+An engine API key is sent as a bearer token to `/v1/*` only; URL user info as basic auth to the
+engine itself. No proxy is used (the engine is the pod's own, on loopback). Every URL in an
+error message or log line goes through `exporter.redact.redact_url` (no user info, no query).
+Host names are resolved by the system resolver, which the deadline does not bound (use an
+address or `localhost`, as the sidecar does).
 """
 
 from __future__ import annotations
 
+import base64
+import http.client
+import json
 import os
+import socket
+import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
-
-import requests
-import urllib3
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from exporter.engines import DetectError, adapter, detect
 from exporter.engines.base import EngineAdapter, EngineSnapshot, ParsedPage, SideInfo
-from exporter.parse import ParseError, _looks_like_exposition, parse_page
+from exporter.parse import PageParser, ParseError, _looks_like_exposition
+from exporter.redact import redact_url
 
 ACCEPT = "text/plain; version=0.0.4"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-REASONS = ("timeout", "connect", "http", "parse", "too_large")
+SIDE_MAX_BYTES = 4 * 1024 * 1024
+REASONS = ("timeout", "connect", "http", "redirect", "parse", "too_large")
+READ_CHUNK = 256 * 1024
 
 
 class ScrapeError(Exception):
-    """A failed scrape with its reason (one of REASONS) and a one-line message."""
+    """A failed scrape with its reason (one of REASONS) and a one-line message (URLs redacted)."""
 
     def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(redact_url(message))
         self.reason = reason
+
+
+class _Expired(TimeoutError):
+    """The whole-exchange deadline passed (raised by a `_DeadlineSocket` before it waits again)."""
+
+
+class _Stale(Exception):
+    """A kept-alive connection the engine had closed while idle (nothing was answered on it)."""
+
+
+def _arm(sock: socket.socket, deadline: float) -> None:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _Expired("deadline passed")
+    sock.settimeout(left)
+
+
+class _DeadlineSocket(socket.socket):
+    """A socket whose every receive and send waits only until `deadline` (monotonic seconds)."""
+
+    deadline: float = float("inf")
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        _arm(self, self.deadline)
+        return super().recv_into(buffer, nbytes, flags)
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        _arm(self, self.deadline)
+        return super().recv(bufsize, flags)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        _arm(self, self.deadline)
+        super().sendall(data, flags)
+
+
+class _DeadlineSSLSocket(ssl.SSLSocket):
+    """The same for TLS (installed as the context's `sslsocket_class`)."""
+
+    deadline: float = float("inf")
+
+    def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
+        _arm(self, self.deadline)
+        return super().recv_into(buffer, nbytes, flags)
+
+    def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
+        _arm(self, self.deadline)
+        return super().recv(buflen, flags)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        _arm(self, self.deadline)
+        super().sendall(data, flags)
+
+
+def _create_connection(address: tuple[str, int], timeout: float | None, source_address: Any = None,
+                       *args: Any) -> socket.socket:
+    """`socket.create_connection` with a `_DeadlineSocket` (connect waits at most `timeout`)."""
+    host, port = address
+    err: OSError | None = None
+    for af, socktype, proto, _, sa in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+        sock = _DeadlineSocket(af, socktype, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(sa)
+            return sock
+        except OSError as e:
+            err = e
+            sock.close()
+    raise err if err is not None else OSError(f"getaddrinfo returned nothing for {host}")
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._create_connection = _create_connection
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        ctx = ssl.create_default_context()
+        ctx.sslsocket_class = _DeadlineSSLSocket
+        super().__init__(*args, context=ctx, **kw)
+        self._create_connection = _create_connection
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -47,54 +148,146 @@ def split_url(url: str) -> tuple[str, str]:
     return base, urlunsplit((parts.scheme, parts.netloc, metrics_path, parts.query, ""))
 
 
-def _body_chunks(r: requests.Response) -> Iterator[bytes]:
-    """The body as it arrives: `read1` returns after one socket read, so a total deadline can be
-    checked between reads (`iter_content` would wait for a full 64 KiB from a slow-drip engine)."""
-    read1 = getattr(r.raw, "read1", None)  # urllib3 >= 2.3
-    if read1 is None:
-        yield from r.iter_content(65536)
-        return
-    while chunk := read1(65536, decode_content=True):
-        yield chunk
+@dataclass
+class HttpClient:
+    """GETs from one engine (scheme, host, port) over one kept-alive connection, each bounded in time
+    (one deadline for the whole exchange) and size; redirects are errors. Not thread-safe."""
+
+    base_url: str
+    _conn: http.client.HTTPConnection | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https"):
+            raise ValueError(f"engine URL scheme must be http or https, not {parts.scheme!r}")
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or (443 if self.https else 80)
+        self._auth: str | None = None
+        if parts.username is not None:
+            cred = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+            self._auth = "Basic " + base64.b64encode(cred).decode()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _connection(self, deadline: float) -> tuple[http.client.HTTPConnection, bool]:
+        """The kept-alive connection (reused=True) or a new one, connected within the deadline."""
+        if self._conn is not None and self._conn.sock is not None:
+            return self._conn, True
+        self.close()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _Expired("deadline passed")
+        cls = _HTTPSConnection if self.https else _HTTPConnection
+        conn = cls(self.host, self.port, timeout=min(left, 3.0))
+        conn.connect()
+        self._conn = conn
+        return conn, False
+
+    def get(self, target: str, timeout: float, max_bytes: int, headers: Mapping[str, str] | None = None) -> bytes:
+        """GET `target` (path and query); the body, or ScrapeError naming `target` without secrets."""
+        shown = redact_url(f"{'https' if self.https else 'http'}://{self.host}:{self.port}{target}")
+        deadline = time.monotonic() + timeout
+        hdrs = dict(headers or {})
+        if self._auth is not None:
+            hdrs.setdefault("Authorization", self._auth)
+        try:
+            try:
+                return self._exchange(target, hdrs, deadline, max_bytes, shown)
+            except _Stale:  # not a retry of a failed engine: the request never reached one
+                return self._exchange(target, hdrs, deadline, max_bytes, shown)
+        except ScrapeError:
+            self.close()
+            raise
+        except TimeoutError:
+            self.close()
+            raise ScrapeError("timeout", f"{shown} did not send its whole page within {timeout:g}s") from None
+        except ConnectionRefusedError:
+            self.close()
+            raise ScrapeError("connect", f"cannot reach {shown}: connection refused") from None
+        except http.client.HTTPException as e:
+            self.close()
+            raise ScrapeError("http", f"{shown}: {type(e).__name__}") from None
+        except OSError as e:
+            self.close()
+            raise ScrapeError("connect", f"cannot reach {shown}: {type(e).__name__}") from None
+
+    def _exchange(self, target: str, headers: dict[str, str], deadline: float, max_bytes: int,
+                  shown: str) -> bytes:
+        conn, reused = self._connection(deadline)
+        sock = conn.sock
+        sock.deadline = deadline  # type: ignore[union-attr]
+        try:
+            conn.request("GET", target, headers=headers)
+            r = conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            self.close()
+            if reused:
+                raise _Stale() from None
+            raise
+        if 300 <= r.status < 400:
+            where = r.getheader("Location") or "nowhere"
+            raise ScrapeError("redirect", f"{shown} answered HTTP {r.status} (to {where}): redirects are not followed")
+        if r.status != 200:
+            raise ScrapeError("http", f"{shown} answered HTTP {r.status}")
+        encoding = (r.getheader("Content-Encoding") or "identity").strip().lower()
+        if encoding != "identity":
+            raise ScrapeError("http", f"{shown} sent a {encoding} body although none was asked for")
+        length = r.getheader("Content-Length")
+        if length and length.isdigit() and int(length) > max_bytes:
+            raise ScrapeError("too_large", f"{shown} sent {int(length)} bytes (limit {max_bytes})")
+        chunks, total = [], 0
+        while chunk := r.read1(READ_CHUNK):
+            total += len(chunk)
+            if total > max_bytes:
+                raise ScrapeError("too_large", f"{shown} sent more than {max_bytes} bytes")
+            chunks.append(chunk)
+        r.close()  # the response, not the connection: read1 does not close it at the end of a sized body
+        if r.will_close:
+            self.close()
+        return b"".join(chunks)
 
 
-def _get(session: requests.Session, url: str, timeout: float, max_bytes: int,
-         headers: dict[str, str] | None = None) -> bytes:
-    """One GET, bounded in time (`timeout` for the whole body, not per read) and in size."""
-    deadline = time.monotonic() + timeout
-    try:
-        with session.get(url, timeout=(min(timeout, 3.0), timeout), stream=True, headers=headers or {}) as r:
-            if r.status_code != 200:
-                raise ScrapeError("http", f"{url} answered HTTP {r.status_code}")
-            length = r.headers.get("Content-Length")
-            if length and length.isdigit() and int(length) > max_bytes:
-                raise ScrapeError("too_large", f"{url} sent {int(length)} bytes (limit {max_bytes})")
-            chunks, total = [], 0
-            for chunk in _body_chunks(r):
-                total += len(chunk)
-                if total > max_bytes:
-                    raise ScrapeError("too_large", f"{url} sent more than {max_bytes} bytes")
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise ScrapeError("timeout", f"{url} did not finish its page within {timeout:g}s")
-            return b"".join(chunks)
-    except (requests.exceptions.Timeout, urllib3.exceptions.TimeoutError):
-        raise ScrapeError("timeout", f"{url} did not answer within {timeout:g}s") from None
-    except requests.exceptions.ConnectionError as e:
-        msg = "connection refused" if "refused" in str(e).lower() else type(e).__name__
-        raise ScrapeError("connect", f"cannot reach {url}: {msg}") from None
-    except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError) as e:
-        raise ScrapeError("http", f"{url}: {type(e).__name__}") from None
+class PageReader:
+    """Detects the engine and parses pages with one kept `PageParser` per engine kind.
+
+    The engine is detected on the first page and again only when a page holds none of that
+    engine's families (detection counts prefixes in the page's head: not worth doing every scrape).
+    """
+
+    def __init__(self, engine: str = "auto") -> None:
+        self.engine = engine
+        self._kind: str | None = None
+        self._parsers: dict[str, tuple[EngineAdapter, PageParser]] = {}
+
+    def _parse(self, kind: str, text: str, dropped: dict[str, int] | None) -> tuple[EngineAdapter, ParsedPage]:
+        entry = self._parsers.get(kind)
+        if entry is None:
+            ad = adapter(kind)
+            entry = self._parsers[kind] = (ad, PageParser(ad.families, usable_only=True))
+        return entry[0], entry[1].parse(text, dropped)
+
+    def read(self, text: str, dropped: dict[str, int] | None = None) -> tuple[EngineAdapter, ParsedPage]:
+        """(adapter, parsed page); a page that is not Prometheus text raises ScrapeError("parse")."""
+        try:
+            _looks_like_exposition(text)  # HTML/JSON is named as such, before "no engine families"
+            if self._kind is not None:
+                ad, page = self._parse(self._kind, text, dropped)
+                if any(":" in k for k in page):
+                    return ad, page
+                if dropped is not None:
+                    dropped.clear()
+            self._kind = detect(text, self.engine)
+            return self._parse(self._kind, text, dropped)
+        except (ParseError, DetectError) as e:
+            raise ScrapeError("parse", str(e)) from None
 
 
 def _parse_text(text: str, engine: str) -> tuple[EngineAdapter, ParsedPage]:
-    """Detect (when `auto`) and parse once; a page that is not Prometheus text raises ScrapeError."""
-    try:
-        _looks_like_exposition(text)  # HTML/JSON is named as such, before "no engine families"
-        ad = adapter(detect(text, engine))
-        return ad, parse_page(text, ad.families)
-    except (ParseError, DetectError) as e:
-        raise ScrapeError("parse", str(e)) from None
+    return PageReader(engine).read(text)
 
 
 def snapshot_from_text(text: str, engine: str = "auto", timestamp: float | None = None,
@@ -125,15 +318,15 @@ def read_file_snapshot(path: str | Path, engine: str = "auto") -> EngineSnapshot
 class Scraper:
     """Scrapes one engine; caches side information (context cap, SGLang pool) until a restart.
 
-    Not thread-safe: one scrape loop owns it.
+    Not thread-safe: one scrape loop owns it. `last_dropped` holds what the last page's parse
+    dropped and why (`{"duplicate": n}`).
     """
 
-    url: str
+    url: str = field(repr=False)  # may carry user info or a token in its query: shown only redacted
     engine: str = "auto"
     timeout: float = 5.0
     max_bytes: int = DEFAULT_MAX_BYTES
     api_key: str | None = field(default=None, repr=False)
-    session: requests.Session = field(default_factory=requests.Session, repr=False)
     side_retry_seconds: float = 60.0  # side info that came back empty (endpoint failed) is asked again
     _side: SideInfo | None = field(default=None, init=False, repr=False)
     _side_start: float | None = field(default=None, init=False, repr=False)
@@ -143,13 +336,25 @@ class Scraper:
         self.base_url, self.metrics_url = split_url(self.url)
         if self.api_key is None:
             self.api_key = os.environ.get("SPECGATE_ENGINE_API_KEY") or None
+        self.shown_url = redact_url(self.base_url)
+        self._http = HttpClient(self.base_url)
+        parts = urlsplit(self.metrics_url)
+        self._metrics_target = parts.path + (f"?{parts.query}" if parts.query else "")
+        self._base_path = urlsplit(self.base_url).path
+        self._reader = PageReader(self.engine)
+        self.last_dropped: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"Scraper({redact_url(self.metrics_url)!r}, engine={self.engine!r}, timeout={self.timeout!r})"
+
+    def close(self) -> None:
+        self._http.close()
 
     def _json(self, path: str, v1: bool = False) -> dict | None:
-        headers = {"Authorization": f"Bearer {self.api_key}"} if v1 and self.api_key else None
+        headers = {"Authorization": f"Bearer {self.api_key}"} if v1 and self.api_key else {}
+        headers["Accept"] = "application/json"
         try:
-            import json
-
-            body = _get(self.session, self.base_url + path, self.timeout, 4 * 1024 * 1024, headers)
+            body = self._http.get(self._base_path + path, self.timeout, SIDE_MAX_BYTES, headers)
             doc = json.loads(body)
             return doc if isinstance(doc, dict) else None
         except (ScrapeError, ValueError):
@@ -181,24 +386,37 @@ class Scraper:
                         configured_max_total_tokens=num("max_total_tokens"),
                         version=ver if isinstance(ver, str) else None)
 
+    def fetch(self) -> bytes:
+        """The raw `/metrics` page (one bounded GET); raises ScrapeError with its reason."""
+        return self._http.get(self._metrics_target, self.timeout, self.max_bytes, {"Accept": ACCEPT})
+
+    def snapshot_from_page(self, raw: bytes, ts: float) -> EngineSnapshot:
+        """Parse and normalise a fetched page, with side info (asked for again after a restart, and
+        after `side_retry_seconds` when it came back empty)."""
+        dropped: dict[str, int] = {}
+        ad, page = self._reader.read(raw.decode("utf-8", errors="replace"), dropped)
+        self.last_dropped = dropped
+        start_samples = page.get("process_start_time_seconds")
+        start = start_samples[0][1] if start_samples else None
+        missing = self._side is not None and (
+            not self._side.max_model_len if ad.kind == "vllm" else self._side == SideInfo())
+        if (self._side is None or start != self._side_start
+                or (missing and time.monotonic() - self._side_at >= self.side_retry_seconds)):
+            self._side = self._side_info(ad.kind)
+            self._side_start = start
+            self._side_at = time.monotonic()
+        return ad.snapshot(page, ts, None if self._side == SideInfo() else self._side)
+
     def scrape(self) -> EngineSnapshot:
         """Fetch and normalise one page; raises ScrapeError with its reason."""
-        raw = _get(self.session, self.metrics_url, self.timeout, self.max_bytes, {"Accept": ACCEPT})
-        ts = time.time()
-        ad, page = _parse_text(raw.decode("utf-8", errors="replace"), self.engine)
-        first = ad.snapshot(page, ts)
-        missing = self._side is not None and (
-            not self._side.max_model_len if first.engine == "vllm" else self._side == SideInfo())
-        if (self._side is None or first.process_start_time != self._side_start
-                or (missing and time.monotonic() - self._side_at >= self.side_retry_seconds)):
-            self._side = self._side_info(first.engine)
-            self._side_start = first.process_start_time
-            self._side_at = time.monotonic()
-        if self._side == SideInfo():
-            return first
-        return ad.snapshot(page, ts, self._side)  # the page is parsed once, normalised again with side info
+        raw = self.fetch()
+        return self.snapshot_from_page(raw, time.time())
 
 
 def scrape_once(url: str, engine: str = "auto", timeout: float = 5.0, api_key: str | None = None) -> EngineSnapshot:
     """One scrape of a live engine (the `specgate exporter once` path and the gate's live evidence)."""
-    return Scraper(url, engine=engine, timeout=timeout, api_key=api_key).scrape()
+    scraper = Scraper(url, engine=engine, timeout=timeout, api_key=api_key)
+    try:
+        return scraper.scrape()
+    finally:
+        scraper.close()

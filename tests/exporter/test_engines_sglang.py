@@ -13,7 +13,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import responses
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collect import exposition
@@ -25,6 +24,7 @@ from exporter.scrape import ACCEPT, Scraper, snapshot_from_text
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState
 from exporter.windows import WindowTracker
+from tests.exporter.loopback_engine import LoopbackEngine
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "sglang"
 M = "Qwen/Qwen3-8B"  # model of the 0.5.8 and 0.5.23 fixtures
@@ -163,24 +163,22 @@ def test_old_sglang_over_real_loopback_http_pool_from_get_server_info_and_exposi
     assert got[("specgate_context_cap_tokens", key(lab))] == 120000
 
 
-@responses.activate
 def test_server_info_internal_states_pool_and_get_server_info_not_needed():
-    base = "http://sglang.test:30000"
-    responses.get(f"{base}/metrics", body=page("sglang-0.4.9-after.txt"))
-    responses.get(f"{base}/server_info", json=json.loads(page("server_info-0.5.4.json")))
-    s = Scraper(base).scrape()
+    with LoopbackEngine() as eng:  # a scripted loopback engine (tests/exporter/loopback_engine.py)
+        eng.get("/metrics", body=page("sglang-0.4.9-after.txt"))
+        eng.get("/server_info", json=json.loads(page("server_info-0.5.4.json")))
+        s = Scraper(eng.url).scrape()
     assert s.streams[0].kv_pool_tokens == 161728  # only under internal_states[0]
     assert s.streams[0].kv_pool_configured_tokens == 600000
-    assert [c.request.url.rsplit("/", 1)[1] for c in responses.calls] == ["metrics", "server_info"]
+    assert [c.path.rsplit("/", 1)[1] for c in eng.calls] == ["metrics", "server_info"]
 
 
-@responses.activate
 def test_server_info_missing_everywhere_leaves_pool_unknown_not_zero():
-    base = "http://sglang.test:30000"
-    responses.get(f"{base}/metrics", body=page("sglang-0.4.9-after.txt"))
-    responses.get(f"{base}/server_info", status=404)
-    responses.get(f"{base}/get_server_info", body="<html>oops</html>")
-    (st,) = Scraper(base).scrape().streams
+    with LoopbackEngine() as eng:
+        eng.get("/metrics", body=page("sglang-0.4.9-after.txt"))
+        eng.get("/server_info", status=404)
+        eng.get("/get_server_info", body="<html>oops</html>")
+        (st,) = Scraper(eng.url).scrape().streams
     assert st.kv_pool_tokens is None and st.kv_pool_configured_tokens is None and st.context_cap_tokens is None
 
 

@@ -13,7 +13,6 @@ import re
 from pathlib import Path
 
 import pytest
-import responses
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collect import exposition
@@ -24,6 +23,7 @@ from exporter.scrape import ACCEPT, Scraper, snapshot_from_text
 from exporter.settings import ExporterSettings
 from exporter.snapshot_json import snapshot_to_json
 from exporter.state import ExporterState
+from tests.exporter.loopback_engine import LoopbackEngine
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "vllm"
 CACHE_INFO_RE = re.compile(r"^vllm:cache_config_info\{(.*)\} (\S+)$", re.M)
@@ -262,6 +262,8 @@ def test_ttft_boundaries_are_read_from_the_page():
 
 BASE = "http://vllm.test:8000"
 MODELS = {"object": "list", "data": [{"id": "tiny", "object": "model", "max_model_len": 2048}]}
+# The engine in these tests is a scripted loopback server (tests/exporter/loopback_engine.py): the
+# exporter fetches with http.client, not requests, so a request mock would not see it.
 
 
 def _guarded_models(request):
@@ -272,29 +274,29 @@ def _guarded_models(request):
     return (200, {"Content-Type": "application/json"}, json.dumps(MODELS))
 
 
-@responses.activate
 def test_api_key_from_env_sent_as_bearer_to_v1_only_and_accept_header_on_metrics(monkeypatch):
     monkeypatch.setenv("SPECGATE_ENGINE_API_KEY", "sekrit-token")
-    responses.get(f"{BASE}/metrics", body=page("ngram-after"))
-    responses.add_callback(responses.GET, f"{BASE}/v1/models", callback=_guarded_models)
-    responses.get(f"{BASE}/version", json={"version": "0.32.0"})
-    s = Scraper(BASE).scrape()
+    with LoopbackEngine() as eng:
+        eng.get("/metrics", body=page("ngram-after"))
+        eng.add_callback("/v1/models", _guarded_models)
+        eng.get("/version", json={"version": "0.32.0"})
+        s = Scraper(eng.url).scrape()
     assert s.stream("tiny", "0").context_cap_tokens == 2048
     assert s.version == "0.32.0"
-    headers = {c.request.url[len(BASE):]: c.request.headers for c in responses.calls}
+    headers = {c.path: c.headers for c in eng.calls}
     assert headers["/v1/models"]["Authorization"] == "Bearer sekrit-token"
     assert "Authorization" not in headers["/metrics"]
     assert "Authorization" not in headers["/version"]
     assert headers["/metrics"]["Accept"] == ACCEPT == "text/plain; version=0.0.4"
 
 
-@responses.activate
 def test_without_the_key_a_guarded_engine_still_scrapes_and_context_is_unknown(monkeypatch):
     monkeypatch.delenv("SPECGATE_ENGINE_API_KEY", raising=False)
-    responses.get(f"{BASE}/metrics", body=page("ngram-after"))
-    responses.add_callback(responses.GET, f"{BASE}/v1/models", callback=_guarded_models)
-    responses.get(f"{BASE}/version", status=404)
-    s = Scraper(BASE).scrape()
+    with LoopbackEngine() as eng:
+        eng.get("/metrics", body=page("ngram-after"))
+        eng.add_callback("/v1/models", _guarded_models)
+        eng.get("/version", status=404)
+        s = Scraper(eng.url).scrape()
     assert s.stream("tiny", "0").context_cap_tokens is None
     assert s.stream("tiny", "0").spec.drafts == 522
 
@@ -307,31 +309,30 @@ def test_the_key_reaches_the_sidecar_settings_and_never_its_reprs(monkeypatch):
     assert "sekrit" not in repr(Scraper(BASE))
 
 
-@responses.activate
 def test_context_cap_read_once_and_again_after_a_restart():
     restarted = START_RE.sub("process_start_time_seconds 1.8e+09", page("ngram-after"))
-    for body in (page("ngram-before"), page("ngram-after"), restarted):
-        responses.get(f"{BASE}/metrics", body=body)
-    responses.get(f"{BASE}/v1/models", json=MODELS)
-    responses.get(f"{BASE}/v1/models", json={"data": [{"id": "tiny", "max_model_len": 4096}]})
-    responses.get(f"{BASE}/version", json={"version": "0.32.0"})
-    sc = Scraper(BASE, api_key=None)
-    caps = [sc.scrape().stream("tiny", "0").context_cap_tokens for _ in range(3)]
+    with LoopbackEngine() as eng:
+        for body in (page("ngram-before"), page("ngram-after"), restarted):
+            eng.get("/metrics", body=body)
+        eng.get("/v1/models", json=MODELS)
+        eng.get("/v1/models", json={"data": [{"id": "tiny", "max_model_len": 4096}]})
+        eng.get("/version", json={"version": "0.32.0"})
+        sc = Scraper(eng.url, api_key=None)
+        caps = [sc.scrape().stream("tiny", "0").context_cap_tokens for _ in range(3)]
     assert caps == [2048, 2048, 4096]
-    assert sum(c.request.url.endswith("/v1/models") for c in responses.calls) == 2
+    assert sum(c.path.endswith("/v1/models") for c in eng.calls) == 2
 
 
-@responses.activate
 def test_context_cap_asked_again_when_v1_models_failed_without_a_restart():
     # /v1/models answered 503 on the first scrape (engine busy): the cap must not stay unknown until the
     # engine restarts. Asked again after side_retry_seconds (0 here); an answered one is not asked again.
-    for _ in range(4):
-        responses.get(f"{BASE}/metrics", body=page("ngram-after"))
-    responses.get(f"{BASE}/v1/models", status=503)
-    responses.get(f"{BASE}/v1/models", json=MODELS)
-    responses.get(f"{BASE}/version", json={"version": "0.32.0"})
-    sc = Scraper(BASE, api_key=None)
-    sc.side_retry_seconds = 0.0
-    caps = [sc.scrape().stream("tiny", "0").context_cap_tokens for _ in range(4)]
+    with LoopbackEngine() as eng:
+        eng.get("/metrics", body=page("ngram-after"))
+        eng.get("/v1/models", status=503)
+        eng.get("/v1/models", json=MODELS)
+        eng.get("/version", json={"version": "0.32.0"})
+        sc = Scraper(eng.url, api_key=None)
+        sc.side_retry_seconds = 0.0
+        caps = [sc.scrape().stream("tiny", "0").context_cap_tokens for _ in range(4)]
     assert caps == [None, 2048, 2048, 2048]
-    assert sum(c.request.url.endswith("/v1/models") for c in responses.calls) == 2
+    assert sum(c.path.endswith("/v1/models") for c in eng.calls) == 2
