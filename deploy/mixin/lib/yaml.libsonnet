@@ -5,33 +5,38 @@
 // loads the output with PyYAML and compares it with the jsonnet value.
 local order = ['name', 'interval', 'limit', 'rules', 'record', 'alert', 'expr', 'for', 'keep_firing_for', 'labels', 'annotations', 'summary', 'description'];
 
+local ordered = { [k]: true for k in order };
 local keys(o) =
   [k for k in order if std.objectHas(o, k)]
-  + std.sort([k for k in std.objectFields(o) if !std.member(order, k)]);
+  + std.sort([k for k in std.objectFields(o) if !std.objectHas(ordered, k)]);
 
-local letters = std.stringChars('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ');
-local safe = letters + std.stringChars("0123456789 _-.,:/()'#");
-local reserved = ['true', 'false', 'yes', 'no', 'on', 'off', 'null', 'y', 'n'];
+// Character classes as objects: std.objectHas is fast, std.member on a string or array is not (seconds here).
+local set(chars) = { [c]: true for c in std.stringChars(chars) };
+local letters = set('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ');
+local safe = letters + set("0123456789 _-.,:/()'#");
+local digits = set('0123456789');
+local reserved = { 'true': true, 'false': true, yes: true, no: true, on: true, off: true, 'null': true, y: true, n: true };
+local has(v, sub) = std.strReplace(v, sub, '') != v;
 local isDuration(v) =
-  std.length(v) >= 2 && std.member(std.stringChars('smhdwy'), v[std.length(v) - 1])
-  && std.all([std.member(std.stringChars('0123456789'), ch) for ch in std.stringChars(v[0:std.length(v) - 1])]);
+  std.length(v) >= 2 && std.objectHas(set('smhdwy'), v[std.length(v) - 1])
+  && std.all([std.objectHas(digits, ch) for ch in std.stringChars(v[0:std.length(v) - 1])]);
 // A string YAML reads back unchanged without quotes: starts with a letter, only "safe" characters, no ': ' or
 // ' #' (a mapping or a comment), no trailing ':' or space, not a YAML 1.1 boolean or null; or a duration.
 local plain(v) =
   isDuration(v)
-  || (std.length(v) > 0 && std.member(letters, v[0])
-      && std.all([std.member(safe, ch) for ch in std.stringChars(v)])
-      && std.length(std.findSubstr(': ', v)) == 0 && std.length(std.findSubstr(' #', v)) == 0
+  || (std.length(v) > 0 && std.objectHas(letters, v[0])
+      && std.all([std.objectHas(safe, ch) for ch in std.stringChars(v)])
+      && !has(v, ': ') && !has(v, ' #')
       && !std.endsWith(v, ':') && !std.endsWith(v, ' ')
-      && !std.member(reserved, std.asciiLower(v)));
+      && !std.objectHas(reserved, std.asciiLower(v)));
 
 // Long one-line text (descriptions) as a folded block (`>-`), wrapped at `width` columns: YAML joins the
 // lines with single spaces, so this is exact for text without newlines, double or edge spaces.
 local width = 110;
 local foldable(v, indent) =
-  std.length(indent) + std.length(v) > width && std.length(std.findSubstr('  ', v)) == 0
+  std.length(indent) + std.length(v) > width && !has(v, '  ')
   && !std.startsWith(v, ' ') && !std.endsWith(v, ' ');
-local opens(t) = std.length(std.findSubstr('{{', t)) > std.length(std.findSubstr('}}', t));
+local opens(t) = std.length(std.split(t, '{{')) > std.length(std.split(t, '}}'));
 // Words, keeping a template action ({{ $labels.x }}) in one piece.
 local words(v) = std.foldl(
   function(acc, t)
@@ -49,8 +54,8 @@ local fold(v, indent) =
   '>-\n' + std.join('\n', [indent + l for l in wrapped]);
 
 local scalar(v, indent) =
-  if std.isString(v) && std.length(std.findSubstr('\n', v)) == 0 && foldable(v, indent) then fold(v, indent)
-  else if std.isString(v) && std.length(std.findSubstr('\n', v)) > 0 then
+  if std.isString(v) && !has(v, '\n') && foldable(v, indent) then fold(v, indent)
+  else if std.isString(v) && has(v, '\n') then
     (if std.endsWith(v, '\n') then '|' else '|-') + '\n'
     + std.join('\n', [if l == '' then '' else indent + l for l in std.split(std.rstripChars(v, '\n'), '\n')])
   else if std.isString(v) && plain(v) then v
