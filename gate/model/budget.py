@@ -20,7 +20,7 @@ from gate.model.geometry import (
     kv_geometry,
     mtp_drafter_geometry,
 )
-from gate.model.pools import drafter_kv_need, sglang_max_total_num_tokens, vllm_pool_tokens
+from gate.model.pools import drafter_kv_need, sglang_draft_cell_bytes, sglang_pool_tokens, vllm_pool_tokens
 from gate.plan import Plan
 
 VLLM_DEFAULT_BLOCK_SIZE = 16  # vLLM's GPU default; the CPU backend uses 128 (set engine.block_size)
@@ -223,24 +223,35 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
             if facts.drafter is not None and facts.drafter.weights_note:
                 d_notes.append(f"drafter weights: {facts.drafter.weights_note}")
         charge = dgeom.attention_bytes_per_token if dgeom else None
+        engine_charge = charge
+        if eng.kind == "sglang" and dgeom is not None and tgeom is not None:
+            engine_charge, why = sglang_draft_cell_bytes(plan.method, tgeom.bytes_per_token, tgeom.num_layers,
+                                                         dgeom.num_layers, dgeom.attention_bytes_per_token)
+            if engine_charge != charge:
+                d_notes.append(why)
         drafter = DrafterBill(
             name=(d.name if d and d.name else None), config_source=facts.drafter.config_source if facts.drafter else None,
             kv_bytes_per_token=charge, kv_breakdown=dgeom.breakdown() if dgeom else None,
             weights_bytes=wbytes, weights_source=wsource, notes=d_notes, geometry=dgeom,
             kind="embedded" if plan.drafter_embedded else "separate", method=plan.method, kv_scope=scope,
-            engine_charge_bytes_per_token=charge,
+            engine_charge_bytes_per_token=engine_charge,
             block_tokens=_block_tokens(d, facts.drafter.config if facts.drafter else None) if scope == "block" else None,
         )
 
     pool = _pool(plan, tgeom, dgeom if plan.has_drafter else None, drafter is not None, live_pool,
-                 live_pool_without_drafter)
+                 live_pool_without_drafter, drafter.engine_charge_bytes_per_token if drafter else None)
     dcfg = facts.drafter.config if facts.drafter else None
     mixes = [_mix(plan, m, dgeom, dcfg) for m in plan.workload]
     return Budget(target=target, drafter=drafter, pool=pool, mixes=mixes)
 
 
+def _n(x: int | None) -> str:
+    return "none" if x is None else f"{x:,}"
+
+
 def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_drafter: bool,
-          live_pool: Allocated | None, live_pool_without_drafter: Allocated | None = None) -> PoolBill:
+          live_pool: Allocated | None, live_pool_without_drafter: Allocated | None = None,
+          draft_charge: int | None = None) -> PoolBill:
     eng = plan.engine
     notes: list[str] = []
     kv_bytes = eng.kv_cache_memory_bytes
@@ -270,11 +281,14 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
         else:
             notes.append("no predicted pool with the drafter: its KV geometry is unknown")
     else:
-        without_d = sglang_max_total_num_tokens(kv_bytes, tgeom.bytes_per_token)
+        cap = eng.configured_max_total_tokens
+        page = block or 1
+        without_d = sglang_pool_tokens(kv_bytes, tgeom.bytes_per_token, cap, page)
         if has_drafter and dgeom is not None:
-            with_d = sglang_max_total_num_tokens(kv_bytes, tgeom.bytes_per_token, dgeom.attention_bytes_per_token)
-            notes.append("SGLang: a draft slot per target token; max_total_num_tokens = available // "
-                         "(target_cell + draft_cell)")
+            cell = tgeom.bytes_per_token + (draft_charge if draft_charge is not None else dgeom.attention_bytes_per_token)
+            with_d = sglang_pool_tokens(kv_bytes, cell, cap, page)
+            notes.append("SGLang: a draft slot per target token; max_total_num_tokens = min(--max-total-tokens, "
+                         f"available // (target_cell + draft_charge)) = min({_n(cap)}, {kv_bytes:,} // {cell:,})")
         elif not has_drafter:
             with_d = without_d
         else:
