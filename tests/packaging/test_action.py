@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,7 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Runner:
     return r
 
 
+@cache
 def _expected(plan: Path, *extra: str) -> tuple[int, str]:
     """What the checkout's own `specgate check` decides on the plan."""
     out = subprocess.run([str(REPO / ".venv" / "bin" / "specgate"), "check", "--plan", str(plan), "--format", "json",
@@ -109,7 +111,7 @@ PLAN_FILES = sorted(p.name for p in PLANS.glob("*.yaml"))
 
 @pytest.mark.parametrize("plan", PLAN_FILES)
 def test_check_step_exits_with_the_gates_code(runner: Runner, plan: str) -> None:
-    code, decision = _expected(runner.workspace / "plans" / plan)
+    code, decision = _expected(PLANS / plan)
     proc, outs, summary = runner.run(_steps()["check"], {"plan": f"plans/{plan}", "junit-file": f"{plan}.xml"})
     assert proc.returncode == code, proc.stdout + proc.stderr
     assert outs == {"decision": decision, "exit-code": str(code), "junit-file": f"{plan}.xml"}
