@@ -282,6 +282,8 @@ class Evidence(_Strict):
     prometheus: PrometheusSource | None = None
     kubernetes: KubernetesSource | None = None
     reported: Reported = Field(default_factory=Reported)
+    # probe records (`specgate probe`) of the baseline and the speculative arm: where it pays (gate.checks.probes)
+    probes: list[PlanPath] = Field(default_factory=list)
 
 
 class Plan(_Strict):

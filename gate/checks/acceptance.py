@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from exporter import formulas
+from gate.checks import probes
 from gate.checks.base import CheckContext
 from gate.evidence.base import AcceptanceWindow
 from gate.plan import ArmComparison, Plan, StepCost
@@ -306,6 +307,14 @@ def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
             statuses.append(c.status)
     if comps and slo.min_speedup is None:
         parts.append("served-rate comparisons are reported only (no min_speedup set)")
+
+    # 5. Probe records (evidence.probes): does it pay at the plan's own mixes? (gate.checks.probes, issue 11;
+    #    decides with or without min_speedup.)
+    probe_statuses, probe_parts, probe_values = probes.judge_probes(plan)
+    statuses += probe_statuses
+    parts += probe_parts
+    if probe_values is not None:
+        values["probes"] = probe_values
 
     status = combine(statuses) if statuses else Status.INCONCLUSIVE
     return LineResult(status, "; ".join(parts), values)

@@ -1,0 +1,66 @@
+"""Does it pay at the plan's request mixes? The acceptance line's probe evidence (`evidence.probes`).
+
+Why here and not in the served-rate block: probe records (`specgate probe`) are two arms measured
+the same way per (mix, concurrency), so they say *where* speculation pays and where it stops —
+the crossover. A plan whose request mix sits where the probes say it does not pay fails the
+acceptance line, with or without `slo.min_speedup` (this amends the first wave's rule that served
+rates change the decision only when min_speedup is set: a measured slowdown at the plan's own
+operating point is a fact about the rollout, not a preference); a mix where they say it pays
+passes; where they cannot tell (no cell of that mix, a concurrency outside the probed range or
+between a paying and a non-paying one below the crossover, a noisy point) it is inconclusive.
+The statistics and the placement are `gate.compare` (compare, probe_mix_for, answer_for_mix).
+
+Fail closed: an unreadable or malformed record, records that cannot be compared (the same arm
+twice, different engines, models, versions), or a plan without request mixes is inconclusive
+with its reason, never a pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gate.compare import CompareError, Verdict, answer_for_mix, compare, probe_mix_for
+from gate.plan import Plan
+from gate.probe.record import ProbeError, ProbeRecord, load_record
+from gate.verdict import Status
+
+STATUS = {Verdict.PAYS: Status.PASS, Verdict.DOES_NOT_PAY: Status.FAIL, Verdict.INCONCLUSIVE: Status.INCONCLUSIVE}
+
+
+def judge_probes(plan: Plan) -> tuple[list[Status], list[str], dict[str, Any] | None]:
+    """Statuses, sentences and values of the plan's probe evidence; nothing when it names none."""
+    paths = plan.evidence.probes
+    if not paths:
+        return [], [], None
+    values: dict[str, Any] = {"files": [str(p) for p in paths], "min_speedup": plan.slo.min_speedup,
+                              "alpha": plan.slo.alpha}
+    records: list[ProbeRecord] = []
+    try:
+        records = [load_record(p) for p in paths]
+    except ProbeError as e:
+        return [Status.INCONCLUSIVE], [f"probes not judged: {e}"], values
+    base = [r for r in records if r.arm == "baseline"]
+    spec = [r for r in records if r.arm == "speculative"]
+    if len(base) != 1 or len(spec) != 1:
+        return ([Status.INCONCLUSIVE],
+                [f"probes not judged: evidence.probes needs one baseline and one speculative record "
+                 f"(got {len(base)} and {len(spec)})"], values)
+    try:
+        cmp = compare(base[0], spec[0], alpha=plan.slo.alpha, min_speedup=plan.slo.min_speedup)
+    except CompareError as e:
+        return [Status.INCONCLUSIVE], [f"probes not judged: {e}"], values
+    values["comparison"] = cmp.to_json()
+    if not plan.workload:
+        return ([Status.INCONCLUSIVE], ["probes not placed: the plan has no workload mixes, so where it would "
+                                        "serve is unknown"], values)
+    statuses: list[Status] = []
+    parts: list[str] = []
+    mixes: dict[str, Any] = {}
+    for m in plan.workload:
+        pm = probe_mix_for(cmp, base[0], spec[0], m.name, m.prompt_tokens, m.output_tokens)
+        ans = answer_for_mix(cmp, pm, m.name, m.concurrency)
+        statuses.append(STATUS[ans.verdict])
+        parts.append(f"probes: {ans.reason}")
+        mixes[m.name] = ans.values()
+    values["mixes"] = mixes
+    return statuses, parts, values

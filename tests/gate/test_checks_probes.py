@@ -1,0 +1,80 @@
+"""The acceptance line's probe evidence (evidence.probes): fail where the plan's mix does not pay, pass
+where it pays, inconclusive where the probes cannot tell — on synthetic records with known speedups
+(tests/gate/test_compare.py's builders: 5 vs 5 fully separated arms give p = 1/252)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gate.checks.acceptance import judge
+from gate.plan import plan_from_dict
+from gate.verdict import Status
+
+from .test_compare import BASE, FAST, SLOW, record
+
+
+def plan(tmp: Path, mixes: list[tuple[str, int]], files: list[str], min_speedup: float | None = None):
+    data = {"name": "p", "target": {"name": "t"},
+            "engine": {"kind": "vllm", "speculative": {"method": "ngram", "num_speculative_tokens": 3}},
+            "workload": [{"name": n, "concurrency": c, "prompt_tokens": 256, "output_tokens": 512} for n, c in mixes],
+            "slo": {"target_acceptance_length": 2.0, **({"min_speedup": min_speedup} if min_speedup else {})},
+            "evidence": {"probes": files}}
+    return plan_from_dict(data, base_dir=tmp)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> list[str]:
+    # pays at 1 (32/22 = 1.45x), does not pay at 8 (12/22 = 0.55x): crossover 1 + 0.5 x 7 = 4.5
+    base = record("baseline", {("chat", 1): BASE, ("chat", 8): BASE})
+    spec = record("speculative", {("chat", 1): FAST, ("chat", 8): SLOW})
+    (tmp_path / "b.json").write_text(json.dumps(base.to_json()))
+    (tmp_path / "s.json").write_text(json.dumps(spec.to_json()))
+    return ["b.json", "s.json"]  # relative to the plan
+
+
+def test_pays_at_the_plans_concurrency_passes(tmp_path: Path, files: list[str]) -> None:
+    r = judge(plan(tmp_path, [("chat", 1)], files), "pre", [], [])
+    assert r.status is Status.PASS, r.reason
+    assert "probes: mix chat at concurrency 1: chat at concurrency 1 pays" in r.reason
+    assert r.values["probes"]["mixes"]["chat"]["verdict"] == "pays"
+
+
+def test_does_not_pay_fails_without_min_speedup_naming_both_speeds_and_the_crossover(tmp_path: Path,
+                                                                                    files: list[str]) -> None:
+    r = judge(plan(tmp_path, [("chat", 8)], files), "pre", [], [])
+    assert r.status is Status.FAIL, r.reason
+    assert "speculative 12 tok/s vs baseline 22 tok/s" in r.reason
+    assert "crossover at concurrency 4.5" in r.reason
+    assert r.values["probes"]["comparison"]["crossover_concurrency"] == pytest.approx(4.5)
+
+
+def test_where_probes_cannot_tell_is_inconclusive(tmp_path: Path, files: list[str]) -> None:
+    # 2 lies between a paying 1 and a non-paying 8 but below the crossover 4.5; 16 is outside the range
+    for c in (2, 16):
+        assert judge(plan(tmp_path, [("chat", c)], files), "pre", [], []).status is Status.INCONCLUSIVE
+    # past the crossover, between the two measured points
+    assert judge(plan(tmp_path, [("chat", 6)], files), "pre", [], []).status is Status.FAIL
+    # a mix the probes never measured (other name, other shape)
+    r = judge(plan(tmp_path, [("long", 1)], files), "pre", [], [])
+    assert r.status is Status.INCONCLUSIVE and "no probe cells of this mix" in r.reason
+
+
+def test_min_speedup_above_the_measured_win_fails(tmp_path: Path, files: list[str]) -> None:
+    r = judge(plan(tmp_path, [("chat", 1)], files, min_speedup=1.5), "pre", [], [])
+    assert r.status is Status.FAIL and "below min_speedup 1.5" in r.reason
+
+
+def test_bad_probe_evidence_is_inconclusive_never_pass(tmp_path: Path, files: list[str]) -> None:
+    (tmp_path / "bad.json").write_text("{")
+    for fs, words in ((["bad.json", files[1]], "not JSON"), ([files[1], files[1]], "one baseline and one speculative"),
+                      (["missing.json", files[1]], "cannot read")):
+        r = judge(plan(tmp_path, [("chat", 1)], fs), "pre", [], [])
+        assert r.status is Status.INCONCLUSIVE and words in r.reason, r.reason
+
+
+def test_no_probes_no_change(tmp_path: Path) -> None:
+    r = judge(plan(tmp_path, [("chat", 1)], []), "pre", [], [])
+    assert "probes" not in r.values
