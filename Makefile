@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 help:
 	@echo "make demo    - replay engine -> exporter -> live specgate_* values (ENGINE=vllm-cpu for a real vLLM)"
 	@echo "make test    - unit, golden, promtool, helm and live-Prometheus tests"
-	@echo "make bench   - exporter benchmark (ratios vs prometheus_client's parser)"
+	@echo "make bench   - exporter benchmark (ratios vs prometheus_client's parser, side by side with Prometheus, RSS soak)"
 	@echo "make fuzz    - the parser's differential tests against prometheus_client, 20,000 pages each (FUZZ_EXAMPLES=N)"
 	@echo "make e2e     - real vLLM on CPU, scraped by the exporter, judged by the gate"
 
@@ -43,8 +43,11 @@ endif
 test: venv tools lint
 	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests --ignore=tests/e2e
 
-bench: venv
-	$(BIN)/python bench/exporter.py --json
+# Ratios (best of several runs), then a real Prometheus side by side (medians), then the RSS soak.
+bench: venv tools
+	$(BIN)/python bench/exporter.py
+	$(BIN)/python bench/side_by_side.py
+	$(BIN)/python bench/exporter.py --soak
 
 # The differential tests of tests/exporter/test_parse_oracle.py (300 pages each in make test), run longer.
 FUZZ_EXAMPLES ?= 20000

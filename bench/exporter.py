@@ -1,8 +1,11 @@
 """Exporter benchmark: one specgate scrape cycle against prometheus_client's generic parser.
 
-A cycle is what the sidecar does per scrape: parse + normalise (`snapshot_from_text`),
-derive (`ExporterState.record_success` -> `WindowTracker.add`) and collect (the specgate_*
-exposition, `generate_latest` of our registry). The reference is
+A cycle is what the sidecar does per scrape once the page's bytes have arrived: decode, parse +
+normalise (`Scraper.snapshot_from_page`, with the scraper's kept parser; side endpoints are
+unreachable here, asked once), derive (`ExporterState.record_success` -> `WindowTracker.add`) and
+collect (the specgate_* exposition of our registry, `exporter.exposition.render`: the bytes
+`generate_latest` writes, as the sidecar serves them). The fetch itself is in
+bench/side_by_side.py, next to a real Prometheus scraping the same pages. The reference is
 `prometheus_client.parser.text_string_to_metric_families` on the same page, every sample
 consumed. Both run in this process, best of several repetitions each (the minimum is the
 least noisy estimate of cost on a shared machine). This prints ratios; it is not a timed test.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -29,11 +33,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from prometheus_client import generate_latest  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from exporter.collect import registry_for  # noqa: E402
-from exporter.scrape import snapshot_from_text  # noqa: E402
+from exporter.exposition import render  # noqa: E402
+from exporter.scrape import Scraper  # noqa: E402
 from exporter.settings import ExporterSettings  # noqa: E402
 from exporter.state import ExporterState  # noqa: E402
 
@@ -68,11 +72,20 @@ def large_page(capture: str, models: int = MODELS, ranks: int = RANKS) -> str:
     return "\n".join(out) + "\n"
 
 
+def closed_port() -> int:
+    """A loopback port nobody listens on (the side endpoints of the bench's engine: refused at once)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class Cycle:
     """The sidecar's per-scrape work on one page, with simulated time advancing each call."""
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self.raw = text.encode()
+        self.scraper = Scraper(f"http://127.0.0.1:{closed_port()}", engine="auto", timeout=0.5)
         self.state = ExporterState.from_settings(ExporterSettings(), started_at=0.0)
         self.registry = registry_for(self.state)
         self.now = 1_000_000.0
@@ -84,9 +97,9 @@ class Cycle:
 
     def __call__(self) -> bytes:
         self.now += SCRAPE_STEP_SECONDS
-        snap = snapshot_from_text(self.text, "auto", timestamp=self.now)
+        snap = self.scraper.snapshot_from_page(self.raw, self.now)
         self.state.record_success(snap, 0.0)
-        return generate_latest(self.registry)
+        return render(self.registry)
 
 
 def reference_parse(text: str) -> int:

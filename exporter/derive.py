@@ -14,6 +14,7 @@ Three steps, each with one address:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,19 +25,9 @@ from exporter.engines.base import EngineSnapshot, Histogram, SpecCounters, Strea
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
 
 
-def _counters(s: StreamSnapshot) -> dict[str, float | None]:
-    """Every cumulative value of a stream by name, for restart detection (compared name by name, so a
-    family that appears or disappears between two pages is never compared with a different one)."""
-    vals: dict[str, float | None] = {"prompt": s.prompt_tokens, "generation": s.generation_tokens,
-                                     "preemptions": s.preemptions}
-    if s.spec is not None:
-        vals |= {"drafts": s.spec.drafts, "draft_tokens": s.spec.draft_tokens,
-                 "accepted": s.spec.accepted_tokens, "verify_calls": s.spec.verify_calls}
-        vals |= {f"accepted_pos{i}": v for i, v in enumerate(s.spec.accepted_per_position)}
-    if s.ttft is not None:
-        vals |= {"ttft_count": s.ttft.count, "ttft_sum": s.ttft.sum}
-        vals |= {f"ttft_le{le!r}": c for le, c in s.ttft.buckets}
-    return vals
+def _counters(s: StreamSnapshot) -> Mapping[str, float | None]:
+    """Every cumulative value of a stream by name (`StreamSnapshot.cumulative`, computed once per snapshot)."""
+    return s.cumulative
 
 
 def restarted(before: StreamSnapshot, after: StreamSnapshot,
@@ -46,8 +37,8 @@ def restarted(before: StreamSnapshot, after: StreamSnapshot,
     seen with each snapshot."""
     if before_start is not None and after_start is not None and before_start != after_start:
         return True
-    b = _counters(before)
-    return any(x is not None and (y := b.get(k)) is not None and x < y for k, x in _counters(after).items())
+    b = before.cumulative
+    return any(x is not None and (y := b.get(k)) is not None and x < y for k, x in after.cumulative.items())
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
 from exporter.collect import batch_windows, engine_health, pools, sliding_windows, spec_counters
 from exporter.engines.base import EngineSnapshot
+from exporter.exposition import render
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState, ExporterView
 
@@ -61,7 +62,7 @@ def registry_for(state: ExporterState) -> CollectorRegistry:
 
 
 def exposition(state: ExporterState) -> str:
-    return generate_latest(registry_for(state)).decode("utf-8")
+    return render(registry_for(state)).decode("utf-8")
 
 
 def exposition_of_snapshot(snap: EngineSnapshot, settings: ExporterSettings | None = None) -> str:

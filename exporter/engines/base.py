@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, NamedTuple, Protocol
 
 EngineKind = Literal["vllm", "sglang"]
@@ -86,9 +87,25 @@ class StreamSnapshot:
     requests_waiting: float | None = None
     preemptions: float | None = None
 
-    @property
+    @cached_property
     def key(self) -> StreamKey:
         return StreamKey(self.model, self.rank)
+
+    @cached_property
+    def cumulative(self) -> Mapping[str, float | None]:
+        """Every cumulative value of the stream by name, for restart detection (compared name by name, so
+        a family that appears or disappears between two pages is never compared with a different one).
+        Computed once per snapshot: the restart rule asks for it at every scrape and every window."""
+        vals: dict[str, float | None] = {"prompt": self.prompt_tokens, "generation": self.generation_tokens,
+                                         "preemptions": self.preemptions}
+        if self.spec is not None:
+            vals |= {"drafts": self.spec.drafts, "draft_tokens": self.spec.draft_tokens,
+                     "accepted": self.spec.accepted_tokens, "verify_calls": self.spec.verify_calls}
+            vals |= {f"accepted_pos{i}": v for i, v in enumerate(self.spec.accepted_per_position)}
+        if self.ttft is not None:
+            vals |= {"ttft_count": self.ttft.count, "ttft_sum": self.ttft.sum}
+            vals |= {f"ttft_le{le!r}": c for le, c in self.ttft.buckets}
+        return vals
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,194 @@
+"""Side by side: a real Prometheus and the exporter's scraper read the same pages at the same interval.
+
+One page server (a child process, HTTP/1.1 keep-alive) serves the two bench pages (the real vLLM
+capture and the generated 8 x 4-stream page, see bench/exporter.py). A real Prometheus (the one
+`make test` installs into .tools/bin) scrapes both every second; in this process the exporter's
+own code does, at the same interval, what the sidecar does per scrape: fetch (`Scraper.fetch`),
+parse + normalise (`Scraper.snapshot_from_page`) and derive (`ExporterState.record_success`).
+At the end Prometheus is asked for the median of its own `scrape_duration_seconds` per page, and
+ours is the median of the same number of cycles. Medians, not minima: both sides see the same
+noisy machine at the same moments. Printed, never asserted.
+
+    python bench/side_by_side.py [--seconds 30] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.exporter import CAPTURE, large_page  # noqa: E402
+from exporter.scrape import Scraper  # noqa: E402
+from exporter.settings import ExporterSettings  # noqa: E402
+from exporter.state import ExporterState  # noqa: E402
+
+PROMETHEUS = ROOT / ".tools" / "bin" / "prometheus"
+PAGES = ("capture", "generated")
+
+
+def page_texts() -> dict[str, bytes]:
+    capture = CAPTURE.read_text()
+    return {"capture": capture.encode(), "generated": large_page(capture).encode()}
+
+
+def serve(port_file: Path) -> None:
+    """The page server (child process): /capture/metrics and /generated/metrics, until killed."""
+    bodies = page_texts()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
+
+        def do_GET(self) -> None:  # noqa: N802
+            name = self.path.strip("/").split("/")[0]
+            body = bodies.get(name)
+            if body is None or not self.path.endswith("/metrics"):
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    port_file.write_text(str(httpd.server_address[1]))
+    httpd.serve_forever()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(pred, what: str, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def prom_query(port: int, expr: str) -> list[dict]:
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.load(r)["data"]["result"]
+
+
+def up(port: int) -> bool:
+    try:
+        return len([r for r in prom_query(port, "up == 1")]) == len(PAGES)
+    except OSError:
+        return False
+
+
+def run(seconds: float, interval: float = 1.0) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="specgate-side-by-side-"))
+    procs: list[subprocess.Popen] = []
+    try:
+        port_file = work / "port"
+        procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", str(port_file)]))
+        wait_for(port_file.exists, "the page server", 20)
+        wait_for(lambda: port_file.read_text() != "", "the page server's port", 5)
+        page_port = int(port_file.read_text())
+        prom_port = free_port()
+        jobs = "".join(f"  - job_name: {p}\n    metrics_path: /{p}/metrics\n    static_configs:\n"
+                       f"      - targets: ['127.0.0.1:{page_port}']\n" for p in PAGES)
+        (work / "prometheus.yml").write_text(
+            f"global:\n  scrape_interval: {interval:g}s\n  scrape_timeout: {interval:g}s\nscrape_configs:\n{jobs}")
+        procs.append(subprocess.Popen([str(PROMETHEUS), f"--config.file={work / 'prometheus.yml'}",
+                                       f"--storage.tsdb.path={work / 'tsdb'}", "--log.level=warn",
+                                       f"--web.listen-address=127.0.0.1:{prom_port}"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_for(lambda: up(prom_port), "Prometheus' first scrape of both pages", 60)
+        scrapers = {p: Scraper(f"http://127.0.0.1:{page_port}/{p}", engine="vllm", timeout=interval) for p in PAGES}
+        states = {p: ExporterState.from_settings(ExporterSettings(), started_at=0.0) for p in PAGES}
+        ours: dict[str, list[float]] = {p: [] for p in PAGES}
+        t_start = time.time()
+        next_at = time.monotonic()
+        while time.monotonic() - next_at < seconds or not ours[PAGES[0]]:
+            for p in PAGES:
+                t0 = time.perf_counter()
+                raw = scrapers[p].fetch()
+                snap = scrapers[p].snapshot_from_page(raw, time.time())
+                states[p].record_success(snap, 0.0)
+                ours[p].append(time.perf_counter() - t0)
+            next_at += interval
+            time.sleep(max(0.0, next_at - time.monotonic()))
+            if time.time() - t_start > seconds:
+                break
+        window = int(time.time() - t_start) + 1
+        out = {"interval_seconds": interval, "seconds": round(time.time() - t_start, 1), "pages": []}
+        for p in PAGES:
+            med = prom_query(prom_port, f'quantile_over_time(0.5, scrape_duration_seconds{{job="{p}"}}[{window}s])')
+            cnt = prom_query(prom_port, f'count_over_time(scrape_duration_seconds{{job="{p}"}}[{window}s])')
+            theirs = float(med[0]["value"][1]) if med else float("nan")
+            mine = statistics.median(ours[p])
+            out["pages"].append({
+                "page": p, "page_bytes": len(page_texts()[p]),
+                "prometheus_scrape_duration_median_seconds": theirs,
+                "prometheus_scrapes": int(float(cnt[0]["value"][1])) if cnt else 0,
+                "specgate_fetch_parse_derive_median_seconds": mine, "specgate_scrapes": len(ours[p]),
+                "specgate_over_prometheus": mine / theirs if theirs == theirs and theirs > 0 else None})
+        for s in scrapers.values():
+            s.close()
+        return out
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--seconds", type=float, default=30.0, help="how long both scrape (default 30)")
+    ap.add_argument("--json", action="store_true", help="one JSON object")
+    ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.serve:
+        serve(args.serve)
+        return 0
+    if not PROMETHEUS.exists():
+        print(f"{PROMETHEUS} is missing: run `make tools` first", file=sys.stderr)
+        return 1
+    result = run(args.seconds)
+    if args.json:
+        print(json.dumps({"side_by_side": result}))
+    else:
+        for r in result["pages"]:
+            print(f"{r['page']:10} {r['page_bytes']:>9} B  Prometheus scrape_duration_seconds median "
+                  f"{r['prometheus_scrape_duration_median_seconds'] * 1e3:7.3f} ms ({r['prometheus_scrapes']} scrapes)  "
+                  f"specgate fetch+parse+derive median {r['specgate_fetch_parse_derive_median_seconds'] * 1e3:7.3f} ms "
+                  f"({r['specgate_scrapes']})  ratio {r['specgate_over_prometheus']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
