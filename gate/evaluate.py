@@ -28,6 +28,7 @@ from gate.evidence.gather import gather_kube, gather_metrics, request_for
 from gate.model.facts import artifact_facts
 from gate.plan import Plan, PlanError
 from gate.record import build as build_record
+from gate.record_previous import PreviousRecord, compare
 from gate.verdict import LINES, LineResult, Verdict, decide
 
 PHASES = ("pre", "post")
@@ -44,7 +45,8 @@ CHECKS: Mapping[str, Callable[[CheckContext], LineResult]] = MappingProxyType({
 
 def evaluate(plan: Plan, phase: str = "pre", metrics: Iterable[str] = (), prometheus: str | None = None,
              allow_inconclusive: bool = False, *, kube_client: Any = None, progress: Progress | None = None,
-             sleep: Callable[[float], None] = time.sleep, wait: bool = True) -> Verdict:
+             sleep: Callable[[float], None] = time.sleep, wait: bool = True,
+             previous: PreviousRecord | None = None) -> Verdict:
     """Judge a plan. Raises PlanError for invalid input; everything else ends in a Verdict.
 
     `wait=False` (the HTTP gate) never sleeps for a new window: a plain engine URL is then
@@ -56,8 +58,10 @@ def evaluate(plan: Plan, phase: str = "pre", metrics: Iterable[str] = (), promet
     ev = gather_metrics(plan, phase, metrics, prometheus,
                         request_for(plan, progress=progress, sleep=sleep, wait=wait))
     cluster = gather_kube(plan, kube_client)
+    changes = (compare(previous, plan.target.revision, plan.drafter.revision if plan.drafter else None)
+               if previous is not None else None)
     ctx = CheckContext(plan=plan, phase=phase, facts=facts, budget=kv_pool.bill(plan, facts, ev), metrics=ev,
-                       cluster=cluster)
+                       cluster=cluster, previous=changes)
     checks = {line: CHECKS[line](ctx) for line in LINES}
     decision = decide([r.status for r in checks.values()])
     digest = cluster.found.image_digest if cluster is not None and cluster.found is not None else None

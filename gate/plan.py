@@ -4,17 +4,23 @@ Why pydantic with `extra="forbid"` everywhere: a typo in a plan (`kv_scop:`) mus
 gate with an error naming the path, never be silently ignored and turn into a pass.
 Paths inside a plan are relative to the plan file. Secrets never live in a plan: auth
 fields name an environment variable or a file that holds them.
+
+Fail closed (issue 10): the file is read through gate.loading (regular files only, size,
+depth and digit limits, duplicate keys refused); every number must be finite (`.inf`/`.nan`
+anywhere is invalid, not a zero or a pass); reported observations are non-negative and
+served rates positive; inline geometry passes gate.validation; a drafter section needs
+`engine.speculative`; an acceptance target above 1 + k can never be met and is refused.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -26,6 +32,9 @@ from pydantic import (
 )
 
 from exporter.engines.base import EngineKind
+from gate.evidence.plausibility import pool_tokens, speculative_depth, startup_seconds
+from gate.loading import PLAN_LIMITS, InputError, load_yaml
+from gate.validation import acceptance_target_possible, validate_geometry
 
 KVDtype = Literal["auto", "bf16", "bfloat16", "fp16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32", "float32"]
 Scope = Literal["full", "window", "block"]
@@ -34,7 +43,7 @@ SpecMethod = Literal["draft_model", "eagle", "eagle3", "mtp", "nextn", "dflash",
 EMBEDDED_METHODS: frozenset[str] = frozenset({"mtp", "nextn"})
 
 
-class PlanError(ValueError):
+class PlanError(InputError):
     """An unusable plan; the message is one line, fit for `specgate: error: ...`."""
 
 
@@ -56,7 +65,8 @@ PositiveFloat = Annotated[float, Field(gt=0)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: `.inf` / `.nan` in any number is invalid input (`target_step_ms: .inf` made L* 0).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Weights(_Strict):
@@ -84,6 +94,11 @@ class ModelRef(_Strict):
     def _one_config(self) -> ModelRef:
         if self.config is not None and self.geometry is not None:
             raise ValueError("give either config (a file) or geometry (inline keys), not both")
+        if self.geometry is not None:
+            try:
+                validate_geometry(self.geometry, "inline geometry")
+            except InputError as e:
+                raise ValueError(str(e)) from None
         return self
 
 
@@ -123,7 +138,10 @@ class Engine(_Strict):
     tp: PositiveInt = 1
     block_size: PositiveInt | None = None
     speculative: Speculative | None = None
+    served_model_name: str | None = Field(
+        default=None, description="the name the engine serves (its model_name label); default target.name")
     kv_cache_memory_bytes: PositiveInt | None = None
+    # Per GPU (per TP rank) in both engines: vLLM --gpu-memory-utilization, SGLang --mem-fraction-static.
     memory_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
     context_cap_tokens: PositiveInt | None = None
     configured_max_total_tokens: PositiveInt | None = None
@@ -159,6 +177,11 @@ class SLO(_Strict):
     """The acceptance-length SLO, held per batch window (seed 002), not as a lifetime mean."""
 
     target_acceptance_length: Annotated[float, Field(ge=1)] | None = None
+    target_source: str | None = Field(
+        default=None, description="where the target comes from: your traffic, a benchmark (a drafter card's macro "
+                                  "mean), or a guess")
+    alpha: Annotated[float, Field(gt=0, lt=1)] = Field(
+        default=0.05, description="significance level of the one-sided served-rate rank test")
     window_seconds: PositiveFloat = 60.0
     required_fraction: Annotated[float, Field(gt=0, le=1)] = 0.95
     min_drafts: PositiveInt = 1
@@ -206,9 +229,9 @@ class Staging(_Strict):
 
 
 class Observation(_Strict):
-    """A fact from a run that is not live, with where it comes from."""
+    """A fact from a run that is not live, with where it comes from (finite and non-negative)."""
 
-    value: float
+    value: Annotated[float, Field(ge=0)]
     source: str
 
 
@@ -216,20 +239,39 @@ class ArmComparison(_Strict):
     """Served-rate samples of the baseline arm and the speculative arm for one request mix."""
 
     mix: str
-    baseline: Annotated[list[float], Field(min_length=1)]
-    speculative: Annotated[list[float], Field(min_length=1)]
+    baseline: Annotated[list[PositiveFloat], Field(min_length=1)]
+    speculative: Annotated[list[PositiveFloat], Field(min_length=1)]
     unit: str = "tokens/s"
     source: str
 
 
 class RunConditions(_Strict):
-    """Seed 001's run-record conditions that only a run can tell."""
+    """Seed 001's run-record conditions that only a run can tell, and seed 000's record of the next decision."""
 
     executed_engine_version: str | None = None
     measurement_denominator: str | None = None
     warmup: str | None = None
     campaign_repetitions: NonNegInt | None = None
     failed_requests: NonNegInt | None = None
+    system: str | None = Field(default=None, description="the machines, e.g. two GB10 DGX Sparks, 121 GiB per node")
+    node_count: PositiveInt | None = None
+    parallelism: str | None = Field(default=None, description="e.g. TP2 over two nodes, NCCL over RoCE")
+    experiment_date: str | None = None
+    temperature: Annotated[float, Field(ge=0)] | None = None
+    top_p: Annotated[float, Field(gt=0, le=1)] | None = None
+    runtime_execution_revision: str | None = Field(
+        default=None, description="the executed runtime's immutable revision (image digest or commit), not a tag")
+    queueing: str | None = Field(default=None, description="queueing observed under the target load")
+    failures: str | None = Field(default=None, description="failures observed under the target load")
+    source: str | None = None
+
+
+class CorrectnessCheck(_Strict):
+    """A correctness check kept alongside performance (seed 000): what was checked and its outcome."""
+
+    name: str
+    outcome: Literal["passed", "failed", "not run"]
+    detail: str | None = None
     source: str | None = None
 
 
@@ -240,6 +282,22 @@ class Reported(_Strict):
     startup_seconds: Observation | None = None
     startup_seconds_without_drafter: Observation | None = None
     run: RunConditions | None = None
+    correctness: list[CorrectnessCheck] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _possible(self) -> Reported:
+        """A pool is a positive whole number of tokens, a cold start positive seconds (plausibility bounds)."""
+        for name in ("kv_pool_tokens", "kv_pool_tokens_without_drafter"):
+            o = getattr(self, name)
+            bad = pool_tokens(o.value) if o is not None else None
+            if bad is not None:
+                raise ValueError(f"{name}.value: {bad.reason}")
+        for name in ("startup_seconds", "startup_seconds_without_drafter"):
+            o = getattr(self, name)
+            bad = startup_seconds(o.value) if o is not None else None
+            if bad is not None:
+                raise ValueError(f"{name}.value: {bad.reason}")
+        return self
 
 
 class CaptureGroup(_Strict):
@@ -256,15 +314,63 @@ class BasicAuth(_Strict):
     password_file: PlanPath | None = None
 
 
+def _label_names(names: list[str]) -> list[str]:
+    """Prometheus label names only (they are spliced into PromQL `by (...)` clauses)."""
+    bad = [n for n in names if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", n)]
+    if bad:
+        raise ValueError(f"not a Prometheus label name: {', '.join(repr(b) for b in bad)}")
+    return names
+
+
+LabelNames = Annotated[list[str], AfterValidator(_label_names)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+
+
+class FleetRule(_Strict):
+    """How the pods a Prometheus selector matches are judged together (gate.fleet; design.md "Prometheus evidence").
+
+    Every pod (row: `pod_labels` + `group_by`) is judged by the per-window SLO on its own; the fleet
+    fails when more than `max_failed_fraction` of the rows fail, is inconclusive when more than
+    `max_inconclusive_fraction` are inconclusive (pods with missing data are named there), and
+    passes otherwise. A pod the selector should match but that sent nothing at all is only known
+    through `expected_pods`: the shortfall counts as inconclusive rows, never as passing ones.
+    """
+
+    pod_labels: Annotated[LabelNames, Field(min_length=1)] = Field(
+        default_factory=lambda: ["namespace", "pod"],
+        description="labels naming one pod (the last one is required on every series); [instance] outside Kubernetes")
+    group_by: LabelNames = Field(default_factory=lambda: ["model"],
+                                 description="further labels splitting a pod's rows, e.g. [model, drafter_revision]")
+    max_failed_fraction: Fraction = 0.0
+    max_inconclusive_fraction: Fraction = 0.0
+    expected_pods: PositiveInt | None = None
+
+
+class Cohorts(_Strict):
+    """Canary and stable cohorts of one fleet, each a selector added to `selector` (issue 11's shape)."""
+
+    canary: str
+    stable: str | None = None
+
+
 class PrometheusSource(_Strict):
     url: str | None = None
     selector: str | None = Field(default=None, description='label matchers, e.g. namespace="llm",pod=~"qwen-.*"')
     bearer_token_env: str | None = None
     bearer_token_file: PlanPath | None = None
     basic_auth: BasicAuth | None = None
+    tenant: str | None = Field(default=None, description="sent as X-Scope-OrgID (Mimir/Cortex tenant; a|b federates)")
     ca_file: PlanPath | None = None
     timeout_seconds: PositiveFloat = 10.0
     end: datetime | float | None = Field(default=None, description="judge history up to this time (default: now)")
+    fleet: FleetRule = Field(default_factory=FleetRule)
+    cohorts: Cohorts | None = None
+
+    @model_validator(mode="after")
+    def _header_safe(self) -> PrometheusSource:
+        if self.tenant is not None and not re.fullmatch(r"[A-Za-z0-9!\-_.*'()|]{1,150}", self.tenant):
+            raise ValueError("tenant: a Mimir tenant ID is 1-150 of A-Z a-z 0-9 ! - _ . * ' ( ) and | between tenants")
+        return self
 
 
 class KubernetesSource(_Strict):
@@ -309,6 +415,13 @@ class Plan(_Strict):
             raise ValueError("engine.speculative.method ngram has no drafter: remove the drafter section")
         if spec is not None and spec.method not in EMBEDDED_METHODS and spec.method != "ngram" and self.drafter is None:
             raise ValueError(f"engine.speculative.method {spec.method} needs a drafter section")
+        if spec is None and self.drafter is not None:
+            raise ValueError("a drafter section needs engine.speculative (its method and depth): without it the "
+                             "drafter would be judged as if it were not deployed")
+        try:
+            acceptance_target_possible(self.slo.target_acceptance_length, self.depth)
+        except InputError as e:
+            raise ValueError(str(e)) from None
         names = [m.name for m in self.workload]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -318,6 +431,21 @@ class Plan(_Strict):
     @property
     def method(self) -> str | None:
         return self.engine.speculative.method if self.engine.speculative else None
+
+    @property
+    def depth(self) -> int | None:
+        """k: draft tokens per round that one verify can accept (gate.evidence.plausibility.speculative_depth)."""
+        spec = self.engine.speculative
+        if spec is None:
+            return None
+        return speculative_depth(self.engine.kind, num_speculative_tokens=spec.num_speculative_tokens,
+                                 num_draft_tokens=spec.num_draft_tokens, num_steps=spec.num_steps,
+                                 eagle_topk=spec.eagle_topk)
+
+    @property
+    def served_model_name(self) -> str | None:
+        """The name evidence must carry: engine.served_model_name, default target.name."""
+        return self.engine.served_model_name or self.target.name
 
     @property
     def drafter_embedded(self) -> bool:
@@ -402,21 +530,12 @@ def plan_from_dict(data: Any, base_dir: Path | None = None, plan_path: Path | No
 
 
 def load_plan(path: str | Path) -> Plan:
-    """Read and validate a plan file; every problem is a one-line PlanError."""
+    """Read (gate.loading: regular file, limits, no duplicate keys) and validate a plan; one-line PlanError."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlanError(f"plan file not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise PlanError(f"cannot read plan {p}: {e}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or "invalid YAML"
-        raise PlanError(f"plan {p} is not valid YAML: {problem}{at}") from None
+        data = load_yaml(p, "plan file", PLAN_LIMITS)
+    except InputError as e:
+        raise PlanError(str(e)) from None
     try:
         return plan_from_dict(data, base_dir=p.resolve().parent, plan_path=p)
     except PlanError as e:

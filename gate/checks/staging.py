@@ -9,6 +9,14 @@ drafter is its startup tax.
 Which measurement wins: the live engine's own ready time (exporter / Prometheus
 `specgate_engine_ready_seconds`), else the pods' status (slowest Ready pod), else the plan's
 `evidence.reported.startup_seconds`.
+
+With a second artifact to stage (a drafter that is not an MTP head inside the target), seed
+002 asks to "stage checkpoints overlapped so startup does not eat the latency win" and to
+"name the staging mode, the artifact order, and the warmup check": `mode: serial` (or no mode)
+warns, a missing warmup check is inconclusive. Plans without a second artifact keep the line
+n/a unless a startup budget is set. The startup tax (with minus without the drafter) is set
+against the per-token saving (gate.checks.startup_tax): how many output tokens at the plan's
+first request mix it takes to win it back.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from gate.checks.base import CheckContext
+from gate.checks.startup_tax import Payback, payback
 from gate.evidence.base import StartupObservation
 from gate.plan import Plan
 from gate.verdict import LineResult, Status
@@ -25,14 +34,14 @@ def measured(ctx: CheckContext) -> StartupObservation | None:
     """The cold start this line judges, by the precedence in the module docstring."""
     ev = ctx.metrics
     if ev.ready_seconds is not None:
-        return StartupObservation(ev.ready_seconds, ev.ready_source or "live")
+        return StartupObservation(ev.ready_seconds, f"observed: {ev.ready_source or 'live engine'}")
     found = ctx.cluster.found if ctx.cluster is not None else None
     k = ctx.plan.evidence.kubernetes
     if found is not None and found.staging_seconds is not None and k is not None:
-        return StartupObservation(found.staging_seconds, f"pod status in {k.namespace} ({found.reason})")
+        return StartupObservation(found.staging_seconds, f"observed: pod status in {k.namespace} ({found.reason})")
     rep = ctx.plan.evidence.reported.startup_seconds
     if rep is not None:
-        return StartupObservation(rep.value, rep.source)
+        return StartupObservation(rep.value, f"reported: {rep.source}")
     return None
 
 
@@ -43,6 +52,34 @@ def predicted_seconds(plan: Plan) -> float | None:
     if plan.staging.mode == "overlapped":
         return max(loads.values())
     return sum(loads.values())
+
+
+def win_back(plan: Plan, tax_seconds: float) -> Payback | None:
+    """The tax against the per-token saving at the plan's first cost point and first request mix.
+
+    Per-token times per sequence: measured rates give 1000 / r directly; declared step costs give
+    t_without = target_step_ms and t_with = verify_cycle_ms / L with L the point's measured
+    acceptance length (costs[].acceptance_length) or else the SLO target (assumed: the rollout's own
+    goal, not a measurement).
+    """
+    if not plan.costs or not plan.workload:
+        return None
+    c, mix = plan.costs[0], plan.workload[0]
+    name = c.point or "the first cost point"
+    if c.baseline_tokens_per_second and c.speculative_tokens_per_second:
+        without, with_ = 1000.0 / c.baseline_tokens_per_second, 1000.0 / c.speculative_tokens_per_second
+        basis = f"measured rates at {name}"
+    elif c.target_step_ms is not None and c.verify_cycle_ms is not None:
+        length = c.acceptance_length or plan.slo.target_acceptance_length
+        if length is None:
+            return None
+        label = "measured L" if c.acceptance_length else "the target L, assumed"
+        without, with_ = c.target_step_ms, c.verify_cycle_ms / length
+        basis = f"declared step costs at {name}, {label} {length:g}"
+    else:
+        return None
+    return payback(tax_seconds, without, with_, mix=mix.name, concurrency=mix.concurrency,
+                   output_tokens=mix.output_tokens, basis=basis)
 
 
 def check(ctx: CheckContext) -> LineResult:
@@ -75,18 +112,30 @@ def judge(plan: Plan, measured: StartupObservation | None, kube_note: str | None
                           "and no startup budget is set", values)
 
     named = []
+    missing_warmup = False
     if not plan.drafter_embedded:
         if st.mode is None:
             named.append("staging mode (serial|overlapped) not named")
+        elif st.mode == "serial":
+            named.append("serial staging makes the drafter's load additive (seed 002: \"Stage checkpoints overlapped so "
+                         "startup does not eat the latency win\")")
         if not st.order:
             named.append("artifact order not named")
+        missing_warmup = not st.warmup_check
     pred_txt = ""
     if pred is not None:
         pred_txt = f"; predicted {pred:g} s ({st.mode or 'serial'}: {'slower artifact' if st.mode == 'overlapped' else 'sum of loads'})"
     tax_txt = ""
     if measured is not None and without is not None:
-        tax_txt = f"; startup tax of the drafter {values['startup_tax_seconds']:+g} s (vs {without.value:g} s without)"
+        tax = measured.seconds - without.value
+        tax_txt = f"; startup tax of the drafter {tax:+g} s (vs {without.value:g} s without, {without.source})"
+        pb = win_back(plan, tax) if tax > 0 else None
+        if pb is not None:
+            values["payback"] = pb.to_json()
+            tax_txt += "; " + pb.sentence()
     notes = ("; " + "; ".join(named)) if named else ""
+    if missing_warmup:
+        notes += "; warmup check not named (seed 002: name the staging mode, the artifact order and the warmup check)"
     kube = f" ({kube_note})" if kube_note else ""
 
     if budget is None:
@@ -102,6 +151,6 @@ def judge(plan: Plan, measured: StartupObservation | None, kube_note: str | None
     if measured.seconds > budget:
         return LineResult(Status.FAIL, f"cold start {measured.seconds:g} s ({measured.source}) > budget {budget:g} s"
                           f"{pred_txt}{tax_txt}{notes}", values)
-    status = Status.WARN if named else Status.PASS
+    status = Status.INCONCLUSIVE if missing_warmup else Status.WARN if named else Status.PASS
     return LineResult(status, f"cold start {measured.seconds:g} s ({measured.source}) ≤ budget {budget:g} s"
                       f"{pred_txt}{tax_txt}{notes}", values)

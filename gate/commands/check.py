@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", type=Path, help="write the run record (JSON) to FILE")
     parser.add_argument("--allow-inconclusive", action="store_true",
                         help="exit 0 when the decision is inconclusive (the report says so)")
+    parser.add_argument("--previous", type=Path, metavar="RECORD",
+                        help="the last run record (--record of an earlier check): a changed target revision needs "
+                             "acceptance evidence newer than it; a changed drafter revision is named")
 
 
 def _err(msg: str) -> None:
@@ -49,14 +52,17 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from gate.evaluate import evaluate
-    from gate.plan import PlanError, load_plan
+    from gate.loading import InputError
+    from gate.plan import load_plan
+    from gate.record_previous import load_previous
     from gate.report import render
 
     try:
         plan = load_plan(args.plan)
+        previous = load_previous(args.previous) if args.previous else None
         verdict = evaluate(plan, phase=args.phase, metrics=args.metrics, prometheus=args.prometheus,
-                           allow_inconclusive=args.allow_inconclusive)
-    except PlanError as e:
+                           allow_inconclusive=args.allow_inconclusive, previous=previous)
+    except InputError as e:  # PlanError, ConfigError and every loader's error: one line, exit 3
         _err(str(e))
         return EXIT_INVALID
     text = render(verdict, args.format)

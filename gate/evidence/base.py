@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from gate.evidence.identity import EvidenceIdentity
+
 Progress = Callable[[str], None]
 
 
@@ -61,14 +63,19 @@ def no_answer_kind(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class AcceptanceWindow:
-    """One window of one stream, as evidence for the per-window SLO."""
+    """One window of one stream, as evidence for the per-window SLO.
+
+    `reset`: True when the engine restarted inside the window, False when it did not, None when
+    nobody can tell (Prometheus without the restarts series; engine pages without
+    `process_start_time_seconds` and no counter that fell) — None is never read as "no restart".
+    """
 
     source: str
     stream: str
     point: str | None
     start: float | None
     end: float | None
-    reset: bool
+    reset: bool | None
     drafts: float | None
     acceptance_length: float | None
     acceptance_rate: float | None = None
@@ -104,6 +111,11 @@ class MetricsEvidence:
     engine_version: str | None = None
     ready_seconds: float | None = None
     ready_source: str | None = None
+    # Per source, read by gate.evidence.vetting before merging: what the source says it is, whether it
+    # is live (not a file), and whether its engine is up (the sidecar's engine_up; None: not said).
+    identity: EvidenceIdentity | None = None
+    live: bool = False
+    engine_up: bool | None = None
 
     def merge(self, other: MetricsEvidence) -> None:
         self.windows += other.windows

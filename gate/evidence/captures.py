@@ -9,7 +9,6 @@ an evidence error (the line turns inconclusive).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,9 @@ from exporter.derive import derive_window
 from exporter.engines.base import EngineSnapshot
 from exporter.scrape import ScrapeError, read_file_snapshot
 from gate.evidence.base import AcceptanceWindow, EvidenceRequest, MetricsEvidence, PoolObservation
+from gate.evidence.identity import EvidenceIdentity
 from gate.evidence.sidecar import stream_name, windows_document
+from gate.loading import WINDOWS_LIMITS, InputError, check_regular, load_json
 from gate.plan import PlanError
 
 
@@ -29,30 +30,59 @@ def pool_of(snap: EngineSnapshot, source: str) -> PoolObservation | None:
     return PoolObservation(min(pools), source, speculating) if pools else None
 
 
+def identity_of(snap: EngineSnapshot, source: str) -> EvidenceIdentity:
+    """What a page says about its deployment: engine, served model names, speculation on/off and depth.
+
+    vLLM shows its depth as one per-position counter per draft position; SGLang's
+    `spec_num_draft_tokens` gauge counts the root token too (k = num_draft_tokens − 1).
+    """
+    models = tuple(sorted({s.model for s in snap.streams if s.model}))
+    specs = [s.spec for s in snap.streams if s.spec is not None]
+    depth: int | None = None
+    for sp in specs:
+        if sp.accepted_per_position:
+            depth = len(sp.accepted_per_position)
+        elif sp.num_draft_tokens and sp.num_draft_tokens > 1:
+            depth = int(sp.num_draft_tokens) - 1
+    return EvidenceIdentity(source=source, engine=snap.engine, models=models, speculating=bool(specs),
+                            depth=depth, version=snap.version)
+
+
 def side_facts(snap: EngineSnapshot, ev: MetricsEvidence, pool_source: str) -> None:
-    """Allocated pool, context cap and engine version from the last page of a series."""
+    """Allocated pool, context cap, engine version and identity from the last page of a series."""
     ev.kv_pool = pool_of(snap, pool_source)
     caps = [s.context_cap_tokens for s in snap.streams if s.context_cap_tokens]
     ev.context_cap_tokens = min(caps) if caps else None
     ev.engine_version = snap.version
+    ev.identity = identity_of(snap, ev.sources[0] if ev.sources else pool_source)
 
 
 def windows_from_snapshots(snaps: Sequence[EngineSnapshot], source: str, point: str | None,
                            seconds: float | None, min_drafts: float) -> list[AcceptanceWindow]:
-    """One window per stream between each neighbouring pair of snapshots (exporter.derive)."""
+    """One window per stream between each neighbouring pair of snapshots (exporter.derive).
+
+    A window that shows no restart on pages without `process_start_time_seconds` has an unknown
+    restart status (`reset` None): counters that only grew cannot rule a restart out.
+    """
     out: list[AcceptanceWindow] = []
     for before, after in zip(snaps, snaps[1:], strict=False):
+        blind = before.process_start_time is None or after.process_start_time is None
         for w in derive_window(before, after, seconds=seconds, min_drafts=min_drafts):
             if not w.has_spec:
                 continue
+            reset: bool | None = True if w.reset else (None if blind else False)
             out.append(AcceptanceWindow(
                 source=source, stream=stream_name(w.model, w.rank), point=point,
-                start=before.timestamp, end=after.timestamp, reset=w.reset, drafts=w.drafts,
+                start=before.timestamp, end=after.timestamp, reset=reset, drafts=w.drafts,
                 acceptance_length=w.acceptance_length, acceptance_rate=w.acceptance_rate))
     return out
 
 
 def _read_capture(path: Path) -> EngineSnapshot:
+    try:
+        check_regular(path, "capture")  # a FIFO or /dev/zero never reaches the exporter's reader
+    except InputError as e:
+        raise PlanError(str(e)) from None
     try:
         return read_file_snapshot(path)
     except ScrapeError as e:
@@ -64,9 +94,9 @@ def from_capture_files(files: Sequence[Path], point: str | None, seconds: float 
     """Windows between consecutive capture files (or one exporter windows JSON document)."""
     if len(files) == 1 and files[0].suffix == ".json":
         try:
-            doc = json.loads(Path(files[0]).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise PlanError(f"cannot read windows document {files[0]}: {e}") from None
+            doc = load_json(files[0], "windows document", WINDOWS_LIMITS)
+        except InputError as e:
+            raise PlanError(str(e)) from None
         if not isinstance(doc, dict):
             raise PlanError(f"{files[0]}: not a windows document (a JSON object with 'windows')")
         return windows_document(doc, f"file {files[0]}", min_drafts)

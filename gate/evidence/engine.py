@@ -51,6 +51,8 @@ def from_engine(url: str, window_seconds: float, windows: int, min_drafts: float
         ev.errors.append(f"{source}: {redact_url(str(e))}")
     if snaps:
         side_facts(snaps[-1], ev, f"{source} (live /metrics)")
+    ev.live = True
+    ev.engine_up = True if snaps and len(ev.errors) == 0 else None  # it answered every scrape
     if len(snaps) >= 2:
         ev.windows = windows_from_snapshots(snaps, source, None, None, min_drafts)
         if not ev.windows:

@@ -6,11 +6,17 @@ in `pre` only. In `post` the live per-window SLO is required, so only the source
 run (--metrics, the plan's exporter/engine URL, Prometheus) are evidence. `--metrics` URLs
 replace the plan's live URLs; files add to them. Kubernetes pod status is asked separately: it
 answers the staging line and the run record's image digest, not the acceptance line.
+
+Every source's evidence is vetted (gate.evidence.vetting) before any line reads it: its
+identity against the plan, its engine up in `post`, its side facts possible; then the merged
+windows: possible at the plan's depth, recent, live in `post`, restart status known, counted
+once. What is dropped is an evidence error with the reason (the line turns inconclusive).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +27,7 @@ from gate.evidence.base import EvidenceRequest, EvidenceSource, MetricsEvidence
 from gate.evidence.captures import CaptureFiles
 from gate.evidence.metrics import LiveUrl, is_url
 from gate.evidence.pods import KubeEvidence
+from gate.evidence.vetting import VetRules, vet_source, vet_windows
 from gate.plan import Plan, PrometheusSource
 
 log = logging.getLogger(__name__)
@@ -60,14 +67,32 @@ def sources_for(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str 
     return out
 
 
+def rules_for(plan: Plan, phase: str, now: float | None = None) -> VetRules:
+    """What evidence for this plan must be (gate.evidence.vetting), at the moment of evaluation."""
+    return VetRules(engine=plan.engine.kind, served_model_name=plan.served_model_name, method=plan.method,
+                    k=plan.depth, phase=phase, now=time.time() if now is None else now,
+                    lookback_seconds=plan.slo.lookback_seconds)
+
+
 def gather_metrics(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str | None,
-                   request: EvidenceRequest) -> MetricsEvidence:
-    """All acceptance evidence: plan captures (pre only), --metrics files/URLs, plan live URLs, Prometheus."""
+                   request: EvidenceRequest, now: float | None = None) -> MetricsEvidence:
+    """All acceptance evidence: plan captures (pre only), --metrics files/URLs, plan live URLs, Prometheus.
+
+    Each source's answer is vetted on its own (identity, engine up, side facts), then the merged
+    windows (values, time, liveness, restarts, repeats).
+    """
+    rules = rules_for(plan, phase, now)
     ev = MetricsEvidence()
     if phase != "pre" and plan.evidence.captures:
         ev.errors.append(POST_CAPTURES_NOTE)
+    live: set[str] = set()
     for source in sources_for(plan, phase, metrics, prometheus):
-        ev.merge(base.collect(source, request))
+        got = vet_source(base.collect(source, request), rules)
+        if got.live:
+            live.update(w.source for w in got.windows)
+        ev.merge(got)
+    ev.windows, errors = vet_windows(ev.windows, rules, lambda w: w.source in live)
+    ev.errors += errors
     return ev
 
 

@@ -41,6 +41,7 @@ DRAFT_TOKENS = names.SPEC_DRAFT_TOKENS.series
 RESTARTS = names.ENGINE_RESTARTS.series
 KV_POOL = names.KV_POOL.series
 READY = names.ENGINE_READY.series
+UP = names.ENGINE_UP.series
 
 Series = list[dict[str, Any]]
 
@@ -168,6 +169,7 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
         pool_sel = _selector(src, 'pool="target"')
         pool = client.query("/api/v1/query", {"query": f"{KV_POOL}{pool_sel}", "time": f"{end:.3f}"})
         ready = client.query("/api/v1/query", {"query": f"{READY}{sel}", "time": f"{end:.3f}"})
+        up = client.query("/api/v1/query", {"query": f"{UP}{sel}", "time": f"{end:.3f}"})
     except EvidenceError as e:
         ev.errors.append(str(e))
         return ev
@@ -180,7 +182,9 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
         for t in sorted(dvals):
             d = dvals[t]
             a = avals.get(t)
-            reset = bool(rvals and rvals.get(t, 0.0) > 0)
+            # No restarts series (or no point at t): unknown, never "no restart".
+            rv = rvals.get(t) if rvals is not None else None
+            reset: bool | None = None if rv is None else rv > 0
             length = formulas.acceptance_length(a, d) if a is not None and d >= max(min_drafts, 1) else None
             tok = tvals.get(t)
             rate = formulas.acceptance_rate(a, tok) if a is not None and tok else None
@@ -203,6 +207,14 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
             continue
     if readies:
         ev.ready_seconds, ev.ready_source = max(readies), f"{source} ({READY}, slowest pod)"
+    ups = []
+    for s in up:
+        try:
+            ups.append(float(s["value"][1]))
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+    ev.live = True
+    ev.engine_up = all(u == 1 for u in ups) if ups else None
     return ev
 
 

@@ -22,6 +22,7 @@ from gate.evidence.base import (
     Unreachable,
     no_answer_kind,
 )
+from gate.evidence.identity import EvidenceIdentity
 from gate.redact import redact_url
 
 WINDOWS_PATH = "/api/v1/windows"
@@ -47,9 +48,11 @@ def windows_document(doc: dict[str, Any], source: str, min_drafts: float) -> Met
             v = w.get(key)
             return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
+        raw_reset = w.get("reset")
         ev.windows.append(AcceptanceWindow(
             source=source, stream=stream_name(w.get("model"), w.get("rank")), point=None,
-            start=num("start"), end=num("end"), reset=bool(w.get("reset")), drafts=num("drafts"),
+            start=num("start"), end=num("end"), reset=raw_reset if isinstance(raw_reset, bool) else None,
+            drafts=num("drafts"),
             acceptance_length=num("acceptance_length"), acceptance_rate=num("acceptance_rate")))
     if not ev.windows:
         ev.errors.append(f"{source}: the exporter has no completed batch windows yet")
@@ -69,8 +72,13 @@ def _gauges(base: str, timeout: float, ev: MetricsEvidence) -> None:
     except (requests.RequestException, ValueError):
         return
     pools: list[float] = []
+    ups: list[float] = []
+    engine: str | None = None
     for fam in families:
         for s in fam.samples:
+            if s.name == names.ENGINE_UP.series:
+                ups.append(s.value)
+                engine = s.labels.get("engine") or engine
             if s.name == names.KV_POOL.series and s.labels.get("pool", "target") == "target":
                 pools.append(s.value)
             elif s.name == names.CONTEXT_CAP.series:
@@ -82,6 +90,11 @@ def _gauges(base: str, timeout: float, ev: MetricsEvidence) -> None:
                 ev.ready_seconds, ev.ready_source = s.value, f"exporter {redact_url(base)} ({names.ENGINE_READY.series})"
     if pools:
         ev.kv_pool = PoolObservation(int(min(pools)), f"exporter {redact_url(base)} ({names.KV_POOL.series})")
+    # engine_up: every exporter-level series says 1 (absent: the sidecar did not say, not "up").
+    ev.engine_up = (all(u == 1 for u in ups)) if ups else None
+    models = tuple(sorted({w.stream.rsplit("/", 1)[0] for w in ev.windows if not w.stream.startswith("-/")}))
+    ev.identity = EvidenceIdentity(source=ev.sources[0] if ev.sources else base, engine=engine, models=models,
+                                   version=ev.engine_version)
 
 
 def source_name(url: str) -> str:
@@ -113,6 +126,7 @@ def from_exporter(url: str, timeout: float, min_drafts: float) -> MetricsEvidenc
     if not isinstance(doc, dict):
         raise BadAnswer(f"{source}: {WINDOWS_PATH} is not a JSON object")
     ev = windows_document(doc, source, min_drafts)
+    ev.live = True
     _gauges(base, timeout, ev)
     return ev
 

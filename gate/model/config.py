@@ -9,10 +9,12 @@ dict (`specgate kv`, `specgate codesign`) and resolves it then.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
+
+from gate.loading import CONFIG_LIMITS, InputError, load_json
+from gate.validation import validate_geometry
 
 DRAFTER_FAMILIES = ("eagle3", "dflash", "dspark", "mtp", "draft_model")
 
@@ -20,29 +22,30 @@ DRAFTER_FAMILIES = ("eagle3", "dflash", "dspark", "mtp", "draft_model")
 MTP_LAYER_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """A config that cannot be used: the message is one line, fit for `specgate: error: ...`."""
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a config.json (or a directory holding one) into a dict, with one-line errors."""
+    """Read a config.json (or a directory holding one) into a dict, with one-line errors.
+
+    Read through gate.loading (regular files only, size/depth/digit limits, duplicate keys refused)
+    and checked by gate.validation (positive, bounded geometry: a negative head_dim or 10^12 layers
+    is invalid input, not a number to compute with).
+    """
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {p}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"config path is a directory: {p}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read config {p}: {e}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"config {p} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        data = load_json(p, "config file", CONFIG_LIMITS)
+    except InputError as e:
+        raise ConfigError(str(e)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"config {p} is not a JSON object")
+    try:
+        validate_geometry(data, f"config {p}")
+    except InputError as e:
+        raise ConfigError(str(e)) from None
     return data
 
 

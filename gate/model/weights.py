@@ -8,12 +8,12 @@ little-endian length followed by a JSON header), so nothing large is ever read.
 
 from __future__ import annotations
 
-import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate.loading import CONFIG_LIMITS, InputError, check_regular, load_json, parse_json
 from gate.model.config import ConfigError
 from gate.model.dtypes import DTYPE_BYTES, canonical_dtype
 
@@ -34,6 +34,10 @@ def read_safetensors_header(path: str | Path) -> dict[str, Any]:
     """The JSON header of one .safetensors file (reads 8 + header-length bytes only)."""
     p = Path(path)
     try:
+        check_regular(p, "safetensors file")  # a FIFO would block open() forever
+    except InputError as e:
+        raise ConfigError(str(e)) from None
+    try:
         with p.open("rb") as f:
             raw_len = f.read(8)
             if len(raw_len) < 8:
@@ -47,8 +51,8 @@ def read_safetensors_header(path: str | Path) -> dict[str, Any]:
     if len(raw) < n:
         raise ConfigError(f"{p} ends inside its safetensors header")
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        header = parse_json(raw.decode("utf-8"), f"{p} safetensors header", CONFIG_LIMITS)
+    except (UnicodeDecodeError, InputError):
         raise ConfigError(f"{p} has a safetensors header that is not valid JSON") from None
     if not isinstance(header, dict):
         raise ConfigError(f"{p} has a safetensors header that is not a JSON object")
@@ -73,9 +77,9 @@ def _index(path: Path) -> dict[str, Any] | None:
     if not (f.is_file() and f.name.endswith(".index.json")):
         return None
     try:
-        data = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        raise ConfigError(f"{f} is not a readable JSON index") from None
+        data = load_json(f, "safetensors index", CONFIG_LIMITS)
+    except InputError as e:
+        raise ConfigError(f"{f} is not a readable JSON index ({e})") from None
     return data if isinstance(data, dict) else None
 
 

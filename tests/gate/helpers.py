@@ -34,13 +34,16 @@ def tiny_plan(arm: str = "draft", **over: Any) -> dict[str, Any]:
         "name": f"tiny-{arm}",
         "target": {"name": "tiny-target", "revision": "r1", "config": str(CONFIGS / "tiny-target.json"),
                    "weights": {"bytes": 1_706_496}},
+        # The captures were served as "tiny" (--served-model-name; tests/fixtures/vllm model_name label).
         "engine": {"kind": "vllm", "version": "0.32.0", "kv_dtype": "fp32", "block_size": BLOCK,
-                   "kv_cache_memory_bytes": KV_BYTES, "context_cap_tokens": 512},
+                   "kv_cache_memory_bytes": KV_BYTES, "context_cap_tokens": 512, "served_model_name": "tiny"},
         "workload": [{"name": "w", "concurrency": 4, "prompt_tokens": 32, "output_tokens": 64}],
         "slo": {"target_acceptance_length": 2.0, "window_seconds": 5, "required_fraction": 0.5,
                 "min_drafts": 1, "min_windows": 1},
         "budgets": {"storage_bytes": 10_000_000, "startup_seconds": 120},
-        "staging": {"mode": "serial", "order": ["target", "drafter"]},
+        # vLLM loads the draft after the target (serial: the staging line warns, seed 002).
+        "staging": {"mode": "serial", "order": ["target", "drafter"],
+                    "warmup_check": "first /v1/completions answer after /health (tools/vllm_cpu.sh)"},
     }
     if arm in ("draft", "draftself"):
         cfg = "tiny-draft.json" if arm == "draft" else "tiny-target.json"

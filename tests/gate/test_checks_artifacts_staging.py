@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from gate.checks import artifacts, staging
 from gate.plan import load_plan, plan_from_dict
 from gate.verdict import Status
@@ -55,10 +57,22 @@ def test_weights_from_safetensors_index(tmp_path: Path) -> None:
     assert r.values["drafter_weights_bytes"] == 123_456 and "index" in r.values["drafter_weights_source"]
 
 
-def test_ngram_and_mtp_are_na() -> None:
-    assert _artifacts(tiny_plan("ngram")).status is Status.NA
+def test_ngram_and_mtp_are_na_without_a_budget() -> None:
+    data = tiny_plan("ngram")
+    data["budgets"].pop("storage_bytes")
+    assert _artifacts(data).status is Status.NA
     plan = load_plan(PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml")
     assert artifacts.check(context(plan)).status is Status.NA
+
+
+def test_storage_budget_applies_to_every_plan() -> None:
+    """Issue 10 item 3: no second download, but the target still counts against a storage budget that is set."""
+    data = tiny_plan("ngram")  # storage budget 10,000,000 B; target 1,706,496 B
+    r = _artifacts(data)
+    assert r.status is Status.PASS and "target 1,706,496 B = 1,706,496 B ≤ storage budget 10,000,000 B" in r.reason
+    data["budgets"]["storage_bytes"] = 1_000_000
+    r = _artifacts(data)
+    assert r.status is Status.FAIL and "> storage budget 1,000,000 B (one download)" in r.reason
 
 
 def test_seed002_counts_drafter_bytes() -> None:
@@ -70,7 +84,8 @@ def test_seed002_counts_drafter_bytes() -> None:
 
 def test_staging_measured_against_budget() -> None:
     data = tiny_plan("draft", staging={"mode": "overlapped", "order": ["target", "drafter"],
-                                       "load_seconds": {"target": 30, "drafter": 12}})
+                                       "load_seconds": {"target": 30, "drafter": 12},
+                                       "warmup_check": "first completion answered"})
     data["evidence"] = {"reported": {"startup_seconds_without_drafter": {"value": 37.5, "source": "nospec arm"}}}
     plan = plan_from_dict(data)
     r = staging.judge(plan, staging.StartupObservation(40.7, "draft arm ready"))
@@ -92,6 +107,32 @@ def test_staging_unmeasured_is_inconclusive_and_serial_prediction_can_fail() -> 
 
 def test_staging_unnamed_mode_warns() -> None:
     data = tiny_plan("draft")
-    del data["staging"]
+    data["staging"] = {"order": ["target", "drafter"], "warmup_check": "first completion answered"}
     r = staging.judge(plan_from_dict(data), staging.StartupObservation(40.0, "x"))
     assert r.status is Status.WARN and "staging mode" in r.reason
+
+
+def test_staging_serial_warns_and_missing_warmup_is_inconclusive() -> None:
+    """Issue 10 item 5 (seed 002: "Stage checkpoints overlapped"; "name … the warmup check")."""
+    data = tiny_plan("draft")  # serial, with a warmup check
+    r = staging.judge(plan_from_dict(data), staging.StartupObservation(40.0, "x"))
+    assert r.status is Status.WARN and "Stage checkpoints overlapped" in r.reason
+    data["staging"].pop("warmup_check")
+    r = staging.judge(plan_from_dict(data), staging.StartupObservation(40.0, "x"))
+    assert r.status is Status.INCONCLUSIVE and "warmup check not named" in r.reason
+    data["staging"] = {"mode": "overlapped", "order": ["target", "drafter"], "warmup_check": "w"}
+    assert staging.judge(plan_from_dict(data), staging.StartupObservation(40.0, "x")).status is Status.PASS  # control
+
+
+def test_startup_tax_and_its_payback() -> None:
+    """Tax 40.7 − 37.5 = 3.2 s; seed 004's 2K costs at the target L 2.0 (assumed): 14.14 − 31.16 / 2 < 0 → never;
+    at L 3.362 (measured): saving 14.14 − 9.268 = 4.872 ms, concurrency 4 → 4 × 3,200 / 4.872 = 2,627 tokens."""
+    data = tiny_plan("draft", staging={"mode": "overlapped", "order": ["target", "drafter"], "warmup_check": "w"})
+    data["evidence"] = {"reported": {"startup_seconds_without_drafter": {"value": 37.5, "source": "nospec arm"}}}
+    data["costs"] = [{"point": "2K", "verify_cycle_ms": 31.16, "target_step_ms": 14.14}]
+    r = staging.judge(plan_from_dict(data), staging.StartupObservation(40.7, "draft arm ready"))
+    assert "never won back" in r.reason and "the target L, assumed 2" in r.reason
+    data["costs"][0]["acceptance_length"] = 3.362
+    r = staging.judge(plan_from_dict(data), staging.StartupObservation(40.7, "draft arm ready"))
+    assert r.values["payback"]["tokens_needed"] == pytest.approx(4 * 3200 / (14.14 - 31.16 / 3.362), rel=1e-6)
+    assert "won back after 2,627 output tokens at w" in r.reason

@@ -31,9 +31,12 @@ def _plan(arm: str, **evidence):
 
 
 def test_pre_static_tiny_draft_passes() -> None:
+    """Serial staging (vLLM loads the draft after the target) warns since issue 10 (seed 002: "Stage checkpoints
+    overlapped"); the decision still passes."""
     v = evaluate(_plan("draft"))
     assert {k: r.status.value for k, r in v.checks.items()} == {
-        "artifacts": "pass", "kv_pool": "pass", "acceptance": "pass", "staging": "pass", "codesign": "pass"}
+        "artifacts": "pass", "kv_pool": "pass", "acceptance": "pass", "staging": "warn", "codesign": "pass"}
+    assert v.decision is Decision.PASS
     assert v.checks["kv_pool"].values["predicted_tokens_with_drafter"] == 6528
 
 
@@ -72,7 +75,9 @@ def test_exporter_500_gives_inconclusive_line_not_pass() -> None:
 
 def test_ngram_lines() -> None:
     v = evaluate(_plan("ngram"))
-    assert v.checks["artifacts"].status is Status.NA and v.checks["codesign"].status is Status.NA
+    # no second download, but the plan's storage budget is still checked against the target (issue 10)
+    assert v.checks["artifacts"].status is Status.PASS and "one download" in v.checks["artifacts"].reason
+    assert v.checks["codesign"].status is Status.NA
     assert v.checks["staging"].status is Status.NA and v.run_record.drafter_artifact is None
 
 

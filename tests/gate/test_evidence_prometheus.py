@@ -40,7 +40,8 @@ def _tool(name: str) -> Path:
 def _history(t0: int) -> str:
     """OpenMetrics text: cumulative specgate_* counters for two pods, sample every 15 s."""
     fams: dict[str, list[str]] = {"specgate_spec_drafts": [], "specgate_spec_accepted_tokens": [],
-                                  "specgate_spec_draft_tokens": [], "specgate_engine_restarts": []}
+                                  "specgate_spec_draft_tokens": [], "specgate_engine_restarts": [],
+                                  "specgate_engine_up": []}
     n = WINDOW * WINDOWS // STEP
     for pod, acc_per_step in (("pod-a", 50), ("pod-b", 5)):
         drafts = accepted = restarts = 0
@@ -57,9 +58,10 @@ def _history(t0: int) -> str:
             fams["specgate_spec_accepted_tokens"].append(f"specgate_spec_accepted_tokens_total{{{labels}}} {accepted} {t}")
             fams["specgate_spec_draft_tokens"].append(f"specgate_spec_draft_tokens_total{{{labels}}} {3 * drafts} {t}")
             fams["specgate_engine_restarts"].append(f"specgate_engine_restarts_total{{{labels}}} {restarts} {t}")
+            fams["specgate_engine_up"].append(f'specgate_engine_up{{pod="{pod}",engine="vllm"}} 1 {t}')
     out = []
     for fam, lines in fams.items():
-        out.append(f"# TYPE {fam} counter")
+        out.append(f"# TYPE {fam} {'gauge' if fam == 'specgate_engine_up' else 'counter'}")
         out += lines
     out.append("# EOF")
     return "\n".join(out) + "\n"
@@ -74,7 +76,9 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def prom_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, float]]:
     d = tmp_path_factory.mktemp("prom")
-    t0 = int(time.time()) - 3 * 3600
+    # The history ends now: the post phase only believes windows that ended within lookback_seconds of the
+    # evaluation (issue 10), so backfilled history from hours ago would be stale there.
+    t0 = int(time.time()) - WINDOW * WINDOWS
     t0 -= t0 % WINDOW
     (d / "history.om").write_text(_history(t0))
     subprocess.run([str(_tool("promtool")), "tsdb", "create-blocks-from", "openmetrics", "-q",
@@ -130,8 +134,10 @@ def test_fleet_judged_per_pod(prom_server: tuple[str, float]) -> None:
 
     url, end = prom_server
     data = tiny_plan("draft")
+    # Two windows of slack on the lookback: the history's first window must still count as recent while the
+    # test runs (the post phase drops windows that ended more than lookback_seconds ago).
     data["slo"].update(target_acceptance_length=2.0, window_seconds=WINDOW, min_windows=5, required_fraction=0.9,
-                       lookback_seconds=WINDOW * WINDOWS)
+                       lookback_seconds=WINDOW * (WINDOWS + 2))
     data["evidence"] = {"prometheus": {"url": url, "end": end}}
     v = evaluate(plan_from_dict(data), phase="post")
     acc = v.checks["acceptance"]

@@ -9,10 +9,12 @@ from gate.plan import load_plan
 from tests.gate.helpers import PLANS
 
 EXPECTED = {
-    "seed000-qwen38-flash-next-nextn": ("fail", {"artifacts": "n/a", "kv_pool": "fail", "acceptance": "warn",
+    # seed 000 names no acceptance target: since issue 10 that is a fail before rollout (seed 002 line 3).
+    "seed000-qwen38-flash-next-nextn": ("fail", {"artifacts": "n/a", "kv_pool": "fail", "acceptance": "fail",
                                                  "staging": "n/a", "codesign": "inconclusive"}),
+    # seed 002's plan takes the drafter card's 5.29 macro mean as its target and says where it comes from.
     "seed002-ling-3.0-flash-dspark": ("inconclusive", {"artifacts": "inconclusive", "kv_pool": "inconclusive",
-                                                       "acceptance": "warn", "staging": "inconclusive",
+                                                       "acceptance": "pass", "staging": "inconclusive",
                                                        "codesign": "inconclusive"}),
     "seed004-qwen3.6-35b-a3b-mtp": ("pass", {"artifacts": "n/a", "kv_pool": "pass", "acceptance": "pass",
                                              "staging": "n/a", "codesign": "pass"}),
@@ -39,14 +41,26 @@ def test_seed000_numbers() -> None:
     assert {m["name"]: (m["demand_tokens"], m["fits"]) for m in kv.values["mixes"]} == {
         "short": (586, True), "long-agentic": (184_182, False)}
     comps = {c["mix"]: c for c in v.checks["acceptance"].values["served_rate"]}
-    assert comps["short"]["call"] == "speedup" and comps["long-agentic"]["ranges_overlap"] is True
-    assert "inconclusive (observed ranges overlap)" in v.checks["acceptance"].reason
+    # seed 000: "Three observations do not establish statistical significance" — p = 1/C(6,3) = 0.05, not < 0.05
+    assert comps["short"]["call"].startswith("higher in all cells, not significant at n = 3")
+    assert comps["short"]["p_higher"] == pytest.approx(0.05) and comps["short"]["significant"] is False
+    assert comps["long-agentic"]["ranges_overlap"] is True and comps["long-agentic"]["p_higher"] == pytest.approx(0.1)
+    assert "observed ranges overlap, median higher, not significant at n = 3" in v.checks["acceptance"].reason
+    assert "served rate includes first-token waiting" in v.checks["acceptance"].reason
     rec = v.run_record.to_json()
     assert rec["model_revision"] == "7b719225242aacd3dbd3f9407468c2ee9a9d2594"
     assert rec["kv_pool_tokens"] == 161_728 and rec["configured_max_total_tokens"] == 600_000
     assert rec["image_digest"] is None and "image_digest" in rec["missing"]
     assert rec["executed_engine_version"] is None and "executed_engine_version" in rec["missing"]
     assert rec["concurrency"] == {"short": 1, "long-agentic": 6}
+    # seed 000's record of the next decision (issue 10 item 7), each field labelled
+    assert (rec["system"], rec["node_count"], rec["experiment_date"]) == (
+        "two GB10 DGX Sparks, 121 GiB per node", 2, "2026-09-05")
+    assert rec["drafter_revision"].startswith("n/a") and "drafter_revision" not in rec["missing"]
+    assert "runtime_execution_revision" in rec["missing"] and "temperature" in rec["missing"]
+    basis = rec["field_basis"]
+    assert (basis["kv_dtype"], basis["concurrency"], basis["kv_pool_tokens"], basis["drafter_revision"]) == (
+        "declared", "declared", "reported", "n/a")
 
 
 def test_seed002_numbers() -> None:

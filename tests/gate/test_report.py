@@ -41,8 +41,8 @@ def test_junit_one_testcase_per_line() -> None:
     assert cases["kv_pool"].find("failure") is not None
     assert cases["codesign"].find("error") is not None  # inconclusive blocks
     assert cases["artifacts"].find("skipped") is not None  # n/a
-    assert cases["acceptance"].find("failure") is None and cases["acceptance"].find("error") is None  # warn
-    assert suite.get("failures") == "1" and suite.get("errors") == "1"
+    assert cases["acceptance"].find("failure") is not None  # no target before rollout: fail (issue 10)
+    assert suite.get("failures") == "2" and suite.get("errors") == "1"
 
 
 def test_allow_inconclusive_is_said_in_every_format() -> None:
