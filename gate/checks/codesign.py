@@ -516,8 +516,9 @@ def check(ctx: CheckContext) -> LineResult:
                            f"{f.detail.removeprefix(NOT_CHECKED)}" for f in bad) + f" ({counts})"
     else:
         reason = f"{counts} for the {res.family or 'drafter'} family"
-    notes = [f.detail for f in findings if f.check == "drafter_revision"]
-    if notes and not bad:
+    notes = [f.detail for f in findings if f.check in ("target_revision", "drafter_revision")
+             and f.status is Status.PASS]
+    if notes:
         reason += "; " + "; ".join(notes)
     return LineResult(status, reason, {"family": res.family, "findings": [f.to_json() for f in findings],
                                        "previous": ctx.previous.to_json() if ctx.previous else None})
