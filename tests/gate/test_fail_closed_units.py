@@ -1,65 +1,24 @@
 """Issue 10 details below the CLI: restart status unknown, special tokens, general availability, drafter change.
 
-Prometheus answers here come from a loopback fake speaking the real HTTP API's JSON (`/api/v1/query_range`
-matrix, `/api/v1/query` vector); the exporter windows document has the real `/api/v1/windows` shape.
+The exporter windows document has the real `/api/v1/windows` shape. (Prometheus' "no restarts series is
+unknown" rule lives with the per-pod fleet judgement, gate.fleet, and is tested there.)
 """
 
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 from gate.checks import codesign
 from gate.checks.base import CheckContext
-from gate.evidence import prometheus as prom
 from gate.evidence.base import AcceptanceWindow, MetricsEvidence
 from gate.evidence.sidecar import windows_document
 from gate.model.budget import compute_budget
 from gate.model.facts import artifact_facts
-from gate.plan import PrometheusSource, plan_from_dict
+from gate.plan import plan_from_dict
 from gate.record_previous import PreviousRecord, compare
 from gate.verdict import Status
-from tests.gate.helpers import CONFIGS, serve, tiny_plan
-
-
-def _prom(with_restarts: bool):
-    now = time.time()
-    labels = {"pod": "p", "model": "tiny", "rank": "0", "engine": "vllm"}
-
-    def matrix(value: float) -> dict[str, Any]:
-        return {"status": "success", "data": {"resultType": "matrix", "result": [
-            {"metric": labels, "values": [[now - 60, str(value)], [now, str(value)]]}]}}
-
-    def route(path: str) -> tuple[int, str, bytes]:
-        q = parse_qs(urlparse(path).query).get("query", [""])[0]
-        if "query_range" in path:
-            if "restarts" in q:
-                doc = matrix(0.0) if with_restarts else {"status": "success",
-                                                          "data": {"resultType": "matrix", "result": []}}
-            elif "accepted" in q:
-                doc = matrix(200.0)
-            elif "draft_tokens" in q:
-                doc = matrix(300.0)
-            else:
-                doc = matrix(100.0)
-        else:
-            doc = {"status": "success", "data": {"resultType": "vector", "result": [
-                {"metric": labels, "value": [now, "1"]}]}} if "engine_up" in q else {
-                "status": "success", "data": {"resultType": "vector", "result": []}}
-        return 200, "application/json", json.dumps(doc).encode()
-
-    return serve(route)
-
-
-def test_prometheus_without_restarts_series_is_unknown_not_no_restart() -> None:
-    with _prom(with_restarts=False) as url:
-        ev = prom.collect(PrometheusSource(), url, 60, 600, 1)
-    assert ev.windows and all(w.reset is None for w in ev.windows)
-    with _prom(with_restarts=True) as url:  # control: the series is there and says 0
-        ev = prom.collect(PrometheusSource(), url, 60, 600, 1)
-    assert ev.windows and all(w.reset is False for w in ev.windows) and ev.engine_up is True and ev.live
+from tests.gate.helpers import CONFIGS, tiny_plan
 
 
 def test_sidecar_window_without_reset_flag_is_unknown() -> None:
