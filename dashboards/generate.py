@@ -185,6 +185,15 @@ def latency_row() -> RowSpec:
             unit="s", no_value="No new requests",
         ),
         PanelSpec(
+            "TPOT and ITL quantiles",
+            "Time per output token (one observation per request) and inter-token latency (vLLM: one per engine "
+            "step, so a speculative arm shows fewer, longer gaps for the same tokens). Compare arms by TPOT and "
+            "tokens/s, never by ITL.",
+            (Query(f"{names.TPOT.series}{{{STREAM}}}", "TPOT p{{quantile}} {{model}} r{{rank}} ({{window}})"),
+             Query(f"{names.ITL.series}{{{STREAM}}}", "ITL p{{quantile}} {{model}} r{{rank}} ({{window}})")),
+            unit="s", no_value="No new requests",
+        ),
+        PanelSpec(
             "Verify-cycle time",
             "Seconds per verify cycle per running sequence (seed 004's cycleMs): L / per-sequence decode rate. "
             "Speculation pays when L exceeds cycle / plain step time.",

@@ -58,6 +58,8 @@ class StreamDelta:
     accepted_tokens: float | None = None
     accepted_per_position: tuple[float, ...] = ()
     ttft_buckets: tuple[tuple[float, float], ...] = ()
+    tpot_buckets: tuple[tuple[float, float], ...] = ()
+    itl_buckets: tuple[tuple[float, float], ...] = ()
 
 
 def _delta(b: float | None, a: float | None, reset: bool) -> float | None:
@@ -112,6 +114,7 @@ def stream_delta(before: StreamSnapshot | None, after: StreamSnapshot, reset: bo
         reset=reset, generation_tokens=gen, prompt_tokens=_delta(b.prompt_tokens, after.prompt_tokens, reset),
         preemptions=_delta(b.preemptions, after.preemptions, reset), drafts=drafts, draft_tokens=draft_tokens,
         accepted_tokens=accepted, accepted_per_position=per_pos, ttft_buckets=_hist_delta(b.ttft, after.ttft, reset),
+        tpot_buckets=_hist_delta(b.tpot, after.tpot, reset), itl_buckets=_hist_delta(b.itl, after.itl, reset),
     )
 
 
@@ -134,6 +137,10 @@ class WindowStats:
     acceptance_rate: float | None = None
     position_acceptance_rate: tuple[float, ...] = ()
     ttft_seconds: dict[str, float | None] = field(default_factory=dict)
+    # TPOT: per request; ITL: per engine step on vLLM (a speculative arm has fewer, longer gaps for the
+    # same tokens): compare arms by TPOT and tokens/s, never by ITL.
+    tpot_seconds: dict[str, float | None] = field(default_factory=dict)
+    itl_seconds: dict[str, float | None] = field(default_factory=dict)
     decode_tokens_per_second: float | None = None
     verify_cycle_seconds: float | None = None
     has_spec: bool = False
@@ -149,8 +156,17 @@ class WindowStats:
             "acceptance_rate": self.acceptance_rate,
             "position_acceptance_rate": list(self.position_acceptance_rate),
             "ttft_seconds": {k: self.ttft_seconds.get(k) for k, _ in QUANTILES},
+            "tpot_seconds": {k: self.tpot_seconds.get(k) for k, _ in QUANTILES},
+            "itl_seconds": {k: self.itl_seconds.get(k) for k, _ in QUANTILES},
             "decode_tokens_per_second": self.decode_tokens_per_second,
         }
+
+
+def _quantiles(buckets: tuple[tuple[float, float], ...]) -> dict[str, float | None]:
+    """p50/p90/p99 of a histogram delta (linear inside a bucket, like histogram_quantile); {} when empty."""
+    if not buckets:
+        return {}
+    return {name: formulas.histogram_quantile(q, list(buckets)) for name, q in QUANTILES}
 
 
 def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapshot, d: StreamDelta,
@@ -180,10 +196,7 @@ def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapsh
                 if sa.num_draft_tokens is not None:
                     rate = formulas.sglang_rate_from_length(length, sa.num_draft_tokens)
 
-    ttft: dict[str, float | None] = {}
-    if d.ttft_buckets:
-        for name, q in QUANTILES:
-            ttft[name] = formulas.histogram_quantile(q, list(d.ttft_buckets))
+    ttft = _quantiles(d.ttft_buckets)
 
     cycle = None
     b_running = before.requests_running if before is not None else None
@@ -198,6 +211,7 @@ def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapsh
         drafts=d.drafts, draft_tokens=d.draft_tokens, accepted_tokens=d.accepted_tokens,
         accepted_per_position=d.accepted_per_position, generation_tokens=gen, prompt_tokens=d.prompt_tokens,
         acceptance_length=length, acceptance_rate=rate, position_acceptance_rate=pos_rates, ttft_seconds=ttft,
+        tpot_seconds=_quantiles(d.tpot_buckets), itl_seconds=_quantiles(d.itl_buckets),
         decode_tokens_per_second=decode, verify_cycle_seconds=cycle, has_spec=sa is not None,
     )
 

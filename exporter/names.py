@@ -142,6 +142,12 @@ POSITION_ACCEPTANCE_RATE = Family("specgate_spec_position_acceptance_rate", "gau
                                   "Accepted at draft position i / drafts over the window", (*WINDOW_LABELS, "position"))
 TTFT = Family("specgate_ttft_seconds", "gauge", "Time to first token quantile over the window",
               (*WINDOW_LABELS, "quantile"))
+TPOT = Family("specgate_tpot_seconds", "gauge",
+              "Time per output token quantile over the window (one observation per request; compare arms by "
+              "this and tokens/s)", (*WINDOW_LABELS, "quantile"))
+ITL = Family("specgate_itl_seconds", "gauge",
+             "Inter-token latency quantile over the window (vLLM: one observation per engine step, so a "
+             "speculative arm shows fewer, longer gaps; never compare arms by it)", (*WINDOW_LABELS, "quantile"))
 DECODE_RATE = Family("specgate_decode_tokens_per_second", "gauge", "Generated tokens per second over the window",
                      WINDOW_LABELS)
 VERIFY_CYCLE = Family("specgate_verify_cycle_seconds", "gauge",
@@ -160,7 +166,7 @@ EXPORTER_FAMILIES: tuple[Family, ...] = (
     WORKLOAD_DEMAND, KV_POOL, KV_POOL_CONFIGURED, CONTEXT_CAP, KV_USAGE, REQUESTS_RUNNING, REQUESTS_WAITING,
     SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED, SPEC_ACCEPTED_PER_POSITION, ENGINE_RESTARTS, PREEMPTIONS,
     WINDOW_ACCEPTANCE_LENGTH, SPEC_WINDOWS, SPEC_WINDOWS_BELOW_SLO, ACCEPTANCE_LENGTH, ACCEPTANCE_RATE,
-    POSITION_ACCEPTANCE_RATE, TTFT, DECODE_RATE, VERIFY_CYCLE,
+    POSITION_ACCEPTANCE_RATE, TTFT, TPOT, ITL, DECODE_RATE, VERIFY_CYCLE,
 )
 GATE_FAMILIES: tuple[Family, ...] = (GATE_DECISIONS, GATE_LINE_STATUS)
 

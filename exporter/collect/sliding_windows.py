@@ -36,6 +36,7 @@ from exporter.state import ExporterView
 def families(v: ExporterView) -> Iterator[Metric]:
     length, rate = gauge(names.ACCEPTANCE_LENGTH), gauge(names.ACCEPTANCE_RATE)
     prate, ttft = gauge(names.POSITION_ACCEPTANCE_RATE), gauge(names.TTFT)
+    tpot, itl = gauge(names.TPOT), gauge(names.ITL)
     decode, cycle = gauge(names.DECODE_RATE), gauge(names.VERIFY_CYCLE)
     for window in v.sliding:
         for w in window.stats:
@@ -46,12 +47,13 @@ def families(v: ExporterView) -> Iterator[Metric]:
                 rate.add_metric(lv, w.acceptance_rate)
             for i, p in enumerate(w.position_acceptance_rate):
                 prate.add_metric([*lv, str(i)], p)
-            for name, q in QUANTILES:
-                value = w.ttft_seconds.get(name)
-                if value is not None:
-                    ttft.add_metric([*lv, str(q)], value)
+            for family, values in ((ttft, w.ttft_seconds), (tpot, w.tpot_seconds), (itl, w.itl_seconds)):
+                for name, q in QUANTILES:
+                    value = values.get(name)
+                    if value is not None:
+                        family.add_metric([*lv, str(q)], value)
             if w.decode_tokens_per_second is not None:
                 decode.add_metric(lv, w.decode_tokens_per_second)
             if w.verify_cycle_seconds is not None:
                 cycle.add_metric(lv, w.verify_cycle_seconds)
-    yield from non_empty(length, rate, prate, ttft, decode, cycle)
+    yield from non_empty(length, rate, prate, ttft, tpot, itl, decode, cycle)

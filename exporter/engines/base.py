@@ -81,6 +81,10 @@ class StreamSnapshot:
     context_cap_tokens: int | None = None
     spec: SpecCounters | None = None
     ttft: Histogram | None = None
+    # request TPOT ((last − first token) / (n − 1), one observation per request) and inter-token latency
+    # (vLLM: one observation per engine step, so a speculative arm shows fewer, longer gaps)
+    tpot: Histogram | None = None
+    itl: Histogram | None = None
     prompt_tokens: float | None = None
     generation_tokens: float | None = None
     requests_running: float | None = None

@@ -50,6 +50,8 @@ ACCEPT_LENGTH = "spec_accept_length"
 ACCEPT_RATE = "spec_accept_rate"  # read only to note that it is ignored
 NUM_DRAFT_TOKENS = "spec_num_draft_tokens"
 TTFT = "time_to_first_token_seconds"
+TPOT = "request_time_per_output_token_seconds"
+ITL = "inter_token_latency_seconds"
 PROMPT = "prompt_tokens_total"
 GENERATION = "generation_tokens_total"
 RUNNING = "num_running_reqs"
@@ -57,7 +59,8 @@ QUEUED = "num_queue_reqs"
 
 GAUGES = (MAX_TOTAL, TOKEN_USAGE, USED_TOKENS, CONTEXT_LEN, ACCEPT_LENGTH, NUM_DRAFT_TOKENS, RUNNING, QUEUED)
 COUNTERS = (VERIFY_CALLS, PROMPT, GENERATION)
-FAMILIES = frozenset({*GAUGES, *COUNTERS, ACCEPT_RATE, TTFT + "_bucket", TTFT + "_count", TTFT + "_sum"})
+FAMILIES = frozenset({*GAUGES, *COUNTERS, ACCEPT_RATE,
+                      *(h + s for h in (TTFT, TPOT, ITL) for s in ("_bucket", "_count", "_sum"))})
 
 # Labels that split series without meaning a different stream.
 SPLIT_ONLY = frozenset({"is_streaming", "engine_type", "moe_ep_rank", "pid", "priority", "worker_addr"})
@@ -132,6 +135,8 @@ class SglangAdapter:
         g = {b: _fold2(samples(page, KIND, b), "max") for b in GAUGES}
         c = {b: _fold2(samples(page, KIND, b), "sum") for b in COUNTERS}
         ttft_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", lambda lb: _stream_key(_full_key(lb)))
+        tpot_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", lambda lb: _stream_key(_full_key(lb)))
+        itl_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{ITL}", lambda lb: _stream_key(_full_key(lb)))
         if g[MAX_TOTAL]:
             hints.append("sglang>=0.5.6: max_total_num_tokens gauge")
         elif side.max_total_num_tokens is not None:
@@ -162,6 +167,8 @@ class SglangAdapter:
         gs = {b: fold(d.items(), resolve, "max") for b, d in g.items()}
         cs = {b: fold(d.items(), resolve, "sum") for b, d in c.items()}
         ttft = {resolve(k): h for k, h in ttft_raw.items()}
+        tpot = {resolve(k): h for k, h in tpot_raw.items()}
+        itl = {resolve(k): h for k, h in itl_raw.items()}
 
         keys: set[StreamKey] = set(ttft)
         for folded in (*gs.values(), *cs.values()):
@@ -195,7 +202,7 @@ class SglangAdapter:
                 kv_pool_configured_tokens=side.configured_max_total_tokens,
                 kv_usage_ratio=gs[TOKEN_USAGE].get(key), kv_used_tokens=gs[USED_TOKENS].get(key),
                 context_cap_tokens=int(ctx) if ctx is not None else None,
-                spec=spec, ttft=ttft.get(key), prompt_tokens=cs[PROMPT].get(key),
+                spec=spec, ttft=ttft.get(key), tpot=tpot.get(key), itl=itl.get(key), prompt_tokens=cs[PROMPT].get(key),
                 generation_tokens=cs[GENERATION].get(key), requests_running=gs[RUNNING].get(key),
                 requests_waiting=gs[QUEUED].get(key), preemptions=None,
             ))

@@ -39,6 +39,9 @@ DRAFT_TOKENS = "spec_decode_num_draft_tokens_total"
 ACCEPTED = "spec_decode_num_accepted_tokens_total"
 ACCEPTED_POS = "spec_decode_num_accepted_tokens_per_pos_total"
 TTFT = "time_to_first_token_seconds"
+TPOT = "request_time_per_output_token_seconds"
+ITL = "inter_token_latency_seconds"
+ITL_OLD = "time_per_output_token_seconds"  # the ITL histogram's name until vLLM 0.13
 PROMPT = "prompt_tokens_total"
 GENERATION = "generation_tokens_total"
 RUNNING = "num_requests_running"
@@ -47,7 +50,8 @@ PREEMPTIONS = "num_preemptions_total"
 
 FAMILIES = frozenset({
     CACHE_INFO, USAGE_NEW, USAGE_OLD, DRAFTS, DRAFT_TOKENS, ACCEPTED, ACCEPTED_POS,
-    TTFT + "_bucket", TTFT + "_count", TTFT + "_sum", PROMPT, GENERATION, RUNNING, WAITING, PREEMPTIONS,
+    TTFT + "_bucket", TTFT + "_count", TTFT + "_sum",
+    *(h + s for h in (TPOT, ITL, ITL_OLD) for s in ("_bucket", "_count", "_sum")), PROMPT, GENERATION, RUNNING, WAITING, PREEMPTIONS,
 })
 
 
@@ -82,6 +86,9 @@ class VllmAdapter:
             at = per_pos.setdefault(_key(labels), {})
             at[pos] = at.get(pos, 0.0) + v
         ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", _key)
+        tpot: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", _key)
+        itl: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{ITL}", _key) or \
+            histograms(page, f"{KIND}:{ITL_OLD}", _key)
 
         keys: set[StreamKey] = set()
         for folded in (*g.values(), *c.values()):
@@ -109,7 +116,7 @@ class VllmAdapter:
                 model=model, rank=rank, kv_pool_tokens=pool_tokens, kv_block_size=block,
                 kv_usage_ratio=usage.get(key),
                 context_cap_tokens=side.max_model_len.get(model) if model is not None else None,
-                spec=spec, ttft=ttft.get(key), prompt_tokens=c[PROMPT].get(key),
+                spec=spec, ttft=ttft.get(key), tpot=tpot.get(key), itl=itl.get(key), prompt_tokens=c[PROMPT].get(key),
                 generation_tokens=c[GENERATION].get(key), requests_running=g[RUNNING].get(key),
                 requests_waiting=g[WAITING].get(key), preemptions=c[PREEMPTIONS].get(key),
             ))
