@@ -38,7 +38,10 @@ from gate.validation import acceptance_target_possible, validate_geometry
 
 KVDtype = Literal["auto", "bf16", "bfloat16", "fp16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32", "float32"]
 Scope = Literal["full", "window", "block"]
-SpecMethod = Literal["draft_model", "eagle", "eagle3", "mtp", "nextn", "dflash", "dspark", "ngram"]
+SpecMethod = Literal["draft_model", "eagle", "eagle3", "mtp", "nextn", "dflash", "dspark", "ngram", "suffix"]
+# Methods that propose from the tokens themselves (prompt lookup; vLLM suffix decoding via arctic-inference):
+# no drafter artifact, no drafter KV.
+DRAFTERLESS_METHODS: frozenset[str] = frozenset({"ngram", "suffix"})
 # Methods whose drafter ships inside the target checkpoint (no second download).
 EMBEDDED_METHODS: frozenset[str] = frozenset({"mtp", "nextn"})
 
@@ -411,9 +414,9 @@ class Plan(_Strict):
     @model_validator(mode="after")
     def _coherent(self) -> Plan:
         spec = self.engine.speculative
-        if spec is not None and spec.method == "ngram" and self.drafter is not None:
-            raise ValueError("engine.speculative.method ngram has no drafter: remove the drafter section")
-        if spec is not None and spec.method not in EMBEDDED_METHODS and spec.method != "ngram" and self.drafter is None:
+        if spec is not None and spec.method in DRAFTERLESS_METHODS and self.drafter is not None:
+            raise ValueError(f"engine.speculative.method {spec.method} has no drafter: remove the drafter section")
+        if spec is not None and spec.method not in EMBEDDED_METHODS | DRAFTERLESS_METHODS and self.drafter is None:
             raise ValueError(f"engine.speculative.method {spec.method} needs a drafter section")
         if spec is None and self.drafter is not None:
             raise ValueError("a drafter section needs engine.speculative (its method and depth): without it the "
@@ -456,7 +459,7 @@ class Plan(_Strict):
 
     @property
     def has_drafter(self) -> bool:
-        return self.method is not None and self.method != "ngram"
+        return self.method is not None and self.method not in DRAFTERLESS_METHODS
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
