@@ -21,7 +21,7 @@ from pathlib import Path
 from gate.checks.codesign import CodesignResult, codesign
 from gate.commands.kv import exit_invalid_on_usage_error, positive_int
 from gate.model.config import ConfigError, load_config
-from gate.verdict import EXIT_FAIL, EXIT_INVALID, EXIT_PASS, Status
+from gate.verdict import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_PASS, Status
 
 NO_DRAFTER = ("none", "-")
 
@@ -72,4 +72,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(as_json(result), indent=2))
     else:
         print(as_text(result, args.engine))
-    return EXIT_FAIL if result.status is Status.FAIL else EXIT_PASS
+    if result.status is Status.FAIL:
+        return EXIT_FAIL
+    # A rule that could not read its fields is "not checked": inconclusive, never a pass (issue 10).
+    return EXIT_INCONCLUSIVE if result.status is Status.INCONCLUSIVE else EXIT_PASS

@@ -69,3 +69,16 @@ def test_drafter_change_says_the_budget_was_recomputed_and_target_change_needs_n
     r = codesign.check(_ctx(tiny_plan("draft"), previous=compare(prev, "r1", "r1"),
                             metrics=MetricsEvidence(windows=[newer])))
     assert r.status is Status.PASS and "1 acceptance window(s) are newer" in r.reason
+
+
+def test_codesign_command_not_checked_exits_inconclusive(tmp_path: Any) -> None:
+    """`specgate codesign` on a DFlash drafter whose hidden_size was removed: not checked → exit 2, not 0."""
+    from gate.cli import main
+
+    cfg = json.loads((CONFIGS / "dflash__specforge__qwen3-8b-dflash.json").read_text(encoding="utf-8"))
+    cfg.pop("hidden_size", None)
+    (tmp_path / "d.json").write_text(json.dumps(cfg), encoding="utf-8")
+    target = str(CONFIGS / "target-gqa__Qwen__Qwen3-8B.json")
+    assert main(["codesign", target, str(tmp_path / "d.json"), "--engine", "sglang", "--format", "json"]) == 2
+    real = str(CONFIGS / "dflash__specforge__qwen3-8b-dflash.json")  # control: the real pair is checked
+    assert main(["codesign", target, real, "--engine", "sglang", "--format", "json"]) in (0, 1)
