@@ -25,6 +25,7 @@ from typing import Any
 
 from gate.checks.base import CheckContext
 from gate.checks.startup_tax import Payback, payback
+from gate.evidence import plausibility
 from gate.evidence.base import StartupObservation
 from gate.plan import Plan
 from gate.verdict import LineResult, Status
@@ -37,7 +38,8 @@ def measured(ctx: CheckContext) -> StartupObservation | None:
         return StartupObservation(ev.ready_seconds, f"observed: {ev.ready_source or 'live engine'}")
     found = ctx.cluster.found if ctx.cluster is not None else None
     k = ctx.plan.evidence.kubernetes
-    if found is not None and found.staging_seconds is not None and k is not None:
+    if found is not None and found.staging_seconds is not None and k is not None and \
+            plausibility.startup_seconds(found.staging_seconds) is None:
         return StartupObservation(found.staging_seconds, f"observed: pod status in {k.namespace} ({found.reason})")
     rep = ctx.plan.evidence.reported.startup_seconds
     if rep is not None:
@@ -87,7 +89,12 @@ def check(ctx: CheckContext) -> LineResult:
     measurement's source, the run without the drafter and the drafter's startup tax."""
     plan = ctx.plan
     kube_note = ctx.cluster.note if ctx.cluster is not None else None
-    return judge(plan, measured(ctx), kube_note)
+    found = ctx.cluster.found if ctx.cluster is not None else None
+    bad = plausibility.startup_seconds(found.staging_seconds, "pod status") if found is not None else None
+    result = judge(plan, measured(ctx), kube_note)
+    if bad is not None:  # a pod clock that says a negative or absurd start is not a measurement: say so
+        return LineResult(result.status, f"{result.reason}; pod status not evidence: {bad.reason}", result.values)
+    return result
 
 
 def judge(plan: Plan, measured: StartupObservation | None, kube_note: str | None = None) -> LineResult:

@@ -82,3 +82,20 @@ def test_codesign_command_not_checked_exits_inconclusive(tmp_path: Any) -> None:
     assert main(["codesign", target, str(tmp_path / "d.json"), "--engine", "sglang", "--format", "json"]) == 2
     real = str(CONFIGS / "dflash__specforge__qwen3-8b-dflash.json")  # control: the real pair is checked
     assert main(["codesign", target, real, "--engine", "sglang", "--format", "json"]) in (0, 1)
+
+
+def test_implausible_pod_start_is_not_a_measurement() -> None:
+    """Kubernetes evidence goes through plausibility too: a negative cold start (clock skew between the pod's
+    scheduled and ready times) is not measured; the reported 40.7 s then decides, and the reason says why."""
+    from gate.checks import staging
+    from gate.evidence.gather import ClusterEvidence
+    from gate.evidence.pods import KubeEvidence
+
+    data = tiny_plan("draft")
+    data["evidence"] = {"kubernetes": {"namespace": "llm", "selector": "app=x"},
+                        "reported": {"startup_seconds": {"value": 40.7, "source": "reference ready time"}}}
+    bad = ClusterEvidence(found=KubeEvidence("llm", "app=x", staging_seconds=-12.0, reason="1 pod"))
+    r = staging.check(_ctx(data, cluster=bad))
+    assert "reported: reference ready time" in r.reason and "startup seconds -12 must be > 0" in r.reason
+    good = ClusterEvidence(found=KubeEvidence("llm", "app=x", staging_seconds=30.0, reason="1 pod"))
+    assert "observed: pod status in llm" in staging.check(_ctx(data, cluster=good)).reason  # control
