@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from exporter.engines.base import EngineKind
-from gate.evidence.plausibility import pool_tokens, speculative_depth, startup_seconds
+from gate.evidence.plausibility import MAX_SPECULATIVE_DEPTH, pool_tokens, speculative_depth, startup_seconds
 from gate.loading import PLAN_LIMITS, InputError, load_yaml
 from gate.validation import acceptance_target_possible, validate_geometry
 
@@ -123,12 +123,17 @@ class Drafter(ModelRef):
         return self
 
 
+# Sane upper bounds of the speculative settings (engines use 1-16 draft steps; SGLang trees a few dozen
+# draft tokens): far beyond them a number is a typo, and k bounds every acceptance length (L ≤ 1 + k).
+DepthInt = Annotated[int, Field(gt=0, le=MAX_SPECULATIVE_DEPTH)]
+
+
 class Speculative(_Strict):
     method: SpecMethod
-    num_speculative_tokens: PositiveInt | None = None
-    num_steps: PositiveInt | None = None
-    eagle_topk: PositiveInt | None = None
-    num_draft_tokens: PositiveInt | None = None
+    num_speculative_tokens: DepthInt | None = None
+    num_steps: DepthInt | None = None
+    eagle_topk: DepthInt | None = None
+    num_draft_tokens: Annotated[int, Field(gt=0, le=16 * MAX_SPECULATIVE_DEPTH)] | None = None
 
 
 class Engine(_Strict):

@@ -99,3 +99,15 @@ def test_implausible_pod_start_is_not_a_measurement() -> None:
     assert "reported: reference ready time" in r.reason and "startup seconds -12 must be > 0" in r.reason
     good = ClusterEvidence(found=KubeEvidence("llm", "app=x", staging_seconds=30.0, reason="1 pod"))
     assert "observed: pod status in llm" in staging.check(_ctx(data, cluster=good)).reason  # control
+
+
+def test_absurd_depth_is_invalid() -> None:
+    """k bounds every acceptance length (L ≤ 1 + k): 99,999,999,999 draft tokens per round is a typo, refused."""
+    import pytest
+
+    from gate.plan import PlanError
+
+    data = tiny_plan("draft")
+    data["engine"]["speculative"]["num_speculative_tokens"] = 99_999_999_999
+    with pytest.raises(PlanError, match="num_speculative_tokens: Input should be less than or equal to 64"):
+        plan_from_dict(data)
