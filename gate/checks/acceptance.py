@@ -29,6 +29,8 @@ from exporter import formulas
 from gate.checks import probes, served_rate
 from gate.checks.base import CheckContext
 from gate.evidence.base import AcceptanceWindow
+from gate.fleet.rule import window_slo_status
+from gate.fleet.table import FleetResult
 from gate.plan import Plan, StepCost
 from gate.stats import StatsError
 from gate.verdict import LineResult, Status, combine
@@ -158,10 +160,11 @@ def check(ctx: CheckContext) -> LineResult:
     (BreakEvenPoint), `streams` (StreamResult), `measured_vs_break_even` (MeasuredPoint), `erosion`
     and `cycle_growth` when known, and `served_rate` (ArmResult).
     """
-    return judge(ctx.plan, ctx.phase, ctx.metrics.windows, ctx.metrics.errors)
+    return judge(ctx.plan, ctx.phase, ctx.metrics.windows, ctx.metrics.errors, fleet=ctx.metrics.fleet)
 
 
-def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_errors: list[str]) -> LineResult:
+def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_errors: list[str],
+          fleet: FleetResult | None = None) -> LineResult:
     slo = plan.slo
     target = slo.target_acceptance_length
     parts: list[str] = []
@@ -195,6 +198,9 @@ def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
         pooled = _pooled_length(ws)
         if pooled is not None:
             measured_l[point] = pooled
+    fleet_l = fleet.pooled_length() if fleet is not None else None
+    if fleet_l is not None and None not in measured_l:
+        measured_l[None] = fleet_l
 
     # 1. The target and break-even.
     points = break_even(plan, measured_l)
@@ -223,7 +229,15 @@ def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
                          f"(from {worst[2]} step costs): a window meeting the target would not pay")
 
     # 2. The per-window SLO.
-    slo_status, slo_txt, per_stream = _slo(plan, phase, groups, evidence_errors, bool(windows))
+    slo_status, slo_txt, per_stream = _slo(plan, phase, groups, evidence_errors, bool(windows) or fleet is not None)
+    if fleet is not None:
+        # The Prometheus fleet: each pod judged on its own windows, the fleet by the plan's rule (gate.fleet.rule).
+        named = fleet.named()
+        fleet_txt = f"fleet {fleet.status.value}: {fleet.reason}" + (f" [{named}]" if named else "")
+        slo_status, slo_txt = ((fleet.status, fleet_txt) if not groups else
+                               (combine([s for s in (slo_status, fleet.status) if s is not None]),
+                                f"{slo_txt}; {fleet_txt}"))
+        values["fleet"] = fleet.to_json()
     values["streams"] = [r.to_json() for r in per_stream]
     if slo_status is not None:
         statuses.append(slo_status)
@@ -346,10 +360,7 @@ def _slo(plan: Plan, phase: str, groups: dict[GroupKey, list[AcceptanceWindow]],
     for (point, stream, source), ws in groups.items():
         met = sum(1 for w in ws if (w.acceptance_length or 0) >= target)
         frac = met / len(ws)
-        if len(ws) < slo.min_windows:
-            st = Status.INCONCLUSIVE
-        else:
-            st = Status.PASS if frac >= slo.required_fraction else Status.FAIL
+        st = window_slo_status(len(ws), met, slo)  # the same rule as every pod of a fleet
         statuses.append(st)
         per_stream.append(StreamResult(point, stream, source, len(ws), met, frac, st,
                                        tuple(w.acceptance_length for w in ws),

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gate.evidence.identity import EvidenceIdentity
+from gate.fleet.table import FleetResult
 
 Progress = Callable[[str], None]
 
@@ -116,6 +117,9 @@ class MetricsEvidence:
     identity: EvidenceIdentity | None = None
     live: bool = False
     engine_up: bool | None = None
+    # A Prometheus source's per-pod table and fleet verdict (gate.fleet): it judges each pod's windows,
+    # restarts and engine state itself, so its windows are not in `windows`.
+    fleet: FleetResult | None = None
 
     def merge(self, other: MetricsEvidence) -> None:
         self.windows += other.windows
@@ -125,6 +129,7 @@ class MetricsEvidence:
             self.kv_pool = other.kv_pool
         self.context_cap_tokens = self.context_cap_tokens or other.context_cap_tokens
         self.engine_version = self.engine_version or other.engine_version
+        self.fleet = self.fleet or other.fleet
         if other.ready_seconds is not None and (self.ready_seconds is None or other.ready_seconds > self.ready_seconds):
             self.ready_seconds, self.ready_source = other.ready_seconds, other.ready_source
 

@@ -1,14 +1,16 @@
-"""Acceptance evidence from Prometheus history (post phase; Thanos and Mimir speak the same API).
+"""Acceptance evidence from Prometheus history (post phase; Thanos, Mimir and VictoriaMetrics speak the same API).
 
-Why range queries over the exporter's counters: a fleet of pods is judged per pod and per
-stream, and the answer comes at once from history — nothing waits for a new window inside
-an HTTP request. Each step of `increase(specgate_spec_drafts_total[W])` at step W is one
-batch window; a window in which `specgate_engine_restarts_total` increased is `reset` and
-never evidence. Timeouts, errors and empty answers are recorded as errors (inconclusive).
-Tokens and passwords come from the environment or files and are never logged. Metric names
-come from `exporter.names` (the output contract), never spelled here.
+Why range queries over the exporter's counters, judged as a fleet: every pod the plan's selector
+matches is judged on its own windows (gate.fleet: a fixed set of queries, never one per pod; the
+per-pod table and the fleet rule `evidence.prometheus.fleet`), and the answer comes at once from
+history — nothing waits for a new window inside an HTTP request. Each step of
+`increase(specgate_spec_drafts_total[W])` at step W is one batch window; a window in which
+`specgate_engine_restarts_total` increased is `reset` and never evidence. Timeouts, errors and
+empty answers are recorded as errors (inconclusive). Side facts for other lines: the smallest
+allocated pool and the slowest cold start among the matched pods (each named). Tokens and
+passwords come from the environment or files and are never logged; `tenant` is sent as
+`X-Scope-OrgID`. Metric names come from `exporter.names` (the output contract), never spelled here.
 """
-
 from __future__ import annotations
 
 import os
@@ -20,9 +22,8 @@ from typing import Any
 
 import requests
 
-from exporter import formulas, names
+from exporter import names
 from gate.evidence.base import (
-    AcceptanceWindow,
     BadAnswer,
     EvidenceError,
     EvidenceRequest,
@@ -32,7 +33,9 @@ from gate.evidence.base import (
     Unreachable,
     no_answer_kind,
 )
-from gate.plan import PlanError, PrometheusSource
+from gate.fleet.collect import FleetAsk
+from gate.fleet.collect import evaluate as evaluate_fleet
+from gate.plan import SLO, PlanError, PrometheusSource
 from gate.redact import redact_url
 
 DRAFTS = names.SPEC_DRAFTS.series
@@ -98,6 +101,8 @@ def client_for(src: PrometheusSource, url: str) -> PromClient:
     if token:
         headers["Authorization"] = f"Bearer {token}"
     auth = None
+    if src.tenant:
+        headers["X-Scope-OrgID"] = src.tenant  # Mimir/Cortex tenant (a|b|c: federated query)
     if src.basic_auth is not None:
         pw = _secret_from(src.basic_auth.password_env, src.basic_auth.password_file, "password") or ""
         auth = (src.basic_auth.username, pw)
@@ -113,31 +118,6 @@ def _selector(src: PrometheusSource, extra: str = "") -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _key(metric: dict[str, str]) -> LabelKey:
-    return tuple(sorted((k, v) for k, v in metric.items() if k != "__name__"))
-
-
-def _stream(key: LabelKey) -> str:
-    wanted = [f"{k}={v}" for k, v in key if k in ("namespace", "pod", "instance", "model", "rank", "engine")]
-    return ",".join(wanted) or ",".join(f"{k}={v}" for k, v in key) or "(no labels)"
-
-
-LabelKey = tuple[tuple[str, str], ...]
-
-
-def _series(result: Series) -> dict[LabelKey, dict[float, float]]:
-    out: dict[LabelKey, dict[float, float]] = {}
-    for s in result:
-        vals: dict[float, float] = {}
-        for t, v in s.get("values") or []:
-            try:
-                vals[float(t)] = float(v)
-            except (TypeError, ValueError):
-                continue
-        out[_key(s.get("metric") or {})] = vals
-    return out
-
-
 def _end_time(src: PrometheusSource) -> float:
     if src.end is None:
         return time.time()
@@ -146,75 +126,51 @@ def _end_time(src: PrometheusSource) -> float:
     return float(src.end)
 
 
+def _instant_values(result: Series) -> list[tuple[dict[str, str], float]]:
+    out = []
+    for s in result:
+        try:
+            out.append((s.get("metric") or {}, float(s["value"][1])))
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+    return out
+
+
 def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_seconds: float,
-            min_drafts: float) -> MetricsEvidence:
-    """Per-window acceptance per series over the lookback; every failure is an error, never a pass."""
+            min_drafts: float, slo: SLO | None = None, k: int | None = None, method: str | None = None,
+            require_engine_up: bool = True, now: float | None = None) -> MetricsEvidence:
+    """The fleet's per-pod table (gate.fleet) plus the side facts; every failure is an error, never a pass."""
     source = f"Prometheus {redact_url(url)}"
     ev = MetricsEvidence(sources=[source])
     client = client_for(src, url)
-    w = max(int(round(window_seconds)), 1)
     end = _end_time(src)
-    steps = max(int(lookback_seconds // w), 1)
-    start = end - (steps - 1) * w
+    ask = FleetAsk(slo=slo or SLO(window_seconds=window_seconds, lookback_seconds=lookback_seconds),
+                   window_seconds=window_seconds, lookback_seconds=lookback_seconds, min_drafts=min_drafts,
+                   end=end, k=k, method=method, require_engine_up=require_engine_up,
+                   now=time.time() if now is None else now)
     sel = _selector(src)
-    rng = {"start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{w}s"}
     try:
-        drafts = _series(client.query("/api/v1/query_range", {"query": f"increase({DRAFTS}{sel}[{w}s])", **rng}))
-        if not drafts:
-            raise NoData(f"{source}: no {DRAFTS} series match {sel} in the last {lookback_seconds:g} s")
-        accepted = _series(client.query("/api/v1/query_range", {"query": f"increase({ACCEPTED}{sel}[{w}s])", **rng}))
-        draft_tokens = _series(client.query("/api/v1/query_range",
-                                            {"query": f"increase({DRAFT_TOKENS}{sel}[{w}s])", **rng}))
-        restarts = _series(client.query("/api/v1/query_range", {"query": f"increase({RESTARTS}{sel}[{w}s])", **rng}))
+        result = evaluate_fleet(client, src, ask, source)
+        if not result.rows:
+            raise NoData(f"{source}: no {DRAFTS} series match {result.selector} in the last {lookback_seconds:g} s")
         pool_sel = _selector(src, 'pool="target"')
-        pool = client.query("/api/v1/query", {"query": f"{KV_POOL}{pool_sel}", "time": f"{end:.3f}"})
-        ready = client.query("/api/v1/query", {"query": f"{READY}{sel}", "time": f"{end:.3f}"})
-        up = client.query("/api/v1/query", {"query": f"{UP}{sel}", "time": f"{end:.3f}"})
+        pool = _instant_values(client.query("/api/v1/query", {"query": f"{KV_POOL}{pool_sel}", "time": f"{end:.3f}"}))
+        ready = _instant_values(client.query("/api/v1/query", {"query": f"{READY}{sel}", "time": f"{end:.3f}"}))
     except EvidenceError as e:
         ev.errors.append(str(e))
         return ev
-
-    for key, dvals in sorted(drafts.items()):
-        avals = accepted.get(key, {})
-        tvals = draft_tokens.get(key, {})
-        rvals = restarts.get(key)
-        stream = _stream(key)
-        for t in sorted(dvals):
-            d = dvals[t]
-            a = avals.get(t)
-            # No restarts series (or no point at t): unknown, never "no restart".
-            rv = rvals.get(t) if rvals is not None else None
-            reset: bool | None = None if rv is None else rv > 0
-            length = formulas.acceptance_length(a, d) if a is not None and d >= max(min_drafts, 1) else None
-            tok = tvals.get(t)
-            rate = formulas.acceptance_rate(a, tok) if a is not None and tok else None
-            ev.windows.append(AcceptanceWindow(source=source, stream=stream, point=None, start=t - w, end=t,
-                                               reset=reset, drafts=d, acceptance_length=length,
-                                               acceptance_rate=rate))
-    values = []
-    for s in pool:
-        try:
-            values.append(float(s["value"][1]))
-        except (KeyError, IndexError, TypeError, ValueError):
-            continue
-    if values:
-        ev.kv_pool = PoolObservation(int(min(values)), f"{source} ({KV_POOL}, smallest of {len(values)} series)")
-    readies = []
-    for s in ready:
-        try:
-            readies.append(float(s["value"][1]))
-        except (KeyError, IndexError, TypeError, ValueError):
-            continue
-    if readies:
-        ev.ready_seconds, ev.ready_source = max(readies), f"{source} ({READY}, slowest pod)"
-    ups = []
-    for s in up:
-        try:
-            ups.append(float(s["value"][1]))
-        except (KeyError, IndexError, TypeError, ValueError):
-            continue
+    ev.fleet = result
     ev.live = True
-    ev.engine_up = all(u == 1 for u in ups) if ups else None
+    ups = [r.engine_up for r in result.rows]
+    ev.engine_up = all(u is True for u in ups) if ups else None
+    if pool:
+        labels, tokens = min(pool, key=lambda x: x[1])
+        who = labels.get("pod") or labels.get("instance") or "?"
+        ev.kv_pool = PoolObservation(int(tokens), f"{source} ({KV_POOL}, smallest of {len(pool)} series: {who})")
+    if ready:
+        labels, seconds = max(ready, key=lambda x: x[1])
+        who = labels.get("pod") or labels.get("instance") or "?"
+        ev.ready_seconds, ev.ready_source = seconds, f"{source} ({READY}, slowest pod: {who})"
     return ev
 
 
@@ -224,10 +180,15 @@ class PrometheusHistory:
 
     source: PrometheusSource
     url: str
+    slo: SLO | None = None
+    k: int | None = None
+    method: str | None = None
+    require_engine_up: bool = True
 
     @property
     def name(self) -> str:
         return f"Prometheus {redact_url(self.url)}"
 
     def collect(self, request: EvidenceRequest) -> MetricsEvidence:
-        return collect(self.source, self.url, request.window_seconds, request.lookback_seconds, request.min_drafts)
+        return collect(self.source, self.url, request.window_seconds, request.lookback_seconds, request.min_drafts,
+                       slo=self.slo, k=self.k, method=self.method, require_engine_up=self.require_engine_up)

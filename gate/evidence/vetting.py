@@ -100,7 +100,9 @@ def vet_source(ev: MetricsEvidence, rules: VetRules) -> MetricsEvidence:
             return MetricsEvidence(sources=list(ev.sources), errors=[*ev.errors, f"not this plan's evidence: "
                                                                                  f"{mismatch.reason}"])
     errors = list(ev.errors)
-    if rules.phase == "post" and ev.live and ev.engine_up is not True:
+    # A fleet (gate.fleet) judges every pod's engine state in its own row: one pod down is that pod's
+    # inconclusive row, not the whole fleet's evidence dropped.
+    if rules.phase == "post" and ev.live and ev.fleet is None and ev.engine_up is not True:
         why = "reports engine_up 0" if ev.engine_up is False else "does not report engine_up"
         errors.append(f"{', '.join(ev.sources) or 'the source'} {why}: the engine is not known to be up, so its "
                       "windows are not live evidence")

@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from gate.evidence import prometheus as prom
-from gate.plan import PrometheusSource, plan_from_dict
+from gate.plan import SLO, PrometheusSource, plan_from_dict
 from tests.gate.helpers import REPO, serve, tiny_plan
 
 TOOLS = REPO / ".tools" / "bin"
@@ -115,18 +115,18 @@ def _src(end: float, **kw) -> PrometheusSource:
 
 def test_per_pod_windows_with_restart_marked_reset(prom_server: tuple[str, float]) -> None:
     url, end = prom_server
-    ev = prom.collect(_src(end), url, WINDOW, WINDOW * WINDOWS, min_drafts=1)
-    assert ev.errors == []
-    a = [w for w in ev.windows if "pod=pod-a" in w.stream]
-    b = [w for w in ev.windows if "pod=pod-b" in w.stream]
-    assert len(a) == len(b) == WINDOWS
-    resets = [w for w in a if w.reset]
-    assert len(resets) == 1 and resets[0].acceptance_length == pytest.approx(1.0)
-    # every other pod-a window: 100 drafts, 200 accepted per minute -> L = 3.0 (increase() extrapolation
-    # scales both counters alike); pod-b: 20 accepted per 100 drafts -> L = 1.2
-    assert all(w.acceptance_length == pytest.approx(3.0) for w in a if not w.reset)
-    assert all(w.acceptance_length == pytest.approx(1.2) for w in b)
-    assert all(w.acceptance_rate == pytest.approx(2.0 / 3.0) for w in a if not w.reset)
+    slo = SLO(target_acceptance_length=2.0, window_seconds=WINDOW, min_windows=5, required_fraction=0.9)
+    ev = prom.collect(_src(end), url, WINDOW, WINDOW * WINDOWS, min_drafts=1, slo=slo)
+    assert ev.errors == [] and ev.windows == [] and ev.fleet is not None
+    rows = {r.pod: r for r in ev.fleet.rows}
+    a, b = rows["pod-a"], rows["pod-b"]
+    # pod-a: one window reset (its L 1.0 there is never evidence), 9 windows of 100 drafts, 200 accepted per
+    # minute -> L = 3.0 (increase() extrapolation scales both counters alike); pod-b: 20 per 100 -> L = 1.2
+    assert (a.windows, a.excluded["reset"], a.restarts) == (WINDOWS - 1, 1, pytest.approx(1.0))
+    assert a.acceptance_length == pytest.approx(3.0) and a.min_acceptance_length == pytest.approx(3.0)
+    assert (b.windows, b.met, b.acceptance_length) == (WINDOWS, 0, pytest.approx(1.2))
+    assert (a.status.value, b.status.value) == ("pass", "fail")
+    assert ev.fleet.status.value == "fail" and ev.fleet.queries == 8
 
 
 def test_fleet_judged_per_pod(prom_server: tuple[str, float]) -> None:
@@ -142,12 +142,12 @@ def test_fleet_judged_per_pod(prom_server: tuple[str, float]) -> None:
     v = evaluate(plan_from_dict(data), phase="post")
     acc = v.checks["acceptance"]
     assert acc.status.value == "fail"
-    streams = {s["stream"]: s for s in acc.values["streams"]}
-    a = next(s for k, s in streams.items() if "pod-a" in k)
-    b = next(s for k, s in streams.items() if "pod-b" in k)
+    pods = {p["pod"]: p for p in acc.values["fleet"]["pods"]}
+    a, b = pods["pod-a"], pods["pod-b"]
     assert (a["status"], a["windows"], a["met"]) == ("pass", WINDOWS - 1, WINDOWS - 1)
     assert (b["status"], b["met"]) == ("fail", 0)
-    assert acc.values["windows_excluded"]["reset"] == 1
+    assert a["excluded"]["reset"] == 1
+    assert "failed: pod-b" in acc.reason
     data["evidence"]["prometheus"]["selector"] = 'pod="pod-a"'
     v = evaluate(plan_from_dict(data), phase="post")
     assert v.checks["acceptance"].status.value == "pass"
