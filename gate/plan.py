@@ -75,23 +75,34 @@ class _Strict(BaseModel):
 class Weights(_Strict):
     """Where an artifact's byte count comes from, best first: a safetensors path, bytes, params × dtype."""
 
-    path: PlanPath | None = None
-    bytes: NonNegInt | None = None
-    parameters: PositiveInt | None = None
-    dtype: KVDtype | None = None
-    source: str | None = None
+    path: PlanPath | None = Field(
+        default=None, description="a safetensors file or checkpoint directory (model.safetensors.index.json "
+                                  "total_size, else the shard headers); relative to the plan")
+    bytes: NonNegInt | None = Field(
+        default=None, description="the artifact's size in bytes, when no file is at hand")
+    parameters: PositiveInt | None = Field(
+        default=None, description="parameter count; with dtype gives bytes = parameters x dtype bytes")
+    dtype: KVDtype | None = Field(default=None, description="weight dtype for parameters x dtype bytes")
+    source: str | None = Field(
+        default=None, description="where the byte or parameter count comes from (a model card, a listing)")
 
 
 class ModelRef(_Strict):
     """A model artifact: its name, revision, config (file or inline keys) and weights."""
 
-    name: str | None = None
-    revision: str | None = None
-    config: PlanPath | None = None
+    name: str | None = Field(
+        default=None, description="the model's name (Hugging Face id); the default served name evidence "
+                                  "must carry")
+    revision: str | None = Field(
+        default=None, description="pinned revision (commit); recorded in the run record")
+    config: PlanPath | None = Field(
+        default=None, description="its config.json (or a directory holding one); relative to the plan")
     geometry: dict[str, Any] | None = Field(
         default=None, description="inline config.json keys, when no config file is at hand")
-    weights: Weights | None = None
-    source: str | None = None
+    weights: Weights | None = Field(
+        default=None, description="where the weights' byte count comes from (artifacts line, GPU memory "
+                                  "bill)")
+    source: str | None = Field(default=None, description="where this model's facts come from")
 
     @model_validator(mode="after")
     def _one_config(self) -> ModelRef:
@@ -109,12 +120,20 @@ class Drafter(ModelRef):
     """The draft model: its KV context scope and how it is shipped."""
 
     embedded: bool = Field(default=False, description="an MTP head inside the target checkpoint")
-    kv_scope: Scope = "full"
-    window_tokens: PositiveInt | None = None
-    sink_tokens: NonNegInt = 0
-    block_tokens: PositiveInt | None = None
-    tp: PositiveInt | None = None
-    trained_against: str | None = None
+    kv_scope: Scope = Field(
+        default="full", description="the drafter's KV context: full (every token), window (window_tokens + "
+                                    "sink_tokens) or block (block_tokens)")
+    window_tokens: PositiveInt | None = Field(
+        default=None, description="kv_scope window: tokens the drafter attends to")
+    sink_tokens: NonNegInt = Field(
+        default=0, description="kv_scope window: attention-sink tokens kept beside the window")
+    block_tokens: PositiveInt | None = Field(
+        default=None, description="kv_scope block: the drafter's block (default: the config's block_size)")
+    tp: PositiveInt | None = Field(
+        default=None, description="the drafter's tensor-parallel size; divides its weights in the GPU "
+                                  "memory bill")
+    trained_against: str | None = Field(
+        default=None, description="the target the drafter was trained against (co-design check)")
 
     @model_validator(mode="after")
     def _scope_inputs(self) -> Drafter:
@@ -129,48 +148,79 @@ DepthInt = Annotated[int, Field(gt=0, le=MAX_SPECULATIVE_DEPTH)]
 
 
 class Speculative(_Strict):
-    method: SpecMethod
-    num_speculative_tokens: DepthInt | None = None
-    num_steps: DepthInt | None = None
-    eagle_topk: DepthInt | None = None
-    num_draft_tokens: Annotated[int, Field(gt=0, le=16 * MAX_SPECULATIVE_DEPTH)] | None = None
+    method: SpecMethod = Field(
+        description="the drafter family: draft_model, eagle, eagle3, mtp, nextn, dflash, dspark, ngram or "
+                    "suffix (ngram and suffix have no drafter section; mtp and nextn ship inside the "
+                    "target)")
+    num_speculative_tokens: DepthInt | None = Field(
+        default=None, description="vLLM: draft tokens per round (k)")
+    num_steps: DepthInt | None = Field(default=None, description="SGLang --speculative-num-steps")
+    eagle_topk: DepthInt | None = Field(default=None, description="SGLang --speculative-eagle-topk")
+    num_draft_tokens: Annotated[int, Field(gt=0, le=16 * MAX_SPECULATIVE_DEPTH)] | None = Field(
+        default=None, description="SGLang --speculative-num-draft-tokens (k = num_draft_tokens - 1)")
 
 
 class Engine(_Strict):
-    kind: EngineKind
-    version: str | None = None
-    image: str | None = None
-    image_digest: str | None = None
-    image_bytes: NonNegInt | None = None
-    kv_dtype: KVDtype = "auto"
-    tp: PositiveInt = 1
-    block_size: PositiveInt | None = None
-    speculative: Speculative | None = None
+    kind: EngineKind = Field(description="vllm or sglang")
+    version: str | None = Field(
+        default=None, description="the engine version to run (SGLang < 0.5.18 warns for DSpark, DFlash and "
+                                  "MTP)")
+    image: str | None = Field(default=None, description="container image tag (run record image_tag)")
+    image_digest: str | None = Field(default=None, description="container image digest (run record)")
+    image_bytes: NonNegInt | None = Field(
+        default=None, description="the image's size, counted against budgets.storage_bytes and "
+                                  "budgets.image_bytes")
+    kv_dtype: KVDtype = Field(
+        default="auto", description="KV-cache dtype (auto = the config's torch_dtype); a smaller dtype "
+                                    "(fp8) changes accuracy: check it before counting its memory (seed 000)")
+    tp: PositiveInt = Field(
+        default=1, description="tensor-parallel size; the pool, bytes per token and memory fractions are "
+                               "per rank")
+    block_size: PositiveInt | None = Field(
+        default=None, description="KV block (vLLM) or page (SGLang) size in tokens; vLLM's default 16 "
+                                  "assumed when missing")
+    speculative: Speculative | None = Field(
+        default=None, description="speculative decoding settings; absent means no speculation")
     served_model_name: str | None = Field(
         default=None, description="the name the engine serves (its model_name label); default target.name")
-    kv_cache_memory_bytes: PositiveInt | None = None
+    kv_cache_memory_bytes: PositiveInt | None = Field(
+        default=None, description="KV memory per rank the pool is carved from: vLLM "
+                                  "--kv-cache-memory-bytes; SGLang the per-rank budget after "
+                                  "--mem-fraction-static (on CPU free host RAM); gives the predicted pool")
     # Per GPU (per TP rank) in both engines: vLLM --gpu-memory-utilization, SGLang --mem-fraction-static.
-    memory_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
-    context_cap_tokens: PositiveInt | None = None
-    configured_max_total_tokens: PositiveInt | None = None
-    prefix_cache: bool | None = None
+    memory_fraction: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        default=None, description="per GPU (per TP rank) in both engines: vLLM --gpu-memory-utilization "
+                                  "(default 0.9, assumed and said), SGLang --mem-fraction-static (no fixed "
+                                  "default: missing is inconclusive)")
+    context_cap_tokens: PositiveInt | None = Field(
+        default=None, description="per-request context cap (vLLM --max-model-len, SGLang --context-length)")
+    configured_max_total_tokens: PositiveInt | None = Field(
+        default=None, description="configured pool ceiling (SGLang --max-total-tokens): the predicted pool "
+                                  "is at most this; never taken for the allocated pool")
+    prefix_cache: bool | None = Field(default=None, description="prefix caching on or off (run record)")
 
 
 class Budgets(_Strict):
-    storage_bytes: PositiveInt | None = None
-    image_bytes: PositiveInt | None = None
-    gpu_memory_bytes: PositiveInt | None = None
-    startup_seconds: PositiveFloat | None = None
+    storage_bytes: PositiveInt | None = Field(
+        default=None, description="download/storage budget: target + drafter weights + image must fit")
+    image_bytes: PositiveInt | None = Field(default=None, description="container image budget")
+    gpu_memory_bytes: PositiveInt | None = Field(
+        default=None, description="memory of one GPU (per TP rank, both engines): weights / TP + pool "
+                                  "tokens x bytes per token must fit gpu_memory_bytes x "
+                                  "engine.memory_fraction")
+    startup_seconds: PositiveFloat | None = Field(
+        default=None, description="cold start to first ready request (the staging line)")
 
 
 class RequestMix(_Strict):
     """A request shape that matters: `concurrency` requests of prompt + output tokens resident together."""
 
-    name: str
-    concurrency: PositiveInt
-    prompt_tokens: NonNegInt
-    output_tokens: NonNegInt
-    source: str | None = None
+    name: str = Field(description="the mix's name (unique)")
+    concurrency: PositiveInt = Field(description="requests of this shape resident together")
+    prompt_tokens: NonNegInt = Field(description="prompt tokens per request")
+    output_tokens: NonNegInt = Field(description="output tokens per request")
+    source: str | None = Field(
+        default=None, description="where the shape comes from (your traffic, a benchmark)")
 
     @property
     def request_tokens(self) -> int:
@@ -184,18 +234,28 @@ class RequestMix(_Strict):
 class SLO(_Strict):
     """The acceptance-length SLO, held per batch window (seed 002), not as a lifetime mean."""
 
-    target_acceptance_length: Annotated[float, Field(ge=1)] | None = None
+    target_acceptance_length: Annotated[float, Field(ge=1)] | None = Field(
+        default=None, description="the acceptance-length target L (accepted tokens per verify, bonus token "
+                                  "included), held per batch window; required before rollout, must exceed "
+                                  "the break-even L* and be at most 1 + k; set it from your traffic (seed "
+                                  "002)")
     target_source: str | None = Field(
         default=None, description="where the target comes from: your traffic, a benchmark (a drafter card's macro "
                                   "mean), or a guess")
     alpha: Annotated[float, Field(gt=0, lt=1)] = Field(
         default=0.05, description="significance level of the one-sided served-rate rank test")
-    window_seconds: PositiveFloat = 60.0
-    required_fraction: Annotated[float, Field(gt=0, le=1)] = 0.95
-    min_drafts: PositiveInt = 1
-    min_windows: PositiveInt = 1
-    min_speedup: PositiveFloat | None = None
-    lookback_seconds: PositiveFloat = 3600.0
+    window_seconds: PositiveFloat = Field(default=60.0, description="one batch window of the SLO")
+    required_fraction: Annotated[float, Field(gt=0, le=1)] = Field(
+        default=0.95, description="fraction of windows that must meet the target")
+    min_drafts: PositiveInt = Field(
+        default=1, description="a window with fewer drafts carries no acceptance value")
+    min_windows: PositiveInt = Field(default=1, description="fewer usable windows is inconclusive")
+    min_speedup: PositiveFloat | None = Field(
+        default=None, description="served-rate speedup the speculative arm must reach (probes, served-rate "
+                                  "comparisons)")
+    lookback_seconds: PositiveFloat = Field(
+        default=3600.0, description="evidence windows must have ended within this many seconds of the "
+                                    "evaluation")
 
 
 class StepCost(_Strict):
@@ -205,14 +265,21 @@ class StepCost(_Strict):
     (`speculative_tokens_per_second` with `acceptance_length`, `baseline_tokens_per_second`).
     """
 
-    point: str | None = None
-    context_tokens: PositiveInt | None = None
-    target_step_ms: PositiveFloat | None = None
-    verify_cycle_ms: PositiveFloat | None = None
-    baseline_tokens_per_second: PositiveFloat | None = None
-    speculative_tokens_per_second: PositiveFloat | None = None
-    acceptance_length: Annotated[float, Field(ge=1)] | None = None
-    source: str | None = None
+    point: str | None = Field(default=None, description="the operating point's name (e.g. 2K)")
+    context_tokens: PositiveInt | None = Field(default=None, description="context length at this point")
+    target_step_ms: PositiveFloat | None = Field(
+        default=None, description="declared: one decode step of the target alone")
+    verify_cycle_ms: PositiveFloat | None = Field(
+        default=None, description="declared: one speculative cycle (drafting + verify); L* = "
+                                  "verify_cycle_ms / target_step_ms")
+    baseline_tokens_per_second: PositiveFloat | None = Field(
+        default=None, description="measured: per-sequence decode rate without speculation")
+    speculative_tokens_per_second: PositiveFloat | None = Field(
+        default=None, description="measured: per-sequence decode rate with speculation; L* = L x baseline / "
+                                  "speculative")
+    acceptance_length: Annotated[float, Field(ge=1)] | None = Field(
+        default=None, description="measured L at this point (with the measured rates)")
+    source: str | None = Field(default=None, description="where the costs come from")
 
     @model_validator(mode="after")
     def _complete(self) -> StepCost:
@@ -230,67 +297,86 @@ class StepCost(_Strict):
 
 
 class Staging(_Strict):
-    mode: Literal["serial", "overlapped"] | None = None
-    order: list[str] = Field(default_factory=list)
-    warmup_check: str | None = None
-    load_seconds: dict[Literal["target", "drafter"], PositiveFloat] = Field(default_factory=dict)
+    mode: Literal["serial", "overlapped"] | None = Field(
+        default=None, description="how the artifacts are staged: serial (warns with a second artifact, seed "
+                                  "002) or overlapped")
+    order: list[str] = Field(
+        default_factory=list, description="the order artifacts load in, e.g. [target, drafter]")
+    warmup_check: str | None = Field(
+        default=None, description="how readiness is checked (required with a second artifact)")
+    load_seconds: dict[Literal["target", "drafter"], PositiveFloat] = Field(
+        default_factory=dict, description="predicted load time per artifact (target, drafter): serial sums "
+                                          "them, overlapped takes the slower")
 
 
 class Observation(_Strict):
     """A fact from a run that is not live, with where it comes from (finite and non-negative)."""
 
-    value: Annotated[float, Field(ge=0)]
-    source: str
+    value: Annotated[float, Field(ge=0)] = Field(description="the observed value (finite, non-negative)")
+    source: str = Field(description="where it was observed (a launch log, a benchmark run)")
 
 
 class ArmComparison(_Strict):
     """Served-rate samples of the baseline arm and the speculative arm for one request mix."""
 
-    mix: str
-    baseline: Annotated[list[PositiveFloat], Field(min_length=1)]
-    speculative: Annotated[list[PositiveFloat], Field(min_length=1)]
-    unit: str = "tokens/s"
-    source: str
+    mix: str = Field(description="the request mix these samples belong to")
+    baseline: Annotated[list[PositiveFloat], Field(min_length=1)] = Field(
+        description="served-rate samples without speculation")
+    speculative: Annotated[list[PositiveFloat], Field(min_length=1)] = Field(
+        description="served-rate samples with speculation")
+    unit: str = Field(default="tokens/s", description="the samples' unit")
+    source: str = Field(description="where the samples come from")
 
 
 class RunConditions(_Strict):
     """Seed 001's run-record conditions that only a run can tell, and seed 000's record of the next decision."""
 
-    executed_engine_version: str | None = None
-    measurement_denominator: str | None = None
-    warmup: str | None = None
-    campaign_repetitions: NonNegInt | None = None
-    failed_requests: NonNegInt | None = None
+    executed_engine_version: str | None = Field(
+        default=None, description="the engine version that actually ran")
+    measurement_denominator: str | None = Field(
+        default=None, description="what the served rate divides by (e.g. wall time including first-token "
+                                  "waiting)")
+    warmup: str | None = Field(default=None, description="the warm-up before measuring")
+    campaign_repetitions: NonNegInt | None = Field(default=None, description="repetitions per cell")
+    failed_requests: NonNegInt | None = Field(default=None, description="failed requests in the run")
     system: str | None = Field(default=None, description="the machines, e.g. two GB10 DGX Sparks, 121 GiB per node")
-    node_count: PositiveInt | None = None
+    node_count: PositiveInt | None = Field(default=None, description="nodes the run used")
     parallelism: str | None = Field(default=None, description="e.g. TP2 over two nodes, NCCL over RoCE")
-    experiment_date: str | None = None
-    temperature: Annotated[float, Field(ge=0)] | None = None
-    top_p: Annotated[float, Field(gt=0, le=1)] | None = None
+    experiment_date: str | None = Field(default=None, description="when the run happened")
+    temperature: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="sampling temperature")
+    top_p: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        default=None, description="nucleus sampling top_p")
     runtime_execution_revision: str | None = Field(
         default=None, description="the executed runtime's immutable revision (image digest or commit), not a tag")
     queueing: str | None = Field(default=None, description="queueing observed under the target load")
     failures: str | None = Field(default=None, description="failures observed under the target load")
-    source: str | None = None
+    source: str | None = Field(default=None, description="where these conditions come from")
 
 
 class CorrectnessCheck(_Strict):
     """A correctness check kept alongside performance (seed 000): what was checked and its outcome."""
 
-    name: str
-    outcome: Literal["passed", "failed", "not run"]
-    detail: str | None = None
-    source: str | None = None
+    name: str = Field(description="what was checked")
+    outcome: Literal["passed", "failed", "not run"] = Field(description="passed, failed or not run")
+    detail: str | None = Field(default=None, description="details of the check")
+    source: str | None = Field(default=None, description="where the outcome comes from")
 
 
 class Reported(_Strict):
     kv_pool_tokens: Observation | None = Field(default=None, description="allocated pool with the drafter")
-    kv_pool_tokens_without_drafter: Observation | None = None
-    served_rate: list[ArmComparison] = Field(default_factory=list)
-    startup_seconds: Observation | None = None
-    startup_seconds_without_drafter: Observation | None = None
-    run: RunConditions | None = None
-    correctness: list[CorrectnessCheck] = Field(default_factory=list)
+    kv_pool_tokens_without_drafter: Observation | None = Field(
+        default=None, description="allocated pool of the same engine without the drafter")
+    served_rate: list[ArmComparison] = Field(
+        default_factory=list, description="served-rate samples per arm and mix (seed 000's cells)")
+    startup_seconds: Observation | None = Field(
+        default=None, description="observed cold start with the drafter")
+    startup_seconds_without_drafter: Observation | None = Field(
+        default=None, description="observed cold start without it (gives the startup tax)")
+    run: RunConditions | None = Field(
+        default=None, description="the run's conditions (seed 001 / seed 000 record fields)")
+    correctness: list[CorrectnessCheck] = Field(
+        default_factory=list, description="correctness checks kept alongside performance (seed 000)")
 
     @model_validator(mode="after")
     def _possible(self) -> Reported:
@@ -311,15 +397,17 @@ class Reported(_Strict):
 class CaptureGroup(_Strict):
     """Consecutive /metrics captures of one operating point; each neighbouring pair is one window."""
 
-    files: Annotated[list[PlanPath], Field(min_length=1)]
-    point: str | None = None
-    seconds: PositiveFloat | None = None
+    files: Annotated[list[PlanPath], Field(min_length=1)] = Field(
+        description="consecutive /metrics captures (Prometheus text); each neighbouring pair is one window")
+    point: str | None = Field(default=None, description="the operating point they belong to")
+    seconds: PositiveFloat | None = Field(
+        default=None, description="seconds between neighbouring captures (their decode rates)")
 
 
 class BasicAuth(_Strict):
-    username: str
-    password_env: str | None = None
-    password_file: PlanPath | None = None
+    username: str = Field(description="basic-auth user")
+    password_env: str | None = Field(default=None, description="environment variable holding the password")
+    password_file: PlanPath | None = Field(default=None, description="file holding the password")
 
 
 def _label_names(names: list[str]) -> list[str]:
@@ -349,30 +437,37 @@ class FleetRule(_Strict):
         description="labels naming one pod (the last one is required on every series); [instance] outside Kubernetes")
     group_by: LabelNames = Field(default_factory=lambda: ["model"],
                                  description="further labels splitting a pod's rows, e.g. [model, drafter_revision]")
-    max_failed_fraction: Fraction = 0.0
-    max_inconclusive_fraction: Fraction = 0.0
-    expected_pods: PositiveInt | None = None
+    max_failed_fraction: Fraction = Field(
+        default=0.0, description="the fleet fails when more than this fraction of its rows fail")
+    max_inconclusive_fraction: Fraction = Field(
+        default=0.0, description="the fleet is inconclusive when more than this fraction of rows are")
+    expected_pods: PositiveInt | None = Field(
+        default=None, description="pods the selector should match (a shortfall counts as inconclusive rows)")
 
 
 class Cohorts(_Strict):
     """Canary and stable cohorts of one fleet, each a selector added to `selector` (issue 11's shape)."""
 
-    canary: str
-    stable: str | None = None
+    canary: str = Field(description="label matchers added to selector for the canary cohort")
+    stable: str | None = Field(
+        default=None, description="label matchers added to selector for the stable cohort")
 
 
 class PrometheusSource(_Strict):
-    url: str | None = None
+    url: str | None = Field(default=None, description="Prometheus (or Thanos/Mimir) base URL")
     selector: str | None = Field(default=None, description='label matchers, e.g. namespace="llm",pod=~"qwen-.*"')
-    bearer_token_env: str | None = None
-    bearer_token_file: PlanPath | None = None
-    basic_auth: BasicAuth | None = None
+    bearer_token_env: str | None = Field(
+        default=None, description="environment variable holding a bearer token")
+    bearer_token_file: PlanPath | None = Field(default=None, description="file holding a bearer token")
+    basic_auth: BasicAuth | None = Field(
+        default=None, description="basic auth (password from an environment variable or a file)")
     tenant: str | None = Field(default=None, description="sent as X-Scope-OrgID (Mimir/Cortex tenant; a|b federates)")
-    ca_file: PlanPath | None = None
-    timeout_seconds: PositiveFloat = 10.0
+    ca_file: PlanPath | None = Field(default=None, description="CA bundle for TLS")
+    timeout_seconds: PositiveFloat = Field(default=10.0, description="per-query timeout")
     end: datetime | float | None = Field(default=None, description="judge history up to this time (default: now)")
-    fleet: FleetRule = Field(default_factory=FleetRule)
-    cohorts: Cohorts | None = None
+    fleet: FleetRule = Field(
+        default_factory=FleetRule, description="how the pods the selector matches are judged together")
+    cohorts: Cohorts | None = Field(default=None, description="canary and stable cohorts of one fleet")
 
     @model_validator(mode="after")
     def _header_safe(self) -> PrometheusSource:
@@ -382,38 +477,48 @@ class PrometheusSource(_Strict):
 
 
 class KubernetesSource(_Strict):
-    namespace: str
-    selector: str | None = None
+    namespace: str = Field(description="the engine pods' namespace")
+    selector: str | None = Field(default=None, description="label selector of the engine pods")
     # The engine's container, not the exporter sidecar's (the chart names it "engine"); when a pod
     # has no container of this name, its first container status is used.
-    container: str | None = "engine"
+    container: str | None = Field(
+        default="engine", description="the engine's container (its start and readiness times)")
 
 
 class Evidence(_Strict):
-    exporter_url: str | None = None
-    engine_url: str | None = None
-    captures: list[CaptureGroup] = Field(default_factory=list)
-    prometheus: PrometheusSource | None = None
-    kubernetes: KubernetesSource | None = None
-    reported: Reported = Field(default_factory=Reported)
+    exporter_url: str | None = Field(
+        default=None, description="a specgate exporter sidecar (its /metrics and /api/v1/windows): live")
+    engine_url: str | None = Field(default=None, description="the engine's own /metrics: live")
+    captures: list[CaptureGroup] = Field(
+        default_factory=list, description="/metrics capture files (history; not evidence in --phase post)")
+    prometheus: PrometheusSource | None = Field(
+        default=None, description="Prometheus history of the exporter's series: live")
+    kubernetes: KubernetesSource | None = Field(default=None, description="pod status (startup time)")
+    reported: Reported = Field(
+        default_factory=Reported, description="facts from a run that is not live, each with its source")
     # probe records (`specgate probe`) of the baseline and the speculative arm: where it pays (gate.checks.probes)
-    probes: list[PlanPath] = Field(default_factory=list)
+    probes: list[PlanPath] = Field(
+        default_factory=list, description="probe records (specgate probe) of the baseline and the "
+                                          "speculative arm: where speculation pays")
 
 
 class Plan(_Strict):
     """A whole rollout plan."""
 
-    name: str
-    description: str | None = None
-    target: ModelRef
-    drafter: Drafter | None = None
-    engine: Engine
-    budgets: Budgets = Field(default_factory=Budgets)
-    workload: list[RequestMix] = Field(default_factory=list)
-    slo: SLO = Field(default_factory=SLO)
-    costs: list[StepCost] = Field(default_factory=list)
-    staging: Staging = Field(default_factory=Staging)
-    evidence: Evidence = Field(default_factory=Evidence)
+    name: str = Field(description="the plan's name")
+    description: str | None = Field(default=None, description="free text")
+    target: ModelRef = Field(description="the target model")
+    drafter: Drafter | None = Field(
+        default=None, description="the draft model (not for ngram or suffix; optional for an embedded MTP "
+                                  "head)")
+    engine: Engine = Field(description="the engine and its speculative settings")
+    budgets: Budgets = Field(default_factory=Budgets, description="the budgets the lines check")
+    workload: list[RequestMix] = Field(default_factory=list, description="the request mixes that matter")
+    slo: SLO = Field(default_factory=SLO, description="the acceptance-length SLO")
+    costs: list[StepCost] = Field(
+        default_factory=list, description="step costs per operating point (break-even L*)")
+    staging: Staging = Field(default_factory=Staging, description="how the artifacts load (startup)")
+    evidence: Evidence = Field(default_factory=Evidence, description="where the gate reads observations")
     plan_path: Path | None = Field(default=None, exclude=True)
 
     @model_validator(mode="after")
@@ -493,6 +598,71 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return list(getattr(current, "model_fields", {}))
 
 
+def _key_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Every key of the plan schema as a dotted path (lists of models add no index)."""
+    out: list[str] = []
+    for name, info in model.model_fields.items():
+        if info.exclude:
+            continue
+        out.append(prefix + name)
+        sub = _model_in(info.annotation)
+        if sub is not None:
+            out.extend(_key_paths(sub, f"{prefix}{name}."))
+    return out
+
+
+# Engine flags and other names newcomers write, and the plan key that holds them.
+_ALIASES: dict[str, str] = {
+    "gpu_memory_utilization": "engine.memory_fraction", "mem_fraction_static": "engine.memory_fraction",
+    "max_model_len": "engine.context_cap_tokens", "context_length": "engine.context_cap_tokens",
+    "max_total_tokens": "engine.configured_max_total_tokens", "kv_cache_dtype": "engine.kv_dtype",
+    "tensor_parallel_size": "engine.tp", "tp_size": "engine.tp", "page_size": "engine.block_size",
+    "speculative_config": "engine.speculative", "speculative_algorithm": "engine.speculative.method",
+    "speculative_method": "engine.speculative.method", "speculative_num_steps": "engine.speculative.num_steps",
+    "speculative_num_draft_tokens": "engine.speculative.num_draft_tokens",
+    "speculative_eagle_topk": "engine.speculative.eagle_topk", "acceptance": "slo",
+    "target_acceptance": "slo.target_acceptance_length", "acceptance_target": "slo.target_acceptance_length",
+    "enable_prefix_caching": "engine.prefix_cache", "startup_budget": "budgets.startup_seconds",
+}
+
+
+def _suggest(loc: tuple[Any, ...]) -> list[str]:
+    """'Did you mean' for an unknown key, from the whole schema, not only its siblings.
+
+    An engine flag or a common name maps to its key (`gpu_memory_utilization` -> `engine.memory_fraction`);
+    a key that exists elsewhere under the same name is named by its full path (`staging.startup_seconds`
+    -> `budgets.startup_seconds`); else the closest key anywhere, a sibling by its name (`min_draft` ->
+    `min_drafts`), any other by its full path (`startup_budget` -> `budgets.startup_seconds`, not
+    `staging.load_seconds`).
+    """
+    key = str(loc[-1])
+    here = ".".join(str(x) for x in loc[:-1] if not isinstance(x, int))
+    if key in _ALIASES and _ALIASES[key] != f"{here}.{key}".lstrip("."):
+        return [_ALIASES[key]]
+    if here == "slo" and key == "target":
+        return ["target_acceptance_length"]
+    siblings = set(_fields_at(Plan, loc))
+    paths = _key_paths(Plan)
+    sections = {p for p in paths if any(q.startswith(p + ".") for q in paths)}
+    elsewhere = [p for p in paths if p.rsplit(".", 1)[-1] == key and p.rpartition(".")[0] != here
+                 and p not in sections]
+    if elsewhere:
+        return sorted(elsewhere, key=lambda p: (p.count("."), p))[:2]
+    words = set(key.split("_"))
+
+    def score(p: str) -> float:
+        leaf = p.rsplit(".", 1)[-1]
+        shared = len(words & set(p.replace(".", "_").split("_"))) / max(1, len(words))
+        return (difflib.SequenceMatcher(None, key, leaf).ratio() + 0.5 * shared
+                + (0.15 if p.rpartition(".")[0] == here else 0.0))
+
+    best = max(paths, key=lambda p: (score(p), -p.count(".")), default=None)
+    if best is None or score(best) < 0.6:
+        return []
+    return [best.rsplit(".", 1)[-1] if best.rpartition(".")[0] == here and best.rsplit(".", 1)[-1] in siblings
+            else best]
+
+
 def _model_in(ann: Any) -> type[BaseModel] | None:
     if isinstance(ann, type) and issubclass(ann, BaseModel):
         return ann
@@ -508,9 +678,8 @@ def _one_error(err: Mapping[str, Any]) -> str:
     kind = err.get("type", "")
     where = _loc(loc)
     if kind == "extra_forbidden":
-        known = _fields_at(Plan, loc)
-        close = difflib.get_close_matches(str(loc[-1]), known, n=1) if known else []
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        close = _suggest(loc)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         return f"{where}: unknown key{hint}"
     if kind == "literal_error":
         expected = (err.get("ctx") or {}).get("expected", "")
