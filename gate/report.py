@@ -1,7 +1,8 @@
 """Verdict renderings: a text table for people, JSON for machines, JUnit for CI, Markdown for PRs.
 
 Why several: the same verdict lands in a terminal, a CI test report (one testcase per
-budget line, so a failing line shows up by name) and a pull-request comment. Every format
+budget line, so a failing line shows up by name) and a pull-request comment. A Prometheus
+fleet's per-pod table (gate.fleet) follows the lines in text and Markdown; JSON holds every row. Every format
 says when `--allow-inconclusive` turned an inconclusive exit into 0.
 """
 
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 import json
 import textwrap
+from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from gate.fleet import render as fleet_render
 from gate.verdict import Verdict
 
 FORMATS = ("text", "json", "junit", "markdown")
@@ -20,6 +23,13 @@ ALLOWED_NOTE = "inconclusive allowed by --allow-inconclusive: exit code 0"
 
 def _notice(v: Verdict) -> str | None:
     return ALLOWED_NOTE if v.inconclusive_allowed else None
+
+
+def _fleet(v: Verdict) -> dict[str, Any] | None:
+    """The Prometheus fleet's per-pod table, when the acceptance line judged one (gate.fleet)."""
+    line = v.checks.get("acceptance")
+    fleet = line.values.get("fleet") if line is not None else None
+    return fleet if isinstance(fleet, dict) else None
 
 
 def to_json(v: Verdict) -> str:
@@ -37,6 +47,9 @@ def to_text(v: Verdict, width: int = 110) -> str:
         wrapped = textwrap.wrap(r.reason, width=max(width - indent, 40)) or [""]
         lines.append(f"{name:<{name_w}}  {r.status.value:<{stat_w}}  {wrapped[0]}")
         lines += [" " * indent + w for w in wrapped[1:]]
+    fleet = _fleet(v)
+    if fleet is not None:
+        lines += ["", fleet_render.to_text(fleet).rstrip("\n")]
     lines += ["", f"decision: {v.decision.value.upper()} (exit {v.exit_code})"]
     if _notice(v):
         lines.append(f"note: {_notice(v)}")
@@ -55,6 +68,9 @@ def to_markdown(v: Verdict) -> str:
     for name, r in v.checks.items():
         reason = r.reason.replace("|", "\\|").replace("\n", " ")
         out.append(f"| {name} | {icon.get(r.status.value, '')} {r.status.value} | {reason} |")
+    fleet = _fleet(v)
+    if fleet is not None:
+        out += ["", fleet_render.to_markdown(fleet).rstrip("\n")]
     missing = v.run_record.missing
     if missing:
         out += ["", f"Run record: unknown {', '.join(f'`{m}`' for m in missing)}."]
