@@ -169,6 +169,12 @@ def _quantiles(buckets: tuple[tuple[float, float], ...]) -> dict[str, float | No
     return {name: formulas.histogram_quantile(q, list(buckets)) for name, q in QUANTILES}
 
 
+def _possible(length: float | None, rate: float | None, pos_rates: tuple[float, ...]) -> bool:
+    """An acceptance length is at least 1 (it counts the bonus token); a rate is a fraction."""
+    return ((length is None or length >= 1.0) and (rate is None or 0.0 <= rate <= 1.0)
+            and all(0.0 <= p <= 1.0 for p in pos_rates))
+
+
 def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapshot, d: StreamDelta,
                  seconds: float, min_drafts: float = 1) -> WindowStats:
     """Window values of one stream from its delta (`before`/`after` give the gauges: running requests,
@@ -195,6 +201,10 @@ def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapsh
                 length = sa.accept_length_gauge
                 if sa.num_draft_tokens is not None:
                     rate = formulas.sglang_rate_from_length(length, sa.num_draft_tokens)
+    if not _possible(length, rate, pos_rates):
+        # more accepted than proposed, L below 1, a position above 1: no acceptance value for this window
+        # (design.md "Restarts": nothing impossible is exported)
+        length, rate, pos_rates = None, None, ()
 
     ttft = _quantiles(d.ttft_buckets)
 

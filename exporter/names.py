@@ -55,6 +55,13 @@ ENGINE_SCRAPE_DURATION = Family("specgate_engine_scrape_duration_seconds", "gaug
                                 "Duration of the last engine fetch+parse", EXPORTER_LABELS)
 ENGINE_SCRAPE_ERRORS = Family("specgate_engine_scrape_errors", "counter", "Failed engine scrapes by reason",
                               ("engine", "reason"))
+ENGINE_ANOMALIES = Family("specgate_engine_anomalies", "counter",
+                          "Engine values left out or not trusted, by reason", ("engine", "reason"))
+"""Reasons (exporter.sanity.ANOMALY_REASONS): `duplicate` (a series given twice on a page: the first is taken),
+`negative` / `non_finite` (a sample no family we read can have), `impossible` (values that cannot hold
+together, e.g. more accepted than proposed tokens), `position_limit` (draft positions past 64),
+`stream_limit` (streams past `--max-streams`), `multiple_engines` (a start time moving back: more than one
+engine process answers the URL). Each is absent from the output instead; any increase is worth a look."""
 ENGINE_INFO = Family("specgate_engine_info", "gauge", "Detected engine and version", ("engine", "version"))
 ENGINE_READY = Family("specgate_engine_ready_seconds", "gauge",
                       "Cold start to first successful scrape of a ready engine (startup staging)", EXPORTER_LABELS)
@@ -162,7 +169,8 @@ GATE_LINE_STATUS = Family("specgate_gate_line_status", "gauge",
                           ("deployment", "line", "status"))
 
 EXPORTER_FAMILIES: tuple[Family, ...] = (
-    ENGINE_UP, ENGINE_SCRAPE_DURATION, ENGINE_SCRAPE_ERRORS, ENGINE_INFO, ENGINE_READY, ACCEPTANCE_SLO_TARGET,
+    ENGINE_UP, ENGINE_SCRAPE_DURATION, ENGINE_SCRAPE_ERRORS, ENGINE_ANOMALIES, ENGINE_INFO, ENGINE_READY,
+    ACCEPTANCE_SLO_TARGET,
     WORKLOAD_DEMAND, KV_POOL, KV_POOL_CONFIGURED, CONTEXT_CAP, KV_USAGE, REQUESTS_RUNNING, REQUESTS_WAITING,
     SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED, SPEC_ACCEPTED_PER_POSITION, ENGINE_RESTARTS, PREEMPTIONS,
     WINDOW_ACCEPTANCE_LENGTH, SPEC_WINDOWS, SPEC_WINDOWS_BELOW_SLO, ACCEPTANCE_LENGTH, ACCEPTANCE_RATE,

@@ -38,6 +38,7 @@ from exporter.engines import DetectError, adapter, detect
 from exporter.engines.base import EngineAdapter, EngineSnapshot, ParsedPage, SideInfo
 from exporter.parse import PageParser, ParseError, _looks_like_exposition
 from exporter.redact import redact_url
+from exporter.sanity import check_snapshot
 
 ACCEPT = "text/plain; version=0.0.4"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -293,8 +294,9 @@ def _parse_text(text: str, engine: str) -> tuple[EngineAdapter, ParsedPage]:
 def snapshot_from_text(text: str, engine: str = "auto", timestamp: float | None = None,
                        side: SideInfo | None = None) -> EngineSnapshot:
     """Parse a page into a normalised snapshot; a page that is not Prometheus text raises ScrapeError."""
-    ad, page = _parse_text(text, engine)
-    return ad.snapshot(page, time.time() if timestamp is None else timestamp, side)
+    dropped: dict[str, int] = {}
+    ad, page = PageReader(engine).read(text, dropped)
+    return check_snapshot(ad.snapshot(page, time.time() if timestamp is None else timestamp, side), dropped)
 
 
 def read_file_snapshot(path: str | Path, engine: str = "auto") -> EngineSnapshot:
@@ -318,8 +320,8 @@ def read_file_snapshot(path: str | Path, engine: str = "auto") -> EngineSnapshot
 class Scraper:
     """Scrapes one engine; caches side information (context cap, SGLang pool) until a restart.
 
-    Not thread-safe: one scrape loop owns it. `last_dropped` holds what the last page's parse
-    dropped and why (`{"duplicate": n}`).
+    Not thread-safe: one scrape loop owns it. A snapshot's `anomalies` say what reading its page
+    left out and why (exporter.sanity).
     """
 
     url: str = field(repr=False)  # may carry user info or a token in its query: shown only redacted
@@ -342,7 +344,6 @@ class Scraper:
         self._metrics_target = parts.path + (f"?{parts.query}" if parts.query else "")
         self._base_path = urlsplit(self.base_url).path
         self._reader = PageReader(self.engine)
-        self.last_dropped: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"Scraper({redact_url(self.metrics_url)!r}, engine={self.engine!r}, timeout={self.timeout!r})"
@@ -395,7 +396,6 @@ class Scraper:
         after `side_retry_seconds` when it came back empty)."""
         dropped: dict[str, int] = {}
         ad, page = self._reader.read(raw.decode("utf-8", errors="replace"), dropped)
-        self.last_dropped = dropped
         start_samples = page.get("process_start_time_seconds")
         start = start_samples[0][1] if start_samples else None
         missing = self._side is not None and (
@@ -405,7 +405,7 @@ class Scraper:
             self._side = self._side_info(ad.kind)
             self._side_start = start
             self._side_at = time.monotonic()
-        return ad.snapshot(page, ts, None if self._side == SideInfo() else self._side)
+        return check_snapshot(ad.snapshot(page, ts, None if self._side == SideInfo() else self._side), dropped)
 
     def scrape(self) -> EngineSnapshot:
         """Fetch and normalise one page; raises ScrapeError with its reason."""

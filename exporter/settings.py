@@ -57,6 +57,8 @@ class ExporterSettings(BaseSettings):
     workload_demand_tokens: int | None = Field(None, ge=0, description="resident tokens of the request mix")
     kv_pool_configured_tokens: int | None = Field(None, ge=0, description="configured KV ceiling, if known")
     history: int = Field(1000, ge=1, description="completed batch windows kept for /api/v1/windows")
+    max_streams: int = Field(256, ge=1, description="streams tracked at most; newer ones are dropped and counted")
+    stream_ttl: float = Field(600.0, gt=0, description="a stream unseen this long is forgotten, seconds")
 
     @field_validator("windows", mode="before")
     @classmethod
@@ -82,7 +84,7 @@ class ExporterSettings(BaseSettings):
             raise ValueError(f"expected HOST:PORT, got {v!r}")
         return v
 
-    @field_validator("scrape_interval", "scrape_timeout", "batch_window", mode="before")
+    @field_validator("scrape_interval", "scrape_timeout", "batch_window", "stream_ttl", mode="before")
     @classmethod
     def _duration(cls, v: object) -> object:
         return parse_duration(v) if isinstance(v, str) else v
@@ -106,6 +108,8 @@ _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("workload_demand_tokens", {"type": int, "metavar": "TOKENS"}),
     ("kv_pool_configured_tokens", {"type": int, "metavar": "TOKENS"}),
     ("history", {"type": int, "metavar": "N"}),
+    ("max_streams", {"type": int, "metavar": "N"}),
+    ("stream_ttl", {"metavar": "DURATION"}),
 ]
 
 

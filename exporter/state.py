@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from exporter.derive import WindowStats
 from exporter.engines.base import EngineSnapshot, StreamSnapshot
+from exporter.sanity import ANOMALY_REASONS
 from exporter.scrape import REASONS
 from exporter.settings import ExporterSettings, duration_label
 from exporter.windows import StreamTotals, WindowTracker
@@ -74,6 +75,7 @@ class ExporterView:
     up: bool
     scrape_duration: float | None
     errors: tuple[tuple[str, int], ...]  # sorted by reason
+    anomalies: tuple[tuple[str, int], ...]  # sorted by reason (exporter.sanity.ANOMALY_REASONS)
     ready_seconds: float | None
     acceptance_slo_target: float | None
     workload_demand_tokens: int | None
@@ -95,6 +97,7 @@ class ExporterState:
     up: bool = False
     scrape_duration: float | None = None
     errors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
+    anomalies: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ANOMALY_REASONS, 0))
     last_error: str | None = None
     started_at: float = field(default_factory=time.time)
     ready_seconds: float | None = None
@@ -105,7 +108,8 @@ class ExporterState:
     @classmethod
     def from_settings(cls, settings: ExporterSettings, started_at: float | None = None) -> ExporterState:
         tracker = WindowTracker(settings.windows, settings.batch_window, settings.min_drafts,
-                                settings.acceptance_slo_target, settings.history)
+                                settings.acceptance_slo_target, settings.history,
+                                max_streams=settings.max_streams, stream_ttl=settings.stream_ttl)
         st = cls(settings=settings, tracker=tracker)
         if settings.engine != "auto":
             st.engine = settings.engine
@@ -116,7 +120,10 @@ class ExporterState:
     def record_success(self, snap: EngineSnapshot, duration: float) -> None:
         with self.lock:
             self._ready(snap)
-            self.tracker.add(snap)
+            for reason, n in snap.anomalies.items():
+                self.anomalies[reason] = self.anomalies.get(reason, 0) + n
+            for reason, n in self.tracker.add(snap).items():
+                self.anomalies[reason] = self.anomalies.get(reason, 0) + n
             self.engine = snap.engine
             self.version = snap.version or self.version
             self.up = True
@@ -170,7 +177,8 @@ class ExporterState:
             s = self.settings
             return ExporterView(
                 engine=self.engine, version=self.version, up=self.up, scrape_duration=self.scrape_duration,
-                errors=tuple(sorted(self.errors.items())), ready_seconds=self.ready_seconds,
+                errors=tuple(sorted(self.errors.items())), anomalies=tuple(sorted(self.anomalies.items())),
+                ready_seconds=self.ready_seconds,
                 acceptance_slo_target=s.acceptance_slo_target, workload_demand_tokens=s.workload_demand_tokens,
                 kv_pool_configured_tokens=s.kv_pool_configured_tokens, latest=snap, streams=streams,
                 window_buckets=tr.buckets, sliding=sliding,

@@ -20,7 +20,7 @@ Not thread-safe by itself: `exporter.state.ExporterState` guards it with its loc
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from exporter.derive import StreamDelta, WindowStats, restarted, stream_delta, window_stats
@@ -93,17 +93,22 @@ class Scrape:
 @dataclass(frozen=True)
 class _Sight:
     """A stream's last sight: a stream missing from one page and back in the next continues from here,
-    not from zero (no double counting), and is judged against the engine start time seen then."""
+    not from zero (no double counting), and is judged against the engine start time seen then.
+    `at` is that scrape's timestamp: a stream unseen for `stream_ttl` is forgotten."""
 
     stream: StreamSnapshot
     start: float | None
+    at: float = 0.0
 
 
 class WindowTracker:
     """Ring of scrapes + batch windows + totals for one engine."""
 
     def __init__(self, windows: list[float], batch_window: float, min_drafts: int,
-                 slo_target: float | None = None, history: int = 1000, max_ring: int = 4096) -> None:
+                 slo_target: float | None = None, history: int = 1000, max_ring: int = 4096,
+                 max_streams: int = 256, stream_ttl: float = 600.0) -> None:
+        self.max_streams = max_streams
+        self.stream_ttl = stream_ttl
         self.windows = sorted(windows)
         self.batch_window = batch_window
         self.min_drafts = min_drafts
@@ -119,7 +124,37 @@ class WindowTracker:
     def latest(self) -> EngineSnapshot | None:
         return self.ring[-1].snapshot if self.ring else None
 
-    def add(self, snap: EngineSnapshot) -> None:
+    def _admit(self, snap: EngineSnapshot, found: dict[str, int]) -> EngineSnapshot:
+        """The snapshot without the streams past `max_streams` that are not tracked yet (counted as
+        `stream_limit`): a page with 500 new model names per scrape must not grow memory without bound."""
+        if len(snap.streams) + len(self._last_seen) <= self.max_streams:
+            return snap
+        kept, tracked, dropped = [], len(self._last_seen), 0
+        for s in snap.streams:
+            if s.key in self._last_seen:
+                kept.append(s)
+            elif tracked < self.max_streams:
+                kept.append(s)
+                tracked += 1
+            else:
+                dropped += 1
+        if not dropped:
+            return snap
+        found["stream_limit"] = found.get("stream_limit", 0) + dropped
+        return replace(snap, streams=tuple(kept))
+
+    def _expire(self, now: float) -> None:
+        """Forget streams unseen for `stream_ttl` (their totals too: back later, a stream starts over)."""
+        old = [k for k, sight in self._last_seen.items() if now - sight.at > self.stream_ttl]
+        for k in old:
+            del self._last_seen[k]
+            self.totals.pop(k, None)
+
+    def add(self, snap: EngineSnapshot) -> dict[str, int]:
+        """Take one scrape; returns what it had to leave out, by reason (`stream_limit`)."""
+        found: dict[str, int] = {}
+        self._expire(snap.timestamp)
+        snap = self._admit(snap, found)
         fired: set[StreamKey] = set()
         for s in snap.streams:
             t = self.totals.setdefault(s.key, StreamTotals())
@@ -132,10 +167,11 @@ class WindowTracker:
                     t.restarts += 1
                     fired.add(s.key)
                 t.add(stream_delta(seen.stream, s, reset))
-            self._last_seen[s.key] = _Sight(s, snap.process_start_time)
+            self._last_seen[s.key] = _Sight(s, snap.process_start_time, snap.timestamp)
         self.ring.append(Scrape(snap, frozenset(fired)))
         self._maybe_close_batch(snap)
         self._trim()
+        return found
 
     def _trim(self) -> None:
         """Drop snapshots no window can need: keep the newest one older than the longest window."""

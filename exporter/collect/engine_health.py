@@ -8,6 +8,9 @@ Example exposition (tests/golden/vllm-ngram.prom)::
     # HELP specgate_engine_scrape_errors_total Failed engine scrapes by reason
     # TYPE specgate_engine_scrape_errors_total counter
     specgate_engine_scrape_errors_total{engine="vllm",reason="connect"} 0.0
+    # HELP specgate_engine_anomalies_total Engine values left out or not trusted, by reason
+    # TYPE specgate_engine_anomalies_total counter
+    specgate_engine_anomalies_total{engine="vllm",reason="duplicate"} 0.0
     # HELP specgate_engine_info Detected engine and version
     # TYPE specgate_engine_info gauge
     specgate_engine_info{engine="vllm",version="unknown"} 1.0
@@ -56,6 +59,10 @@ def exporter_level(v: ExporterView) -> Iterator[Metric]:
     for reason, n in v.errors:
         errs.add_metric([eng, reason], n)
     yield errs
+    anomalies = counter(names.ENGINE_ANOMALIES)
+    for reason, n in v.anomalies:
+        anomalies.add_metric([eng, reason], n)
+    yield anomalies
     if v.latest is not None:
         info = gauge(names.ENGINE_INFO)
         info.add_metric([eng, v.version or "unknown"], 1.0)

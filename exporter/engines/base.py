@@ -16,6 +16,9 @@ from functools import cached_property
 from typing import Literal, NamedTuple, Protocol
 
 EngineKind = Literal["vllm", "sglang"]
+# Draft positions kept per stream (0..63): deeper ones are dropped and counted (`position_limit`); a page
+# carrying position="3000000" would otherwise make 3,000,001 per-position series.
+MAX_POSITIONS = 64
 
 # A parsed page (`exporter.parse.parse_page`): sample name to its samples. An engine family's key is
 # "<kind>:<base>" whichever spelling the page used (`vllm:` or `vllm_`), e.g.
@@ -128,6 +131,8 @@ class EngineSnapshot:
     process_start_time: float | None = None
     version: str | None = None
     version_hints: tuple[str, ...] = ()
+    # what reading this page left out or could not trust, by reason (exporter.sanity.ANOMALY_REASONS)
+    anomalies: Mapping[str, int] = field(default_factory=dict)
 
     def stream(self, model: str | None, rank: str | None) -> StreamSnapshot | None:
         for s in self.streams:

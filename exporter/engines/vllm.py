@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from exporter.engines.base import (
+    MAX_POSITIONS,
     EngineKind,
     EngineSnapshot,
     Histogram,
@@ -79,9 +80,13 @@ class VllmAdapter:
             usage = g[USAGE_OLD]
             hints.append("vllm<0.9.2: gpu_cache_usage_perc")
         per_pos: dict[StreamKey, dict[int, float]] = {}
+        beyond = 0  # positions past MAX_POSITIONS (or negative): dropped, counted as position_limit
         for labels, value in samples(page, KIND, ACCEPTED_POS):
             pos, v = as_int(labels.get("position")), finite(value)
             if pos is None or v is None:
+                continue
+            if not 0 <= pos < MAX_POSITIONS:
+                beyond += 1
                 continue
             at = per_pos.setdefault(_key(labels), {})
             at[pos] = at.get(pos, 0.0) + v
@@ -125,6 +130,7 @@ class VllmAdapter:
             engine=KIND, timestamp=timestamp, streams=tuple(streams),
             process_start_time=finite(start[0][1]) if start else None,
             version=side.version, version_hints=tuple(hints),
+            anomalies={"position_limit": beyond} if beyond else {},
         )
 
     @staticmethod

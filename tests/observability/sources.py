@@ -27,6 +27,7 @@ RUNBOOK_URL = "https://github.com/specgate/specgate/blob/main/docs/runbook.md#"
 # Prometheus stores them (counters with _total, the histogram's _bucket/_sum/_count).
 EXPORTER_SERIES = frozenset({
     "specgate_engine_up", "specgate_engine_scrape_duration_seconds", "specgate_engine_scrape_errors_total",
+    "specgate_engine_anomalies_total",
     "specgate_engine_info", "specgate_kv_pool_tokens", "specgate_kv_pool_configured_tokens",
     "specgate_context_cap_tokens", "specgate_kv_usage_ratio", "specgate_spec_drafts_total",
     "specgate_spec_draft_tokens_total", "specgate_spec_accepted_tokens_total",
@@ -35,6 +36,7 @@ EXPORTER_SERIES = frozenset({
     "specgate_spec_window_acceptance_length_bucket", "specgate_spec_window_acceptance_length_sum",
     "specgate_spec_window_acceptance_length_count", "specgate_spec_windows_total",
     "specgate_spec_windows_below_slo_total", "specgate_acceptance_slo_target", "specgate_ttft_seconds",
+    "specgate_tpot_seconds", "specgate_itl_seconds",
     "specgate_decode_tokens_per_second", "specgate_verify_cycle_seconds", "specgate_engine_restarts_total",
     "specgate_engine_ready_seconds", "specgate_requests_running", "specgate_requests_waiting",
     "specgate_preemptions_total", "specgate_workload_demand_tokens", "specgate_gate_decisions_total",
