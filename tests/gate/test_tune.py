@@ -361,3 +361,32 @@ def test_exporter_lifetime_counters_give_the_same_exact_lengths(capsys, exporter
     pts = {p["k"]: p for p in json.loads(out)["points"]}
     assert [round(pts[k]["acceptance_length"], 3) for k in (1, 2, 3)] == [1.854, 2.607, 3.241]
     assert pts[3]["acceptance_basis"] == "measured" and pts[4]["acceptance_basis"] == "extrapolated"
+
+
+def test_concurrency_filter_keeps_only_the_asked_concurrencies(capsys, tmp_path):
+    pytest.importorskip("gate.probe.record")
+    files = [_record(tmp_path, 0, [(1, 1.0, None), (8, 0.125, None)]),
+             _record(tmp_path, 3, [(1, 14 * 100 / (1000 * 2.9), 2.9), (8, 45 * 100 / (1000 * 2.9 * 8), 2.9)])]
+    rc, out, err = run_cli(capsys, "--probe", *map(str, files), "--concurrency", "8", "16", "--format", "json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert {p["concurrency"] for p in doc["points"]} == {8}
+    assert any("no cost data at concurrency 16" in a for a in doc["assumptions"])
+
+
+def test_plan_with_measured_rates_gives_cycle_from_length_over_rate(tmp_path):
+    from gate.plan import plan_from_dict
+    from gate.tune.inputs import from_plan
+
+    plan = plan_from_dict({
+        "name": "rates", "target": {"name": "t"}, "engine": {"kind": "vllm", "speculative": {
+            "method": "ngram", "num_speculative_tokens": 3}},
+        "costs": [{"point": "p", "baseline_tokens_per_second": 50.0, "speculative_tokens_per_second": 80.0,
+                   "acceptance_length": 3.2, "source": "test"}],
+        "evidence": {"captures": [{"point": "p", "files": [str(f) for f in NGRAM]}]},
+    })
+    got = from_plan(plan)
+    assert got.plan_k == 3 and got.counters[0].accepted_per_position == (446, 393, 331)
+    step, cycle = sorted(got.costs, key=lambda c: c.k)
+    assert (step.k, step.ms) == (0, pytest.approx(1000 / 50))  # 1 / r_baseline
+    assert (cycle.k, cycle.ms) == (3, pytest.approx(1000 * 3.2 / 80))  # L / r_speculative
