@@ -59,6 +59,8 @@ class ExporterSettings(BaseSettings):
     history: int = Field(1000, ge=1, description="completed batch windows kept for /api/v1/windows")
     max_streams: int = Field(256, ge=1, description="streams tracked at most; newer ones are dropped and counted")
     stream_ttl: float = Field(600.0, gt=0, description="a stream unseen this long is forgotten, seconds")
+    position_gauges: bool = Field(True, description="expose the per-position windowed gauges (k x windows series "
+                                                    "per stream); false at fleet scale, the per-position counters stay")
 
     @field_validator("windows", mode="before")
     @classmethod
@@ -110,6 +112,7 @@ _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("history", {"type": int, "metavar": "N"}),
     ("max_streams", {"type": int, "metavar": "N"}),
     ("stream_ttl", {"metavar": "DURATION"}),
+    ("position_gauges", {"choices": ["true", "false"]}),
 ]
 
 

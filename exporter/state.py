@@ -84,6 +84,7 @@ class ExporterView:
     streams: tuple[StreamView, ...]  # the latest snapshot's streams, sorted by model and rank
     window_buckets: tuple[float, ...]
     sliding: tuple[SlidingView, ...]  # empty while the engine is down: the windows end at the last good scrape
+    position_gauges: bool = True  # settings.position_gauges: false drops the per-position windowed gauges
 
 
 @dataclass
@@ -181,5 +182,5 @@ class ExporterState:
                 ready_seconds=self.ready_seconds,
                 acceptance_slo_target=s.acceptance_slo_target, workload_demand_tokens=s.workload_demand_tokens,
                 kv_pool_configured_tokens=s.kv_pool_configured_tokens, latest=snap, streams=streams,
-                window_buckets=tr.buckets, sliding=sliding,
+                window_buckets=tr.buckets, sliding=sliding, position_gauges=s.position_gauges,
             )

@@ -17,6 +17,9 @@ Example exposition (tests/golden/vllm-ngram.prom, windows 30s and 1m)::
     specgate_verify_cycle_seconds{engine="vllm",model="tiny",rank="0",window="30s"} 0.29365383795763544
 
 Values come from `exporter.derive.window_stats` over the ring (`ExporterState.view` computes them).
+`--position-gauges false` (settings.position_gauges) leaves out `specgate_spec_position_acceptance_rate`
+(k x windows series per stream) at fleet scale; `specgate_spec_accepted_tokens_per_position_total`
+stays, so p_i is still `rate(per_position) / rate(drafts)` (docs/scale.md).
 A window with too few drafts has no acceptance series (no traffic is not L = 0); while the engine
 is down there are no windowed series at all: the windows would end at the last good scrape.
 """
@@ -45,8 +48,9 @@ def families(v: ExporterView) -> Iterator[Metric]:
                 length.add_metric(lv, w.acceptance_length)
             if w.acceptance_rate is not None:
                 rate.add_metric(lv, w.acceptance_rate)
-            for i, p in enumerate(w.position_acceptance_rate):
-                prate.add_metric([*lv, str(i)], p)
+            if v.position_gauges:  # off at fleet scale (--position-gauges false); the counters stay
+                for i, p in enumerate(w.position_acceptance_rate):
+                    prate.add_metric([*lv, str(i)], p)
             for family, values in ((ttft, w.ttft_seconds), (tpot, w.tpot_seconds), (itl, w.itl_seconds)):
                 for name, q in QUANTILES:
                     value = values.get(name)
