@@ -1,7 +1,8 @@
 """`specgate serve` and `specgate controller` as commands: real processes, the real evaluator, one-line errors.
 
-The plan is a minimal real plan (vLLM with ngram speculation, no workload, no SLO target): the real
-evaluator calls kv_pool inconclusive (no request mix) and acceptance warn (pre) / inconclusive (post),
+The plan is a minimal real plan (vLLM with ngram speculation, no workload, an SLO target — without
+one the acceptance line fails before rollout since issue 10): the real evaluator calls kv_pool
+inconclusive (no request mix) and acceptance pass (pre) / inconclusive (post, no live windows),
 so the decision is inconclusive in both phases — which must block Flagger (403) and read
 `"decision": "inconclusive"` for Argo (200).
 """
@@ -24,6 +25,7 @@ target: {name: Qwen/Qwen3-8B}
 engine:
   kind: vllm
   speculative: {method: ngram, num_speculative_tokens: 3}
+slo: {target_acceptance_length: 2.0}
 """
 
 
