@@ -20,6 +20,8 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("controller", "controller", "Kubernetes controller: flip the drafter on only after the gate passes"),
     ("probe", "probe", "drive a live engine with a request mix and record served rate, TTFT, TPOT, L per cell"),
     ("compare", "compare", "does speculation pay? two probe records: speedup, rank test, crossover"),
+    ("init", "init", "write a commented starting plan from your configs (fill in what it marks TODO)"),
+    ("schema", "schema", "print the JSON Schema of a rollout plan (editors complete keys from it)"),
 ]
 
 

@@ -171,8 +171,9 @@ class Engine(_Strict):
         default=None, description="the image's size, counted against budgets.storage_bytes and "
                                   "budgets.image_bytes")
     kv_dtype: KVDtype = Field(
-        default="auto", description="KV-cache dtype (auto = the config's torch_dtype); a smaller dtype "
-                                    "(fp8) changes accuracy: check it before counting its memory (seed 000)")
+        default="auto", description="KV-cache dtype (auto = the config's torch_dtype); a smaller dtype (fp8) "
+                                    "halves bytes per token but still needs a working kernel path: test the "
+                                    "long prompts that matter on the exact image first (seed 000)")
     tp: PositiveInt = Field(
         default=1, description="tensor-parallel size; the pool, bytes per token and memory fractions are "
                                "per rank")

@@ -1,0 +1,76 @@
+"""Write a commented starting plan from your model configs.
+
+    specgate init --target CONFIG [--drafter CONFIG] --engine vllm|sglang [--method M] [--out FILE]
+
+Reads the target's config.json (and the drafter's), detects the drafter family the way the
+gate's co-design line does (EAGLE-3, DFlash, DSpark, MTP, a plain draft model; ngram and suffix
+need no drafter), checks it against --method (a contradiction is invalid input), picks a depth
+that fits the family and the engine (DFlash/DSpark from the drafter's block_size, MTP from the
+target's MTP layers, else k = 3 — choose it with `specgate tune`), and writes a plan whose keys
+you must decide (budgets, request mixes, acceptance target and its source, memory fraction,
+revisions) are `null` with a `# TODO`. The plan loads as written; `specgate check --plan FILE`
+then names what is still missing. Every key: docs/plan-reference.md.
+
+Exit codes: 0 written, 3 invalid input (unreadable config, unknown family, method mismatch,
+existing --out without --force).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gate.commands.kv import exit_invalid_on_usage_error, positive_int
+from gate.verdict import EXIT_INVALID
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from gate.init_plan import METHODS
+
+    exit_invalid_on_usage_error(parser)
+    parser.add_argument("--target", required=True, type=Path, metavar="CONFIG",
+                        help="the target's config.json (or a directory holding one)")
+    parser.add_argument("--drafter", type=Path, metavar="CONFIG",
+                        help="the drafter's config.json (not for ngram/suffix; not needed for an MTP head in the target)")
+    parser.add_argument("--engine", required=True, choices=("vllm", "sglang"), help="the serving engine")
+    parser.add_argument("--method", choices=METHODS, metavar="M",
+                        help=f"engine.speculative.method: {', '.join(METHODS)} (default: the detected family)")
+    parser.add_argument("--num-speculative-tokens", type=positive_int, metavar="K", dest="depth",
+                        help="depth k (default: what the family implies, else 3)")
+    parser.add_argument("--tp", type=positive_int, default=1, metavar="N", help="tensor-parallel size (default 1)")
+    parser.add_argument("--name", help="the target's name in the plan (default: from the config's path)")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write the plan here (default: stdout)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing --out")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gate.init_plan import InitError, InitRequest, render
+    from gate.plan import PlanError, load_plan
+
+    if args.out is not None and args.out.exists() and not args.force:
+        print(f"specgate: error: {args.out} exists (use --force to overwrite)", file=sys.stderr)
+        return EXIT_INVALID
+    req = InitRequest(target=args.target, engine=args.engine, method=args.method, drafter=args.drafter,
+                      out=args.out, name=args.name, tp=args.tp, depth=args.depth)
+    try:
+        text = render(req)
+    except InitError as e:
+        print(f"specgate: error: {e}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        args.out.write_text(text, encoding="utf-8")
+    except OSError as e:
+        print(f"specgate: error: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        load_plan(args.out)
+    except PlanError as e:  # the writer's own bug, never the user's: say so
+        print(f"specgate: error: the written plan does not load: {e}", file=sys.stderr)
+        return EXIT_INVALID
+    print(f"specgate init: wrote {args.out}; fill in the TODO lines, then: specgate check --plan {args.out}",
+          file=sys.stderr)
+    return 0
