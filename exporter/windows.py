@@ -27,6 +27,7 @@ from exporter.derive import StreamDelta, WindowStats, restarted, stream_delta, w
 from exporter.engines.base import EngineSnapshot, StreamKey, StreamSnapshot
 
 # Per-window acceptance-length histogram bounds (L >= 1); the SLO target is added when set.
+MAX_PROCESSES = 8  # engine processes behind one URL whose counters are kept apart
 WINDOW_L_BUCKETS: tuple[float, ...] = (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0)
 
 
@@ -119,6 +120,10 @@ class WindowTracker:
         self.completed: deque[CompletedWindow] = deque(maxlen=history)
         self._batch_start: Scrape | None = None
         self._last_seen: dict[StreamKey, _Sight] = {}
+        # each engine process's last sight of its streams, by process start time (newest last, at most
+        # MAX_PROCESSES): several processes behind one URL are kept apart
+        self._by_start: dict[float, dict[StreamKey, StreamSnapshot]] = {}
+        self._prev_start: float | None = None
 
     @property
     def latest(self) -> EngineSnapshot | None:
@@ -150,24 +155,55 @@ class WindowTracker:
             del self._last_seen[k]
             self.totals.pop(k, None)
 
+    def _several_engines(self, start: float | None) -> bool:
+        """More than one engine process answers this URL (a load balancer in front of replicas), not a
+        restart: the start time moved back (earlier than the last one, or to one seen before). A start time
+        moving forward to a new value is a restart (design.md "Restarts"): the first time a second replica
+        answers it looks like one, and its cumulative values are taken once, as `increase()` would."""
+        prev = self._prev_start
+        if start is None or prev is None or start == prev:
+            return False
+        return start < prev or start in self._by_start
+
     def add(self, snap: EngineSnapshot) -> dict[str, int]:
-        """Take one scrape; returns what it had to leave out, by reason (`stream_limit`)."""
+        """Take one scrape; returns what it had to leave out or distrust, by reason (`stream_limit`,
+        `multiple_engines`)."""
         found: dict[str, int] = {}
         self._expire(snap.timestamp)
         snap = self._admit(snap, found)
+        start = snap.process_start_time
+        several = self._several_engines(start)
+        if several:
+            found["multiple_engines"] = 1
+        own = self._by_start.get(start, {}) if start is not None else {}
         fired: set[StreamKey] = set()
         for s in snap.streams:
             t = self.totals.setdefault(s.key, StreamTotals())
             seen = self._last_seen.get(s.key)
-            if seen is None:  # first sight (of the stream, or of the engine): adopt its cumulative values
+            if several:
+                # Counted against this process's own last sight only: the totals grow by each process's
+                # own increases, never by one engine's whole cumulative value. Every window across it is reset.
+                fired.add(s.key)
+                mine = own.get(s.key)
+                if mine is not None:
+                    reset = restarted(mine, s, start, start)
+                    t.restarts += reset
+                    t.add(stream_delta(mine, s, reset))
+            elif seen is None:  # first sight (of the stream, or of the engine): adopt its cumulative values
                 t.add(stream_delta(None, s, reset=True))
             else:
-                reset = restarted(seen.stream, s, seen.start, snap.process_start_time)
+                reset = restarted(seen.stream, s, seen.start, start)
                 if reset:
                     t.restarts += 1
                     fired.add(s.key)
                 t.add(stream_delta(seen.stream, s, reset))
-            self._last_seen[s.key] = _Sight(s, snap.process_start_time, snap.timestamp)
+            self._last_seen[s.key] = _Sight(s, start, snap.timestamp)
+        if start is not None:
+            self._by_start.setdefault(start, {}).update({s.key: s for s in snap.streams})
+            self._by_start[start] = self._by_start.pop(start)  # the newest process last
+            while len(self._by_start) > MAX_PROCESSES:
+                self._by_start.pop(next(iter(self._by_start)))
+            self._prev_start = start
         self.ring.append(Scrape(snap, frozenset(fired)))
         self._maybe_close_batch(snap)
         self._trim()

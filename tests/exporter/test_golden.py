@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,16 @@ SCENARIOS: dict[str, tuple[list[str], str | None]] = {
 }
 
 
+def restarted_later(texts: list[str]) -> list[str]:
+    """The restart scenario's last capture with a start time after the first's: the self-draft run was
+    recorded before the ngram run (its start time is 40 s earlier), and a start time moving back means
+    another engine process behind the URL (design.md "Restarts"), not a restart. A restart's moves forward."""
+    first = float(re.search(r"^process_start_time_seconds (\S+)$", texts[0], re.M).group(1))  # type: ignore[union-attr]
+    last = re.sub(r"^process_start_time_seconds \S+$", f"process_start_time_seconds {first + 60.0!r}", texts[-1],
+                  flags=re.M)
+    return [*texts[:-1], last]
+
+
 def side_info(path: str | None) -> SideInfo | None:
     """SGLang's /get_server_info, as exporter.scrape.Scraper reads it (pool, context, configured ceiling)."""
     if path is None:
@@ -54,6 +65,8 @@ def render(names: list[str], side_path: str | None = None) -> str:
     settings = ExporterSettings(windows=[30.0, 60.0], batch_window=30.0, min_drafts=1, acceptance_slo_target=2.0,
                                 workload_demand_tokens=4096)
     texts = [(FIXTURES / f"{n}.txt").read_text() for n in names]
+    if names == SCENARIOS["vllm-restart"][0]:
+        texts = restarted_later(texts)
     side = side_info(side_path)
     first = snapshot_from_text(texts[0], timestamp=0.0)
     start = first.process_start_time if first.process_start_time is not None else 1.0e9
