@@ -158,7 +158,7 @@ def check(ctx: CheckContext) -> LineResult:
 
     Values (the JSON view): the SLO settings, `evidence_errors`, `windows_excluded`, `break_even`
     (BreakEvenPoint), `streams` (StreamResult), `measured_vs_break_even` (MeasuredPoint), `erosion`
-    and `cycle_growth` when known, and `served_rate` (ArmResult).
+    and `cycle_growth` when known, and `served_rate` (gate.checks.served_rate.ServedRateComparison).
     """
     return judge(ctx.plan, ctx.phase, ctx.metrics.windows, ctx.metrics.errors, fleet=ctx.metrics.fleet)
 
