@@ -196,9 +196,24 @@ DRAFTS_RATE_RULE = "model:specgate_spec_drafts:rate5m"
 ACCEPTANCE_LENGTH_RULE = "model:specgate_spec_acceptance_length:ratio_rate5m"
 ACCEPTANCE_RATE_RULE = "model:specgate_spec_acceptance_rate:ratio_rate5m"
 POSITION_ACCEPTANCE_RULE = "model_position:specgate_spec_position_acceptance:ratio_rate5m"
+# Fleet rules by drafter revision (docs/scale.md; `drafter_revision` comes from the scrape config).
+REVISION_ACCEPTANCE_LENGTH_RULE = "model_revision:specgate_spec_acceptance_length:ratio_rate5m"
+REVISION_BELOW_SLO_RULE = "model_revision:specgate_spec_windows_below_slo:ratio_rate1h"
+"""The fleet rules compute, per model and drafter revision however many pods:
+
+    1 +
+      sum by (namespace, model, engine, drafter_revision) (rate(specgate_spec_accepted_tokens_total[5m]))
+    /
+      (sum by (namespace, model, engine, drafter_revision) (rate(specgate_spec_drafts_total[5m])) > 0)
+
+    sum by (namespace, model, engine, drafter_revision) (rate(specgate_spec_windows_below_slo_total[1h]))
+    /
+    (sum by (namespace, model, engine, drafter_revision) (rate(specgate_spec_windows_total[1h])) > 0)
+"""
 
 RECORDED: frozenset[str] = frozenset({
     SLO_OBJECTIVE_RULE, *(windows_below_slo_rule(w) for w in BURN_WINDOWS), DRAFTS_RATE_RULE,
     ACCEPTANCE_LENGTH_RULE, ACCEPTANCE_RATE_RULE, POSITION_ACCEPTANCE_RULE,
+    REVISION_ACCEPTANCE_LENGTH_RULE, REVISION_BELOW_SLO_RULE,
 })
 """Every recording rule the shipped rules file defines (a test compares the two)."""

@@ -13,6 +13,9 @@
     exporterUpSelector: 'job=~".*specgate.*", job!~".*-(serve|controller)"',
     // The labels the `model:` level of the recording rules keeps.
     modelLabels: ['namespace', 'model', 'engine'],
+    // The `model_revision:` level (fleet rules, docs/scale.md): modelLabels plus the drafter revision the
+    // scrape config relabels from a pod label (the exporter never sets it).
+    revisionLabel: 'drafter_revision',
 
     // Per-batch acceptance SLO: at most (1 - objective) of completed batch windows may fall below the
     // acceptance-length target (the exporter's --acceptance-slo-target, specgate_acceptance_slo_target).

@@ -14,6 +14,7 @@
   local c = $._config,
   local num(x) = '%g' % x,
   local by = std.join(', ', c.modelLabels),
+  local revBy = std.join(', ', c.modelLabels + [c.revisionLabel]),
   // A selector: the metric with its own matchers and _config.specgateSelector.
   local sel(metric, matchers='') =
     local all = std.filter(function(s) s != '', [matchers, c.specgateSelector]);
@@ -107,6 +108,25 @@
               / on (%(by)s) group_left ()
               (sum by (%(by)s) (rate(%(drafts)s[5m])) > 0)
             ||| % { by: by, per_pos: sel('specgate_spec_accepted_tokens_per_position_total'), drafts: sel('specgate_spec_drafts_total') },
+          },
+          // Fleet rules by drafter revision (docs/scale.md): one series per model and revision however many pods,
+          // so a dashboard or alert comparing revisions never touches per-pod series.
+          {
+            record: 'model_revision:specgate_spec_acceptance_length:ratio_rate5m',
+            expr: |||
+              1 +
+                sum by (%(by)s) (rate(%(accepted)s[5m]))
+              /
+                (sum by (%(by)s) (rate(%(drafts)s[5m])) > 0)
+            ||| % { by: revBy, accepted: sel('specgate_spec_accepted_tokens_total'), drafts: sel('specgate_spec_drafts_total') },
+          },
+          {
+            record: 'model_revision:specgate_spec_windows_below_slo:ratio_rate1h',
+            expr: |||
+              sum by (%(by)s) (rate(%(below)s[1h]))
+              /
+              (sum by (%(by)s) (rate(%(total)s[1h])) > 0)
+            ||| % { by: revBy, below: sel('specgate_spec_windows_below_slo_total'), total: sel('specgate_spec_windows_total') },
           },
         ] + [burnAlert(b) for b in c.burnRates] + [
           // For small fleets where burn rates are too coarse: the windowed gauge against the target, only while

@@ -42,10 +42,11 @@ EXPORTER_SERIES = frozenset({
     "specgate_preemptions_total", "specgate_workload_demand_tokens", "specgate_gate_decisions_total",
     "specgate_gate_line_status",
 })
-# Labels DESIGN.md gives our series, plus Prometheus' own (job, instance), the Operator's namespace and le.
+# Labels DESIGN.md gives our series, plus Prometheus' own (job, instance), the Operator's namespace and le,
+# and the drafter revision the scrape config relabels from a pod label (the fleet rules, docs/scale.md).
 ALLOWED_LABELS = frozenset({
     "model", "engine", "rank", "window", "pool", "quantile", "position", "reason", "version", "decision",
-    "line", "status", "deployment", "le", "namespace", "job", "instance",
+    "line", "status", "deployment", "le", "namespace", "job", "instance", "drafter_revision",
 })
 # Grafana variables -> values that make a query plain PromQL. `.*` is what "All" expands to.
 GRAFANA_VARIABLES = {"$namespace": ".*", "$model": ".*", "$engine": ".*"}
