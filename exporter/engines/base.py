@@ -93,6 +93,10 @@ class StreamSnapshot:
     requests_running: float | None = None
     requests_waiting: float | None = None
     preemptions: float | None = None
+    # cumulative values of the series folded into this stream by a label that only splits them (SGLang's
+    # `pid`, `is_streaming`, ...), by "family{labels}": the restart rule compares them one by one, so one
+    # process restarting behind a fold is a restart even when the folded sum still grew
+    split_cumulative: tuple[tuple[str, float], ...] = ()
 
     @cached_property
     def key(self) -> StreamKey:
@@ -112,6 +116,7 @@ class StreamSnapshot:
         if self.ttft is not None:
             vals |= {"ttft_count": self.ttft.count, "ttft_sum": self.ttft.sum}
             vals |= {f"ttft_le{le!r}": c for le, c in self.ttft.buckets}
+        vals |= {f"split:{name}": v for name, v in self.split_cumulative}
         return vals
 
 

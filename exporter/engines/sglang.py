@@ -166,6 +166,16 @@ class SglangAdapter:
 
         gs = {b: fold(d.items(), resolve, "max") for b, d in g.items()}
         cs = {b: fold(d.items(), resolve, "sum") for b, d in c.items()}
+        # Counters split by a split-only label, one by one (before the sum): restarts are judged per split
+        # series, so a restarted `pid` behind the fold is seen (design.md "Restarts").
+        split: dict[StreamKey, dict[str, float]] = {}
+        for b in COUNTERS:
+            for labels, value in samples(page, KIND, b):
+                v = finite(value)
+                if v is None or not SPLIT_ONLY.intersection(labels):
+                    continue
+                series = b + "{" + ",".join(f"{k}={x}" for k, x in sorted(labels.items())) + "}"
+                split.setdefault(resolve(_stream_key(_full_key(labels))), {})[series] = v
         ttft = {resolve(k): h for k, h in ttft_raw.items()}
         tpot = {resolve(k): h for k, h in tpot_raw.items()}
         itl = {resolve(k): h for k, h in itl_raw.items()}
@@ -205,6 +215,7 @@ class SglangAdapter:
                 spec=spec, ttft=ttft.get(key), tpot=tpot.get(key), itl=itl.get(key), prompt_tokens=cs[PROMPT].get(key),
                 generation_tokens=cs[GENERATION].get(key), requests_running=gs[RUNNING].get(key),
                 requests_waiting=gs[QUEUED].get(key), preemptions=None,
+                split_cumulative=tuple(sorted(split.get(key, {}).items())),
             ))
         start = page.get("process_start_time_seconds", [])
         return EngineSnapshot(

@@ -80,3 +80,46 @@ def test_a_real_restart_still_is_one():
     t = st.tracker.totals[("tiny", "0")]
     assert t.restarts == 1 and st.anomalies["multiple_engines"] == 0
     assert t.drafts == 2610 + 10  # the restarted engine's own values, as increase() takes them
+
+
+# --- SGLang: a restart behind a split-only label (`pid`) is seen before the fold -------------------------
+
+M = "Qwen/Qwen3-8B"
+
+
+def sglang_page(per_pid: dict[str, tuple[float, float]], start: float = A) -> str:
+    """An SGLang >= 0.5.13 page (the families of tests/fixtures/sglang/sglang-0.5.23-*.txt) with one
+    generation/verify-calls series per `pid`."""
+    lines = ["# TYPE sglang:generation_tokens_total counter", "# TYPE sglang:spec_verify_calls_total counter"]
+    for pid, (gen, verify) in per_pid.items():
+        lines.append(f'sglang:generation_tokens_total{{model_name="{M}",pid="{pid}"}} {gen!r}')
+        lines.append(f'sglang:spec_verify_calls_total{{model_name="{M}",pid="{pid}"}} {verify!r}')
+    lines.append(f'sglang:spec_num_draft_tokens{{model_name="{M}"}} 4.0')
+    lines.append(f"process_start_time_seconds {start!r}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_restarted_pid_behind_the_fold_resets_the_whole_stream_window():
+    # Before: pid 1 restarted (1,500 -> 100 generated, 600 -> 30 verify calls) while the folded sums still
+    # grew (2,500 -> 2,600 and 900 -> 930): L 100/30 = 3.33 from the folded deltas, reset false. Judged per
+    # split series, it is a restart: the window's deltas are the later snapshot's alone.
+    from exporter.derive import derive_window
+
+    before = snapshot_from_text(sglang_page({"1": (1500.0, 600.0), "2": (1000.0, 300.0)}), "sglang", timestamp=0.0)
+    after = snapshot_from_text(sglang_page({"1": (100.0, 30.0), "2": (2500.0, 900.0)}), "sglang", timestamp=30.0)
+    (w,) = derive_window(before, after, 30.0, min_drafts=1)
+    assert w.reset is True
+    assert abs(w.acceptance_length - 2600 / 930) < 1e-12  # 2.796
+    st = ExporterState.from_settings(ExporterSettings(windows=[30.0], min_drafts=1), started_at=0.0)
+    st.record_success(before, 0.0)
+    st.record_success(after, 0.0)
+    assert st.tracker.totals[(M, None)].restarts == 1
+
+
+def test_split_series_that_all_grow_are_no_restart():
+    from exporter.derive import derive_window
+
+    before = snapshot_from_text(sglang_page({"1": (1500.0, 600.0), "2": (1000.0, 300.0)}), "sglang", timestamp=0.0)
+    after = snapshot_from_text(sglang_page({"1": (1600.0, 640.0), "2": (1200.0, 370.0)}), "sglang", timestamp=30.0)
+    (w,) = derive_window(before, after, 30.0, min_drafts=1)
+    assert w.reset is False and abs(w.acceptance_length - 300 / 110) < 1e-12
