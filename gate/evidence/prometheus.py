@@ -138,7 +138,8 @@ def _instant_values(result: Series) -> list[tuple[dict[str, str], float]]:
 
 def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_seconds: float,
             min_drafts: float, slo: SLO | None = None, k: int | None = None, method: str | None = None,
-            require_engine_up: bool = True, now: float | None = None) -> MetricsEvidence:
+            require_engine_up: bool = True, now: float | None = None,
+            served_model_name: str | None = None) -> MetricsEvidence:
     """The fleet's per-pod table (gate.fleet) plus the side facts; every failure is an error, never a pass."""
     source = f"Prometheus {redact_url(url)}"
     ev = MetricsEvidence(sources=[source])
@@ -147,7 +148,7 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
     ask = FleetAsk(slo=slo or SLO(window_seconds=window_seconds, lookback_seconds=lookback_seconds),
                    window_seconds=window_seconds, lookback_seconds=lookback_seconds, min_drafts=min_drafts,
                    end=end, k=k, method=method, require_engine_up=require_engine_up,
-                   now=time.time() if now is None else now)
+                   now=time.time() if now is None else now, served_model_name=served_model_name)
     sel = _selector(src)
     try:
         result = evaluate_fleet(client, src, ask, source)
@@ -184,6 +185,7 @@ class PrometheusHistory:
     k: int | None = None
     method: str | None = None
     require_engine_up: bool = True
+    served_model_name: str | None = None
 
     @property
     def name(self) -> str:
@@ -191,4 +193,5 @@ class PrometheusHistory:
 
     def collect(self, request: EvidenceRequest) -> MetricsEvidence:
         return collect(self.source, self.url, request.window_seconds, request.lookback_seconds, request.min_drafts,
-                       slo=self.slo, k=self.k, method=self.method, require_engine_up=self.require_engine_up)
+                       slo=self.slo, k=self.k, method=self.method, require_engine_up=self.require_engine_up,
+                       served_model_name=self.served_model_name)

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from exporter import names
 from gate.evidence import plausibility as pl
 from gate.fleet.queries import FleetQueries, Query, selector
 from gate.fleet.rule import fleet_status, window_slo_status
@@ -48,6 +49,7 @@ class FleetAsk:
     method: str | None = None
     require_engine_up: bool = True
     now: float | None = None
+    served_model_name: str | None = None  # rows of another model are not this plan's evidence
 
 
 def plan_queries(src: PrometheusSource, ask: FleetAsk) -> tuple[FleetQueries, float, int]:
@@ -179,6 +181,8 @@ def _row(key: RowKey, q: FleetQueries, ask: FleetAsk, steps: int, acc: _Acc | No
                        "(set evidence.prometheus.fleet.pod_labels)")
     if acc is None:
         unknown.append("no drafts series in the lookback")
+    if model is not None and ask.served_model_name is not None and model != ask.served_model_name:
+        unknown.append(f"not this plan's evidence: model {model!r} is not the served model {ask.served_model_name!r}")
     if target is None:
         unknown.append("no acceptance-length target")
     slo_st = window_slo_status(a.eligible, a.met, slo) if target is not None and not unknown else None
@@ -236,7 +240,9 @@ def evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name: 
 
     keys = set(drafts) | set(restarts) | set(lt["draft_tokens"])
     pods_with_rows = {k[: len(q.pod_labels)] for k in keys}
-    keys |= {k + ("",) * (len(labels) - len(q.pod_labels)) for k in up if k not in pods_with_rows}
+    if selector(q.selector, drop=names.STREAM_LABELS) == q.selector:
+        # engine_up matches the same pods only when the selector has no stream-label matchers (it drops them)
+        keys |= {k + ("",) * (len(labels) - len(q.pod_labels)) for k in up if k not in pods_with_rows}
     rows: list[PodRow] = []
     for key in sorted(keys):
         acc = None

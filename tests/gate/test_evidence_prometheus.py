@@ -45,7 +45,7 @@ def _history(t0: int) -> str:
     n = WINDOW * WINDOWS // STEP
     for pod, acc_per_step in (("pod-a", 50), ("pod-b", 5)):
         drafts = accepted = restarts = 0
-        labels = f'pod="{pod}",model="m",rank="0",engine="vllm"'
+        labels = f'pod="{pod}",model="tiny",rank="0",engine="vllm"'
         for i in range(n + 1):
             t = t0 + STEP * i
             if i > 0:

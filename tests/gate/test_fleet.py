@@ -102,19 +102,27 @@ def test_specgate_check_reports_the_fleet(backend: tuple[str, int], tmp_path: Pa
 
     url, end = backend
     data = tiny_plan("draft")
+    data["engine"]["served_model_name"] = fleet_stack.MODELS[1]  # the odd pods (7 among them) serve it
     data["slo"].update(SLO_.model_dump(include={"target_acceptance_length", "window_seconds", "lookback_seconds",
                                                 "min_windows", "required_fraction"}))
-    data["evidence"] = {"prometheus": {"url": url, "end": end, "fleet": {"max_inconclusive_fraction": 0.05}}}
+    # Without a model matcher the other model's pods are in the fleet too: not this plan's evidence, named.
+    data["evidence"] = {"prometheus": {"url": url, "end": end}}
+    mixed = evaluate(plan_from_dict(data), phase="post").checks["acceptance"].values["fleet"]["pods"]
+    assert all("not this plan's evidence" in p["reason"] for p in mixed if p["model"] == fleet_stack.MODELS[0])
+    data["evidence"] = {"prometheus": {"url": url, "end": end, "selector": f'model="{fleet_stack.MODELS[1]}"',
+                                       "fleet": {"max_inconclusive_fraction": 0.05}}}
     v = evaluate(plan_from_dict(data), phase="post")
     acc = v.checks["acceptance"]
     assert acc.status.value == "fail" and f"failed: {_pod(BAD)}" in acc.reason
     doc = json.loads(render(v, "json"))
     pods = doc["checks"]["acceptance"]["values"]["fleet"]["pods"]
-    assert len(pods) == PODS and [p["pod"] for p in pods if p["status"] == "fail"] == [_pod(BAD)]
+    assert len(pods) == PODS // 2 - 1  # the odd pods but the silent one (no stream series carry its model)
+    assert [p["pod"] for p in pods if p["status"] == "fail"] == [_pod(BAD)]
+    assert all(p["status"] == "pass" for p in pods if p["pod"] != _pod(BAD))
     text, md = render(v, "text"), render(v, "markdown")
-    assert "fleet FAIL" in text and _pod(BAD) in text and _pod(SILENT) in text
+    assert "fleet FAIL" in text and _pod(BAD) in text and "19 pods" in text
     assert "| pod | model | windows | below SLO | L | restarts | engine up | verdict | reason |" in md
-    assert f"| {_pod(BAD)} |" in md and "passing pod(s)" in md
+    assert f"| {_pod(BAD)} |" in md and f"| {_pod(1)} |" in md  # 18 passing pods: few enough to be listed too
 
 
 def test_tenant_basic_auth_and_bearer_headers(monkeypatch: pytest.MonkeyPatch) -> None:
