@@ -126,15 +126,20 @@ def run(seconds: float, interval: float = 1.0) -> dict:
         scrapers = {p: Scraper(f"http://127.0.0.1:{page_port}/{p}", engine="vllm", timeout=interval) for p in PAGES}
         states = {p: ExporterState.from_settings(ExporterSettings(), started_at=0.0) for p in PAGES}
         ours: dict[str, list[float]] = {p: [] for p in PAGES}
+        phases: dict[str, list[tuple[float, float, float]]] = {p: [] for p in PAGES}
         t_start = time.time()
         next_at = time.monotonic()
         while time.monotonic() - next_at < seconds or not ours[PAGES[0]]:
             for p in PAGES:
                 t0 = time.perf_counter()
                 raw = scrapers[p].fetch()
+                t1 = time.perf_counter()
                 snap = scrapers[p].snapshot_from_page(raw, time.time())
+                t2 = time.perf_counter()
                 states[p].record_success(snap, 0.0)
-                ours[p].append(time.perf_counter() - t0)
+                t3 = time.perf_counter()
+                ours[p].append(t3 - t0)
+                phases[p].append((t1 - t0, t2 - t1, t3 - t2))
             next_at += interval
             time.sleep(max(0.0, next_at - time.monotonic()))
             if time.time() - t_start > seconds:
@@ -151,6 +156,10 @@ def run(seconds: float, interval: float = 1.0) -> dict:
                 "prometheus_scrape_duration_median_seconds": theirs,
                 "prometheus_scrapes": int(float(cnt[0]["value"][1])) if cnt else 0,
                 "specgate_fetch_parse_derive_median_seconds": mine, "specgate_scrapes": len(ours[p]),
+                "specgate_fetch_median_seconds": statistics.median(x[0] for x in phases[p]),
+                "specgate_parse_median_seconds": statistics.median(x[1] for x in phases[p]),
+                "specgate_derive_median_seconds": statistics.median(x[2] for x in phases[p]),
+                "load_average_1m": os.getloadavg()[0],
                 "specgate_over_prometheus": mine / theirs if theirs == theirs and theirs > 0 else None})
         for s in scrapers.values():
             s.close()
@@ -186,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['page']:10} {r['page_bytes']:>9} B  Prometheus scrape_duration_seconds median "
                   f"{r['prometheus_scrape_duration_median_seconds'] * 1e3:7.3f} ms ({r['prometheus_scrapes']} scrapes)  "
                   f"specgate fetch+parse+derive median {r['specgate_fetch_parse_derive_median_seconds'] * 1e3:7.3f} ms "
-                  f"({r['specgate_scrapes']})  ratio {r['specgate_over_prometheus']:.2f}")
+                  f"({r['specgate_scrapes']}: fetch {r['specgate_fetch_median_seconds'] * 1e3:.3f}, parse "
+                  f"{r['specgate_parse_median_seconds'] * 1e3:.3f}, derive {r['specgate_derive_median_seconds'] * 1e3:.3f})"
+                  f"  ratio {r['specgate_over_prometheus']:.2f}  (load average {r['load_average_1m']:.1f})")
     return 0
 
 

@@ -3,7 +3,7 @@
 
 Why a custom collector owned by one server or controller (no module-level registry): two
 gates in one process — as in tests — never share counts, and the label values, which come
-from callers, are bounded (MAX_DEPLOYMENTS; the rest count as `other`).
+from callers, are bounded (MAX_DEPLOYMENTS; the rest count as `other`) and cut at MAX_LABEL_CHARS.
 
     specgate_gate_decisions_total{decision="pass",deployment="qwen"} 3.0
     specgate_gate_line_status{deployment="qwen",line="kv_pool",status="pass"} 1.0
@@ -25,6 +25,7 @@ class GateMetrics:
     """Counts answers per deployment and decision; keeps each deployment's last line statuses."""
 
     MAX_DEPLOYMENTS = 256  # label values come from callers: bound the series count
+    MAX_LABEL_CHARS = 128  # and each value's length (Kubernetes names are at most 63 or 253 characters)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -35,6 +36,8 @@ class GateMetrics:
 
     def record(self, deployment: str, decision: str, lines: dict[str, str]) -> None:
         with self._lock:
+            if len(deployment) > self.MAX_LABEL_CHARS:  # a caller's value: bounded in length too
+                deployment = deployment[: self.MAX_LABEL_CHARS - 1] + "…"
             if deployment not in self._lines and len(self._lines) >= self.MAX_DEPLOYMENTS:
                 deployment = "other"
             key = (deployment, decision)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover - the evaluator is imported when the first
     from gate.evaluate import Evaluator
 
 log = logging.getLogger(__name__)
+_QUERY = re.compile(r"(\S)\?[^\s\"]*")  # the query string of a request target in a log line
 
 PHASES = ("pre", "post")
 
@@ -167,8 +169,9 @@ class GateHandler(BaseHTTPRequestHandler):
     _body_read = False  # per request, set by _route/_body
 
     def log_message(self, format: str, *args: Any) -> None:
-        # Request lines only (paths carry no secrets; tokens live in headers and bodies, never logged).
-        log.info("%s %s", self.address_string(), format % args)
+        # Request lines only, their query strings redacted: a caller may put a token there (`?token=`),
+        # which is never accepted and never written to a log; tokens live in headers and bodies.
+        log.info("%s %s", self.address_string(), _QUERY.sub(r"\1?<redacted>", format % args))
 
     # ---- responses ----
     def _send(self, code: int, body: dict[str, Any] | bytes, content_type: str = "application/json") -> None:
