@@ -29,6 +29,24 @@ input). SGLang's default taps (2, L//2, L-3) do not exist in a 2-layer target, a
 L-1 or more is never captured (SGLang captures at layer id+1's input, and there is no layer
 L), so one in-range id is the only honest choice here; with one tap the fc projection
 (128 -> 128) is not applied. KV: 1 layer x 2 KV heads x 32 x 4 B x 2 = 512 B/token.
+
+vLLM's EAGLE, EAGLE-3 and MTP arms (the vLLM-CPU methods recipe; each adds one drafter layer
+of the target's KV geometry, 512 B/token, so 8 MiB / 1,536 B = 42 blocks of 128):
+  * OUTDIR/eagle: an EAGLE-1 head (`LlamaForCausalLM` config, seed 3): `embed_tokens`, `fc`
+    (128 <- 256, no bias) and `layers.0.*` without `input_layernorm`; no `lm_head` (vLLM shares
+    the target's and refuses a head that has one).
+  * OUTDIR/eagle3: an EAGLE-3 head in vLLM's layout (`LlamaForCausalLMEagle3`, seed 4):
+    `midlayer.*`, `fc` (128 <- 2 x 128), `norm`, `lm_head`; no `embed_tokens` (shared), no
+    d2t/t2d (draft vocabulary = target's). Taps eagle_aux_hidden_state_layer_ids [0, 1] (vLLM:
+    the stream entering layer j, 0 = the embeddings).
+  * OUTDIR/eagle3-taps-out-of-range ([0, 3]: a 2-layer target has streams 0..2) and
+    OUTDIR/eagle3-taps-duplicate ([1, 1]: vLLM keeps each tapped layer once, then the fc input
+    is short and the engine crashes with a reshape error): the same head with bad taps, for the
+    co-design rule (`specgate codesign` must fail them before a rollout).
+  * OUTDIR/mtp-target: vLLM loads MTP layers only from inside the target, so this is the
+    target's own weights (seed 0) under an `Ernie4_5_MoeForCausalLM` config with
+    `moe_num_experts: 0` and `num_nextn_predict_layers: 1`, plus `model.mtp_*.0.*` weights
+    (seed 5): vLLM serves it as Ernie and drafts with `ErnieMTPModel` (one token per step).
 """
 
 from __future__ import annotations
@@ -52,6 +70,14 @@ PAYS_MODELS: tuple[tuple[str, int, int, int, int, int, int], ...] = (
 )
 # EAGLE-3 head for SGLang: (name, layers, heads, kv_heads, intermediate, seed, aux layer ids)
 EAGLE3_SGLANG: tuple[str, int, int, int, int, int, tuple[int, ...]] = ("eagle3-sglang", 1, 4, 2, 256, 2, (0,))
+# vLLM drafter heads (see the docstring): (directory, seed, eagle_aux_hidden_state_layer_ids)
+EAGLE_VLLM: tuple[str, int] = ("eagle", 3)
+EAGLE3_VLLM: tuple[tuple[str, int, tuple[int, ...]], ...] = (
+    ("eagle3", 4, (0, 1)),
+    ("eagle3-taps-out-of-range", 4, (0, 3)),
+    ("eagle3-taps-duplicate", 4, (1, 1)),
+)
+MTP_TARGET: tuple[str, int] = ("mtp-target", 5)
 COMPLETE = ".complete"
 PAYS_COMPLETE = ".complete-pays"
 
@@ -182,6 +208,113 @@ def build_eagle3_sglang(out_dir: Path, tokenizer, target_hidden: int) -> int:
     return sum(t.numel() for t in tensors.values())
 
 
+def _llama_layer(w, prefix: str, hidden: int, heads: int, kv_heads: int, inter: int,
+                 attn_in: int, input_norm: bool = True) -> dict:
+    """One Llama decoder layer's tensors under `prefix` (random projections, unit norms)."""
+    import torch
+
+    head_dim = hidden // heads
+    out = {
+        f"{prefix}self_attn.q_proj.weight": w(heads * head_dim, attn_in),
+        f"{prefix}self_attn.k_proj.weight": w(kv_heads * head_dim, attn_in),
+        f"{prefix}self_attn.v_proj.weight": w(kv_heads * head_dim, attn_in),
+        f"{prefix}self_attn.o_proj.weight": w(hidden, heads * head_dim),
+        f"{prefix}mlp.gate_proj.weight": w(inter, hidden),
+        f"{prefix}mlp.up_proj.weight": w(inter, hidden),
+        f"{prefix}mlp.down_proj.weight": w(hidden, inter),
+        f"{prefix}post_attention_layernorm.weight": torch.ones(hidden),
+    }
+    if input_norm:
+        out[f"{prefix}input_layernorm.weight"] = torch.ones(hidden)
+    return out
+
+
+def _head_config(tokenizer, hidden: int, heads: int, kv_heads: int, inter: int, layers: int = 1) -> dict:
+    return {
+        "model_type": "llama", "hidden_act": "silu", "hidden_size": hidden, "intermediate_size": inter,
+        "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+        "head_dim": hidden // heads, "max_position_embeddings": 2048, "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0, "vocab_size": len(tokenizer), "tie_word_embeddings": False,
+        "torch_dtype": "float32", "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id,
+    }
+
+
+def _save_head(out_dir: Path, tensors: dict, cfg: dict, tokenizer) -> int:
+    import json
+
+    from safetensors.torch import save_file
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(out_dir / "model.safetensors"))
+    (out_dir / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    tokenizer.save_pretrained(out_dir)
+    return sum(t.numel() for t in tensors.values())
+
+
+def _randn(seed: int):
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+
+    def w(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape, generator=gen) * 0.02).to(torch.float32)
+
+    return w
+
+
+def build_eagle_vllm(out_dir: Path, tokenizer, target: tuple[str, int, int, int, int, int, int], seed: int) -> int:
+    """vLLM's EAGLE-1 head for the target (module docstring); returns its parameter count."""
+    _, hidden, _, heads, kv_heads, inter, _ = target
+    w = _randn(seed)
+    tensors = {"embed_tokens.weight": w(len(tokenizer), hidden), "fc.weight": w(hidden, 2 * hidden),
+               **_llama_layer(w, "layers.0.", hidden, heads, kv_heads, inter, hidden, input_norm=False)}
+    cfg = {"architectures": ["LlamaForCausalLM"], **_head_config(tokenizer, hidden, heads, kv_heads, inter)}
+    return _save_head(out_dir, tensors, cfg, tokenizer)
+
+
+def build_eagle3_vllm(out_dir: Path, tokenizer, target: tuple[str, int, int, int, int, int, int], seed: int,
+                      aux_ids: tuple[int, ...]) -> int:
+    """vLLM's EAGLE-3 head for the target with the given taps (module docstring); returns its params."""
+    import torch
+
+    _, hidden, _, heads, kv_heads, inter, _ = target
+    w = _randn(seed)
+    tensors = {**_llama_layer(w, "midlayer.", hidden, heads, kv_heads, inter, 2 * hidden),
+               "midlayer.hidden_norm.weight": torch.ones(hidden),
+               "fc.weight": w(hidden, hidden * len(aux_ids)), "norm.weight": torch.ones(hidden),
+               "lm_head.weight": w(len(tokenizer), hidden)}
+    cfg = {"architectures": ["LlamaForCausalLMEagle3"], **_head_config(tokenizer, hidden, heads, kv_heads, inter),
+           "draft_vocab_size": len(tokenizer), "target_hidden_size": hidden,
+           "eagle_config": {"eagle_aux_hidden_state_layer_ids": list(aux_ids), "use_aux_hidden_state": True}}
+    return _save_head(out_dir, tensors, cfg, tokenizer)
+
+
+def build_mtp_target(out_dir: Path, target_dir: Path, tokenizer, target: tuple[str, int, int, int, int, int, int],
+                     seed: int) -> int:
+    """The target's weights plus one MTP layer, as an Ernie 4.5 config vLLM drafts from (docstring)."""
+    import json
+
+    import torch
+    from safetensors.torch import load_file
+
+    _, hidden, layers, heads, kv_heads, inter, _ = target
+    tensors = dict(load_file(str(target_dir / "model.safetensors")))
+    w = _randn(seed)
+    tensors.update({
+        "model.mtp_emb_norm.0.weight": torch.ones(hidden), "model.mtp_hidden_norm.0.weight": torch.ones(hidden),
+        "model.mtp_linear_proj.0.weight": w(hidden, 2 * hidden),
+        **_llama_layer(w, "model.mtp_block.0.", hidden, heads, kv_heads, inter, hidden),
+    })
+    base = json.loads((target_dir / "config.json").read_text())
+    cfg = {**_head_config(tokenizer, hidden, heads, kv_heads, inter, layers),
+           "architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe",
+           "rope_theta": base.get("rope_parameters", {}).get("rope_theta", base.get("rope_theta", 10000.0)),
+           "rms_norm_eps": base.get("rms_norm_eps", 1e-6), "use_bias": False,
+           "moe_num_experts": 0, "moe_layer_start_index": layers, "num_nextn_predict_layers": 1}
+    return _save_head(out_dir, {k: v.contiguous() for k, v in tensors.items()}, cfg, tokenizer)
+
+
 def sanity_check(model_dir: Path) -> str:
     """Reload with the Auto* classes (what vLLM's loader relies on) and decode greedily."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -195,7 +328,8 @@ def sanity_check(model_dir: Path) -> str:
 
 def is_complete(outdir: Path) -> bool:
     """True when a previous build finished (the marker is written last)."""
-    names = [name for name, *_ in MODELS] + [EAGLE3_SGLANG[0]]
+    names = [name for name, *_ in MODELS] + [EAGLE3_SGLANG[0], EAGLE_VLLM[0], MTP_TARGET[0]]
+    names += [name for name, *_ in EAGLE3_VLLM]
     return (outdir / COMPLETE).is_file() and all((outdir / name / "config.json").is_file() for name in names)
 
 
@@ -224,6 +358,13 @@ def main(argv: list[str] | None = None) -> int:
     n = build_eagle3_sglang(outdir / EAGLE3_SGLANG[0], tok, MODELS[0][1])
     print(f"saved {outdir / EAGLE3_SGLANG[0]}: {n} params (EAGLE-3 head for SGLang, taps {EAGLE3_SGLANG[6]})",
           file=sys.stderr)
+    n = build_eagle_vllm(outdir / EAGLE_VLLM[0], tok, MODELS[0], EAGLE_VLLM[1])
+    print(f"saved {outdir / EAGLE_VLLM[0]}: {n} params (EAGLE head for vLLM)", file=sys.stderr)
+    for name, seed, aux_ids in EAGLE3_VLLM:
+        n = build_eagle3_vllm(outdir / name, tok, MODELS[0], seed, aux_ids)
+        print(f"saved {outdir / name}: {n} params (EAGLE-3 head for vLLM, taps {list(aux_ids)})", file=sys.stderr)
+    n = build_mtp_target(outdir / MTP_TARGET[0], outdir / "target", tok, MODELS[0], MTP_TARGET[1])
+    print(f"saved {outdir / MTP_TARGET[0]}: {n} params (target + 1 MTP layer, Ernie 4.5 config)", file=sys.stderr)
     (outdir / COMPLETE).write_text("ok\n")
     return build_pays(outdir, args.force) if args.pays else 0
 

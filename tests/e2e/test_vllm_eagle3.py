@@ -1,0 +1,127 @@
+"""EAGLE-3 on real vLLM (CPU), and the co-design rules on its taps before a rollout.
+
+Arm `eagle3`: `{"method":"eagle3","model":<models>/eagle3,"num_speculative_tokens":3}` with
+`--per-request-spec-decode-metrics summary`. The random head (tools/build_tiny_models.py, seed 4)
+taps eagle_aux_hidden_state_layer_ids [0, 1] of the 2-layer target; the reference run accepted 3
+of 3,102 draft tokens. One head layer of the target's KV geometry: 42 blocks of 128.
+
+Co-design: `specgate codesign` passes the served head against its target and fails the two bad
+heads built beside it — taps [0, 3] (out of range: vLLM's ids run over [0, L] = [0, 2]) and [1, 1]
+(duplicates: vLLM captures each layer once and crashes inside the engine with a reshape error);
+`specgate check --phase pre` on a plan with the duplicate head fails on the co-design line.
+"""
+
+from __future__ import annotations
+
+import time
+
+import harness
+import pytest
+import requests
+import vllm_checks as vc
+from vllm_live import arm_fixture
+from vllm_plans import plan_dict, specgate_json, write_plan
+
+live = arm_fixture("eagle3", engine_args=harness.PER_REQUEST_METRICS_ARGS)
+
+
+def _codesign(models, head: str):
+    return specgate_json("codesign", str(models / "target" / "config.json"), str(models / head / "config.json"),
+                         "--engine", "vllm", "--num-speculative-tokens", "3")
+
+
+def _finding(doc: dict, check: str) -> dict:
+    return next(f for f in doc["findings"] if f["check"] == check)
+
+
+def test_codesign_passes_the_served_head_against_its_target(tiny_models):
+    res = _codesign(tiny_models, "eagle3")
+    assert res.code == 0 and res.doc["status"] == "pass", res.doc
+    assert _finding(res.doc, "eagle3_taps")["status"] == "pass"
+    assert _finding(res.doc, "eagle3_tap_duplicates")["status"] == "pass"
+
+
+def test_codesign_fails_an_out_of_range_tap(tiny_models):
+    res = _codesign(tiny_models, "eagle3-taps-out-of-range")
+    assert res.code == 1 and res.doc["status"] == "fail", res.doc
+    f = _finding(res.doc, "eagle3_taps")
+    assert f["status"] == "fail" and "[3]" in f["detail"], f
+
+
+def test_codesign_fails_duplicate_tap_ids(tiny_models):
+    res = _codesign(tiny_models, "eagle3-taps-duplicate")
+    assert res.code == 1 and res.doc["status"] == "fail", res.doc
+    f = _finding(res.doc, "eagle3_tap_duplicates")
+    assert f["status"] == "fail" and "repeat [1]" in f["detail"], f
+    assert _finding(res.doc, "eagle3_taps")["status"] == "pass"  # in range: only the new rule catches it
+
+
+def test_check_pre_fails_a_rollout_of_the_duplicate_tap_head(tiny_models, tmp_path, e2e_record):
+    plan = write_plan(tmp_path / "plan-eagle3-dup.yaml", plan_dict("eagle3", tiny_models,
+                                                                  drafter_dir="eagle3-taps-duplicate"))
+    res = specgate_json("check", "--plan", str(plan), "--phase", "pre")
+    assert res.code == 1 and res.doc["decision"] == "fail", res.stderr
+    line = res.doc["checks"]["codesign"]
+    assert line["status"] == "fail" and "eagle3_tap_duplicates" in line["reason"], line
+    e2e_record.setdefault("eagle3-taps-duplicate", {}).update(gate_pre_decision=res.doc["decision"],
+                                                              gate_pre_codesign=line["status"])
+
+
+def test_kv_pool_is_the_allocated_42_blocks(live):
+    vc.assert_pool(live)
+
+
+def test_exporter_totals_equal_engine_counters(live):
+    vc.assert_counters_equal_engine(live)
+
+
+def test_window_acceptance_equals_engine_counters(live):
+    vc.assert_window_matches_engine(live)
+
+
+def test_batch_windows_account_for_the_traffic(live):
+    vc.assert_batch_windows_account_for_traffic(live)
+
+
+def test_per_request_acceptance_adds_up_to_the_engine_counters(live, e2e_record):
+    reqs = vc.assert_per_request_matches_engine(live, e2e_record)
+    assert all(r.proposed_drafts == 3 * r.verify_calls for r in reqs)
+
+
+def test_budget_predicts_the_allocated_pool(live, tiny_models, tmp_path, e2e_record):
+    vc.assert_budget_predicts_pool(live, tiny_models, tmp_path, e2e_record)
+
+
+def test_check_pre_and_post(live, tiny_models, tmp_path, e2e_record):
+    pre = vc.run_check_pre(live, tiny_models, tmp_path, e2e_record)
+    assert pre["checks"]["codesign"]["status"] == "pass", pre["checks"]["codesign"]
+    assert pre["checks"]["kv_pool"]["status"] == "pass", pre["checks"]["kv_pool"]
+    post = vc.run_check_post(live, tiny_models, tmp_path, e2e_record)
+    assert post["checks"]["acceptance"]["status"] == "fail", post["checks"]["acceptance"]  # L ~ 1.0 < 2
+    assert post["decision"] == "fail"
+
+
+def test_vllm_itself_crashes_on_the_duplicate_tap_head(vllm_python, tiny_models, e2e_logs, e2e_record, live):
+    """What the co-design rule prevents, on the real engine: the first draft step crashes it.
+
+    The module's last test: it stops the arm's server first (one vLLM at a time here; the arm's
+    numbers were read already). The readiness probe (one output token) never drafts and is
+    served; the first request that drafts kills the engine.
+    """
+    live.stop()
+    eng = harness.start_arm("eagle3-taps-duplicate", tiny_models, python=vllm_python, log_dir=e2e_logs,
+                            extra_args=harness.PER_REQUEST_METRICS_ARGS)
+    try:
+        eng.wait_ready(240)
+        with pytest.raises(requests.RequestException):
+            eng.complete(harness.PROMPTS[0], max_tokens=16, timeout=120)
+        deadline = time.monotonic() + 30
+        while eng.alive() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        died = not eng.alive()
+    finally:
+        eng.stop()
+    log = eng.log_path.read_text(errors="replace")
+    assert "shape" in log.lower(), log[-3000:]
+    e2e_record.setdefault("eagle3-taps-duplicate", {}).update(engine_served_first_draft=False,
+                                                              engine_exited_by_itself=died)
