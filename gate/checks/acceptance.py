@@ -33,6 +33,7 @@ from gate.fleet.rule import window_slo_status
 from gate.fleet.table import FleetResult
 from gate.plan import Plan, StepCost
 from gate.stats import StatsError
+from gate.tune.advice import depth_advice
 from gate.verdict import LineResult, Status, combine
 
 NO_TARGET = "no acceptance-length target set (seed 002: set an acceptance-length target before rollout)"
@@ -294,6 +295,16 @@ def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
     parts += probe_parts
     if probe_values is not None:
         values["probes"] = probe_values
+
+    # 6. Depth (gate.tune.advice, issue 12): the plan's k against tune's best k per point; warn only when
+    #    another depth's whole predicted speedup band lies above the plan's k's band. Only where this line
+    #    found usable acceptance evidence (tune reads the plan's capture files itself).
+    depth = depth_advice(plan) if measured_l else None
+    if depth is not None:
+        values["depth"] = depth.to_json()
+        parts.append(depth.sentence())
+        if depth.warnings:
+            statuses.append(Status.WARN)
 
     status = combine(statuses) if statuses else Status.INCONCLUSIVE
     return LineResult(status, "; ".join(parts), values)

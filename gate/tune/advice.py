@@ -32,6 +32,22 @@ class DepthAdvice:
     def to_json(self) -> dict[str, Any]:
         return {"plan_k": self.plan_k, "points": self.points, "warnings": self.warnings, "note": self.note}
 
+    def sentence(self) -> str:
+        """The acceptance line's depth clause."""
+        if self.note:
+            return f"depth not tuned ({self.note})"
+        if self.warnings:
+            return "depth: " + "; ".join(self.warnings)
+        best = ", ".join(
+            f"{p['best_k']} at {p['point'] or 'the plan traffic'}"
+            + (f" ({p['best_speedup']:.2f}x vs {p['plan_speedup']:.2f}x at k = {self.plan_k}, point estimates)"
+               if p["best_k"] != self.plan_k and p["best_speedup"] is not None and p["plan_speedup"] is not None else "")
+            for p in self.points)
+        if not best:
+            return f"depth: plan k = {self.plan_k}; no step costs, so tune has no best k"
+        return (f"depth: plan k = {self.plan_k}, tune's best k = {best}; no other depth's predicted speedup band "
+                f"lies wholly above k = {self.plan_k}'s (specgate tune)")
+
 
 def depth_advice(plan: Plan) -> DepthAdvice | None:
     """None when the plan has no speculation or no per-position evidence (nothing to say)."""

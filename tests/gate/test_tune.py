@@ -390,3 +390,42 @@ def test_plan_with_measured_rates_gives_cycle_from_length_over_rate(tmp_path):
     step, cycle = sorted(got.costs, key=lambda c: c.k)
     assert (step.k, step.ms) == (0, pytest.approx(1000 / 50))  # 1 / r_baseline
     assert (cycle.k, cycle.ms) == (3, pytest.approx(1000 * 3.2 / 80))  # L / r_speculative
+
+
+def test_acceptance_line_warns_when_another_depths_whole_band_lies_above_the_plans():
+    # seed 004's 2K counters with a cycle barely dearer than a plain step (14.5 vs 14.14 ms at k = 3):
+    # one draft step costs at most (14.5 - 14.14) / 3 = 0.12 ms, so deeper pays in every case of the band
+    from gate.evaluate import evaluate
+    from gate.plan import plan_from_dict
+
+    caps = REPO / "examples" / "plans" / "captures"
+    plan = plan_from_dict({
+        "name": "cheap-draft", "target": {"name": "unsloth/Qwen3.6-35B-A3B-NVFP4-Fast"},
+        "engine": {"kind": "vllm", "speculative": {"method": "mtp", "num_speculative_tokens": 3}},
+        "slo": {"target_acceptance_length": 2.0, "target_source": "test"},
+        "costs": [{"point": "2K", "verify_cycle_ms": 14.5, "target_step_ms": 14.14, "source": "test"}],
+        "evidence": {"captures": [{"point": "2K", "files": [str(caps / "seed004-0-start.txt"),
+                                                           str(caps / "seed004-1-after-2k.txt")]}]},
+    })
+    line = evaluate(plan).checks["acceptance"]
+    depth = line.values["depth"]
+    assert depth["plan_k"] == 3 and depth["points"][0]["dominating_k"] == [4, 5, 6, 7, 8]
+    assert line.status.value == "warn", line.reason
+    assert "lies wholly above the plan's k = 3" in line.reason
+
+
+def test_acceptance_line_gives_no_depth_advice_on_evidence_it_rejected():
+    from gate.evaluate import evaluate
+    from gate.plan import plan_from_dict
+
+    caps = REPO / "examples" / "plans" / "captures"
+    plan = plan_from_dict({
+        "name": "foreign", "target": {"name": "another-model"},
+        "engine": {"kind": "vllm", "speculative": {"method": "mtp", "num_speculative_tokens": 3}},
+        "slo": {"target_acceptance_length": 2.0, "target_source": "test"},
+        "costs": [{"point": "2K", "verify_cycle_ms": 14.5, "target_step_ms": 14.14, "source": "test"}],
+        "evidence": {"captures": [{"point": "2K", "files": [str(caps / "seed004-0-start.txt"),
+                                                           str(caps / "seed004-1-after-2k.txt")]}]},
+    })
+    line = evaluate(plan).checks["acceptance"]
+    assert "depth" not in line.values and "specgate tune" not in line.reason
