@@ -5,7 +5,7 @@
   the HTTP gate (`gate.webhook`) or the controller (`gate.kube`);
 - the model (`gate/model/`) never imports evidence (`gate.evidence`): geometry and pools are
   arithmetic on configs, whatever was measured;
-- evidence never imports the checks or a face; `gate.answer` and `gate.gate_metrics`, shared by the
+- evidence (and the fleet, `gate.fleet`) never imports the checks or a face; `gate.answer` and `gate.gate_metrics`, shared by the
   HTTP gate and the controller, import neither;
 - importing the controller never loads the HTTP gate's module (both answer through `gate.answer`).
 
@@ -66,6 +66,8 @@ def _offenders(package: str, forbidden: tuple[str, ...]) -> list[str]:
     ("gate.checks", FACES),
     ("gate.model", ("gate.evidence", *FACES)),
     ("gate.evidence", ("gate.checks", *FACES)),
+    # the fleet is evidence-level (the Prometheus source's per-pod verdicts): no checks, no faces
+    ("gate.fleet", ("gate.checks", *FACES)),
     # what the services share: it must not pull in either face
     ("gate.answer", FACES),
     ("gate.gate_metrics", FACES),
