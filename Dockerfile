@@ -27,7 +27,7 @@ RUN whl="$(ls /wheels/specgate_llm-*.whl)" \
  && specgate --help >/dev/null
 USER 1000:1000
 WORKDIR /home/specgate
-# 9400: exporter /metrics and /healthz; 8080: specgate serve; 9402: controller metrics.
-EXPOSE 9400 8080 9402
+# 9479: exporter /metrics and /healthz; 8080: specgate serve; 9402: controller metrics.
+EXPOSE 9479 8080 9402
 ENTRYPOINT ["specgate"]
 CMD ["--help"]

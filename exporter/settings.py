@@ -45,7 +45,7 @@ class ExporterSettings(BaseSettings):
     engine_url: str = Field("http://127.0.0.1:8000", description="engine base URL (or its /metrics URL)")
     engine: Literal["auto", "vllm", "sglang"] = Field("auto", description="engine kind; auto detects from prefixes")
     engine_api_key: SecretStr | None = Field(None, description="bearer token sent to the engine's /v1/* endpoints")
-    listen: str = Field("127.0.0.1:9400", description="HOST:PORT to serve /metrics and /healthz on")
+    listen: str = Field("127.0.0.1:9479", description="HOST:PORT to serve /metrics and /healthz on")
     scrape_interval: float = Field(5.0, gt=0, description="seconds between engine scrapes")
     scrape_timeout: float = Field(4.0, gt=0, description="connect/read timeout of one scrape, seconds")
     max_page_bytes: int = Field(16 * 1024 * 1024, gt=0, description="refuse engine pages larger than this")

@@ -14,7 +14,7 @@ from gate.evidence.vetting import VetRules, vet_source, vet_windows
 
 NOW = 1_800_000_000.0
 L, A = 1 + 1170 / 522, 1170 / 1473
-LIVE = "exporter http://127.0.0.1:9400"
+LIVE = "exporter http://127.0.0.1:9479"
 
 
 def _w(end: float = NOW - 10, **over: object) -> AcceptanceWindow:

@@ -60,8 +60,8 @@ def test_exporter_sidecar_args(r: Rendered) -> None:
     x = container(dep, "exporter")
     assert x["command"] == ["specgate"]
     assert x["args"] == ["exporter", "run", "--engine-url", f"http://127.0.0.1:{e['port']}",
-                         "--listen", "0.0.0.0:9400", "--windows", "1m,5m"]
-    assert x["ports"] == [{"name": "metrics", "containerPort": 9400, "protocol": "TCP"}]
+                         "--listen", "0.0.0.0:9479", "--windows", "1m,5m"]
+    assert x["ports"] == [{"name": "metrics", "containerPort": 9479, "protocol": "TCP"}]
     env = env_of(x)
     assert env["SPECGATE_ENGINE"]["value"] == e["kind"]
     assert env["SPECGATE_SCRAPE_INTERVAL"]["value"] == "5s"
@@ -88,7 +88,7 @@ def test_exporter_args_and_env_are_accepted_by_the_real_sidecar(r: Rendered, mon
             monkeypatch.setenv(name, "from-the-secret")
     args = build_parser().parse_args(x["args"])
     s = settings_from_args(args)
-    assert s.listen_address() == ("0.0.0.0", 9400)
+    assert s.listen_address() == ("0.0.0.0", 9479)
     assert s.engine_url == f"http://127.0.0.1:{r.values['engine']['port']}"
     assert s.engine == r.values["engine"]["kind"]
     assert s.windows == [60.0, 300.0]
@@ -213,7 +213,7 @@ def test_service_ports_reach_named_container_ports(r: Rendered) -> None:
             assert p["targetPort"] in cports
     main = r.one("Service", FULLNAME)
     assert [(p["name"], p["port"]) for p in main["spec"]["ports"]] == [
-        ("http", r.values["engine"]["port"]), ("metrics", 9400)]
+        ("http", r.values["engine"]["port"]), ("metrics", 9479)]
 
 
 def test_deployment_selectors_match_their_pods(r: Rendered) -> None:

@@ -47,7 +47,7 @@ def deployment(name: str = "qwen", *, request: str | None = None, args: list[str
                         {"name": "exporter", "image": "ghcr.io/example/specgate:0.1.0",
                          "imagePullPolicy": "IfNotPresent",
                          "args": ["exporter", "run", "--engine-url", "http://127.0.0.1:8000"],
-                         "ports": [{"name": "metrics", "containerPort": 9400, "protocol": "TCP"}],
+                         "ports": [{"name": "metrics", "containerPort": 9479, "protocol": "TCP"}],
                          "terminationMessagePath": "/dev/termination-log",
                          "terminationMessagePolicy": "File"},
                     ],

@@ -76,7 +76,7 @@ def test_listens_on_loopback_by_default() -> None:
 
 def test_argo_get_pass_is_200_with_decision_and_lines(gate_url: Any) -> None:
     ev = Scripted("pass")
-    url = gate_url(ev, prometheus="http://prom:9090", metrics=("http://exp:9400/metrics",))
+    url = gate_url(ev, prometheus="http://prom:9090", metrics=("http://exp:9479/metrics",))
     r = requests.get(f"{url}/argo", timeout=5)
     assert r.status_code == 200
     body = r.json()
@@ -86,7 +86,7 @@ def test_argo_get_pass_is_200_with_decision_and_lines(gate_url: Any) -> None:
     assert body["checks"]["kv_pool"] == {"status": "pass", "reason": "kv_pool within budget"}
     assert ev.calls[0]["phase"] == "post"
     assert ev.calls[0]["prometheus"] == "http://prom:9090"
-    assert ev.calls[0]["metrics"] == ("http://exp:9400/metrics",)
+    assert ev.calls[0]["metrics"] == ("http://exp:9479/metrics",)
 
 
 def test_argo_fail_is_still_200_so_argo_counts_a_failure_not_an_error(gate_url: Any) -> None:
