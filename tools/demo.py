@@ -190,11 +190,6 @@ def engine_page_totals(path: Path) -> dict[str, float]:
     return out
 
 
-def recorded_itl_ms(arm: Arm) -> float | None:
-    """Mean inter-token latency of the recorded run (vLLM's histogram: one observation per engine step)."""
-    return recorded_mean_ms(arm, "vllm:inter_token_latency_seconds")
-
-
 def recorded_mean_ms(arm: Arm, histogram: str) -> float | None:
     """Mean of one of the recorded engine's histograms over the whole run (first to last capture), in ms."""
     a, b = engine_page_totals(arm.captures[0]), engine_page_totals(arm.captures[-1])
@@ -239,7 +234,9 @@ def table(arms: tuple[Arm, ...], pages: dict[str, str], window: str) -> str:
     row("TTFT p50 / p90 / p99", lambda a, r: ttft(r))
     row("TTFT mean (recorded histogram)", lambda a, r: fmt(recorded_mean_ms(a, "vllm:time_to_first_token_seconds"),
                                                            ",.0f", " ms"))
-    row("inter-token latency, mean per step", lambda a, r: fmt(recorded_itl_ms(a), ".2f", " ms"))
+    row("TPOT mean per request (recorded)", lambda a, r: fmt(
+        recorded_mean_ms(a, "vllm:request_time_per_output_token_seconds"), ".2f", " ms"))
+    row("decode time per token (recorded)", lambda a, r: fmt((decode_ms_per_token(a) or (None,))[0], ".2f", " ms"))
     row("served rate, same traffic", lambda a, r: fmt({"baseline": rates.get("nospec"),
                                                         "ngram": rates.get("ngram")}.get(a.name), ".1f", " tokens/s"))
     row("decode rate (REPLAY PACING, not speed)",
@@ -310,11 +307,12 @@ def _short(text: str, n: int = 96) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def decode_ms_per_token(arm: Arm) -> tuple[float, float] | None:
-    """(ms per decoded token, tokens per engine step) of the recorded run, from vLLM's own counters.
+def decode_ms_per_token(arm: Arm) -> tuple[float] | None:
+    """Decode time per decoded token over the recorded run, from vLLM's own counters (token-weighted).
 
-    Decoded tokens = generation tokens - requests (each request's first token is prefill's); their
-    time is the inter-token-latency histogram's sum (one observation per engine step).
+    Decoded tokens = generation tokens - requests (each request's first token is prefill's); their time
+    is the sum of `vllm:request_decode_time_seconds`. Arms are compared by this and by TPOT, never by
+    ITL (vLLM's ITL is one observation per engine step; design.md "Derived quantities").
     """
     a, b = engine_page_totals(arm.captures[0]), engine_page_totals(arm.captures[-1])
 
@@ -322,39 +320,38 @@ def decode_ms_per_token(arm: Arm) -> tuple[float, float] | None:
         return b[name] - a.get(name, 0.0) if name in b else None
 
     gen, reqs = d("vllm:generation_tokens_total"), d("vllm:time_to_first_token_seconds_count")
-    itl_sum, itl_n = d("vllm:inter_token_latency_seconds_sum"), d("vllm:inter_token_latency_seconds_count")
-    if None in (gen, reqs, itl_sum, itl_n):
+    decode = d("vllm:request_decode_time_seconds_sum")
+    if gen is None or reqs is None or decode is None or gen - reqs <= 0:
         return None
-    assert gen is not None and reqs is not None and itl_sum is not None and itl_n is not None
-    tokens = gen - reqs
-    if tokens <= 0 or itl_n <= 0:
-        return None
-    return 1000.0 * itl_sum / tokens, tokens / itl_n
+    return (1000.0 * decode / (gen - reqs),)
 
 
 def why_ngram(arms: tuple[Arm, ...]) -> list[str]:
-    """The ngram arm's verdict in the recorded numbers: decode steps against the served rate."""
+    """The ngram arm's verdict in the recorded numbers: served rate, TPOT and decode time per token."""
     by = {a.name: a for a in arms}
     if "ngram" not in by or "baseline" not in by:
         return []
     rates = served_rates()
     spec, base = decode_ms_per_token(by["ngram"]), decode_ms_per_token(by["baseline"])
-    itl_spec = recorded_itl_ms(by["ngram"])
-    ttft_spec = recorded_mean_ms(by["ngram"], "vllm:time_to_first_token_seconds")
-    ttft_base = recorded_mean_ms(by["baseline"], "vllm:time_to_first_token_seconds")
+    tpot = "vllm:request_time_per_output_token_seconds"
+    tpot_spec, tpot_base = recorded_mean_ms(by["ngram"], tpot), recorded_mean_ms(by["baseline"], tpot)
+    ttft = "vllm:time_to_first_token_seconds"
+    ttft_spec, ttft_base = recorded_mean_ms(by["ngram"], ttft), recorded_mean_ms(by["baseline"], ttft)
     summary = {r["arm"]: r for r in json.loads((CAPTURES / "captures-summary.json").read_text())["arms"]}
     L = summary["ngram"]["acceptance_length"]
-    if spec is None or base is None or itl_spec is None or ttft_spec is None or ttft_base is None:
+    if None in (spec, base, tpot_spec, tpot_base, ttft_spec, ttft_base):
         return []
+    assert spec is not None and base is not None and tpot_spec is not None and tpot_base is not None
+    assert ttft_spec is not None and ttft_base is not None
     return textwrap.wrap(
-        f"Why ngram does not pay here (all recorded by the engine or the capture run): its decode steps do pay — "
-        f"{itl_spec:.2f} ms per engine step, {spec[1]:.2f} tokens per step on average (steps without a draft "
-        f"included), is {spec[0]:.2f} ms per decoded token against {base[0]:.2f} ms without — but the same 11 "
-        f"requests took {summary['ngram']['traffic_seconds']:.2f} s against {summary['nospec']['traffic_seconds']:.2f} s "
-        f"({rates['ngram']:.1f} vs {rates['nospec']:.1f} tokens/s served, first-token waiting included: TTFT mean "
-        f"{ttft_spec:,.0f} ms vs {ttft_base:,.0f} ms). On the served rate break-even L* = {L:.2f} x "
-        f"{rates['nospec']:.1f} / {rates['ngram']:.1f} = {L * rates['nospec'] / rates['ngram']:.2f} > L, so for "
-        f"this traffic speculation does not pay.", 104)
+        f"Why ngram does not pay here (all recorded by the engine or the capture run): the same 11 requests "
+        f"took {summary['ngram']['traffic_seconds']:.2f} s against {summary['nospec']['traffic_seconds']:.2f} s "
+        f"({rates['ngram']:.1f} vs {rates['nospec']:.1f} tokens/s served, first-token waiting included: TTFT "
+        f"mean {ttft_spec:,.0f} ms vs {ttft_base:,.0f} ms), so on the served rate break-even L* = {L:.2f} x "
+        f"{rates['nospec']:.1f} / {rates['ngram']:.1f} = {L * rates['nospec'] / rates['ngram']:.2f} > L. Per "
+        f"request TPOT is no better either ({tpot_spec:.2f} ms vs {tpot_base:.2f} ms); only token-weighted "
+        f"decode time favours ngram ({spec[0]:.2f} vs {base[0]:.2f} ms per token, a mean dominated by the four "
+        f"long concurrent requests' 1,600 tokens). For this traffic speculation does not pay.", 104)
 
 
 def wait_for_windows(stack: Stack, started: float, step: float, timeout: float) -> dict[str, str]:

@@ -33,7 +33,7 @@ def test_live_folder_holds_the_two_plans() -> None:
 def test_post_phase_plan_against_a_live_exporter() -> None:
     path = LIVE / "post-exporter-ngram-tiny.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    assert data["evidence"] == {"exporter_url": "http://127.0.0.1:9400"}
+    assert data["evidence"] == {"exporter_url": "http://127.0.0.1:9479"}
     arm = next(a for a in demo.ARMS if a.name == "ngram")
     with tempfile.TemporaryDirectory() as tmp, demo.start((arm,), 2.0, Path(tmp)) as stack:
         data["evidence"]["exporter_url"] = stack.exporters["ngram"]

@@ -30,11 +30,14 @@ def test_recorded_numbers_come_from_the_captures() -> None:
     assert base is not None and spec is not None
     # vLLM's own counters: 1,829 decoded tokens in 6.743 s without speculation, 4.895 s with ngram
     assert base[0] == pytest.approx(6743.389433999255 / 1829) and spec[0] == pytest.approx(4894.771092998781 / 1829)
+    tpot = "vllm:request_time_per_output_token_seconds"
+    assert demo.recorded_mean_ms(_arm("ngram"), tpot) == pytest.approx(38.265840775687746 / 11)
+    assert demo.recorded_mean_ms(_arm("baseline"), tpot) == pytest.approx(35.914389871985475 / 11)
     assert demo.recorded_mean_ms(_arm("ngram"), "vllm:time_to_first_token_seconds") == pytest.approx(
         2216.4952754974365 / 11)
     assert demo.decode_ms_per_token(_arm("seed004")) is None  # the rebuilt seed captures carry no latency histograms
     why = " ".join(demo.why_ngram(demo.ARMS))
-    assert "L* = 3.24 x 773.1 / 431.9 = 5.80 > L" in why and "decode steps do pay" in why
+    assert "L* = 3.24 x 773.1 / 431.9 = 5.80 > L" in why and "TPOT is no better either (3.48 ms vs 3.26 ms)" in why
 
 
 def test_each_judged_arm_has_a_plan_without_its_files() -> None:
@@ -52,5 +55,5 @@ def test_the_demo_decides() -> None:
     assert "speculation pays at every point" in text
     assert "decode rate (REPLAY PACING, not speed)" in text
     for row in ("allocated KV pool", "8,192 tokens", "acceptance rate", "per position 1/2/3", "TTFT p50 / p90 / p99",
-                "inter-token latency", "served rate, same traffic"):
+                "TPOT mean per request", "served rate, same traffic"):
         assert row in text
