@@ -21,7 +21,11 @@ The mix: `--prompt-tokens N --output-tokens M` (prompts of exactly N tokens of t
 tokenizer where it has `/tokenize`), or `--plan PLAN` (its workload mixes; `--mix NAME` picks
 some; without --concurrency each mix runs at its own concurrency), or `--prompts FILE.jsonl`
 (your own traffic: one {"prompt": ..., "mix"?: ..., "max_tokens"?: ...} per line).
-The probe must be the engine's only client while it runs. It is bounded: --max-requests,
+Two engines measured one after the other see different machine load (a shared machine drifts by
+more than many speedups): keep both up and alternate, `--repetitions 1 --append` per turn, so the
+drift spreads over both arms (`--append` adds the cells to FILE's record of the same arm, engine,
+model and mix, numbering repetitions on). The probe must be the engine's only client while it
+runs. It is bounded: --max-requests,
 --time-limit, --request-timeout. Progress goes to stderr.
 
 Exit codes: 0 record written, 3 invalid input or an engine that could not be probed (one line
@@ -98,6 +102,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bound on the whole campaign; exceeding it writes no record (default 3600)")
     parser.add_argument("--max-requests", type=positive_int, default=5000, metavar="N",
                         help="refuse campaigns needing more requests (default 5000)")
+    parser.add_argument("--append", action="store_true",
+                        help="add the cells to --out's existing record (same arm, engine, model, mixes), "
+                             "repetitions numbered on: alternate two engines turn by turn")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -177,7 +184,14 @@ def run(args: argparse.Namespace) -> int:
             mixes = [Mix(MixSpec(name=f"p{args.prompt_tokens}-o{args.output_tokens}{suffix}",
                                  prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens,
                                  prompts_from=how, temperature=temp), prompts)]
+        previous = None
+        if args.append and Path(args.out).exists():
+            from gate.probe.record import load_record
+            previous = load_record(args.out)
         record = run_probe(cfg, mixes, model, stderr_progress)
+        if previous is not None:
+            from gate.probe.runner import append_record
+            record = append_record(previous, record)
     except ProbeError as e:
         return invalid(str(e))
     out = Path(args.out)

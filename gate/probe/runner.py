@@ -235,6 +235,46 @@ def build_cell(mix: Mix, concurrency: int, repetition: int, results: Sequence[Re
     )
 
 
+def append_record(previous: ProbeRecord, new: ProbeRecord) -> ProbeRecord:
+    """`new`'s cells after `previous`'s, repetitions numbered on per (mix, concurrency); refused unless the
+    two records are the same arm of the same engine, version, model and mixes (else they are two arms)."""
+    for what in ("arm", "engine", "engine_version", "model", "speculative"):
+        if getattr(previous, what) != getattr(new, what):
+            raise ProbeError(f"--append: the existing record's {what} is {getattr(previous, what)!r}, this run's "
+                             f"{getattr(new, what)!r}")
+    if [m.model_dump() for m in previous.workload] != [m.model_dump() for m in new.workload]:
+        raise ProbeError("--append: the existing record probed other mixes")
+    last: dict[tuple[str, int], int] = {}
+    for c in previous.cells:
+        last[(c.mix, c.concurrency)] = max(last.get((c.mix, c.concurrency), 0), c.repetition)
+    cells = list(previous.cells)
+    for c in new.cells:
+        cells.append(c.model_copy(update={"repetition": last.get((c.mix, c.concurrency), 0) + c.repetition}))
+    reps = max(c.repetition for c in cells)
+    return previous.model_copy(update={"cells": cells, "repetitions": reps})
+
+
+SETTLE_SECONDS = 2.0
+SETTLE_POLL = 0.05
+
+
+def _settled_after(metrics_url: str, cfg: ProbeConfig, before: EngineSnapshot, results: Sequence[RequestResult],
+                   model: str) -> EngineSnapshot:
+    """The `/metrics` page after a cell, once the engine's counters hold every token the cell's requests
+    received. Engines update their counters beside the stream, so the last step of a cell can land on
+    the page a moment after the client saw `[DONE]`; read again (every 50 ms, at most 2 s) until the
+    generated tokens cover the cell's, else take the last page (build_cell then sees the shortfall)."""
+    want = sum(r.completion_tokens or 0 for r in results if r.ok)
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        after = _scrape(metrics_url, cfg.engine, cfg.request_timeout, cfg.api_key)
+        acc = cell_acceptance(before, after, model)
+        if acc is None or acc.reset or acc.generation_tokens is None or acc.generation_tokens + 0.5 >= want \
+                or time.monotonic() > deadline:
+            return after
+        time.sleep(SETTLE_POLL)
+
+
 def run_probe(cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Progress = stderr_progress,
               first: EngineSnapshot | None = None) -> ProbeRecord:
     """The whole campaign; raises ProbeError when a bound is hit or the engine cannot be probed."""
@@ -272,7 +312,7 @@ def run_probe(cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Prog
                                          f"{n_cells} cells; no record written")
                     before = _scrape(metrics_url, cfg.engine, cfg.request_timeout, cfg.api_key)
                     res, wall = run_batch(clients[:conc], mix, cfg.cell_requests(conc))
-                    after = _scrape(metrics_url, cfg.engine, cfg.request_timeout, cfg.api_key)
+                    after = _settled_after(metrics_url, cfg, before, res, model)
                     cell = build_cell(mix, conc, rep, res, wall, before, after, model, progress)
                     cells.append(cell)
                     length = f", L {cell.acceptance_length:.2f}" if cell.acceptance_length is not None else ""

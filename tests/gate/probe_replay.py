@@ -128,11 +128,11 @@ def make_handler(state: ReplayState) -> type[BaseHTTPRequestHandler]:
                 data = (line + "\n").encode()
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-            if not cut:
+            if not cut:  # the engine has counted the request once it generated it, whatever the client does next
                 with state.lock:
                     state.completed += 1
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
     return Handler
 

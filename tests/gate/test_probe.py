@@ -239,3 +239,22 @@ def test_sampled_traffic_is_its_own_mix(tmp_path: Path) -> None:
     mix = load_record(out).workload[0]
     assert (mix.name, mix.temperature) == ("p8-o16-t1", 1.0)
     assert CompletionClient("http://x", "m", temperature=0.7).body([1], 4)["temperature"] == 0.7
+
+
+def test_append_numbers_repetitions_on_and_refuses_another_arm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--prompt-tokens", "8", "--output-tokens", "16", "--concurrency", "1", "--repetitions", "1",
+            "--requests", "1", "--warmup", "0"]
+    with ReplayEngine("nospec") as eng:
+        for _ in range(3):
+            rc, out = probe(tmp_path, eng.url, *args, "--append", arm="baseline")
+            assert rc == 0
+    rec = load_record(out)
+    assert [c.repetition for c in rec.cells] == [1, 2, 3] and rec.repetitions == 3
+    with ReplayEngine("ngram") as eng:  # the same file, the other arm: refused, the file unchanged
+        rc, _ = probe(tmp_path, eng.url, *args, "--append", arm="baseline")
+    assert rc == 3
+    (tmp_path / "speculative.json").write_text(out.read_text())
+    with ReplayEngine("ngram") as eng:
+        rc, _ = probe(tmp_path, eng.url, *args, "--append")
+    assert rc == 3 and "existing record's arm is 'baseline'" in capsys.readouterr().err
+    assert load_record(out).repetitions == 3
