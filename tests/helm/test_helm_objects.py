@@ -299,8 +299,11 @@ def test_rbac_is_least_privilege(r: Rendered) -> None:
         expected[f"{FULLNAME}-serve"] = read
     if r.values["controller"]["enabled"]:
         lease = f"{FULLNAME}-controller"
-        expected[f"{FULLNAME}-controller"] = read | {
-            ("apps", "deployments", "patch", ()),
+        mine = (FULLNAME,)  # only the release's engine Deployment, by name
+        expected[f"{FULLNAME}-controller"] = {
+            ("", "pods", "get", ()), ("", "pods", "list", ()), ("", "pods", "watch", ()),
+            ("apps", "deployments", "get", mine), ("apps", "deployments", "list", mine),
+            ("apps", "deployments", "watch", mine), ("apps", "deployments", "patch", mine),
             ("", "events", "create", ()),
             ("coordination.k8s.io", "leases", "create", ()),
             ("coordination.k8s.io", "leases", "get", (lease,)),
@@ -521,6 +524,7 @@ def test_controller_deployment(rendered: dict[tuple[str, bool], Rendered]) -> No
     assert ns.command == "controller"
     assert str(ns.plan) == "/plan/plan.yaml" and ns.namespace == "$(POD_NAMESPACE)"  # expanded by the kubelet
     assert ns.lease_name == f"{FULLNAME}-controller" and ns.identity == "$(POD_NAME)"
+    assert ns.deployment == FULLNAME  # the one Deployment its Role names
     assert ns.metrics_listen == "0.0.0.0:9402"
     assert c["ports"] == [{"name": "metrics", "containerPort": 9402, "protocol": "TCP"}]
     svc = r.one("Service", f"{FULLNAME}-controller")
