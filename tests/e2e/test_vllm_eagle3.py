@@ -7,7 +7,8 @@ of 3,102 draft tokens. One head layer of the target's KV geometry: 42 blocks of 
 
 Co-design: `specgate codesign` passes the served head against its target and fails the two bad
 heads built beside it — taps [0, 3] (out of range: vLLM's ids run over [0, L] = [0, 2]) and [1, 1]
-(duplicates: vLLM captures each layer once and crashes inside the engine with a reshape error);
+(duplicates: vLLM captures each layer once, and the real engine then crashes on the traffic with a
+reshape error — the last test here shows it);
 `specgate check --phase pre` on a plan with the duplicate head fails on the co-design line.
 """
 
@@ -102,11 +103,13 @@ def test_check_pre_and_post(live, tiny_models, tmp_path, e2e_record):
 
 
 def test_vllm_itself_crashes_on_the_duplicate_tap_head(vllm_python, tiny_models, e2e_logs, e2e_record, live):
-    """What the co-design rule prevents, on the real engine: the first draft step crashes it.
+    """What the co-design rule prevents, on the real engine.
 
     The module's last test: it stops the arm's server first (one vLLM at a time here; the arm's
-    numbers were read already). The readiness probe (one output token) never drafts and is
-    served; the first request that drafts kills the engine.
+    numbers were read already). vLLM captures layer 1 once for taps [1, 1] and reshapes the
+    128-wide states to the fc's [-1, 256]: an even token count passes silently (a lone request is
+    served, drafting from pairs of tokens), the measured traffic's batches hit an odd count and
+    the engine dies (`shape '[-1, 256]' is invalid for input of size ...`).
     """
     live.stop()
     eng = harness.start_arm("eagle3-taps-duplicate", tiny_models, python=vllm_python, log_dir=e2e_logs,
@@ -114,7 +117,7 @@ def test_vllm_itself_crashes_on_the_duplicate_tap_head(vllm_python, tiny_models,
     try:
         eng.wait_ready(240)
         with pytest.raises(requests.RequestException):
-            eng.complete(harness.PROMPTS[0], max_tokens=16, timeout=120)
+            eng.send_traffic(8, 64, concurrency=4)
         deadline = time.monotonic() + 30
         while eng.alive() and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -122,6 +125,6 @@ def test_vllm_itself_crashes_on_the_duplicate_tap_head(vllm_python, tiny_models,
     finally:
         eng.stop()
     log = eng.log_path.read_text(errors="replace")
-    assert "shape" in log.lower(), log[-3000:]
-    e2e_record.setdefault("eagle3-taps-duplicate", {}).update(engine_served_first_draft=False,
-                                                              engine_exited_by_itself=died)
+    assert "shape '[-1, 256]' is invalid for input of size" in log, log[-3000:]
+    assert died, "the engine survived its worker's failure"
+    e2e_record.setdefault("eagle3-taps-duplicate", {}).update(engine_crashed_on_traffic=True)
