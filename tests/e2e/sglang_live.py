@@ -65,8 +65,8 @@ EAGLE_TOPK = 1
 NUM_DRAFT_TOKENS = 4  # NGRAM: tokens per verify; STANDALONE/EAGLE3: num_steps + 1
 # The memory side binds when --max-total-tokens is left out and --mem-fraction-static is small:
 # SGLang's KV budget is (free memory after loading) − (free memory before loading) × (1 − m);
-# with m 0.02 and ~20 GB free that is ~0.4 GB, about 260,000 tokens of 1,536 B (STANDALONE).
-MEMBOUND_MEM_FRACTION = 0.02
+# with m 0.05 and ~20 GB free that is ~1 GB, about 650,000 tokens of 1,536 B (STANDALONE).
+MEMBOUND_MEM_FRACTION = 0.05
 
 TRAFFIC_REQUESTS = 8
 TRAFFIC_MAX_TOKENS = 32
@@ -129,10 +129,15 @@ class SGLangCounters:
         s = parse_samples(text)
 
         def one(name: str) -> float | None:
+            """One model, one rank: counters are split only by `is_streaming` (summed); a gauge has one series."""
             hits = [v for _, v in s.get("sglang:" + name, [])]
+            if not hits:
+                return None
+            if name.endswith("_total"):
+                return sum(hits)
             if len(hits) > 1:
                 raise AssertionError(f"sglang:{name}: {len(hits)} series on one model")
-            return hits[0] if hits else None
+            return hits[0]
 
         pool = one("max_total_num_tokens")
         return cls(verify_calls=one("spec_verify_calls_total"), generation_tokens=one("generation_tokens_total"),

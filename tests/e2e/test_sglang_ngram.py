@@ -47,3 +47,30 @@ def test_check_pre_and_post(live, sglang_models, tmp_path, e2e_record):
     assert pre["checks"]["kv_pool"]["status"] == "pass", pre["checks"]["kv_pool"]
     acc = post["checks"]["acceptance"]
     assert acc["status"] == "pass", acc
+
+
+def test_probe_runs_against_sglang(live, tmp_path, e2e_record):
+    """`specgate probe` drives SGLang's streaming /v1/completions; a cell's L is SGLang's counters over it."""
+    import json
+    import subprocess
+
+    from harness import SPECGATE
+    from sglang_live import acceptance_between
+
+    out = tmp_path / "probe-sglang-ngram.json"
+    before = live.engine.counters()
+    p = subprocess.run([str(SPECGATE), "probe", "--engine-url", live.engine.url, "--arm", "speculative",
+                        "--speculative-config", '{"method":"ngram","num_draft_tokens":4}', "--engine", "sglang",
+                        "--prompt-tokens", "16", "--output-tokens", "16", "--concurrency", "2",
+                        "--repetitions", "1", "--warmup", "0", "--requests", "4", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    after = live.engine.counters()
+    rec = json.loads(out.read_text())
+    assert rec["engine"] == "sglang"
+    (cell,) = rec["cells"]
+    want = acceptance_between(before, after)
+    assert want is not None
+    assert cell["drafts"] == want["drafts"]
+    assert abs(cell["acceptance_length"] - want["L"]) < 1e-12, (cell, want)
+    e2e_record.setdefault("sglang-ngram", {}).update(probe_cell_L=cell["acceptance_length"])
