@@ -244,11 +244,12 @@ def table(arms: tuple[Arm, ...], pages: dict[str, str], window: str) -> str:
     row("basis", lambda a, r: a.basis)
     w0 = max(len(t) for t, _ in rows)
     widths = [max(len(c), *(len(vals[i]) for t, vals in rows if t != "basis")) for i, c in enumerate(cols)]
-    lines = ["  " + " " * w0 + "  " + "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))]
+    lines = [("  " + " " * w0 + "  " + "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))).rstrip()]
     for title, vals in rows:
         if title == "basis":
             continue
-        lines.append("  " + title.ljust(w0) + "  " + "  ".join(v.ljust(w) for v, w in zip(vals, widths, strict=True)))
+        lines.append(("  " + title.ljust(w0) + "  " + "  ".join(v.ljust(w) for v, w in zip(vals, widths, strict=True)))
+                     .rstrip())
     basis = next(vals for t, vals in rows if t == "basis")
     lines.append("")
     lines += [f"  {c}: {b}" for c, b in zip(cols, basis, strict=True)]
