@@ -102,11 +102,11 @@ class StreamSnapshot:
     def key(self) -> StreamKey:
         return StreamKey(self.model, self.rank)
 
-    @cached_property
+    @property
     def cumulative(self) -> Mapping[str, float | None]:
         """Every cumulative value of the stream by name, for restart detection (compared name by name, so
         a family that appears or disappears between two pages is never compared with a different one).
-        Computed once per snapshot: the restart rule asks for it at every scrape and every window."""
+        Computed when asked, not kept: cached, it held ~6 MiB more in the 5-minute ring of the 32-stream soak."""
         vals: dict[str, float | None] = {"prompt": self.prompt_tokens, "generation": self.generation_tokens,
                                          "preemptions": self.preemptions}
         if self.spec is not None:
