@@ -42,7 +42,7 @@ else
 endif
 
 test: venv tools lint
-	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests --ignore=tests/e2e
+	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests --ignore=tests/e2e --ignore=tests/tools
 
 # Ratios (best of several runs), then a real Prometheus side by side (medians), then the RSS soak.
 bench: venv tools

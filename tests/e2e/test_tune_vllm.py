@@ -93,8 +93,7 @@ def suffix_runs(vllm_python: Path, tiny_models: Path, e2e_logs: Path,
     """Suffix decoding at k = 1, 2, 3, 5 (arctic-inference built from its sdist; acceptance only)."""
     r = subprocess.run(["bash", str(harness.REPO / "tools" / "arctic_inference.sh")], capture_output=True,
                        text=True, timeout=900)
-    if r.returncode != 0:
-        pytest.skip(f"arctic-inference did not build here: {r.stderr.strip().splitlines()[-1:]}")
+    assert r.returncode == 0, f"arctic-inference did not build: {r.stderr.strip().splitlines()[-3:]}"
     site = r.stdout.strip().splitlines()[-1]
     return _run_depths("suffix", DEPTHS, vllm_python, tiny_models, e2e_logs, tmp_path_factory.mktemp("tune-suffix"),
                        False, extra_env={"PYTHONPATH": site})
@@ -150,8 +149,7 @@ def test_depth_prediction_errors_against_real_runs_at_each_k(method, request, e2
 
 
 def test_speedup_predicted_against_measured(runs, e2e_record):
-    if not runs["probe"]:
-        pytest.skip("specgate probe is not in this tree: no probe records, no measured speedup")
+    assert runs["probe"], "no probe records: the measured speedup cannot be compared"
     arms = runs["arms"]
     from gate.probe.record import load_record
 

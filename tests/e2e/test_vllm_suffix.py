@@ -23,7 +23,7 @@ def arctic_env() -> dict[str, str]:
     try:
         site = harness.arctic_inference_site()
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"arctic-inference did not build here: {e}")
+        pytest.fail(f"arctic-inference did not build: {e}")
     return {"PYTHONPATH": site}
 
 

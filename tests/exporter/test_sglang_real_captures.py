@@ -24,8 +24,7 @@ SPEC_ARMS = ("ngram", "standalone", "eagle3")
 
 def _arm(arm: str) -> Path:
     d = CAPTURES / arm
-    if not (d / "requests.json").is_file():
-        pytest.skip(f"{d} not recorded (tools/refresh_sglang_captures.py)")
+    assert (d / "requests.json").is_file(), f"{d} missing: record it with tools/refresh_sglang_captures.py"
     return d
 
 

@@ -279,7 +279,6 @@ def _record(tmp_path: Path, k: int, cells: list[tuple[int, float, float | None]]
 
 
 def test_probe_records_fit_cost_by_k_and_find_the_crossover(capsys, tmp_path):
-    pytest.importorskip("gate.probe.record")
     lengths = {1: 1.8, 2: 2.4, 3: 2.9}
     # per-sequence ms = 1000 * B * wall / 100: plain step 10 ms at B = 1 and 8;
     # cycle 11 + k ms at B = 1, 30 + 5k ms at B = 8 (wall = cycle * 100 / (1000 * L * B))
@@ -305,7 +304,6 @@ def test_probe_records_fit_cost_by_k_and_find_the_crossover(capsys, tmp_path):
 
 
 def test_probe_records_with_capture_counters_extrapolate_depth(capsys, tmp_path):
-    pytest.importorskip("gate.probe.record")
     files = [_record(tmp_path, 0, [(1, 1.0, None)]),
              _record(tmp_path, 3, [(1, 14 * 100 / (1000 * 3.2414), 3.2414)])]
     rc, out, err = run_cli(capsys, "--probe", *map(str, files), "--captures", *map(str, NGRAM), "--point", "m",
@@ -317,7 +315,6 @@ def test_probe_records_with_capture_counters_extrapolate_depth(capsys, tmp_path)
 
 
 def test_bad_probe_record_is_one_line_exit_3(capsys, tmp_path):
-    pytest.importorskip("gate.probe.record")
     bad = tmp_path / "bad.json"
     bad.write_text('{"arm": "speculative", "cells": []}')
     rc, out, err = run_cli(capsys, "--probe", str(bad))
@@ -349,7 +346,7 @@ def test_depth_advice_is_silent_without_per_position_evidence():
 @pytest.fixture
 def exporter_page():
     """The exporter's own exposition of the real ngram capture (tests/golden/vllm-ngram.prom), served over HTTP."""
-    responses = pytest.importorskip("responses")
+    import responses
     with responses.RequestsMock() as rsps:
         rsps.get("http://exporter.test:9400/metrics", body=(REPO / "tests" / "golden" / "vllm-ngram.prom").read_text())
         yield rsps
@@ -364,7 +361,6 @@ def test_exporter_lifetime_counters_give_the_same_exact_lengths(capsys, exporter
 
 
 def test_concurrency_filter_keeps_only_the_asked_concurrencies(capsys, tmp_path):
-    pytest.importorskip("gate.probe.record")
     files = [_record(tmp_path, 0, [(1, 1.0, None), (8, 0.125, None)]),
              _record(tmp_path, 3, [(1, 14 * 100 / (1000 * 2.9), 2.9), (8, 45 * 100 / (1000 * 2.9 * 8), 2.9)])]
     rc, out, err = run_cli(capsys, "--probe", *map(str, files), "--concurrency", "8", "16", "--format", "json")
