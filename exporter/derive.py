@@ -2,7 +2,8 @@
 
 Three steps, each with one address:
 - `restarted()` is THE restart rule: a stream restarted between two snapshots when the engine's
-  process start time changed or any of its counters went down. Every caller (`derive_window`, the
+  process start time changed or any of its counters went down (against its last known value: the
+  tracker's last sight, `last_known()`, keeps values a page left out). Every caller (`derive_window`, the
   tracker's per-scrape step, its sliding and batch windows) asks it; nothing else decides a reset.
 - `stream_delta()` turns two snapshots of a stream into a `StreamDelta`: what its counters gained,
   as Prometheus' `increase()` does. On a reset every delta is taken from `after` alone; counters are
@@ -15,7 +16,7 @@ Three steps, each with one address:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from exporter import formulas
@@ -34,11 +35,49 @@ def restarted(before: StreamSnapshot, after: StreamSnapshot,
               before_start: float | None, after_start: float | None) -> bool:
     """The restart rule: the engine's process start time changed (both known and different), or any
     cumulative value of the stream went down. Start times are the engine's `process_start_time` as
-    seen with each snapshot."""
+    seen with each snapshot.
+
+    Each value is compared with its last known one: the tracker's last sight of a stream is
+    `last_known(...)`, which keeps a value a page left out. A restarted SGLang (no
+    `process_start_time_seconds`) serves `/metrics` before its warm-up, with no counters at all; the
+    next page has small ones. Against the previous page alone nothing went down; against the last
+    known values the counters did: a family that disappears and comes back lower is a restart."""
     if before_start is not None and after_start is not None and before_start != after_start:
         return True
     b = before.cumulative
     return any(x is not None and (y := b.get(k)) is not None and x < y for k, x in after.cumulative.items())
+
+
+def _keep(new: float | None, old: float | None) -> float | None:
+    return new if new is not None else old
+
+
+def last_known(last: StreamSnapshot, new: StreamSnapshot, reset: bool) -> StreamSnapshot:
+    """A stream's last sight after the step `last` -> `new`: `new`, with every cumulative value it lacks
+    carried over from `last`, so the restart rule and the next delta compare with the last value the
+    engine reported, not with a page that had none. After a restart (`reset`) nothing is carried: the
+    old process's values would make the new one's counters look lower again."""
+    if reset:
+        return new
+    spec = new.spec
+    ls = last.spec
+    if ls is not None:
+        if spec is None:
+            spec = ls
+        else:
+            spec = replace(spec, drafts=_keep(spec.drafts, ls.drafts),
+                           draft_tokens=_keep(spec.draft_tokens, ls.draft_tokens),
+                           accepted_tokens=_keep(spec.accepted_tokens, ls.accepted_tokens),
+                           accepted_per_position=spec.accepted_per_position or ls.accepted_per_position,
+                           verify_calls=_keep(spec.verify_calls, ls.verify_calls))
+    split = dict(last.split_cumulative) | dict(new.split_cumulative)
+    return replace(new, prompt_tokens=_keep(new.prompt_tokens, last.prompt_tokens),
+                   generation_tokens=_keep(new.generation_tokens, last.generation_tokens),
+                   preemptions=_keep(new.preemptions, last.preemptions), spec=spec,
+                   ttft=new.ttft if new.ttft is not None else last.ttft,
+                   tpot=new.tpot if new.tpot is not None else last.tpot,
+                   itl=new.itl if new.itl is not None else last.itl,
+                   split_cumulative=tuple(sorted(split.items())))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from exporter.derive import StreamDelta, WindowStats, restarted, stream_delta, window_stats
+from exporter.derive import StreamDelta, WindowStats, last_known, restarted, stream_delta, window_stats
 from exporter.engines.base import EngineSnapshot, StreamKey, StreamSnapshot
 
 # Per-window acceptance-length histogram bounds (L >= 1); the SLO target is added when set.
@@ -95,6 +95,9 @@ class Scrape:
 class _Sight:
     """A stream's last sight: a stream missing from one page and back in the next continues from here,
     not from zero (no double counting), and is judged against the engine start time seen then.
+    `stream` holds the last known value of each cumulative family (`exporter.derive.last_known`): a
+    family missing from a page (a restarted SGLang before its warm-up) is compared, when it is back,
+    with the value it had, so coming back lower is a restart.
     `at` is that scrape's timestamp: a stream unseen for `stream_ttl` is forgotten."""
 
     stream: StreamSnapshot
@@ -177,6 +180,7 @@ class WindowTracker:
             found["multiple_engines"] = 1
         own = self._by_start.get(start, {}) if start is not None else {}
         fired: set[StreamKey] = set()
+        mine_now: dict[StreamKey, StreamSnapshot] = {}  # each stream's last sight for this process
         for s in snap.streams:
             t = self.totals.setdefault(s.key, StreamTotals())
             seen = self._last_seen.get(s.key)
@@ -185,21 +189,30 @@ class WindowTracker:
                 # own increases, never by one engine's whole cumulative value. Every window across it is reset.
                 fired.add(s.key)
                 mine = own.get(s.key)
+                sight = s
                 if mine is not None:
                     reset = restarted(mine, s, start, start)
                     t.restarts += reset
                     t.add(stream_delta(mine, s, reset))
-            elif seen is None:  # first sight (of the stream, or of the engine): adopt its cumulative values
+                    sight = last_known(mine, s, reset)
+                mine_now[s.key] = sight
+                self._last_seen[s.key] = _Sight(s, start, snap.timestamp)
+                continue
+            if seen is None:  # first sight (of the stream, or of the engine): adopt its cumulative values
                 t.add(stream_delta(None, s, reset=True))
+                sight = s
             else:
+                # against the last known values (a page without a family keeps the last one it had)
                 reset = restarted(seen.stream, s, seen.start, start)
                 if reset:
                     t.restarts += 1
                     fired.add(s.key)
                 t.add(stream_delta(seen.stream, s, reset))
-            self._last_seen[s.key] = _Sight(s, start, snap.timestamp)
+                sight = last_known(seen.stream, s, reset)
+            mine_now[s.key] = sight
+            self._last_seen[s.key] = _Sight(sight, start, snap.timestamp)
         if start is not None:
-            self._by_start.setdefault(start, {}).update({s.key: s for s in snap.streams})
+            self._by_start.setdefault(start, {}).update(mine_now)
             self._by_start[start] = self._by_start.pop(start)  # the newest process last
             while len(self._by_start) > MAX_PROCESSES:
                 self._by_start.pop(next(iter(self._by_start)))
