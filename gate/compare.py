@@ -160,6 +160,18 @@ def _median_or_none(values: Sequence[float | None]) -> float | None:
     return statistics.median(known) if known and len(known) == len(values) else None
 
 
+def decide(p_faster: float, p_slower: float, point_speedup: float, alpha: float,
+           min_speedup: float | None) -> Verdict:
+    """The verdict rule of the module docstring, on its own (gate.checks.cohorts judges canary against
+    stable by it too): pays when faster at p < α and at least min_speedup; does not pay when slower at
+    p < α, or faster but below min_speedup; inconclusive otherwise."""
+    if p_faster < alpha:
+        return Verdict.PAYS if min_speedup is None or point_speedup >= min_speedup else Verdict.DOES_NOT_PAY
+    if p_slower < alpha:
+        return Verdict.DOES_NOT_PAY
+    return Verdict.INCONCLUSIVE
+
+
 def judge_point(mix: str, concurrency: int, base: Sequence[Cell], spec: Sequence[Cell],
                 alpha: float = DEFAULT_ALPHA, min_speedup: float | None = None) -> PointResult:
     """The verdict of one point from its cells (the formulas are in the module docstring)."""
@@ -194,18 +206,18 @@ def judge_point(mix: str, concurrency: int, base: Sequence[Cell], spec: Sequence
     speeds = (f"speculative {s.median_x:.4g} tok/s vs baseline {s.median_y:.4g} tok/s (medians of "
               f"{s.n_x} and {s.n_y}), speedup {s.speedup:.3g}x ({s.interval_kind.value} "
               f"{s.low:.3g}-{s.high:.3g})")
-    if faster.p_value < alpha and (min_speedup is None or s.speedup >= min_speedup):
-        verdict, p = Verdict.PAYS, faster.p_value
+    verdict = decide(faster.p_value, slower.p_value, s.speedup, alpha, min_speedup)
+    if verdict is Verdict.PAYS:
+        p = faster.p_value
         why = f"pays: {speeds}; faster at p = {p:.3g} < {alpha:g}"
     elif faster.p_value < alpha:
-        verdict, p = Verdict.DOES_NOT_PAY, faster.p_value
+        p = faster.p_value
         why = (f"does not pay: {speeds}; significantly faster (p = {p:.3g}) but below min_speedup "
                f"{min_speedup:g}")
-    elif slower.p_value < alpha:
-        verdict, p = Verdict.DOES_NOT_PAY, slower.p_value
+    elif verdict is Verdict.DOES_NOT_PAY:
+        p = slower.p_value
         why = f"does not pay: {speeds}; slower at p = {p:.3g} < {alpha:g}"
     else:
-        verdict = Verdict.INCONCLUSIVE
         p = faster.p_value if s.speedup >= 1 else slower.p_value
         why = (f"inconclusive: {speeds}; the rank test cannot tell the arms apart (p = {p:.3g}, "
                f"not < {alpha:g}); this is no speedup and no slowdown")

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from exporter import formulas
-from gate.checks import probes, served_rate
+from gate.checks import cohorts, probes, served_rate
 from gate.checks.base import CheckContext
 from gate.evidence.base import AcceptanceWindow
+from gate.fleet.cohorts import CohortEvidence
 from gate.fleet.rule import window_slo_status
 from gate.fleet.table import FleetResult
 from gate.plan import Plan, StepCost
@@ -161,11 +162,12 @@ def check(ctx: CheckContext) -> LineResult:
     (BreakEvenPoint), `streams` (StreamResult), `measured_vs_break_even` (MeasuredPoint), `erosion`
     and `cycle_growth` when known, and `served_rate` (gate.checks.served_rate.ServedRateComparison).
     """
-    return judge(ctx.plan, ctx.phase, ctx.metrics.windows, ctx.metrics.errors, fleet=ctx.metrics.fleet)
+    return judge(ctx.plan, ctx.phase, ctx.metrics.windows, ctx.metrics.errors, fleet=ctx.metrics.fleet,
+                 cohort_evidence=ctx.metrics.cohorts)
 
 
 def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_errors: list[str],
-          fleet: FleetResult | None = None) -> LineResult:
+          fleet: FleetResult | None = None, cohort_evidence: CohortEvidence | None = None) -> LineResult:
     slo = plan.slo
     target = slo.target_acceptance_length
     parts: list[str] = []
@@ -295,6 +297,13 @@ def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
     parts += probe_parts
     if probe_values is not None:
         values["probes"] = probe_values
+
+    # 5b. Canary against stable (evidence.prometheus.cohorts, --phase post; gate.checks.cohorts, issue 11).
+    cohort_statuses, cohort_parts, cohort_values = cohorts.judge(plan, phase, cohort_evidence)
+    statuses += cohort_statuses
+    parts += cohort_parts
+    if cohort_values is not None:
+        values["cohorts"] = cohort_values
 
     # 6. Depth (gate.tune.advice, issue 12): the plan's k against tune's best k per point; warn only when
     #    another depth's whole predicted speedup band lies above the plan's k's band. Only where this line

@@ -15,10 +15,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gate.evidence.identity import EvidenceIdentity
 from gate.fleet.table import FleetResult
+
+if TYPE_CHECKING:
+    from gate.fleet.cohorts import CohortEvidence
 
 Progress = Callable[[str], None]
 
@@ -120,6 +123,9 @@ class MetricsEvidence:
     # A Prometheus source's per-pod table and fleet verdict (gate.fleet): it judges each pod's windows,
     # restarts and engine state itself, so its windows are not in `windows`.
     fleet: FleetResult | None = None
+    # A Prometheus source's canary and stable cohorts over the same window (gate.fleet.cohorts), when the
+    # plan names both; judged in --phase post by gate.checks.cohorts.
+    cohorts: CohortEvidence | None = None
 
     def merge(self, other: MetricsEvidence) -> None:
         self.windows += other.windows
@@ -130,6 +136,7 @@ class MetricsEvidence:
         self.context_cap_tokens = self.context_cap_tokens or other.context_cap_tokens
         self.engine_version = self.engine_version or other.engine_version
         self.fleet = self.fleet or other.fleet
+        self.cohorts = self.cohorts or other.cohorts
         if other.ready_seconds is not None and (self.ready_seconds is None or other.ready_seconds > self.ready_seconds):
             self.ready_seconds, self.ready_source = other.ready_seconds, other.ready_source
 

@@ -33,6 +33,7 @@ from gate.evidence.base import (
     Unreachable,
     no_answer_kind,
 )
+from gate.fleet import cohorts as cohort_evidence
 from gate.fleet.collect import FleetAsk
 from gate.fleet.collect import evaluate as evaluate_fleet
 from gate.plan import SLO, PlanError, PrometheusSource
@@ -162,6 +163,8 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
         return ev
     ev.fleet = result
     ev.live = True
+    # Canary against stable over the same window (gate.fleet.cohorts): its own errors, never the fleet's.
+    ev.cohorts = cohort_evidence.collect(client, src, window_seconds, lookback_seconds, end, source)
     ups = [r.engine_up for r in result.rows]
     ev.engine_up = all(u is True for u in ups) if ups else None
     if pool:

@@ -1,0 +1,132 @@
+"""Canary against stable in `--phase post`: is the canary cohort faster under the same load? (issue 11)
+
+Why a line of its own in the acceptance check: probe records say where speculation pays on a
+bench; a canary step (Argo Rollouts, Flagger, through `specgate serve`) asks it of the fleet
+itself — the canary cohort against the stable one, over the same window, from the exporter's
+series in Prometheus (`evidence.prometheus.cohorts`, gathered by gate.fleet.cohorts). The
+statistics are the probes' (gate.stats, gate.compare.decide), one speed at a time, with x the
+canary's samples and y the stable's (one sample per pod and window):
+
+    TPOT:      x = 1 / TPOT p50 (tokens/s per sequence), so speedup = median(1/TPOT_c) / median(1/TPOT_s)
+    tokens/s:  x = generated tokens/s of one pod in one window
+    each:      one-sided exact Mann-Whitney U both ways (normal approximation above 900 pairs),
+               significant only when p < slo.alpha; speedup = ratio of medians with its observed range
+               (a bootstrap interval with ≥ 10 samples a side); verdict by gate.compare.decide
+               (pays / does_not_pay / inconclusive, slo.min_speedup on the point estimate)
+
+The cohort verdict: **fail** when either speed does not pay (significantly slower, or faster but
+below min_speedup), with both cohorts' numbers; **pass** when both pay; **inconclusive** otherwise.
+Fail closed: a cohort with no samples of a speed, fewer than slo.min_windows, no load data, or a
+load mismatch (the canary's median running requests per pod and window outside 0.5–2× the
+stable's: the speeds are not comparable) is inconclusive, never a pass. Each cohort's pooled
+acceptance length and pods are reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gate.compare import Verdict, decide
+from gate.fleet.cohorts import CohortEvidence, CohortSamples
+from gate.plan import Plan
+from gate.stats import Alternative, StatsError, mann_whitney_u, median, speedup
+from gate.verdict import Status
+
+STATUS = {Verdict.PAYS: Status.PASS, Verdict.DOES_NOT_PAY: Status.FAIL, Verdict.INCONCLUSIVE: Status.INCONCLUSIVE}
+LOAD_BAND = (0.5, 2.0)  # canary median running requests / stable's outside this: speeds not comparable
+
+
+def _metric(name: str, unit: str, x: list[float], y: list[float], shown_x: float, shown_y: float,
+            alpha: float, min_speedup: float | None) -> tuple[Verdict, str, dict[str, Any]]:
+    """One speed's verdict, its sentence and numbers; x, y are rates (larger is faster)."""
+    s = speedup(x, y)
+    faster = mann_whitney_u(x, y, Alternative.GREATER)
+    slower = mann_whitney_u(x, y, Alternative.LESS)
+    verdict = decide(faster.p_value, slower.p_value, s.speedup, alpha, min_speedup)
+    p = faster.p_value if (verdict is Verdict.PAYS or faster.p_value < alpha or
+                           (verdict is Verdict.INCONCLUSIVE and s.speedup >= 1)) else slower.p_value
+    speeds = (f"{name} canary {shown_x:.4g} {unit} vs stable {shown_y:.4g} {unit} (medians of {s.n_x} and "
+              f"{s.n_y} pod-windows), speedup {s.speedup:.3g}x ({s.interval_kind.value} {s.low:.3g}-{s.high:.3g})")
+    if verdict is Verdict.PAYS:
+        why = f"{speeds}: faster at p = {p:.3g} < {alpha:g}"
+    elif verdict is Verdict.DOES_NOT_PAY and faster.p_value < alpha:
+        why = f"{speeds}: faster (p = {p:.3g}) but below min_speedup {min_speedup:g}"
+    elif verdict is Verdict.DOES_NOT_PAY:
+        why = f"{speeds}: slower at p = {p:.3g} < {alpha:g}"
+    else:
+        why = f"{speeds}: the rank test cannot tell the cohorts apart (p = {p:.3g}, not < {alpha:g})"
+    values = {"verdict": verdict.value, "canary": shown_x, "stable": shown_y, "speedup": s.speedup,
+              "speedup_low": s.low, "speedup_high": s.high, "interval_kind": s.interval_kind.value,
+              "p_value": p, "p_faster": faster.p_value, "p_slower": slower.p_value, "test_method": faster.method,
+              "n_canary": s.n_x, "n_stable": s.n_y}
+    return verdict, why, values
+
+
+def _short(c: CohortSamples, what: str, samples: list[float], min_windows: int) -> str | None:
+    if not samples:
+        return f"the {c.name} cohort ({c.selector}) has no {what} samples"
+    if len(samples) < min_windows:
+        return f"the {c.name} cohort has {len(samples)} {what} sample(s), fewer than slo.min_windows {min_windows}"
+    return None
+
+
+def judge(plan: Plan, phase: str, ev: CohortEvidence | None) -> tuple[list[Status], list[str], dict[str, Any] | None]:
+    """Statuses, sentences and values of the cohort comparison; nothing when the plan names no stable cohort."""
+    src = plan.evidence.prometheus
+    if src is None or src.cohorts is None or not src.cohorts.stable:
+        return [], [], None
+    if phase != "post":
+        return [], [f"canary against stable not judged in --phase {phase} (it is a --phase post comparison)"], None
+    if ev is None:
+        return ([Status.INCONCLUSIVE], ["canary against stable: no cohort evidence (no Prometheus answer to "
+                                        "compare; see the evidence errors)"], {"verdict": "inconclusive"})
+    values: dict[str, Any] = ev.to_json()
+    alpha, min_speedup = plan.slo.alpha, plan.slo.min_speedup
+    values.update(alpha=alpha, min_speedup=min_speedup, load_band=list(LOAD_BAND))
+    canary, stable = ev.cohorts["canary"], ev.cohorts["stable"]
+    accept = "; ".join(f"{c.name} L {c.acceptance_length:.3f}" if c.acceptance_length is not None
+                       else f"{c.name} L unknown (no drafts)" for c in (canary, stable))
+
+    def inconclusive(why: str) -> tuple[list[Status], list[str], dict[str, Any]]:
+        values["verdict"] = Verdict.INCONCLUSIVE.value
+        values["reason"] = why
+        return [Status.INCONCLUSIVE], [f"canary against stable inconclusive: {why} ({accept})"], values
+
+    if ev.errors:
+        return inconclusive("; ".join(ev.errors))
+    for c in (canary, stable):
+        for what, samples in (("TPOT", c.tpot_seconds), ("generated tokens/s", c.tokens_per_second),
+                              ("running-requests", c.running)):
+            short = _short(c, what, samples, plan.slo.min_windows)
+            if short:
+                return inconclusive(f"{short} over {ev.lookback_seconds} s in {ev.window_label} windows")
+    load_c, load_s = median(canary.running), median(stable.running)
+    values["load"] = {"canary_running_median": load_c, "stable_running_median": load_s,
+                      "canary_running_range": [min(canary.running), max(canary.running)],
+                      "stable_running_range": [min(stable.running), max(stable.running)],
+                      "range_kind": "observed_range"}
+    load_txt = (f"load: median running requests per pod canary {load_c:.3g} vs stable {load_s:.3g} "
+                f"(observed ranges {min(canary.running):.3g}-{max(canary.running):.3g} and "
+                f"{min(stable.running):.3g}-{max(stable.running):.3g})")
+    ratio = load_c / load_s if load_s > 0 else None
+    if ratio is None or not LOAD_BAND[0] <= ratio <= LOAD_BAND[1]:
+        return inconclusive(f"{load_txt}: outside {LOAD_BAND[0]:g}-{LOAD_BAND[1]:g}x, so the speeds are not "
+                            "comparable")
+    try:
+        tpot = _metric("TPOT p50", "s", [1.0 / v for v in canary.tpot_seconds], [1.0 / v for v in stable.tpot_seconds],
+                       median(canary.tpot_seconds), median(stable.tpot_seconds), alpha, min_speedup)
+        rate = _metric("generated", "tok/s", canary.tokens_per_second, stable.tokens_per_second,
+                       median(canary.tokens_per_second), median(stable.tokens_per_second), alpha, min_speedup)
+    except StatsError as e:
+        return inconclusive(str(e))
+    values["tpot"], values["tokens_per_second"] = tpot[2], rate[2]
+    verdicts = {tpot[0], rate[0]}
+    verdict = (Verdict.DOES_NOT_PAY if Verdict.DOES_NOT_PAY in verdicts else
+               Verdict.PAYS if verdicts == {Verdict.PAYS} else Verdict.INCONCLUSIVE)
+    values["verdict"] = verdict.value
+    word = {Verdict.PAYS: "pays", Verdict.DOES_NOT_PAY: "does not pay", Verdict.INCONCLUSIVE: "inconclusive"}[verdict]
+    sentence = (f"canary against stable {word} ({ev.lookback_seconds} s in {ev.window_label} windows, "
+                f"{len(canary.pods)} canary and {len(stable.pods)} stable pod(s)): {tpot[1]}; {rate[1]}; "
+                f"{load_txt}; {accept}")
+    values["reason"] = sentence
+    return [STATUS[verdict]], [sentence], values
