@@ -16,7 +16,11 @@ speculation pays iff L > L* = t_cycle / t_target_step. So (issue 10):
 - windows that are reset, or whose restart status is unknown, are never evidence;
 - two-arm served-rate samples (seed 000) go through gate.checks.served_rate: observed
   min–max labelled as such, an exact one-sided Mann-Whitney p against `slo.alpha`; they
-  decide only when the plan sets `min_speedup`.
+  decide only when the plan sets `min_speedup`;
+- in `--phase post` with `evidence.prometheus.cohorts: {canary, stable}`, the canary cohort
+  against the stable one over the same window (gate.checks.cohorts): a canary significantly
+  slower **fails**, significantly faster on TPOT and tokens/s passes, anything else (a load
+  mismatch, too few windows, no stable data) is inconclusive.
 """
 
 from __future__ import annotations

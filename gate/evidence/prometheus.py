@@ -7,7 +7,8 @@ history — nothing waits for a new window inside an HTTP request. Each step of
 `increase(specgate_spec_drafts_total[W])` at step W is one batch window; a window in which
 `specgate_engine_restarts_total` increased is `reset` and never evidence. Timeouts, errors and
 empty answers are recorded as errors (inconclusive). Side facts for other lines: the smallest
-allocated pool and the slowest cold start among the matched pods (each named). Tokens and
+allocated pool and the slowest cold start among the matched pods (each named); with both cohorts
+named, the canary's and the stable's samples over the same window (gate.fleet.cohorts). Tokens and
 passwords come from the environment or files and are never logged; `tenant` is sent as
 `X-Scope-OrgID`. Metric names come from `exporter.names` (the output contract), never spelled here.
 """
