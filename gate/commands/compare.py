@@ -49,10 +49,10 @@ def run(args: argparse.Namespace) -> int:
     except (ProbeError, CompareError) as e:
         print(f"specgate: error: compare: {e}", file=sys.stderr)
         return EXIT_INVALID
-    if args.format == "json":
-        print(json.dumps(result.to_json(), indent=2))
-    else:
-        print(as_text(result))
+    try:
+        print(json.dumps(result.to_json(), indent=2) if args.format == "json" else as_text(result), flush=True)
+    except BrokenPipeError:  # `specgate compare ... | head`: the reader left; the exit code still counts
+        sys.stderr.close()
     verdicts = {p.verdict for p in result.points}
     if Verdict.DOES_NOT_PAY in verdicts:
         return EXIT_FAIL
