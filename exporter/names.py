@@ -65,6 +65,12 @@ engine process answers the URL). Each is absent from the output instead; any inc
 ENGINE_INFO = Family("specgate_engine_info", "gauge", "Detected engine and version", ("engine", "version"))
 ENGINE_READY = Family("specgate_engine_ready_seconds", "gauge",
                       "Cold start to first successful scrape of a ready engine (startup staging)", EXPORTER_LABELS)
+ENGINE_SPECULATIVE = Family("specgate_engine_speculative_info", "gauge",
+                            "Speculative settings the engine reports (SGLang /server_info)",
+                            ("engine", "algorithm", "num_draft_tokens", "num_steps"))
+"""SGLang only: `speculative_algorithm` (NGRAM, STANDALONE, EAGLE3, ...), `speculative_num_draft_tokens`
+and `speculative_num_steps` as `/server_info` gives them (a value it does not give is ""); absent when
+the engine runs no speculation or does not say. The gate's evidence identity reads the algorithm."""
 ACCEPTANCE_SLO_TARGET = Family("specgate_acceptance_slo_target", "gauge",
                                "Configured target accepted tokens per verify", EXPORTER_LABELS)
 WORKLOAD_DEMAND = Family("specgate_workload_demand_tokens", "gauge",
@@ -79,6 +85,16 @@ KV_POOL_CONFIGURED = Family("specgate_kv_pool_configured_tokens", "gauge",
                             "Configured KV ceiling in tokens, when known", STREAM_LABELS)
 CONTEXT_CAP = Family("specgate_context_cap_tokens", "gauge", "Per-request context cap in tokens", STREAM_LABELS)
 KV_USAGE = Family("specgate_kv_usage_ratio", "gauge", "KV pool usage, 0..1", STREAM_LABELS)
+KV_AVAILABLE = Family("specgate_kv_available_tokens", "gauge", "Free KV pool slots in tokens now (SGLang)",
+                     STREAM_LABELS)
+KV_USED = Family("specgate_kv_used_tokens", "gauge", "KV pool slots in use in tokens now (SGLang)", STREAM_LABELS)
+KV_CACHE_MEMORY = Family("specgate_kv_cache_memory_bytes", "gauge",
+                         "Memory of the KV cache pools as the engine reports it (SGLang)", STREAM_LABELS)
+WEIGHT_MEMORY = Family("specgate_weight_memory_bytes", "gauge",
+                       "Memory of the model weights as the engine reports it, when above 0 (SGLang)", STREAM_LABELS)
+"""The memory bill from SGLang's `kv_cache_memory_usage_gb` / `weight_memory_usage_gb` (GiB, times 2**30).
+SGLang's weight figure is a device-memory difference: on CPU it reads 0 or less (-0.21 on the nospec
+capture), so it is exported only when above 0."""
 REQUESTS_RUNNING = Family("specgate_requests_running", "gauge", "Requests running in the engine", STREAM_LABELS)
 REQUESTS_WAITING = Family("specgate_requests_waiting", "gauge", "Requests waiting in the engine", STREAM_LABELS)
 
@@ -120,6 +136,14 @@ SPEC_ACCEPTED_PER_POSITION = Family("specgate_spec_accepted_tokens_per_position"
 ENGINE_RESTARTS = Family("specgate_engine_restarts", "counter",
                          "Engine restarts detected (counters went down or process start time changed)", STREAM_LABELS)
 PREEMPTIONS = Family("specgate_preemptions", "counter", "Engine preemptions (vLLM)", STREAM_LABELS)
+
+SPEC_BLOCK_ACCEPT_LENGTH = Family("specgate_spec_block_accept_length", "gauge",
+                                  "The engine's own spec_block_accept_length gauge, last interval (SGLang)",
+                                  STREAM_LABELS)
+SPEC_CAP_LENGTH = Family("specgate_spec_cap_length", "gauge", "The engine's own spec_cap_length gauge, last "
+                         "interval (SGLang)", STREAM_LABELS)
+"""Passed through as SGLang reports them, on speculating streams only (SGLang shows both, at 0, without
+speculation too); interval values, never a window's L (that comes from the counters)."""
 
 # --- batch windows (per stream; the per-batch SLO) --------------------------------------------------------
 
@@ -169,10 +193,12 @@ GATE_LINE_STATUS = Family("specgate_gate_line_status", "gauge",
                           ("deployment", "line", "status"))
 
 EXPORTER_FAMILIES: tuple[Family, ...] = (
-    ENGINE_UP, ENGINE_SCRAPE_DURATION, ENGINE_SCRAPE_ERRORS, ENGINE_ANOMALIES, ENGINE_INFO, ENGINE_READY,
-    ACCEPTANCE_SLO_TARGET,
+    ENGINE_UP, ENGINE_SCRAPE_DURATION, ENGINE_SCRAPE_ERRORS, ENGINE_ANOMALIES, ENGINE_INFO, ENGINE_SPECULATIVE,
+    ENGINE_READY, ACCEPTANCE_SLO_TARGET,
     WORKLOAD_DEMAND, KV_POOL, KV_POOL_CONFIGURED, CONTEXT_CAP, KV_USAGE, REQUESTS_RUNNING, REQUESTS_WAITING,
-    SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED, SPEC_ACCEPTED_PER_POSITION, ENGINE_RESTARTS, PREEMPTIONS,
+    KV_AVAILABLE, KV_USED, KV_CACHE_MEMORY, WEIGHT_MEMORY,
+    SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED, SPEC_ACCEPTED_PER_POSITION, SPEC_BLOCK_ACCEPT_LENGTH,
+    SPEC_CAP_LENGTH, ENGINE_RESTARTS, PREEMPTIONS,
     WINDOW_ACCEPTANCE_LENGTH, SPEC_WINDOWS, SPEC_WINDOWS_BELOW_SLO, ACCEPTANCE_LENGTH, ACCEPTANCE_RATE,
     POSITION_ACCEPTANCE_RATE, TTFT, TPOT, ITL, DECODE_RATE, VERIFY_CYCLE,
 )

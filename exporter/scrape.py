@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import math
 import os
 import socket
 import ssl
@@ -35,7 +36,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from exporter.engines import DetectError, adapter, detect
-from exporter.engines.base import EngineAdapter, EngineSnapshot, ParsedPage, SideInfo
+from exporter.engines.base import EngineAdapter, EngineSnapshot, ParsedPage, SideInfo, SpeculativeSettings
 from exporter.parse import PageParser, ParseError, _looks_like_exposition
 from exporter.redact import redact_url
 from exporter.sanity import check_snapshot
@@ -316,6 +317,33 @@ def read_file_snapshot(path: str | Path, engine: str = "auto") -> EngineSnapshot
         raise ScrapeError(e.reason, f"{p}: {e}") from None
 
 
+def _server_info_value(info: Mapping[str, Any], key: str) -> Any:
+    """A key of SGLang's `/server_info`, top level first, then its first `internal_states` entry (where
+    0.5.23 keeps `avg_spec_accept_length`)."""
+    v = info.get(key)
+    states = info.get("internal_states")
+    if v is None and isinstance(states, list) and states and isinstance(states[0], dict):
+        v = states[0].get(key)
+    return v
+
+
+def speculative_settings(info: Mapping[str, Any]) -> SpeculativeSettings | None:
+    """SGLang's speculative settings from `/server_info` (None when it runs no speculation or does not say)."""
+    algo = _server_info_value(info, "speculative_algorithm")
+    if not isinstance(algo, str) or not algo or algo.upper() == "NONE":
+        return None
+
+    def whole(key: str) -> int | None:
+        v = _server_info_value(info, key)
+        return int(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
+
+    avg = _server_info_value(info, "avg_spec_accept_length")
+    avg_ok = isinstance(avg, int | float) and not isinstance(avg, bool) and math.isfinite(avg) and avg >= 1.0
+    return SpeculativeSettings(algorithm=algo, num_draft_tokens=whole("speculative_num_draft_tokens"),
+                               num_steps=whole("speculative_num_steps"),
+                               avg_accept_length=float(avg) if avg_ok else None)
+
+
 @dataclass
 class Scraper:
     """Scrapes one engine; caches side information (context cap, SGLang pool) until a restart.
@@ -385,7 +413,7 @@ class Scraper:
         ver = info.get("version")
         return SideInfo(max_total_num_tokens=num("max_total_num_tokens"), context_length=num("context_length"),
                         configured_max_total_tokens=num("max_total_tokens"),
-                        version=ver if isinstance(ver, str) else None)
+                        version=ver if isinstance(ver, str) else None, speculative=speculative_settings(info))
 
     def fetch(self) -> bytes:
         """The raw `/metrics` page (one bounded GET); raises ScrapeError with its reason."""

@@ -27,7 +27,10 @@ def stream_to_json(s: StreamSnapshot) -> dict[str, Any]:
         }
     return {
         "model": s.model, "rank": s.rank, "kv_pool_tokens": s.kv_pool_tokens, "kv_block_size": s.kv_block_size,
-        "kv_usage_ratio": s.kv_usage_ratio, "context_cap_tokens": s.context_cap_tokens, "spec": spec,
+        "kv_usage_ratio": s.kv_usage_ratio, "kv_available_tokens": _num(s.kv_available_tokens),
+        "kv_used_tokens": _num(s.kv_used_tokens), "kv_cache_memory_bytes": _num(s.kv_cache_memory_bytes),
+        "weight_memory_bytes": _num(s.weight_memory_bytes), "context_cap_tokens": s.context_cap_tokens, "spec": spec,
+        "spec_block_accept_length": s.spec_block_accept_length, "spec_cap_length": s.spec_cap_length,
         "ttft_count": _num(s.ttft.count) if s.ttft is not None else None,
         "prompt_tokens": _num(s.prompt_tokens), "generation_tokens": _num(s.generation_tokens),
         "requests_running": _num(s.requests_running), "requests_waiting": _num(s.requests_waiting),
@@ -35,5 +38,9 @@ def stream_to_json(s: StreamSnapshot) -> dict[str, Any]:
 
 
 def snapshot_to_json(snap: EngineSnapshot) -> dict[str, Any]:
-    return {"engine": snap.engine, "version_hints": list(snap.version_hints),
+    sp = snap.speculative
+    speculative = None if sp is None else {
+        "algorithm": sp.algorithm, "num_draft_tokens": sp.num_draft_tokens, "num_steps": sp.num_steps,
+        "avg_accept_length": sp.avg_accept_length}
+    return {"engine": snap.engine, "version_hints": list(snap.version_hints), "speculative": speculative,
             "streams": [stream_to_json(s) for s in snap.streams]}

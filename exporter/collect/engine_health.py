@@ -67,6 +67,12 @@ def exporter_level(v: ExporterView) -> Iterator[Metric]:
         info = gauge(names.ENGINE_INFO)
         info.add_metric([eng, v.version or "unknown"], 1.0)
         yield info
+        sp = v.latest.speculative
+        if sp is not None and sp.algorithm:
+            settings = gauge(names.ENGINE_SPECULATIVE)
+            settings.add_metric([eng, sp.algorithm, "" if sp.num_draft_tokens is None else str(sp.num_draft_tokens),
+                                 "" if sp.num_steps is None else str(sp.num_steps)], 1.0)
+            yield settings
     yield from _exporter_gauge(names.ENGINE_READY, eng, v.ready_seconds)
     yield from _exporter_gauge(names.ACCEPTANCE_SLO_TARGET, eng, v.acceptance_slo_target)
     yield from _exporter_gauge(names.WORKLOAD_DEMAND, eng, v.workload_demand_tokens)

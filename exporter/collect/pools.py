@@ -53,3 +53,14 @@ def families(v: ExporterView) -> Iterator[Metric]:
         if x.requests_waiting is not None:
             waiting.add_metric(lv, x.requests_waiting)
     yield from non_empty(pool, conf, ctx, usage, running, waiting)
+    # SGLang's own view of the pool now and its memory bill (absent on vLLM)
+    avail, used = gauge(names.KV_AVAILABLE), gauge(names.KV_USED)
+    kv_mem, w_mem = gauge(names.KV_CACHE_MEMORY), gauge(names.WEIGHT_MEMORY)
+    for sv in v.streams:
+        x = sv.stream
+        lv = stream_labels(x.model, v.latest.engine, x.rank)
+        for fam, value in ((avail, x.kv_available_tokens), (used, x.kv_used_tokens),
+                           (kv_mem, x.kv_cache_memory_bytes), (w_mem, x.weight_memory_bytes)):
+            if value is not None:
+                fam.add_metric(lv, value)
+    yield from non_empty(avail, used, kv_mem, w_mem)

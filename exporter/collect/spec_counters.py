@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from prometheus_client.core import Metric
 
 from exporter import names
-from exporter.collect.families import counter, non_empty, stream_labels
+from exporter.collect.families import counter, gauge, non_empty, stream_labels
 from exporter.state import ExporterView
 
 
@@ -51,3 +51,14 @@ def families(v: ExporterView) -> Iterator[Metric]:
         for i, n in enumerate(t.accepted_per_position):
             pos.add_metric([*lv, str(i)], n)
     yield from non_empty(drafts, dtok, acc, pos)
+    if not v.up:
+        return  # the engine's own interval gauges are engine state: absent while it is down
+    block, cap = gauge(names.SPEC_BLOCK_ACCEPT_LENGTH), gauge(names.SPEC_CAP_LENGTH)
+    for sv in v.streams:
+        x = sv.stream
+        lv = stream_labels(x.model, v.latest.engine, x.rank)
+        if x.spec_block_accept_length is not None:
+            block.add_metric(lv, x.spec_block_accept_length)
+        if x.spec_cap_length is not None:
+            cap.add_metric(lv, x.spec_cap_length)
+    yield from non_empty(block, cap)

@@ -81,6 +81,11 @@ class StreamSnapshot:
     kv_pool_configured_tokens: int | None = None
     kv_usage_ratio: float | None = None
     kv_used_tokens: float | None = None
+    kv_available_tokens: float | None = None  # SGLang `kv_available_tokens`: free slots of the pool now
+    # the engine's own memory bill in bytes (SGLang `kv_cache_memory_usage_gb` / `weight_memory_usage_gb`,
+    # GiB: bytes / 2**30); the weights only when > 0 (SGLang reads 0 or less on CPU)
+    kv_cache_memory_bytes: float | None = None
+    weight_memory_bytes: float | None = None
     context_cap_tokens: int | None = None
     spec: SpecCounters | None = None
     ttft: Histogram | None = None
@@ -97,6 +102,9 @@ class StreamSnapshot:
     # `pid`, `is_streaming`, ...), by "family{labels}": the restart rule compares them one by one, so one
     # process restarting behind a fold is a restart even when the folded sum still grew
     split_cumulative: tuple[tuple[str, float], ...] = ()
+    # SGLang's interval gauges `spec_block_accept_length` / `spec_cap_length`, as the engine reports them
+    spec_block_accept_length: float | None = None
+    spec_cap_length: float | None = None
 
     @cached_property
     def key(self) -> StreamKey:
@@ -121,6 +129,18 @@ class StreamSnapshot:
 
 
 @dataclass(frozen=True)
+class SpeculativeSettings:
+    """The engine's speculative settings as it reports them (SGLang `/server_info`: `speculative_algorithm`,
+    `speculative_num_draft_tokens`, `speculative_num_steps`) and its own running average acceptance length
+    since start (`avg_spec_accept_length`; not windowed: the exporter's L comes from the counters)."""
+
+    algorithm: str | None = None
+    num_draft_tokens: int | None = None
+    num_steps: int | None = None
+    avg_accept_length: float | None = None
+
+
+@dataclass(frozen=True)
 class EngineSnapshot:
     """Everything one scrape learned about one engine.
 
@@ -138,6 +158,7 @@ class EngineSnapshot:
     version_hints: tuple[str, ...] = ()
     # what reading this page left out or could not trust, by reason (exporter.sanity.ANOMALY_REASONS)
     anomalies: Mapping[str, int] = field(default_factory=dict)
+    speculative: SpeculativeSettings | None = None  # SGLang /server_info; None when the engine does not say
 
     def stream(self, model: str | None, rank: str | None) -> StreamSnapshot | None:
         for s in self.streams:
@@ -152,7 +173,8 @@ class SideInfo:
 
     vLLM: `max_model_len` per served model from `GET /v1/models`, version from `GET /version`.
     SGLang (< 0.5.6 / < 0.5.12): `max_total_num_tokens`, `context_length`, `max_total_tokens`
-    (the configured ceiling) from `GET /server_info` or `/get_server_info`.
+    (the configured ceiling) from `GET /server_info` or `/get_server_info`; every version: the
+    speculative settings and `avg_spec_accept_length` (`speculative`).
     """
 
     max_model_len: Mapping[str, int] = field(default_factory=dict)
@@ -160,6 +182,7 @@ class SideInfo:
     context_length: int | None = None
     configured_max_total_tokens: int | None = None
     version: str | None = None
+    speculative: SpeculativeSettings | None = None
 
 
 class EngineAdapter(Protocol):

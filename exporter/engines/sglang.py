@@ -8,6 +8,12 @@
   `generation_tokens_total`; older versions only have the interval gauges
   `spec_accept_length` (incl. bonus) and `spec_num_draft_tokens`. `spec_accept_rate`
   changed meaning at 0.5.6 and 0.5.11: it is never read, the rate is recomputed.
+- `spec_num_draft_tokens` is refreshed once per decode-log interval: a short run reads 0 there, so k
+  falls back to `/server_info` `speculative_num_draft_tokens`.
+- Budget lines: `kv_available_tokens` / `kv_used_tokens` (pool now), `kv_cache_memory_usage_gb` and
+  `weight_memory_usage_gb` (memory bill, GiB; weights read 0 or less on CPU: kept only when > 0),
+  `spec_block_accept_length` / `spec_cap_length` (as reported). `startup_time_seconds` is per SGLang
+  phase (its `tokenizer_e2e` phase is not the time to ready) and is not read.
 - Streams are keyed by (`model_name`, `dp_rank`). `tp_rank`/`pp_rank` replicate the same
   scheduler state (folded by max); `is_streaming`, `engine_type`, `moe_ep_rank`, `pid`,
   `priority`, `worker_addr` only split series (counters summed, gauges max).
@@ -49,6 +55,13 @@ VERIFY_CALLS = "spec_verify_calls_total"
 ACCEPT_LENGTH = "spec_accept_length"
 ACCEPT_RATE = "spec_accept_rate"  # read only to note that it is ignored
 NUM_DRAFT_TOKENS = "spec_num_draft_tokens"
+BLOCK_ACCEPT_LENGTH = "spec_block_accept_length"
+CAP_LENGTH = "spec_cap_length"
+KV_AVAILABLE = "kv_available_tokens"
+KV_USED = "kv_used_tokens"
+KV_CACHE_MEMORY = "kv_cache_memory_usage_gb"
+WEIGHT_MEMORY = "weight_memory_usage_gb"
+GIB = float(2**30)  # SGLang's "GB" is bytes / 2**30 (0.007813453674316406 GB = 8,389,632 bytes on the captures)
 TTFT = "time_to_first_token_seconds"
 TPOT = "request_time_per_output_token_seconds"
 ITL = "inter_token_latency_seconds"
@@ -57,7 +70,8 @@ GENERATION = "generation_tokens_total"
 RUNNING = "num_running_reqs"
 QUEUED = "num_queue_reqs"
 
-GAUGES = (MAX_TOTAL, TOKEN_USAGE, USED_TOKENS, CONTEXT_LEN, ACCEPT_LENGTH, NUM_DRAFT_TOKENS, RUNNING, QUEUED)
+GAUGES = (MAX_TOTAL, TOKEN_USAGE, USED_TOKENS, CONTEXT_LEN, ACCEPT_LENGTH, NUM_DRAFT_TOKENS, RUNNING, QUEUED,
+          BLOCK_ACCEPT_LENGTH, CAP_LENGTH, KV_AVAILABLE, KV_USED, KV_CACHE_MEMORY, WEIGHT_MEMORY)
 COUNTERS = (VERIFY_CALLS, PROMPT, GENERATION)
 FAMILIES = frozenset({*GAUGES, *COUNTERS, ACCEPT_RATE,
                       *(h + s for h in (TTFT, TPOT, ITL) for s in ("_bucket", "_count", "_sum"))})
@@ -185,6 +199,7 @@ class SglangAdapter:
             keys |= set(folded)
         counted = {m for (m, _r) in cs[VERIFY_CALLS]}  # models whose acceptance comes from counters
         pool_fallback = side.max_total_num_tokens
+        configured_ndt = side.speculative.num_draft_tokens if side.speculative is not None else None
         ctx_fallback = side.context_length
         streams = []
         for key in sorted(keys, key=lambda k: (k[0] or "", k[1] or "")):
@@ -195,6 +210,9 @@ class SglangAdapter:
             if ndt is None and rank is None and verify is not None:
                 # Per-model (request-side) stream of a multi-DP model: the setting lives on its rank streams.
                 ndt = max((v for (m, _), v in gs[NUM_DRAFT_TOKENS].items() if m == model), default=None)
+            if (ndt is None or ndt <= 0) and configured_ndt is not None and configured_ndt > 0 \
+                    and (verify is not None or ndt is not None):
+                ndt = float(configured_ndt)  # the gauge not refreshed yet (once per decode-log interval)
             spec = None
             if verify is None and model in counted:
                 pass  # L is per model once verify calls are counted; a rank's interval gauge would duplicate it
@@ -210,7 +228,14 @@ class SglangAdapter:
                 model=model, rank=rank,
                 kv_pool_tokens=int(pool) if pool is not None else None,
                 kv_pool_configured_tokens=side.configured_max_total_tokens,
-                kv_usage_ratio=gs[TOKEN_USAGE].get(key), kv_used_tokens=gs[USED_TOKENS].get(key),
+                kv_usage_ratio=gs[TOKEN_USAGE].get(key),
+                kv_used_tokens=used if (used := gs[KV_USED].get(key)) is not None else gs[USED_TOKENS].get(key),
+                kv_available_tokens=gs[KV_AVAILABLE].get(key),
+                kv_cache_memory_bytes=kv_mem * GIB if (kv_mem := gs[KV_CACHE_MEMORY].get(key)) is not None else None,
+                weight_memory_bytes=w_mem * GIB if (w_mem := gs[WEIGHT_MEMORY].get(key)) is not None and w_mem > 0
+                else None,
+                spec_block_accept_length=gs[BLOCK_ACCEPT_LENGTH].get(key) if spec is not None else None,
+                spec_cap_length=gs[CAP_LENGTH].get(key) if spec is not None else None,
                 context_cap_tokens=int(ctx) if ctx is not None else None,
                 spec=spec, ttft=ttft.get(key), tpot=tpot.get(key), itl=itl.get(key), prompt_tokens=cs[PROMPT].get(key),
                 generation_tokens=cs[GENERATION].get(key), requests_running=gs[RUNNING].get(key),
@@ -221,5 +246,5 @@ class SglangAdapter:
         return EngineSnapshot(
             engine=KIND, timestamp=timestamp, streams=tuple(streams),
             process_start_time=finite(start[0][1]) if start else None,
-            version=side.version, version_hints=tuple(hints),
+            version=side.version, version_hints=tuple(hints), speculative=side.speculative,
         )

@@ -44,8 +44,12 @@ def identity_of(snap: EngineSnapshot, source: str) -> EvidenceIdentity:
             depth = len(sp.accepted_per_position)
         elif sp.num_draft_tokens and sp.num_draft_tokens > 1:
             depth = int(sp.num_draft_tokens) - 1
+    said = snap.speculative  # SGLang /server_info: the algorithm it runs, and k where the gauge does not say yet
+    if depth is None and said is not None and said.num_draft_tokens is not None and said.num_draft_tokens > 1:
+        depth = said.num_draft_tokens - 1
     return EvidenceIdentity(source=source, engine=snap.engine, models=models, speculating=bool(specs),
-                            depth=depth, version=snap.version)
+                            depth=depth, algorithm=said.algorithm if said is not None else None,
+                            version=snap.version)
 
 
 def side_facts(snap: EngineSnapshot, ev: MetricsEvidence, pool_source: str) -> None:

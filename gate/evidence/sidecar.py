@@ -74,6 +74,7 @@ def _gauges(base: str, timeout: float, ev: MetricsEvidence) -> None:
     pools: list[float] = []
     ups: list[float] = []
     engine: str | None = None
+    algorithm: str | None = None
     for fam in families:
         for s in fam.samples:
             if s.name == names.ENGINE_UP.series:
@@ -86,6 +87,8 @@ def _gauges(base: str, timeout: float, ev: MetricsEvidence) -> None:
                     ev.context_cap_tokens, int(s.value))
             elif s.name == names.ENGINE_INFO.series and s.labels.get("version"):
                 ev.engine_version = s.labels["version"]
+            elif s.name == names.ENGINE_SPECULATIVE.series and s.labels.get("algorithm"):
+                algorithm = s.labels["algorithm"]  # SGLang's speculative_algorithm, passed through by the exporter
             elif s.name == names.ENGINE_READY.series:
                 ev.ready_seconds, ev.ready_source = s.value, f"exporter {redact_url(base)} ({names.ENGINE_READY.series})"
     if pools:
@@ -94,7 +97,7 @@ def _gauges(base: str, timeout: float, ev: MetricsEvidence) -> None:
     ev.engine_up = (all(u == 1 for u in ups)) if ups else None
     models = tuple(sorted({w.stream.rsplit("/", 1)[0] for w in ev.windows if not w.stream.startswith("-/")}))
     ev.identity = EvidenceIdentity(source=ev.sources[0] if ev.sources else base, engine=engine, models=models,
-                                   version=ev.engine_version)
+                                   algorithm=algorithm, version=ev.engine_version)
 
 
 def source_name(url: str) -> str:

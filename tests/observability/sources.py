@@ -40,13 +40,16 @@ EXPORTER_SERIES = frozenset({
     "specgate_decode_tokens_per_second", "specgate_verify_cycle_seconds", "specgate_engine_restarts_total",
     "specgate_engine_ready_seconds", "specgate_requests_running", "specgate_requests_waiting",
     "specgate_preemptions_total", "specgate_workload_demand_tokens", "specgate_gate_decisions_total",
-    "specgate_gate_line_status",
+    "specgate_gate_line_status", "specgate_engine_speculative_info", "specgate_kv_available_tokens",
+    "specgate_kv_used_tokens", "specgate_kv_cache_memory_bytes", "specgate_weight_memory_bytes",
+    "specgate_spec_block_accept_length", "specgate_spec_cap_length",
 })
 # Labels DESIGN.md gives our series, plus Prometheus' own (job, instance), the Operator's namespace and le,
 # and the drafter revision the scrape config relabels from a pod label (the fleet rules, docs/scale.md).
 ALLOWED_LABELS = frozenset({
     "model", "engine", "rank", "window", "pool", "quantile", "position", "reason", "version", "decision",
     "line", "status", "deployment", "le", "namespace", "job", "instance", "drafter_revision",
+    "algorithm", "num_draft_tokens", "num_steps",
 })
 # Grafana variables -> values that make a query plain PromQL. `.*` is what "All" expands to.
 GRAFANA_VARIABLES = {"$namespace": ".*", "$model": ".*", "$engine": ".*"}

@@ -1,0 +1,61 @@
+"""SGLang's speculative algorithm reaches the gate's evidence identity, from the engine and from the exporter.
+
+Pages and /server_info are the real SGLang 0.5.23 NGRAM capture (tests/fixtures/sglang/0.5.23/ngram/).
+From the engine: `gate.evidence.captures.identity_of` (what `gate.evidence.engine.from_engine` uses) reads
+`EngineSnapshot.speculative`; from the exporter: `gate.evidence.sidecar._gauges` reads the exporter's
+`specgate_engine_speculative_info{algorithm}`. `gate.evidence.identity.match` then holds it to the plan.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter.collect import exposition_of_snapshot
+from exporter.engines.base import EngineSnapshot, SideInfo
+from exporter.scrape import snapshot_from_text, speculative_settings
+from gate.evidence import sidecar
+from gate.evidence.base import MetricsEvidence
+from gate.evidence.captures import identity_of
+from gate.evidence.identity import match
+
+NGRAM = Path(__file__).parents[1] / "fixtures" / "sglang" / "0.5.23" / "ngram"
+
+
+def _snap(which: str) -> EngineSnapshot:
+    info = json.loads((NGRAM / f"server_info-{which}.json").read_text())
+    side = SideInfo(max_total_num_tokens=info.get("max_total_num_tokens"), context_length=info.get("context_length"),
+                    version=info.get("version"), speculative=speculative_settings(info))
+    return snapshot_from_text((NGRAM / f"metrics-{which}.txt").read_text(), timestamp=0.0, side=side)
+
+
+def test_engine_evidence_names_the_algorithm_and_k_from_server_info() -> None:
+    # the 'before' page: spec_num_draft_tokens still 0 (refreshed once per decode-log interval)
+    ident = identity_of(_snap("before"), "engine x")
+    assert ident.algorithm == "NGRAM"
+    assert ident.depth == 3  # speculative_num_draft_tokens 4 counts the root
+    assert match(ident, served_model_name="tiny", engine="sglang", method="ngram", k=3) is None
+    wrong = match(ident, served_model_name="tiny", engine="sglang", method="eagle3", k=3)
+    assert wrong is not None and "NGRAM" in wrong.reason
+
+
+class _Answer:
+    def __init__(self, text: str) -> None:
+        self.status_code, self.text = 200, text
+
+
+def test_exporter_evidence_names_the_algorithm(monkeypatch: pytest.MonkeyPatch) -> None:
+    page = exposition_of_snapshot(_snap("after"))
+    assert 'specgate_engine_speculative_info{algorithm="NGRAM"' in page
+
+    def fake_get(url: str, **_: Any) -> _Answer:
+        assert url.endswith("/metrics")
+        return _Answer(page)
+
+    monkeypatch.setattr(sidecar.requests, "get", fake_get)
+    ev = MetricsEvidence(sources=["exporter http://x"])
+    sidecar._gauges("http://x", 5.0, ev)
+    assert ev.identity is not None and ev.identity.algorithm == "NGRAM"
