@@ -18,7 +18,7 @@ import pytest
 
 from exporter.collect import exposition
 from exporter.engines.base import SideInfo
-from exporter.scrape import snapshot_from_text
+from exporter.scrape import snapshot_from_text, speculative_settings
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState
 
@@ -53,12 +53,14 @@ def restarted_later(texts: list[str]) -> list[str]:
 
 
 def side_info(path: str | None) -> SideInfo | None:
-    """SGLang's /get_server_info, as exporter.scrape.Scraper reads it (pool, context, configured ceiling)."""
+    """SGLang's /get_server_info, as exporter.scrape.Scraper reads it (pool, context, configured ceiling,
+    speculative settings)."""
     if path is None:
         return None
     doc = json.loads((FIXTURES / path).read_text())
     return SideInfo(max_total_num_tokens=doc.get("max_total_num_tokens"), context_length=doc.get("context_length"),
-                    configured_max_total_tokens=doc.get("max_total_tokens"), version=doc.get("version"))
+                    configured_max_total_tokens=doc.get("max_total_tokens"), version=doc.get("version"),
+                    speculative=speculative_settings(doc))
 
 
 def render(names: list[str], side_path: str | None = None) -> str:
