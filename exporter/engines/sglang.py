@@ -217,7 +217,10 @@ class SglangAdapter:
             if verify is None and model in counted:
                 pass  # L is per model once verify calls are counted; a rank's interval gauge would duplicate it
             elif verify is not None or (length is not None and length > 0) or (ndt is not None and ndt > 0):
-                spec = SpecCounters(verify_calls=verify, accept_length_gauge=length, num_draft_tokens=ndt)
+                # SGLang's interval gauges read 0 until their first decode-log interval: not a value yet
+                # (never an impossible L below 1 or k of 0 to count as an anomaly)
+                spec = SpecCounters(verify_calls=verify, accept_length_gauge=length if length else None,
+                                    num_draft_tokens=ndt if ndt else None)
             pool = gs[MAX_TOTAL].get(key)
             if pool is None and (len(keys) == 1 or rank is not None):
                 pool = pool_fallback

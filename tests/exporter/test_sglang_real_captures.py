@@ -192,3 +192,12 @@ def test_the_exposition_and_once_json_carry_them():
                                   "avg_accept_length": _info(d, "after")["internal_states"][0]["avg_spec_accept_length"]}
     (st,) = doc["streams"]
     assert st["kv_available_tokens"] == after["kv_available_tokens"]
+
+
+@pytest.mark.parametrize("arm", SPEC_ARMS)
+def test_interval_gauges_at_zero_before_their_first_interval_are_no_anomaly(arm: str):
+    """The 'before' pages (a short warm-up) may read spec_accept_length / spec_num_draft_tokens 0: not yet
+    a value, so neither an impossible L below 1 nor a k of 0 is counted."""
+    d = _arm(arm)
+    snap = snapshot_from_text((d / "metrics-before.txt").read_text(), timestamp=0.0)
+    assert not snap.anomalies.get("impossible")
