@@ -21,11 +21,13 @@ from exporter.engines.base import SideInfo
 from exporter.scrape import snapshot_from_text, speculative_settings
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState
+from tests.exporter.test_sglang_restart_before_warmup import before_warmup
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 VLLM = FIXTURES / "vllm"
 GOLDEN = Path(__file__).parents[1] / "golden"
 
+BEFORE_WARMUP = "~before-warmup"  # a fixture path suffix: the page as SGLang serves it before any request
 # name: (fixture paths fed at t = start + 40 s, +70 s, +100 s ..., engine side info JSON or None)
 SCENARIOS: dict[str, tuple[list[str], str | None]] = {
     "vllm-ngram": (["vllm/metrics-ngram-before", "vllm/metrics-ngram-during", "vllm/metrics-ngram-after"], None),
@@ -35,10 +37,21 @@ SCENARIOS: dict[str, tuple[list[str], str | None]] = {
                         "vllm/metrics-draftself-after"], None),
     # the engine restarts between the ngram "after" and the self-draft "after" capture (drafts go down)
     "vllm-restart": (["vllm/metrics-ngram-before", "vllm/metrics-ngram-after", "vllm/metrics-draftself-after"], None),
-    # SGLang fixtures are hand-written from DESIGN.md's names (their first line says which version)
+    # these SGLang fixtures are hand-written from DESIGN.md's names (their first line says which version)
     "sglang-0.4.9": (["sglang/sglang-0.4.9-before", "sglang/sglang-0.4.9-after"], "sglang/get_server_info-0.4.9.json"),
     "sglang-0.5.8": (["sglang/sglang-0.5.8-before", "sglang/sglang-0.5.8-after"], None),
     "sglang-0.5.23": (["sglang/sglang-0.5.23-before", "sglang/sglang-0.5.23-after"], None),
+    # real SGLang 0.5.23 CPU captures (tools/refresh_sglang_captures.py), with the /server_info the
+    # exporter reads at its first scrape
+    **{f"sglang-0.5.23-{arm}": ([f"sglang/0.5.23/{arm}/metrics-{w}" for w in ("before", "during", "after")],
+                                f"sglang/0.5.23/{arm}/server_info-before.json")
+       for arm in ("nospec", "ngram", "standalone", "eagle3")},
+    # the e2e's restart on real pages: the old engine's last page, the restarted engine's page before its
+    # warm-up (its 'before' page without a sample of any counter or histogram family: BEFORE_WARMUP), then
+    # its real pages; SGLang has no process_start_time_seconds, the counters coming back lower are the restart
+    "sglang-0.5.23-restart": (["sglang/0.5.23/ngram/metrics-after", "sglang/0.5.23/ngram/metrics-before"
+                               + BEFORE_WARMUP, "sglang/0.5.23/ngram/metrics-before", "sglang/0.5.23/ngram/metrics-during",
+                               "sglang/0.5.23/ngram/metrics-after"], "sglang/0.5.23/ngram/server_info-before.json"),
 }
 
 
@@ -66,7 +79,8 @@ def side_info(path: str | None) -> SideInfo | None:
 def render(names: list[str], side_path: str | None = None) -> str:
     settings = ExporterSettings(windows=[30.0, 60.0], batch_window=30.0, min_drafts=1, acceptance_slo_target=2.0,
                                 workload_demand_tokens=4096)
-    texts = [(FIXTURES / f"{n}.txt").read_text() for n in names]
+    texts = [before_warmup((FIXTURES / f"{n.removesuffix(BEFORE_WARMUP)}.txt").read_text())
+             if n.endswith(BEFORE_WARMUP) else (FIXTURES / f"{n}.txt").read_text() for n in names]
     if names == SCENARIOS["vllm-restart"][0]:
         texts = restarted_later(texts)
     side = side_info(side_path)
@@ -108,5 +122,24 @@ def test_golden_files_say_what_the_counters_say() -> None:
     assert 'specgate_kv_pool_tokens{engine="sglang",model="RadixArk/Qwen3.8-Flash-Next-NVFP4",pool="target",rank=""} 161728.0' in sglang
     assert 'specgate_kv_pool_configured_tokens{engine="sglang",model="RadixArk/Qwen3.8-Flash-Next-NVFP4",rank=""} 600000.0' in sglang
     assert 'specgate_engine_info{engine="sglang",version="0.4.9"} 1.0' in sglang
+    # real SGLang NGRAM arm: L over the 1m window (before -> after) = generated / verify calls, the engine's
+    # own counters in requests.json; k from /server_info while spec_num_draft_tokens read 0 on 'before'
+    real = json.loads((FIXTURES / "sglang" / "0.5.23" / "ngram" / "requests.json").read_text())["counters"]
+    b, a = real["before"], real["after"]
+    ngram_sg = (GOLDEN / "sglang-0.5.23-ngram.prom").read_text()
+    length = (a["generation_tokens"] - b["generation_tokens"]) / (a["verify_calls"] - b["verify_calls"])
+    assert f'specgate_spec_acceptance_length{{engine="sglang",model="tiny",rank="",window="1m"}} {length!r}' in ngram_sg
+    assert f'specgate_spec_drafts_total{{engine="sglang",model="tiny",rank=""}} {a["verify_calls"]!r}' in ngram_sg
+    assert 'specgate_kv_pool_tokens{engine="sglang",model="tiny",pool="target",rank=""} 8192.0' in ngram_sg
+    assert ('specgate_engine_speculative_info{algorithm="NGRAM",engine="sglang",num_draft_tokens="4",'
+            'num_steps="0"} 1.0') in ngram_sg
+    assert f'specgate_kv_available_tokens{{engine="sglang",model="tiny",rank=""}} {a["kv_available_tokens"]!r}' \
+        in ngram_sg
+    restart_sg = (GOLDEN / "sglang-0.5.23-restart.prom").read_text()
+    assert 'specgate_engine_restarts_total{engine="sglang",model="tiny",rank=""} 1.0' in restart_sg
+    # the old engine's 104 verify calls + the restarted one's 104 from zero
+    assert f'specgate_spec_drafts_total{{engine="sglang",model="tiny",rank=""}} {2 * a["verify_calls"]!r}' in restart_sg
+    nospec_sg = (GOLDEN / "sglang-0.5.23-nospec.prom").read_text()
+    assert "specgate_spec_" not in nospec_sg and "specgate_weight_memory_bytes" not in nospec_sg  # weights <= 0
     draftself = (GOLDEN / "vllm-draftself.prom").read_text()
     assert 'specgate_kv_pool_tokens{engine="vllm",model="tiny",pool="target",rank="0"} 4096.0' in draftself
