@@ -257,6 +257,11 @@ class SLO(_Strict):
     lookback_seconds: PositiveFloat = Field(
         default=3600.0, description="evidence windows must have ended within this many seconds of the "
                                     "evaluation")
+    per_request: bool = Field(
+        default=False, description="also hold the target per request: the share of the speculative probe "
+                                   "record's requests (per-request acceptance the engine reported) at or above "
+                                   "the target must reach required_fraction (seed 002: \"checked per request "
+                                   "or per batch\")")
 
 
 class StepCost(_Strict):

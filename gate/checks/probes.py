@@ -50,11 +50,16 @@ def judge_probes(plan: Plan) -> tuple[list[Status], list[str], dict[str, Any] | 
     except CompareError as e:
         return [Status.INCONCLUSIVE], [f"probes not judged: {e}"], values
     values["comparison"] = cmp.to_json()
-    if not plan.workload:
-        return ([Status.INCONCLUSIVE], ["probes not placed: the plan has no workload mixes, so where it would "
-                                        "serve is unknown"], values)
     statuses: list[Status] = []
     parts: list[str] = []
+    if plan.slo.per_request:
+        st, text, values["per_request"] = per_request_slo(plan, spec[0])
+        statuses.append(st)
+        parts.append(text)
+    if not plan.workload:
+        return (statuses + [Status.INCONCLUSIVE],
+                parts + ["probes not placed: the plan has no workload mixes, so where it would serve is unknown"],
+                values)
     mixes: dict[str, Any] = {}
     for m in plan.workload:
         pm = probe_mix_for(cmp, base[0], spec[0], m.name, m.prompt_tokens, m.output_tokens)
@@ -64,3 +69,27 @@ def judge_probes(plan: Plan) -> tuple[list[Status], list[str], dict[str, Any] | 
         mixes[m.name] = ans.values()
     values["mixes"] = mixes
     return statuses, parts, values
+
+
+def per_request_slo(plan: Plan, spec: ProbeRecord) -> tuple[Status, str, dict[str, Any]]:
+    """The target held per request (`slo.per_request`), from the per-request acceptance lengths the
+    engine reported for the speculative probe record's requests (vLLM `--per-request-spec-decode-metrics`).
+
+    share = #{requests with L_r ≥ target} / #requests; pass when share ≥ `slo.required_fraction`, fail
+    below it; no target or no per-request values is inconclusive (never a pass).
+    """
+    target, req = plan.slo.target_acceptance_length, plan.slo.required_fraction
+    lengths = sorted(x for c in spec.cells for x in (c.per_request_acceptance_length or []))
+    if target is None:
+        return Status.INCONCLUSIVE, "per-request SLO not judged: no acceptance target", {}
+    if not lengths:
+        return (Status.INCONCLUSIVE, "per-request SLO not judged: the speculative probe record has no per-request "
+                                     "acceptance (vLLM: --per-request-spec-decode-metrics)", {})
+    met = sum(1 for x in lengths if x >= target)
+    share = met / len(lengths)
+    values = {"requests": len(lengths), "met": met, "share": share, "required_fraction": req,
+              "min": lengths[0], "median": lengths[len(lengths) // 2], "max": lengths[-1], "basis": "observed"}
+    status = Status.PASS if share >= req else Status.FAIL
+    text = (f"per request (observed in probe records): {met} of {len(lengths)} requests at L ≥ {target:g} "
+            f"({share:.1%}; required {req:.0%}); L per request {lengths[0]:.3f}–{lengths[-1]:.3f} (observed range)")
+    return status, text, values

@@ -78,3 +78,34 @@ def test_bad_probe_evidence_is_inconclusive_never_pass(tmp_path: Path, files: li
 def test_no_probes_no_change(tmp_path: Path) -> None:
     r = judge(plan(tmp_path, [("chat", 1)], []), "pre", [], [])
     assert "probes" not in r.values
+
+
+def _per_request_files(tmp: Path, lengths: list[float] | None) -> list[str]:
+    base = record("baseline", {("chat", 1): BASE})
+    spec = record("speculative", {("chat", 1): FAST})
+    if lengths is not None:  # one cell carries the per-request values the engine reported
+        spec.cells[0] = spec.cells[0].model_copy(update={"per_request_acceptance_length": lengths})
+    (tmp / "b.json").write_text(json.dumps(base.to_json()))
+    (tmp / "s.json").write_text(json.dumps(spec.to_json()))
+    return ["b.json", "s.json"]
+
+
+def _per_request_plan(tmp: Path, files: list[str], required: float):
+    p = plan(tmp, [("chat", 1)], files)
+    return p.model_copy(update={"slo": p.slo.model_copy(update={"per_request": True, "required_fraction": required})})
+
+
+def test_per_request_slo_from_probe_records(tmp_path: Path) -> None:
+    # 8 requests, 6 at or above the target 2.0: share 0.75
+    files = _per_request_files(tmp_path, [1.5, 1.9, 2.0, 2.4, 2.6, 3.1, 3.3, 3.9])
+    ok = judge(_per_request_plan(tmp_path, files, 0.75), "pre", [], [])
+    assert ok.status is Status.PASS, ok.reason
+    assert "6 of 8 requests at L ≥ 2" in ok.reason and ok.values["probes"]["per_request"]["share"] == 0.75
+    bad = judge(_per_request_plan(tmp_path, files, 0.8), "pre", [], [])
+    assert bad.status is Status.FAIL, bad.reason  # the served rate pays; 75 % of requests < 80 % required
+
+
+def test_per_request_slo_without_per_request_values_is_inconclusive(tmp_path: Path) -> None:
+    r = judge(_per_request_plan(tmp_path, _per_request_files(tmp_path, None), 0.5), "pre", [], [])
+    assert r.status is Status.INCONCLUSIVE, r.reason
+    assert "no per-request acceptance" in r.reason
