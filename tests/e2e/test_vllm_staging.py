@@ -39,7 +39,10 @@ def test_gate_reports_the_drafters_startup_tax(startups: dict[str, float], tiny_
                                                e2e_record: dict):
     reported = {"startup_seconds": {"value": startups["draft"], "source": SOURCE + " (arm draft)"},
                 "startup_seconds_without_drafter": {"value": startups["nospec"], "source": SOURCE + " (arm nospec)"}}
-    plan = write_plan(tmp_path / "plan-staging.yaml", plan_dict("draft", tiny_models, reported=reported))
+    doc = plan_dict("draft", tiny_models, reported=reported)
+    # The harness's readiness check, named as seed 002 asks (without it a second artifact is inconclusive).
+    doc["staging"]["warmup_check"] = "GET /health, then one completion must succeed (tests/e2e harness)"
+    plan = write_plan(tmp_path / "plan-staging.yaml", doc)
     res = specgate_json("check", "--plan", str(plan))  # phase pre: nothing live, the run's facts are reported
     assert res.doc is not None, res.stderr
     st = res.doc["checks"]["staging"]
@@ -47,8 +50,10 @@ def test_gate_reports_the_drafters_startup_tax(startups: dict[str, float], tiny_
     assert v["measured_seconds"] == startups["draft"]
     assert v["without_drafter_seconds"] == startups["nospec"]
     assert math.isclose(v["startup_tax_seconds"], startups["draft"] - startups["nospec"], abs_tol=1e-9)
-    assert st["status"] == "pass", st  # within the plan's 600 s budget, mode and order named
-    assert "startup tax" in st["reason"]
+    # Within the plan's 600 s budget, order and warm-up named; vLLM loads the drafter after the target,
+    # and serial staging of a second artifact warns (seed 002: "Stage checkpoints overlapped").
+    assert st["status"] == "warn", st
+    assert "serial" in st["reason"] and "startup tax" in st["reason"], st["reason"]
     e2e_record.setdefault("staging", {}).update(
         nospec_seconds=startups["nospec"], draft_seconds=startups["draft"],
         startup_tax_seconds=v["startup_tax_seconds"], gate_staging=st["status"])
