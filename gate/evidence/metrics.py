@@ -3,8 +3,8 @@
 Why a router: `specgate check --metrics X` takes capture files, an exporter URL or an engine URL
 alike. A URL is asked as a sidecar first (its window history answers at once); one that is not a
 sidecar (404 on /api/v1/windows) is scraped as an engine. The evidence types live in
-`gate.evidence.base`, the backends in `captures`, `sidecar`, `engine` and `prometheus`; the names
-below are re-exported so callers of this module keep one import.
+`gate.evidence.base`, the backends in `captures`, `sidecar`, `engine` and `prometheus`; this
+module only routes.
 """
 
 from __future__ import annotations
@@ -13,20 +13,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gate.evidence.base import (
-    AcceptanceWindow,
-    EvidenceError,
-    EvidenceRequest,
-    MetricsEvidence,
-    PoolObservation,
-    Progress,
-)
-from gate.evidence.captures import from_capture_files, windows_from_snapshots
+from gate.evidence.base import EvidenceError, EvidenceRequest, MetricsEvidence, Progress
 from gate.evidence.engine import from_engine
 from gate.evidence.sidecar import from_exporter, source_name
 
-__all__ = ["AcceptanceWindow", "LiveUrl", "MetricsEvidence", "PoolObservation", "Progress", "from_capture_files",
-           "from_engine", "from_exporter", "from_live", "is_url", "windows_from_snapshots"]
+__all__ = ["LiveUrl", "from_live", "is_url"]
 
 LIVE_TIMEOUT_S = 5.0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gate.checks import acceptance
-from gate.evidence.metrics import AcceptanceWindow
+from gate.evidence.base import AcceptanceWindow
 from gate.plan import load_plan, plan_from_dict
 from gate.verdict import Status
 from tests.gate.helpers import PLANS, tiny_plan

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gate.evidence import metrics
-from gate.evidence.metrics import from_capture_files, from_live
+from gate.evidence.captures import from_capture_files
+from gate.evidence.metrics import from_live
 from tests.gate.helpers import CAPTURES, json_body, serve
 
 
