@@ -183,3 +183,41 @@ def container(pod_owner: dict[str, Any], name: str) -> dict[str, Any]:
 
 def env_of(c: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {e["name"]: e for e in c.get("env", [])}
+
+
+def init_containers(pod_owner: dict[str, Any]) -> list[dict[str, Any]]:
+    return pod_owner["spec"]["template"]["spec"].get("initContainers", [])
+
+
+def all_containers(pod_owner: dict[str, Any]) -> list[dict[str, Any]]:
+    """Init containers first, then the long-running ones: every process the pod starts."""
+    return [*init_containers(pod_owner), *containers(pod_owner)]
+
+
+# The init container of an SGLang engine with an API key: it writes the key into SGLang's --config file.
+ENGINE_KEY_INIT = "engine-api-key"
+
+# Quotes, backslash, colon, `#` (a YAML comment if unquoted), unicode in and beyond the BMP, a tab, YAML's
+# own keywords and flow indicators: json.dumps would write the emoji as a surrogate pair PyYAML reads back wrong.
+AWKWARD_KEYS = ['sk-"quoted" \'single\' back\\slash: colon #hash', "clé-ünïcode-鍵-😀", "tab\there",
+                "null", "[not, a, list]", "{a: b}", "& * ! | > % @ `", "x" * 300]
+
+
+def run_key_writer(init: dict[str, Any], key: str, config_file: Path, python: str,
+                   timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the rendered init container's exact command, its `python3` replaced by `python` (the project's
+    interpreter here, the SGLang venv's in tests/e2e), with the rendered environment: the Secret's value for
+    its secretKeyRef, and the file path moved to `config_file`."""
+    command = [*init["command"], *init.get("args", [])]
+    assert command[0] == "python3", command
+    env: dict[str, str] = {}
+    for var in init["env"]:
+        if "valueFrom" in var:
+            assert set(var["valueFrom"]) == {"secretKeyRef"}, var
+            env[var["name"]] = key
+        else:
+            env[var["name"]] = var["value"]
+    assert env.get("ENGINE_CONFIG_FILE"), init["env"]
+    env["ENGINE_CONFIG_FILE"] = str(config_file)
+    return subprocess.run([python, *command[1:]], env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)

@@ -21,11 +21,13 @@ from tests.helm.render import (
     NAMESPACE,
     RULES_SOURCE,
     Rendered,
+    all_containers,
     container,
     containers,
     deep_merge,
     default_values,
     env_of,
+    init_containers,
     parse_objects,
     template,
     write_values,
@@ -155,7 +157,8 @@ def test_sglang_engine_args(rendered: dict[tuple[str, bool], Rendered]) -> None:
         # range over a map is sorted by key
         "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/llama3-8b-eagle3",
         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4", "--speculative-num-steps", "3",
-        "--api-key", "$(ENGINE_API_KEY)",
+        # the API key: in the file the engine-api-key init container writes (test_hardening_chart.py)
+        "--config", "/run/specgate-engine/config.yaml",
     ]
     assert c["ports"][0]["containerPort"] == 30000
     assert dep["spec"]["template"]["metadata"]["annotations"]["specgate.io/engine"] == "sglang"
@@ -164,13 +167,15 @@ def test_sglang_engine_args(rendered: dict[tuple[str, bool], Rendered]) -> None:
 
 def test_api_keys_and_tokens_only_from_secrets(r: Rendered) -> None:
     for owner in pod_owners(r):
-        for c in containers(owner):
+        for c in all_containers(owner):
             for name, var in env_of(c).items():
                 if re.search(r"(_KEY|_TOKEN|PASSWORD)$", name):
                     assert "value" not in var, f"{owner['metadata']['name']}/{c['name']}: {name} inline"
                     assert set(var["valueFrom"]) == {"secretKeyRef"}
     if r.values["engine"]["apiKey"]["existingSecret"]:
-        c = container(engine(r), "engine")
+        # vLLM reads VLLM_API_KEY; SGLang's key goes through its init container's environment into a file
+        c = (container(engine(r), "engine") if r.values["engine"]["kind"] == "vllm"
+             else next(i for i in init_containers(engine(r)) if i["name"] == "engine-api-key"))
         name = "VLLM_API_KEY" if r.values["engine"]["kind"] == "vllm" else "ENGINE_API_KEY"
         assert env_of(c)[name]["valueFrom"]["secretKeyRef"] == {"name": "engine-key", "key": "api-key"}
     assert not r.of_kind("Secret"), "the chart never creates secrets"
@@ -196,7 +201,7 @@ def test_probes(r: Rendered) -> None:
 
 def test_resources_on_every_container(r: Rendered) -> None:
     for owner in pod_owners(r):
-        for c in containers(owner):
+        for c in all_containers(owner):
             res = c["resources"]
             assert res["requests"]["memory"] and res["limits"]["memory"], c["name"]
     assert container(engine(r), "engine")["resources"]["limits"]["nvidia.com/gpu"] == 1
@@ -241,7 +246,7 @@ def test_pods_are_hardened(r: Rendered) -> None:
             assert not pod.get(key), where
         assert all("hostPath" not in v for v in pod.get("volumes", [])), where
         mounts_ok = {v["name"] for v in pod.get("volumes", []) if "emptyDir" in v}
-        for c in containers(owner):
+        for c in all_containers(owner):
             sc = c["securityContext"]
             assert sc["runAsNonRoot"] is True, where
             assert sc["allowPrivilegeEscalation"] is False, where
