@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TOOLS := .tools/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv tools demo test bench e2e lint chart-sync mixin plan-reference clean help
+.PHONY: venv tools demo test bench e2e lint chart-sync mixin plan-reference lock clean help
 
 help:
 	@echo "make demo    - replayed real captures -> exporter -> a table and the gate's decision (ENGINE=vllm-cpu: a real vLLM)"
@@ -15,6 +15,7 @@ help:
 	@echo "make fuzz    - the parser's differential tests against prometheus_client, 20,000 pages each (FUZZ_EXAMPLES=N)"
 	@echo "make e2e     - real vLLM and real SGLang on CPU, scraped by the exporter, judged by the gate"
 	@echo "make plan-reference - regenerate docs/plan-reference.md and examples/plans/plan.schema.json from gate/plan.py"
+	@echo "make lock    - regenerate deploy/image/requirements.lock, the image's hash-pinned dependencies (UPGRADE=1: newest)"
 
 venv: $(STAMP)
 
@@ -68,6 +69,19 @@ e2e: venv tools
 # changes (tests/gate/test_plan_reference.py fails on drift).
 plan-reference: venv
 	$(BIN)/python -m gate.plan_reference
+
+# The image's dependency lock (the Dockerfile installs it with --require-hashes): pyproject.toml's runtime
+# dependencies and the kube extra, every pin with the sha256 of each of its files on PyPI, resolved for CPython
+# 3.11 on glibc Linux (python:3.11.11-slim-bookworm; x86_64 and aarch64 resolve alike), wheels only. uv is
+# pinned and lives in .tools/uv (not in the test path). Existing pins are kept unless UPGRADE=1.
+LOCK := deploy/image/requirements.lock
+UV_VERSION := 0.13.8
+lock:
+	.tools/uv/bin/uv --version 2>/dev/null | grep -qx 'uv $(UV_VERSION)' \
+		|| { $(PY) -m venv .tools/uv && .tools/uv/bin/pip install -q 'uv==$(UV_VERSION)'; }
+	.tools/uv/bin/uv pip compile pyproject.toml --extra kube --generate-hashes --no-config \
+		--index-url https://pypi.org/simple --python-version 3.11 --python-platform x86_64-manylinux_2_36 \
+		--only-binary :all: --custom-compile-command 'make lock' $(if $(UPGRADE),--upgrade) -o $(LOCK)
 
 # Helm cannot read files outside the chart: copy the rules and the dashboard in (tests/helm fails on drift).
 CHART := deploy/helm/specgate
