@@ -3,7 +3,7 @@
 A cycle is what the sidecar does per scrape once the page's bytes have arrived: decode, parse +
 normalise (`Scraper.snapshot_from_page`, with the scraper's kept parser; side endpoints are
 unreachable here, asked once), derive (`ExporterState.record_success` -> `WindowTracker.add`) and
-collect (the specgate_* exposition of our registry, `exporter.exposition.render`: the bytes
+collect (the specgate_* exposition, `exporter.collect.SpecgateExposition.render`: the bytes
 `generate_latest` writes, as the sidecar serves them). The fetch itself is in
 bench/side_by_side.py, next to a real Prometheus scraping the same pages. The reference is
 `prometheus_client.parser.text_string_to_metric_families` on the same page, every sample
@@ -35,8 +35,7 @@ if str(ROOT) not in sys.path:
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-from exporter.collect import registry_for  # noqa: E402
-from exporter.exposition import render  # noqa: E402
+from exporter.collect import SpecgateExposition  # noqa: E402
 from exporter.scrape import Scraper  # noqa: E402
 from exporter.settings import ExporterSettings  # noqa: E402
 from exporter.state import ExporterState  # noqa: E402
@@ -87,7 +86,7 @@ class Cycle:
         self.raw = text.encode()
         self.scraper = Scraper(f"http://127.0.0.1:{closed_port()}", engine="auto", timeout=0.5)
         self.state = ExporterState.from_settings(ExporterSettings(), started_at=0.0)
-        self.registry = registry_for(self.state)
+        self.exposition = SpecgateExposition(self.state)
         self.now = 1_000_000.0
 
     def warm_cycles(self) -> int:
@@ -99,7 +98,7 @@ class Cycle:
         self.now += SCRAPE_STEP_SECONDS
         snap = self.scraper.snapshot_from_page(self.raw, self.now)
         self.state.record_success(snap, 0.0)
-        return render(self.registry)
+        return self.exposition.render()
 
 
 def reference_parse(text: str) -> int:

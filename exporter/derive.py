@@ -15,7 +15,6 @@ Three steps, each with one address:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,11 +23,8 @@ from exporter.engines import sglang
 from exporter.engines.base import EngineSnapshot, Histogram, SpecCounters, StreamSnapshot
 
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
-
-
-def _counters(s: StreamSnapshot) -> Mapping[str, float | None]:
-    """Every cumulative value of a stream by name (`StreamSnapshot.cumulative`, computed once per snapshot)."""
-    return s.cumulative
+QUANTILE_NAMES = tuple(name for name, _ in QUANTILES)
+QUANTILE_VALUES = tuple(q for _, q in QUANTILES)
 
 
 def restarted(before: StreamSnapshot, after: StreamSnapshot,
@@ -41,11 +37,50 @@ def restarted(before: StreamSnapshot, after: StreamSnapshot,
     `last_known(...)`, which keeps a value a page left out. A restarted SGLang (no
     `process_start_time_seconds`) serves `/metrics` before its warm-up, with no counters at all; the
     next page has small ones. Against the previous page alone nothing went down; against the last
-    known values the counters did: a family that disappears and comes back lower is a restart."""
+    known values the counters did: a family that disappears and comes back lower is a restart.
+
+    "Any cumulative value" is `StreamSnapshot.cumulative`, compared name by name where both snapshots
+    have the name; `_went_down` is that comparison without building the two mappings (it runs for
+    every stream at every scrape and for every sliding window; tests/exporter/test_restart_rule.py
+    holds it equal to the mapping form)."""
     if before_start is not None and after_start is not None and before_start != after_start:
         return True
-    b = before.cumulative
-    return any(x is not None and (y := b.get(k)) is not None and x < y for k, x in after.cumulative.items())
+    return _went_down(before, after)
+
+
+def _lower(new: float | None, old: float | None) -> bool:
+    return new is not None and old is not None and new < old
+
+
+def _went_down(b: StreamSnapshot, a: StreamSnapshot) -> bool:
+    """Some value of `a.cumulative` is below the same name's value in `b.cumulative`."""
+    if (_lower(a.prompt_tokens, b.prompt_tokens) or _lower(a.generation_tokens, b.generation_tokens)
+            or _lower(a.preemptions, b.preemptions)):
+        return True
+    sa, sb = a.spec, b.spec
+    if sa is not None and sb is not None:
+        if (_lower(sa.drafts, sb.drafts) or _lower(sa.draft_tokens, sb.draft_tokens)
+                or _lower(sa.accepted_tokens, sb.accepted_tokens) or _lower(sa.verify_calls, sb.verify_calls)):
+            return True
+        if any(x < y for x, y in zip(sa.accepted_per_position, sb.accepted_per_position, strict=False)):
+            return True
+    ha, hb = a.ttft, b.ttft
+    if ha is not None and hb is not None:
+        if _lower(ha.count, hb.count) or _lower(ha.sum, hb.sum):
+            return True
+        if ha.les is hb.les or (ha.les == hb.les and 0.0 not in ha.les):  # same bounds: position by position
+            if any(x < y for x, y in zip(ha.counts, hb.counts, strict=True)):
+                return True
+        else:  # by the bound's name, as `cumulative` does (0.0 and -0.0 are two names there)
+            before = {repr(le): c for le, c in zip(hb.les, hb.counts, strict=True)}
+            if any((y := before.get(repr(le))) is not None and x < y
+                   for le, x in zip(ha.les, ha.counts, strict=True)):
+                return True
+    if a.split_cumulative and b.split_cumulative:
+        before_split = dict(b.split_cumulative)
+        if any((y := before_split.get(k)) is not None and x < y for k, x in a.split_cumulative):
+            return True
+    return False
 
 
 def _keep(new: float | None, old: float | None) -> float | None:
@@ -96,9 +131,10 @@ class StreamDelta:
     draft_tokens: float | None = None
     accepted_tokens: float | None = None
     accepted_per_position: tuple[float, ...] = ()
-    ttft_buckets: tuple[tuple[float, float], ...] = ()
-    tpot_buckets: tuple[tuple[float, float], ...] = ()
-    itl_buckets: tuple[tuple[float, float], ...] = ()
+    # latency observations within the window, per bucket bound (None: unknown); count and sum are not kept
+    ttft: Histogram | None = None
+    tpot: Histogram | None = None
+    itl: Histogram | None = None
 
 
 def _delta(b: float | None, a: float | None, reset: bool) -> float | None:
@@ -111,21 +147,27 @@ def _delta(b: float | None, a: float | None, reset: bool) -> float | None:
     return max(a - b, 0.0)
 
 
-def _hist_delta(b: Histogram | None, a: Histogram | None, reset: bool) -> tuple[tuple[float, float], ...]:
+def _hist_delta(b: Histogram | None, a: Histogram | None, reset: bool) -> Histogram | None:
+    """The observations between two cumulative histograms, per bound (bounds `b` lacks are left out)."""
     if a is None:
-        return ()
+        return None
     if reset:
-        return a.buckets
+        return Histogram(a.les, a.counts)
     if b is None:
-        return ()
-    before = dict(b.buckets)
-    return tuple((le, max(c - before.get(le, 0.0), 0.0)) for le, c in a.buckets if le in before)
+        return None
+    if a.les is b.les or a.les == b.les:
+        return Histogram(a.les, tuple([c - p if c > p else 0.0 for c, p in zip(a.counts, b.counts, strict=True)]))
+    before = dict(zip(b.les, b.counts, strict=True))
+    pairs = [(le, max(c - before.get(le, 0.0), 0.0)) for le, c in zip(a.les, a.counts, strict=True) if le in before]
+    return Histogram(tuple(le for le, _ in pairs), tuple(c for _, c in pairs))
 
 
-def stream_delta(before: StreamSnapshot | None, after: StreamSnapshot, reset: bool) -> StreamDelta:
+def stream_delta(before: StreamSnapshot | None, after: StreamSnapshot, reset: bool,
+                 latency: bool = True) -> StreamDelta:
     """Deltas of one stream; `before` None (a stream seen for the first time) is a reset.
 
     `reset` is the caller's verdict from `restarted()`: this function never judges restarts itself.
+    `latency=False` leaves the latency histograms out (None): the monotonic totals have no use for them.
     """
     reset = reset or before is None
     b = before or StreamSnapshot(after.model, after.rank)
@@ -152,8 +194,9 @@ def stream_delta(before: StreamSnapshot | None, after: StreamSnapshot, reset: bo
     return StreamDelta(
         reset=reset, generation_tokens=gen, prompt_tokens=_delta(b.prompt_tokens, after.prompt_tokens, reset),
         preemptions=_delta(b.preemptions, after.preemptions, reset), drafts=drafts, draft_tokens=draft_tokens,
-        accepted_tokens=accepted, accepted_per_position=per_pos, ttft_buckets=_hist_delta(b.ttft, after.ttft, reset),
-        tpot_buckets=_hist_delta(b.tpot, after.tpot, reset), itl_buckets=_hist_delta(b.itl, after.itl, reset),
+        accepted_tokens=accepted, accepted_per_position=per_pos, ttft=_hist_delta(b.ttft, after.ttft, reset) if latency else None,
+        tpot=_hist_delta(b.tpot, after.tpot, reset) if latency else None,
+        itl=_hist_delta(b.itl, after.itl, reset) if latency else None,
     )
 
 
@@ -201,11 +244,11 @@ class WindowStats:
         }
 
 
-def _quantiles(buckets: tuple[tuple[float, float], ...]) -> dict[str, float | None]:
+def _quantiles(h: Histogram | None) -> dict[str, float | None]:
     """p50/p90/p99 of a histogram delta (linear inside a bucket, like histogram_quantile); {} when empty."""
-    if not buckets:
+    if h is None or not h.les:
         return {}
-    return {name: formulas.histogram_quantile(q, list(buckets)) for name, q in QUANTILES}
+    return dict(zip(QUANTILE_NAMES, formulas.histogram_quantiles(QUANTILE_VALUES, h.les, h.counts), strict=True))
 
 
 def _possible(length: float | None, rate: float | None, pos_rates: tuple[float, ...]) -> bool:
@@ -245,7 +288,7 @@ def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapsh
         # (design.md "Restarts": nothing impossible is exported)
         length, rate, pos_rates = None, None, ()
 
-    ttft = _quantiles(d.ttft_buckets)
+    ttft = _quantiles(d.ttft)
 
     cycle = None
     b_running = before.requests_running if before is not None else None
@@ -260,7 +303,7 @@ def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapsh
         drafts=d.drafts, draft_tokens=d.draft_tokens, accepted_tokens=d.accepted_tokens,
         accepted_per_position=d.accepted_per_position, generation_tokens=gen, prompt_tokens=d.prompt_tokens,
         acceptance_length=length, acceptance_rate=rate, position_acceptance_rate=pos_rates, ttft_seconds=ttft,
-        tpot_seconds=_quantiles(d.tpot_buckets), itl_seconds=_quantiles(d.itl_buckets),
+        tpot_seconds=_quantiles(d.tpot), itl_seconds=_quantiles(d.itl),
         decode_tokens_per_second=decode, verify_cycle_seconds=cycle, has_spec=sa is not None,
     )
 

@@ -13,10 +13,12 @@ are moved after their family, as `generate_latest` does). Names must be valid le
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from prometheus_client.core import Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from exporter.names import Family
 
 _TYPE = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "summary": "summary",
          "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram", "unknown": "untyped",
@@ -80,3 +82,108 @@ def render_families(metrics: Iterable[Metric]) -> bytes:
 def render(registry: Collector) -> bytes:
     """`generate_latest(registry)`, faster (see the module docstring)."""
     return render_families(registry.collect())
+
+
+LABEL_TEXTS = 16_384  # label texts an ExpositionWriter remembers between renders (then it starts over)
+
+
+class FamilyRows:
+    """One gauge or counter family as the collector builds it: label values and a value per series.
+
+    The cheap form of a prometheus_client family (`add_metric` takes the same arguments): the
+    sidecar's `/metrics` writes rows straight to text (`ExpositionWriter`), and `to_metric()` gives
+    the prometheus_client family for a registry's `collect()` — the same series, so `generate_latest`
+    of the registry is the writer's bytes (tests/exporter/test_hardening_exposition.py).
+    """
+
+    __slots__ = ("family", "rows")
+
+    def __init__(self, family: Family) -> None:
+        self.family = family
+        self.rows: list[tuple[tuple[str, ...], float]] = []
+
+    def add_metric(self, labels: Sequence[str], value: float) -> None:
+        self.rows.append((tuple(labels), value))
+
+    def to_metric(self) -> Metric:
+        f = self.family
+        m = (CounterMetricFamily if f.kind == "counter" else GaugeMetricFamily)(f.name, f.help, labels=list(f.labels))
+        for labels, value in self.rows:
+            m.add_metric(labels, value)
+        return m
+
+
+class HistogramRows:
+    """One histogram family as the collector builds it: label values, (bound, cumulative count) buckets
+    and the sum per series (prometheus_client's `HistogramMetricFamily.add_metric` arguments)."""
+
+    __slots__ = ("family", "rows")
+
+    def __init__(self, family: Family) -> None:
+        self.family = family
+        self.rows: list[tuple[tuple[str, ...], tuple[tuple[str, float], ...], float | None]] = []
+
+    def add_metric(self, labels: Sequence[str], buckets: Sequence[tuple[str, float]], sum_value: float | None) -> None:
+        self.rows.append((tuple(labels), tuple(buckets), sum_value))
+
+    def to_metric(self) -> Metric:
+        f = self.family
+        m = HistogramMetricFamily(f.name, f.help, labels=list(f.labels))
+        for labels, buckets, sum_value in self.rows:
+            m.add_metric(labels, list(buckets), sum_value)
+        return m
+
+
+class ExpositionWriter:
+    """Writes our families' rows as the text exposition, the bytes `generate_latest` writes for them.
+
+    Label sets repeat on every render (the same streams, windows and positions), so each label text
+    is built once and remembered (at most `LABEL_TEXTS`, then it starts over); HELP/TYPE headers too.
+    Safe to share between the HTTP server's threads: a cache miss only builds a text again.
+    """
+
+    def __init__(self, label_texts: int = LABEL_TEXTS) -> None:
+        self._max = label_texts
+        self._labels: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
+        self._heads: dict[Family, str] = {}
+
+    def _label_text(self, names: tuple[str, ...], values: tuple[str, ...]) -> str:
+        key = (names, values)
+        text = self._labels.get(key)
+        if text is None:
+            pairs = sorted(dict(zip(names, values, strict=True)).items())
+            text = "{" + ",".join([f'{k}="{_esc(v)}"' for k, v in pairs]) + "}" if pairs else ""
+            if len(self._labels) >= self._max:
+                self._labels.clear()
+            self._labels[key] = text
+        return text
+
+    def _head(self, f: Family) -> str:
+        head = self._heads.get(f)
+        if head is None:
+            mname = f.name + ("_total" if f.kind == "counter" else "")
+            doc = f.help.replace("\\", r"\\").replace("\n", r"\n")
+            head = self._heads[f] = f"# HELP {mname} {doc}\n# TYPE {mname} {f.kind}\n"
+        return head
+
+    def write(self, families: Iterable[FamilyRows | HistogramRows]) -> bytes:
+        out: list[str] = []
+        label_text = self._label_text
+        for fam in families:
+            f = fam.family
+            names = f.labels
+            out.append(self._head(f))
+            if isinstance(fam, HistogramRows):
+                bucket_names = (*names, "le")
+                bucket, count, total = f.name + "_bucket", f.name + "_count", f.name + "_sum"
+                for labels, buckets, sum_value in fam.rows:
+                    for b, v in buckets:
+                        out.append(f"{bucket}{label_text(bucket_names, (*labels, b))} {go_float(v)}\n")
+                    if buckets and float(buckets[0][0]) >= 0 and sum_value is not None:  # as add_metric does
+                        text = label_text(names, labels)
+                        out.append(f"{count}{text} {go_float(buckets[-1][1])}\n{total}{text} {go_float(sum_value)}\n")
+                continue
+            name = f.name + ("_total" if f.kind == "counter" else "")
+            for labels, value in fam.rows:
+                out.append(f"{name}{label_text(names, labels)} {go_float(value)}\n")
+        return "".join(out).encode("utf-8")

@@ -33,11 +33,11 @@ _FROM_LABELS = ("kv_pool_tokens", "kv_block_size", "kv_pool_configured_tokens", 
 
 def _hist_ok(h: Histogram) -> bool:
     last = 0.0
-    for _, c in h.buckets:
+    for c in h.counts:
         if c < last:
             return False
         last = c
-    return h.count is None or not h.buckets or h.count >= h.buckets[-1][1]
+    return h.count is None or not h.counts or h.count >= h.counts[-1]
 
 
 def _spec_ok(s: SpecCounters) -> bool:

@@ -1,7 +1,7 @@
 """The sidecar: a scrape loop feeding `ExporterState`, and an HTTP server for our own endpoints.
 
 Endpoints: `/metrics` (specgate_* in the classic text format — the bytes of `generate_latest`,
-written faster by `exporter.exposition.render` — and `CONTENT_TYPE_LATEST`; a Prometheus 2.x
+written faster by `exporter.collect.SpecgateExposition` — and `CONTENT_TYPE_LATEST`; a Prometheus 2.x
 scraper negotiating OpenMetrics would otherwise get
 names escaped), `/healthz` (the exporter itself is alive, even when the engine is down),
 `/api/v1/windows` (recent completed batch windows as JSON, for the gate's post phase).
@@ -24,8 +24,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from exporter.collect import registry_for
-from exporter.exposition import render
+from exporter.collect import SpecgateExposition
 from exporter.redact import redact_url
 from exporter.scrape import ScrapeError, Scraper
 from exporter.settings import ExporterSettings
@@ -44,7 +43,7 @@ def windows_document(state: ExporterState) -> dict[str, Any]:
 
 
 def make_handler(state: ExporterState) -> type[BaseHTTPRequestHandler]:
-    registry = registry_for(state)
+    metrics = SpecgateExposition(state)
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "specgate-exporter"
@@ -60,7 +59,7 @@ def make_handler(state: ExporterState) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:  # noqa: N802 (http.server API)
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                self._send(200, render(registry), CONTENT_TYPE_LATEST)
+                self._send(200, metrics.render(), CONTENT_TYPE_LATEST)
             elif path == "/healthz":
                 self._send(200, b"ok\n", "text/plain; charset=utf-8")
             elif path == "/api/v1/windows":

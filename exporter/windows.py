@@ -193,13 +193,13 @@ class WindowTracker:
                 if mine is not None:
                     reset = restarted(mine, s, start, start)
                     t.restarts += reset
-                    t.add(stream_delta(mine, s, reset))
+                    t.add(stream_delta(mine, s, reset, latency=False))
                     sight = last_known(mine, s, reset)
                 mine_now[s.key] = sight
                 self._last_seen[s.key] = _Sight(s, start, snap.timestamp)
                 continue
             if seen is None:  # first sight (of the stream, or of the engine): adopt its cumulative values
-                t.add(stream_delta(None, s, reset=True))
+                t.add(stream_delta(None, s, reset=True, latency=False))
                 sight = s
             else:
                 # against the last known values (a page without a family keeps the last one it had)
@@ -207,7 +207,7 @@ class WindowTracker:
                 if reset:
                     t.restarts += 1
                     fired.add(s.key)
-                t.add(stream_delta(seen.stream, s, reset))
+                t.add(stream_delta(seen.stream, s, reset, latency=False))
                 sight = last_known(seen.stream, s, reset)
             mine_now[s.key] = sight
             self._last_seen[s.key] = _Sight(sight, start, snap.timestamp)

@@ -11,6 +11,9 @@ yields fresh families outside it, area by area; each area's module shows an exam
 - `sliding_windows`: windowed gauges (L, a, p_i, TTFT quantiles, decode rate, verify cycle)
 
 That order is the order of the exposition (the goldens in tests/golden pin it byte for byte).
+The areas build `exporter.exposition` rows; the sidecar's `/metrics` writes them with one kept
+`ExpositionWriter` (`SpecgateExposition`), and the registry's collector hands prometheus_client the
+same series as its own families.
 Names, types and labels come from `exporter.names` (design.md "Exporter output"). Series whose
 source is missing are absent, never 0.
 """
@@ -23,8 +26,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
 from exporter.collect import batch_windows, engine_health, pools, sliding_windows, spec_counters
+from exporter.collect.families import Rows
 from exporter.engines.base import EngineSnapshot
-from exporter.exposition import render
+from exporter.exposition import ExpositionWriter
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState, ExporterView
 
@@ -39,10 +43,22 @@ class SpecgateCollector:
         return []  # unchecked collector: families vary with what the engine reports
 
     def collect(self) -> Iterator[Metric]:
-        yield from families(self.state.view())
+        for rows in families(self.state.view()):
+            yield rows.to_metric()
 
 
-def families(v: ExporterView) -> Iterator[Metric]:
+class SpecgateExposition:
+    """The sidecar's `/metrics` body: one view of the state, written by a kept `ExpositionWriter`."""
+
+    def __init__(self, state: ExporterState) -> None:
+        self.state = state
+        self.writer = ExpositionWriter()
+
+    def render(self) -> bytes:
+        return self.writer.write(families(self.state.view()))
+
+
+def families(v: ExporterView) -> Iterator[Rows]:
     """Every family of one view, in exposition order."""
     yield from engine_health.exporter_level(v)
     if v.latest is None:
@@ -62,7 +78,7 @@ def registry_for(state: ExporterState) -> CollectorRegistry:
 
 
 def exposition(state: ExporterState) -> str:
-    return render(registry_for(state)).decode("utf-8")
+    return SpecgateExposition(state).render().decode("utf-8")
 
 
 def exposition_of_snapshot(snap: EngineSnapshot, settings: ExporterSettings | None = None) -> str:

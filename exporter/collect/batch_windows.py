@@ -24,14 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import Metric
-
 from exporter import names
-from exporter.collect.families import bound, counter, histogram, non_empty, stream_labels
+from exporter.collect.families import Rows, bound, counter, histogram, non_empty, stream_labels
 from exporter.state import ExporterView
 
 
-def families(v: ExporterView) -> Iterator[Metric]:
+def families(v: ExporterView) -> Iterator[Rows]:
     if v.latest is None:
         return
     wl, wt, wb = histogram(names.WINDOW_ACCEPTANCE_LENGTH), counter(names.SPEC_WINDOWS), \

@@ -36,14 +36,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import Metric
-
 from exporter import names
-from exporter.collect.families import counter, gauge, non_empty, stream_labels
+from exporter.collect.families import Rows, counter, gauge, non_empty, stream_labels
 from exporter.state import ExporterView
 
 
-def _exporter_gauge(fam: names.Family, engine: str, value: float | None) -> Iterator[Metric]:
+def _exporter_gauge(fam: names.Family, engine: str, value: float | None) -> Iterator[Rows]:
     """An exporter-level gauge, absent when its value is unknown."""
     if value is not None:
         g = gauge(fam)
@@ -51,7 +49,7 @@ def _exporter_gauge(fam: names.Family, engine: str, value: float | None) -> Iter
         yield g
 
 
-def exporter_level(v: ExporterView) -> Iterator[Metric]:
+def exporter_level(v: ExporterView) -> Iterator[Rows]:
     eng = v.engine
     yield from _exporter_gauge(names.ENGINE_UP, eng, 1.0 if v.up else 0.0)
     yield from _exporter_gauge(names.ENGINE_SCRAPE_DURATION, eng, v.scrape_duration)
@@ -78,7 +76,7 @@ def exporter_level(v: ExporterView) -> Iterator[Metric]:
     yield from _exporter_gauge(names.WORKLOAD_DEMAND, eng, v.workload_demand_tokens)
 
 
-def per_stream(v: ExporterView) -> Iterator[Metric]:
+def per_stream(v: ExporterView) -> Iterator[Rows]:
     """Restarts and preemptions per stream, from the exporter's monotonic totals."""
     if v.latest is None:
         return

@@ -1,29 +1,33 @@
 """Building blocks shared by the exposition areas: families from `exporter.names`, label values.
 
 Families are created fresh on every `collect()` (prometheus_client's custom-collector pattern), from
-the contract's `Family` so a name, HELP text or label set has one address.
+the contract's `Family` so a name, HELP text or label set has one address. They are
+`exporter.exposition` rows (the cheap form of prometheus_client's families, with the same `add_metric`):
+the sidecar writes them straight to text, and the registry's collector turns them into
+prometheus_client families.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
-
+from exporter.exposition import FamilyRows, HistogramRows
 from exporter.names import Family
 from exporter.state import label_value
 
-
-def gauge(f: Family) -> GaugeMetricFamily:
-    return GaugeMetricFamily(f.name, f.help, labels=list(f.labels))
+Rows = FamilyRows | HistogramRows
 
 
-def counter(f: Family) -> CounterMetricFamily:
-    return CounterMetricFamily(f.name, f.help, labels=list(f.labels))
+def gauge(f: Family) -> FamilyRows:
+    return FamilyRows(f)
 
 
-def histogram(f: Family) -> HistogramMetricFamily:
-    return HistogramMetricFamily(f.name, f.help, labels=list(f.labels))
+def counter(f: Family) -> FamilyRows:
+    return FamilyRows(f)
+
+
+def histogram(f: Family) -> HistogramRows:
+    return HistogramRows(f)
 
 
 def stream_labels(model: str | None, engine: str, rank: str | None) -> list[str]:
@@ -36,8 +40,8 @@ def bound(b: float) -> str:
     return "+Inf" if b == float("inf") else repr(float(b))
 
 
-def non_empty(*fams: Metric) -> Iterator[Metric]:
+def non_empty(*fams: Rows) -> Iterator[Rows]:
     """Only families with samples: a series whose source is missing is absent, never 0."""
     for fam in fams:
-        if fam.samples:
+        if fam.rows:
             yield fam

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import Metric
-
 from exporter import names
-from exporter.collect.families import gauge, non_empty, stream_labels
+from exporter.collect.families import Rows, gauge, non_empty, stream_labels
 from exporter.state import ExporterView
 
 
-def families(v: ExporterView) -> Iterator[Metric]:
+def families(v: ExporterView) -> Iterator[Rows]:
     if v.latest is None or not v.up:
         return
     pool, conf, ctx = gauge(names.KV_POOL), gauge(names.KV_POOL_CONFIGURED), gauge(names.CONTEXT_CAP)

@@ -28,15 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import Metric
-
 from exporter import names
-from exporter.collect.families import gauge, non_empty, stream_labels
+from exporter.collect.families import Rows, gauge, non_empty, stream_labels
 from exporter.derive import QUANTILES
 from exporter.state import ExporterView
 
 
-def families(v: ExporterView) -> Iterator[Metric]:
+def families(v: ExporterView) -> Iterator[Rows]:
     length, rate = gauge(names.ACCEPTANCE_LENGTH), gauge(names.ACCEPTANCE_RATE)
     prate, ttft = gauge(names.POSITION_ACCEPTANCE_RATE), gauge(names.TTFT)
     tpot, itl = gauge(names.TPOT), gauge(names.ITL)

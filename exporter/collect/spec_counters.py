@@ -25,14 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import Metric
-
 from exporter import names
-from exporter.collect.families import counter, gauge, non_empty, stream_labels
+from exporter.collect.families import Rows, counter, gauge, non_empty, stream_labels
 from exporter.state import ExporterView
 
 
-def families(v: ExporterView) -> Iterator[Metric]:
+def families(v: ExporterView) -> Iterator[Rows]:
     if v.latest is None:
         return
     drafts, dtok = counter(names.SPEC_DRAFTS), counter(names.SPEC_DRAFT_TOKENS)

@@ -35,20 +35,35 @@ class StreamKey(NamedTuple):
     rank: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Histogram:
-    """A cumulative histogram as exposed: `buckets` are (le, cumulative count), sorted by le.
+    """A cumulative histogram as exposed: bucket bounds `les` (sorted) and their cumulative `counts`.
 
     Boundaries are read from the page (`le`), never hard-coded. `+Inf` is present only if
-    the page had it.
+    the page had it. Bounds and counts are two tuples, not (le, count) pairs, because the bounds
+    repeat on every scrape: an adapter hands out one shared `les` tuple per bucket layout, so the
+    5-minute ring of a 32-stream engine holds each layout once (and two histograms with the same
+    layout are recognised by identity, `a.les is b.les`, before anything is compared).
     """
 
-    buckets: tuple[tuple[float, float], ...]
+    les: tuple[float, ...]
+    counts: tuple[float, ...]
     count: float | None = None
     sum: float | None = None
 
+    @classmethod
+    def of(cls, buckets: tuple[tuple[float, float], ...] | list[tuple[float, float]], count: float | None = None,
+           sum: float | None = None) -> Histogram:  # noqa: A002  # the family's own word
+        """From (le, cumulative count) pairs sorted by le."""
+        return cls(tuple(le for le, _ in buckets), tuple(c for _, c in buckets), count, sum)
 
-@dataclass(frozen=True)
+    @property
+    def buckets(self) -> tuple[tuple[float, float], ...]:
+        """(le, cumulative count) pairs, sorted by le."""
+        return tuple(zip(self.les, self.counts, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
 class SpecCounters:
     """Speculative-decoding inputs of one stream.
 
@@ -67,7 +82,7 @@ class SpecCounters:
     num_draft_tokens: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StreamSnapshot:
     """One normalised stream: a (model, rank) pair of one engine at one instant.
 
@@ -106,7 +121,7 @@ class StreamSnapshot:
     spec_block_accept_length: float | None = None
     spec_cap_length: float | None = None
 
-    @cached_property
+    @property
     def key(self) -> StreamKey:
         return StreamKey(self.model, self.rank)
 
@@ -123,7 +138,7 @@ class StreamSnapshot:
             vals |= {f"accepted_pos{i}": v for i, v in enumerate(self.spec.accepted_per_position)}
         if self.ttft is not None:
             vals |= {"ttft_count": self.ttft.count, "ttft_sum": self.ttft.sum}
-            vals |= {f"ttft_le{le!r}": c for le, c in self.ttft.buckets}
+            vals |= {f"ttft_le{le!r}": c for le, c in zip(self.ttft.les, self.ttft.counts, strict=True)}
         vals |= {f"split:{name}": v for name, v in self.split_cumulative}
         return vals
 
@@ -161,10 +176,15 @@ class EngineSnapshot:
     speculative: SpeculativeSettings | None = None  # SGLang /server_info; None when the engine does not say
 
     def stream(self, model: str | None, rank: str | None) -> StreamSnapshot | None:
+        return self._by_key.get((model, rank))
+
+    @cached_property
+    def _by_key(self) -> dict[tuple[str | None, str | None], StreamSnapshot]:
+        """Streams by (model, rank): windows look every stream of one snapshot up in another."""
+        out: dict[tuple[str | None, str | None], StreamSnapshot] = {}
         for s in self.streams:
-            if s.key == (model, rank):
-                return s
-        return None
+            out.setdefault((s.model, s.rank), s)  # the first, as the linear search found it
+        return out
 
 
 @dataclass(frozen=True)

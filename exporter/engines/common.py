@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 from exporter.engines.base import Histogram, ParsedPage, Sample
 
 K = TypeVar("K", bound=Hashable)
+_INF = float("inf")
+MAX_LAYOUTS = 64  # distinct bucket layouts an adapter remembers (a page that churns its bounds clears them)
 
 
 def finite(v: float | None) -> float | None:
@@ -54,24 +56,38 @@ def samples(page: ParsedPage, kind: str, base: str) -> list[Sample]:
     return page.get(f"{kind}:{base}", [])
 
 
-def histograms(page: ParsedPage, base: str, key: Callable[[Mapping[str, str]], K]) -> dict[K, Histogram]:
-    """Assemble `<base>_bucket/_count/_sum` into Histograms per key; bucket bounds read from `le`."""
+def histograms(page: ParsedPage, base: str, key: Callable[[Mapping[str, str]], K],
+               layouts: dict[tuple[float, ...], tuple[float, ...]] | None = None) -> dict[K, Histogram]:
+    """Assemble `<base>_bucket/_count/_sum` into Histograms per key; bucket bounds read from `le`.
+
+    `layouts` (an adapter keeps one between scrapes) hands out one `les` tuple per bucket layout, so
+    every histogram with the same bounds shares it (see `Histogram`)."""
     buckets: dict[K, dict[float, float]] = {}
     for labels, value in page.get(base + "_bucket", []):
-        v = finite(value)
         le_s = labels.get("le")
-        if v is None or le_s is None:
+        if le_s is None or not -_INF < value < _INF:  # NaN fails the comparison too
             continue
         try:
             le = float(le_s)
         except ValueError:
             continue
         k = key(labels)
-        b = buckets.setdefault(k, {})
-        b[le] = b.get(le, 0.0) + v
+        b = buckets.get(k)
+        if b is None:
+            b = buckets[k] = {}
+        b[le] = b.get(le, 0.0) + value
     counts = fold(page.get(base + "_count", []), key, "sum")
     sums = fold(page.get(base + "_sum", []), key, "sum")
     out: dict[K, Histogram] = {}
-    for k in set(buckets) | set(counts):
-        out[k] = Histogram(buckets=tuple(sorted(buckets.get(k, {}).items())), count=counts.get(k), sum=sums.get(k))
+    for k in buckets.keys() | counts.keys():
+        pairs = sorted(buckets[k].items()) if k in buckets else []
+        les = tuple([le for le, _ in pairs])
+        if layouts is not None:
+            shared = layouts.get(les)
+            if shared is None:
+                if len(layouts) >= MAX_LAYOUTS:
+                    layouts.clear()
+                shared = layouts[les] = les
+            les = shared
+        out[k] = Histogram(les, tuple([c for _, c in pairs]), counts.get(k), sums.get(k))
     return out

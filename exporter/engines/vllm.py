@@ -67,6 +67,9 @@ class VllmAdapter:
     prefixes = PREFIXES
     families = FAMILIES
 
+    def __init__(self) -> None:
+        self._layouts: dict[tuple[float, ...], tuple[float, ...]] = {}  # shared bucket bounds (common.histograms)
+
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         side = side or SideInfo()
         hints: list[str] = []
@@ -90,10 +93,10 @@ class VllmAdapter:
                 continue
             at = per_pos.setdefault(_key(labels), {})
             at[pos] = at.get(pos, 0.0) + v
-        ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", _key)
-        tpot: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", _key)
-        itl: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{ITL}", _key) or \
-            histograms(page, f"{KIND}:{ITL_OLD}", _key)
+        ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", _key, self._layouts)
+        tpot: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", _key, self._layouts)
+        itl: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{ITL}", _key, self._layouts) or \
+            histograms(page, f"{KIND}:{ITL_OLD}", _key, self._layouts)
 
         keys: set[StreamKey] = set()
         for folded in (*g.values(), *c.values()):

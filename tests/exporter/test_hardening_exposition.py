@@ -21,7 +21,8 @@ from prometheus_client.core import (
     InfoMetricFamily,
 )
 
-from exporter.exposition import go_float, render
+from exporter.exposition import ExpositionWriter, FamilyRows, HistogramRows, go_float, render
+from exporter.names import Family
 from exporter.scrape import snapshot_from_text
 from exporter.settings import ExporterSettings
 
@@ -46,7 +47,7 @@ def registry(families: list) -> CollectorRegistry:
 
 
 def test_real_captures_through_the_exporter_render_the_same_bytes():
-    from exporter.collect import registry_for
+    from exporter.collect import SpecgateExposition, registry_for
     from exporter.state import ExporterState
 
     for before, after in [("vllm/metrics-ngram-before.txt", "vllm/metrics-ngram-after.txt"),
@@ -57,6 +58,7 @@ def test_real_captures_through_the_exporter_render_the_same_bytes():
             state.record_success(snapshot_from_text((FIXTURES / name).read_text(), timestamp=100.0 + 45 * i), 0.004)
         reg = registry_for(state)
         assert render(reg) == generate_latest(reg)
+        assert SpecgateExposition(state).render() == generate_latest(reg)  # what the sidecar serves
 
 
 label_values = st.text(alphabet=st.sampled_from(list('ab09 _-.:,={}#"\\\n\tµ✓<')), max_size=10)
@@ -104,3 +106,45 @@ def test_go_float_matches_prometheus_client():
     for v in (0.0, -0.0, 1.0, 522.0, 1e6, 1234567.0, 1.7959585353645682e9, 1e-300, 5e-324, -1e7, math.inf,
               -math.inf, math.nan, 0.1, 2**63):
         assert go_float(v) == floatToGoString(v)
+
+
+@st.composite
+def rows(draw):
+    """Our own rows (`exporter.exposition.FamilyRows` / `HistogramRows`), as the collector builds them."""
+    kind = draw(st.sampled_from(["gauge", "counter", "histogram"]))
+    names = tuple(draw(label_names))
+    fam = Family("specgate_" + draw(st.sampled_from(["a", "b_x", "c_seconds"])), kind,
+                 draw(st.text(alphabet=st.sampled_from(list("ab \\\n✓")), max_size=8)), names)
+    if kind == "histogram":
+        out = HistogramRows(fam)
+        for _ in range(draw(st.integers(0, 2))):
+            bounds = sorted(set(draw(st.lists(st.floats(0.001, 1e7), min_size=1, max_size=4))))
+            buckets = [(go_float(b), float(i)) for i, b in enumerate(bounds)] + [("+Inf", float(len(bounds)))]
+            out.add_metric([draw(label_values) for _ in names], buckets, draw(values))
+        return out
+    out = FamilyRows(fam)
+    for _ in range(draw(st.integers(0, 4))):
+        out.add_metric([draw(label_values) for _ in names], draw(values))
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fams=st.lists(rows(), max_size=5))
+def test_the_writer_writes_what_generate_latest_writes_for_the_same_rows(fams: list):
+    """The sidecar writes rows straight to text; the registry hands prometheus_client the same rows as
+    its families (`to_metric`). Both must give the same bytes, twice over with one kept writer (its
+    remembered label texts must not change a byte)."""
+    writer = ExpositionWriter()
+    expected = generate_latest(registry([f.to_metric() for f in fams]))
+    assert writer.write(fams) == expected
+    assert writer.write(fams) == expected
+
+
+def test_a_full_label_memory_starts_over_without_changing_a_byte():
+    fam = FamilyRows(Family("specgate_a", "gauge", "h", ("model", "rank")))
+    for i in range(50):
+        fam.add_metric([f"m{i}", "0"], float(i))
+    writer = ExpositionWriter(label_texts=8)
+    expected = generate_latest(registry([fam.to_metric()]))
+    assert writer.write([fam]) == expected == writer.write([fam])
+    assert len(writer._labels) <= 8

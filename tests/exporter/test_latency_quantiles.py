@@ -65,3 +65,26 @@ def test_vllm_itl_under_its_old_name() -> None:
     b, a = snapshot_from_text(pages[0], timestamp=0.0), snapshot_from_text(pages[1], timestamp=60.0)
     (w,) = derive_window(b, a)
     assert w.itl_seconds["p50"] == pytest.approx(0.01 * 333.5 / 618)
+
+
+# --- the windows' quantile pass against its definition ------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from exporter import formulas  # noqa: E402
+
+
+@settings(max_examples=1000, deadline=None)
+@given(bounds=st.lists(st.one_of(st.floats(-5, 50), st.just(float("inf")), st.just(0.0)), max_size=6),
+       counts=st.lists(st.sampled_from([0.0, 1.0, 2.0, 10.0, 11.0]), min_size=6, max_size=6))
+def test_histogram_quantiles_is_histogram_quantile_per_q(bounds: list[float], counts: list[float]) -> None:
+    """`formulas.histogram_quantiles` (one pass over sorted bounds, what the windows use) gives what
+    `formulas.histogram_quantile` gives for each quantile, for sorted, unsorted and repeated bounds."""
+    les, cs = tuple(bounds), tuple(counts[: len(bounds)])
+    qs = (0.5, 0.9, 0.99)
+    expected = [formulas.histogram_quantile(q, list(zip(les, cs, strict=True))) for q in qs]
+    assert formulas.histogram_quantiles(qs, les, cs) == expected
+    les_sorted = tuple(sorted(set(les)))
+    cs_sorted = tuple(sorted(cs[: len(les_sorted)]))
+    expected = [formulas.histogram_quantile(q, list(zip(les_sorted, cs_sorted, strict=True))) for q in qs]
+    assert formulas.histogram_quantiles(qs, les_sorted, cs_sorted) == expected

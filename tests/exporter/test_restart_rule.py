@@ -37,8 +37,8 @@ def test_a_family_that_appears_is_never_compared_with_another() -> None:
     # Before: no spec counters yet, a TTFT histogram with 50 observations. After: 10 drafts appear and
     # TTFT has 60. Compared position by position, drafts 10 would meet the TTFT count 50 and read as
     # "went down"; compared by name nothing went down.
-    ttft_b = Histogram(((1.0, 50.0), (float("inf"), 50.0)), count=50.0, sum=20.0)
-    ttft_a = Histogram(((1.0, 60.0), (float("inf"), 60.0)), count=60.0, sum=25.0)
+    ttft_b = Histogram.of(((1.0, 50.0), (float("inf"), 50.0)), count=50.0, sum=20.0)
+    ttft_a = Histogram.of(((1.0, 60.0), (float("inf"), 60.0)), count=60.0, sum=25.0)
     b = _stream(generation_tokens=500.0, ttft=ttft_b)
     a = _stream(generation_tokens=600.0, ttft=ttft_a, spec=SpecCounters(drafts=10.0, draft_tokens=30.0,
                                                                         accepted_tokens=20.0))
@@ -86,3 +86,48 @@ def test_derive_window_and_the_tracker_ask_the_same_rule() -> None:
         assert w.reset == s.reset == restarted(b.streams[0], a.streams[0], b.process_start_time,
                                                a.process_start_time)
     assert [r.restarted != frozenset() for r in tr.ring] == [False, False, True, True]
+
+
+# --- the rule's fast form against its definition -------------------------------------------------------
+# `restarted` compares the two snapshots field by field (`derive._went_down`) instead of building their
+# `StreamSnapshot.cumulative` mappings; the definition is the mappings: any name both have went down.
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_val = st.one_of(st.none(), st.sampled_from([0.0, 1.0, 2.0, 5.0, 100.0]))
+_bounds = st.sampled_from([(0.5, 1.0, float("inf")), (0.5, 2.0, float("inf")), (0.0, 1.0, float("inf")),
+                           (-0.0, 1.0, float("inf")), (1.0, float("inf")), ()])
+
+
+@st.composite
+def _hist(draw: st.DrawFn) -> Histogram | None:
+    les = draw(st.one_of(st.none(), _bounds))
+    if les is None:
+        return None
+    counts = tuple(draw(st.sampled_from([0.0, 1.0, 3.0, 7.0])) for _ in les)
+    return Histogram(les, counts, draw(_val), draw(_val))
+
+
+@st.composite
+def _snapshot(draw: st.DrawFn) -> StreamSnapshot:
+    spec = None
+    if draw(st.booleans()):
+        spec = SpecCounters(drafts=draw(_val), draft_tokens=draw(_val), accepted_tokens=draw(_val),
+                            verify_calls=draw(_val),
+                            accepted_per_position=tuple(draw(st.lists(st.sampled_from([0.0, 2.0, 4.0]), max_size=3))))
+    split = draw(st.dictionaries(st.sampled_from(["a{pid=1}", "a{pid=2}", "b{pid=1}"]),
+                                 st.sampled_from([0.0, 3.0, 9.0]), max_size=3))
+    return _stream(prompt_tokens=draw(_val), generation_tokens=draw(_val), preemptions=draw(_val), spec=spec,
+                   ttft=draw(_hist()), split_cumulative=tuple(sorted(split.items())))
+
+
+def _by_definition(b: StreamSnapshot, a: StreamSnapshot) -> bool:
+    before = b.cumulative
+    return any(x is not None and (y := before.get(k)) is not None and x < y for k, x in a.cumulative.items())
+
+
+@settings(max_examples=2000, deadline=None)
+@given(b=_snapshot(), a=_snapshot())
+def test_the_fast_comparison_is_the_cumulative_mapping_comparison(b: StreamSnapshot, a: StreamSnapshot) -> None:
+    assert restarted(b, a, None, None) == _by_definition(b, a)
