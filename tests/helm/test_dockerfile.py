@@ -6,6 +6,8 @@ on a copy of the context."""
 from __future__ import annotations
 
 import json
+import os
+import platform
 import re
 import shutil
 import subprocess
@@ -16,11 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from tests.helm.render import REPO, default_values
 
 DOCKERFILE = REPO / "Dockerfile"
 DOCKERIGNORE = REPO / ".dockerignore"
+LOCK = REPO / "deploy" / "image" / "requirements.lock"  # `make lock`
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,8 @@ def test_entrypoint_is_the_specgate_console_script() -> None:
 
 def test_final_stage_pip_installs_the_project() -> None:
     runs = " ".join(i.arg for i in FINAL if i.op == "RUN")
-    assert re.search(r'pip install "\$\{whl\}\[kube\]"', runs), runs
+    # the wheel with its kube extra, from nothing but what the lock installed (no index to fetch from)
+    assert re.search(r'pip install --no-index "\$\{whl\}\[kube\]"', runs), runs
     assert "-e " not in runs and "--editable" not in runs
     assert "specgate --help" in runs  # the console script resolves at build time
 
@@ -175,31 +182,40 @@ def test_build_context_holds_the_sources_and_nothing_private() -> None:
     assert "gate/cli.py" in files and "exporter/settings.py" in files
     assert any(f.startswith("exporter/replay_data/") for f in files)
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
-    copied = [i.arg.split() for i in STAGES[0] if i.op == "COPY"]
+    copied = [i.arg.split() for stage in STAGES for i in stage
+              if i.op == "COPY" and not i.arg.startswith("--from=")]
     sources = [src for args in copied for src in args[:-1]]
+    assert LOCK.relative_to(REPO).as_posix() in sources and LOCK.relative_to(REPO).as_posix() in files
     for src in sources:
         assert (REPO / src).exists(), f"COPY {src}: not in the repository"
         assert not ignored(src, rules), f"COPY {src}: excluded by .dockerignore"
 
 
-def test_build_stage_produces_the_wheel(tmp_path: Path) -> None:
-    """Run the build stage's command (`pip wheel --no-deps --wheel-dir /wheels .`) on a copy of the build
-    context as COPY lays it out: the wheel holds the console script and the replay captures."""
+@pytest.fixture(scope="module")
+def built_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The build stage's command (`pip wheel --no-deps --wheel-dir /wheels .`) run on a copy of the build
+    context as COPY lays it out; returns the wheel directory."""
     run = [i.arg for i in STAGES[0] if i.op == "RUN"]
     assert run == ["pip wheel --no-deps --wheel-dir /wheels ."]
-    ctx = tmp_path / "src"
+    tmp = tmp_path_factory.mktemp("build-stage")
+    ctx = tmp / "src"
     ctx.mkdir()
     files = set(context_files())
     for f in files:
         dest = ctx / f
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / f, dest)
-    wheels = tmp_path / "wheels"
+    wheels = tmp / "wheels"
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", str(wheels), "."],
                           cwd=ctx, capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
         pytest.fail(f"pip wheel failed: {proc.stderr.strip()[-2000:]}")
-    (whl,) = wheels.glob("specgate_llm-*.whl")  # distribution specgate-llm (pyproject.toml)
+    return wheels
+
+
+def test_build_stage_produces_the_wheel(built_wheels: Path) -> None:
+    """The wheel the build stage makes holds the console script and the replay captures."""
+    (whl,) = built_wheels.glob("specgate_llm-*.whl")  # distribution specgate-llm (pyproject.toml)
     with zipfile.ZipFile(whl) as z:
         names = z.namelist()
         ep = next(n for n in names if n.endswith("entry_points.txt"))
@@ -207,3 +223,139 @@ def test_build_stage_produces_the_wheel(tmp_path: Path) -> None:
     assert "gate/cli.py" in names and "exporter/settings.py" in names
     assert any(n.startswith("exporter/replay_data/") for n in names)
     assert not [n for n in names if n.startswith("tests/")]
+
+
+# --- the dependency lock (deploy/image/requirements.lock, `make lock`) ---------------------------------
+
+HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}")
+
+
+def lock_entries(text: str) -> list[tuple[Requirement, list[str]]]:
+    """(requirement, its hashes) per entry: continuation lines joined, comments dropped; anything else in the
+    file (an option line, an entry without a hash) fails here."""
+    out: list[tuple[Requirement, list[str]]] = []
+    for entry in re.sub(r"\\\n", " ", text).splitlines():
+        entry = entry.split(" #", 1)[0].strip() if not entry.lstrip().startswith("#") else ""
+        if not entry:
+            continue
+        spec, *rest = entry.split()
+        hashes = [h for h in rest if HASH.fullmatch(h)]
+        assert rest and len(hashes) == len(rest), f"not only sha256 hashes after {spec!r}: {rest}"
+        out.append((Requirement(spec), hashes))
+    return out
+
+
+LOCKED = lock_entries(LOCK.read_text(encoding="utf-8"))
+PINS = {canonicalize_name(r.name): Version(next(iter(r.specifier)).version) for r, _ in LOCKED}
+# The image's interpreter and platform, for evaluating markers: CPython 3.11 on glibc Linux.
+IMAGE_ENV = {"python_version": "3.11", "python_full_version": "3.11.11", "sys_platform": "linux",
+             "platform_system": "Linux", "os_name": "posix", "implementation_name": "cpython",
+             "platform_python_implementation": "CPython"}
+
+
+def test_lock_pins_every_requirement_exactly_with_sha256_hashes() -> None:
+    assert len(LOCKED) >= 10
+    for req, hashes in LOCKED:
+        (spec,) = req.specifier  # exactly one specifier ...
+        assert spec.operator == "==" and "*" not in spec.version, req  # ... an exact pin
+        assert not req.url and not req.extras, req
+        assert hashes and len(set(hashes)) == len(hashes), req
+    assert len(PINS) == len(LOCKED), "a distribution is pinned twice"
+
+
+def test_lock_satisfies_the_runtime_dependencies_and_the_kube_extra() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(r) for r in [*project["dependencies"], *project["optional-dependencies"]["kube"]]]
+    assert any(canonicalize_name(r.name) == "kubernetes" for r in wanted)
+    for req in wanted:
+        if req.marker and not req.marker.evaluate(IMAGE_ENV):
+            continue
+        name = canonicalize_name(req.name)
+        assert name in PINS, f"{req} is not in the lock"
+        assert req.specifier.contains(PINS[name], prereleases=True), f"lock pins {name}=={PINS[name]}, wants {req}"
+    assert PINS["prometheus-client"] == Version("0.26.0")  # the golden exposition files' pin
+    # the lock is the image's runtime only: nothing from the test or tune extras, not specgate itself
+    extras_only = {canonicalize_name(Requirement(r).name) for x in ("test", "tune") for r in project["optional-dependencies"][x]}
+    extras_only -= {canonicalize_name(r.name) for r in wanted}
+    assert not extras_only & PINS.keys(), extras_only & PINS.keys()
+    assert canonicalize_name(project["name"]) not in PINS
+
+
+def test_final_stage_installs_exactly_the_lock_with_required_hashes() -> None:
+    """The lock travels into the final stage by COPY and is what pip installs with --require-hashes; every
+    other pip install there can fetch nothing (--no-index)."""
+    copies = [i.arg.split() for i in FINAL if i.op == "COPY" and not i.arg.startswith("--from=")]
+    (dest,) = [args[-1] for args in copies if args[:-1] == [LOCK.relative_to(REPO).as_posix()]]
+    run = " && ".join(i.arg for i in FINAL if i.op == "RUN")
+    installs = re.findall(r"pip install [^&]*", run)
+    assert installs[0].split() == ["pip", "install", "--require-hashes", "--no-deps", "--only-binary=:all:",
+                                   "-r", dest]
+    assert all("--no-index" in i.split() for i in installs[1:]), installs
+    assert run.index("pip check") > run.index(installs[-1])
+    assert run.index("specgate --help") > run.index("pip check")
+
+
+def _pip_env(venv: Path) -> dict[str, str]:
+    """No pip config file, index or find-links of this machine (the image has none): PyPI only."""
+    keep = {"PIP_CERT", "PIP_DEFAULT_TIMEOUT"}
+    env = {k: v for k, v in os.environ.items()
+           if (not k.startswith("PIP_") or k in keep) and k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1",
+               PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    return env
+
+
+def test_final_stage_run_installs_the_lock_and_finds_it_complete(built_wheels: Path, tmp_path: Path) -> None:
+    """The final stage's RUN (its paths moved under tmp_path), in a fresh venv of this CPython 3.11, against
+    PyPI: the hashed lock installs, the wheel with its kube extra needs nothing more (--no-index), `pip check`
+    and `specgate --help` pass. Then one locked distribution is removed and the wheel's install must fail:
+    the completeness check can fail. (A docker build is not run: no daemon here, and no registry but PyPI.)"""
+    assert sys.version_info[:2] == (3, 11), "the image runs CPython 3.11: the lock is checked on the same"
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    lock_copy = tmp_path / "requirements.lock"
+    shutil.copy2(LOCK, lock_copy)
+    wheels = tmp_path / "wheels"
+    shutil.copytree(built_wheels, wheels)
+    (dest,) = [i.arg.split()[-1] for i in FINAL if i.op == "COPY" and LOCK.name in i.arg]
+    run = " && ".join(i.arg for i in FINAL if i.op == "RUN" and "pip install" in i.arg)
+    script = run.replace(dest, str(lock_copy)).replace("/wheels", str(wheels))
+    paths = re.findall(r"(?<![\w.-])/[\w./*-]+", script)
+    assert paths and all(p.startswith(str(tmp_path)) or p == "/dev/null" for p in paths), script  # rm -rf too
+    env = _pip_env(venv)
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "No broken requirements found." in proc.stdout
+    # every installed distribution is the lock's, at the lock's version (plus the venv's own pip/setuptools)
+    listed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"], env=env,
+                            capture_output=True, text=True, timeout=120, check=True)
+    installed = {canonicalize_name(d["name"]): Version(d["version"]) for d in json.loads(listed.stdout)}
+    assert {k: v for k, v in installed.items() if k not in ("pip", "setuptools", "wheel", "specgate-llm")} == PINS
+    # fail-closed: without one transitive pin the wheel's --no-index install cannot be satisfied
+    leaf = "tzdata" if "tzdata" in PINS else sorted(PINS)[-1]
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "uninstall", "-q", "-y", leaf], env=env,
+                   check=True, timeout=120)
+    whl_install = next(c for c in script.split(" && ") if "--no-index" in c)
+    # (the RUN removed its copy of the wheels, as the image's does)
+    again = subprocess.run(["bash", "-c", f'whl="$(ls {built_wheels}/specgate_llm-*.whl)" && {whl_install}'], env=env,
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert again.returncode != 0 and leaf in again.stderr, again.stderr[-2000:]
+
+
+@pytest.mark.parametrize("arch", sorted({"x86_64", "aarch64"} - {platform.machine()}))
+def test_lock_has_hashed_wheels_for_the_other_image_architecture(arch: str, tmp_path: Path) -> None:
+    """The image is built for x86_64 and aarch64; the install test above covers this machine's. For the other,
+    pip downloads every locked wheel for CPython 3.11 on glibc Linux with --require-hashes (no markers in the
+    lock, so the same pins apply)."""
+    assert not [r for r, _ in LOCKED if r.marker], "markers: the architectures could resolve differently"
+    platforms = [a for n in range(36, 16, -1) for a in ("--platform", f"manylinux_2_{n}_{arch}")]
+    venv_env = _pip_env(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--require-hashes",
+                           "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp",
+                           "--abi", "cp311", *platforms, "--platform", f"manylinux2014_{arch}",
+                           "-r", str(LOCK), "-d", str(tmp_path / "dl")],
+                          env=venv_env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = {canonicalize_name(p.name.split("-")[0]) for p in (tmp_path / "dl").iterdir()}
+    assert got == PINS.keys()
