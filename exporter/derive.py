@@ -15,6 +15,7 @@ Three steps, each with one address:
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -62,14 +63,14 @@ def _went_down(b: StreamSnapshot, a: StreamSnapshot) -> bool:
         if (_lower(sa.drafts, sb.drafts) or _lower(sa.draft_tokens, sb.draft_tokens)
                 or _lower(sa.accepted_tokens, sb.accepted_tokens) or _lower(sa.verify_calls, sb.verify_calls)):
             return True
-        if any(x < y for x, y in zip(sa.accepted_per_position, sb.accepted_per_position, strict=False)):
+        if any(map(operator.lt, sa.accepted_per_position, sb.accepted_per_position)):
             return True
     ha, hb = a.ttft, b.ttft
     if ha is not None and hb is not None:
         if _lower(ha.count, hb.count) or _lower(ha.sum, hb.sum):
             return True
         if ha.les is hb.les or (ha.les == hb.les and 0.0 not in ha.les):  # same bounds: position by position
-            if any(x < y for x, y in zip(ha.counts, hb.counts, strict=True)):
+            if any(map(operator.lt, ha.counts, hb.counts)):
                 return True
         else:  # by the bound's name, as `cumulative` does (0.0 and -0.0 are two names there)
             before = {repr(le): c for le, c in zip(hb.les, hb.counts, strict=True)}
@@ -87,12 +88,34 @@ def _keep(new: float | None, old: float | None) -> float | None:
     return new if new is not None else old
 
 
+def _lacks(new: object, old: object) -> bool:
+    return new is None and old is not None
+
+
+def _complete(last: StreamSnapshot, new: StreamSnapshot) -> bool:
+    """`new` has every cumulative value `last` had (the usual page): nothing to carry over."""
+    if (_lacks(new.prompt_tokens, last.prompt_tokens) or _lacks(new.generation_tokens, last.generation_tokens)
+            or _lacks(new.preemptions, last.preemptions) or _lacks(new.ttft, last.ttft)
+            or _lacks(new.tpot, last.tpot) or _lacks(new.itl, last.itl) or _lacks(new.spec, last.spec)):
+        return False
+    sn, sl = new.spec, last.spec
+    if sn is not None and sl is not None and (
+            _lacks(sn.drafts, sl.drafts) or _lacks(sn.draft_tokens, sl.draft_tokens)
+            or _lacks(sn.accepted_tokens, sl.accepted_tokens) or _lacks(sn.verify_calls, sl.verify_calls)
+            or (not sn.accepted_per_position and sl.accepted_per_position)):
+        return False
+    if last.split_cumulative:
+        names = {k for k, _ in new.split_cumulative}
+        return all(k in names for k, _ in last.split_cumulative)
+    return True
+
+
 def last_known(last: StreamSnapshot, new: StreamSnapshot, reset: bool) -> StreamSnapshot:
     """A stream's last sight after the step `last` -> `new`: `new`, with every cumulative value it lacks
     carried over from `last`, so the restart rule and the next delta compare with the last value the
     engine reported, not with a page that had none. After a restart (`reset`) nothing is carried: the
     old process's values would make the new one's counters look lower again."""
-    if reset:
+    if reset or _complete(last, new):
         return new
     spec = new.spec
     ls = last.spec
@@ -115,12 +138,14 @@ def last_known(last: StreamSnapshot, new: StreamSnapshot, reset: bool) -> Stream
                    split_cumulative=tuple(sorted(split.items())))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StreamDelta:
     """What one stream's counters gained between two snapshots; None means unknown (never a made-up 0).
 
     `reset`: the stream restarted (or is new) in between, so every value is `after`'s own. Speculation
     counts are normalised to vLLM's (drafts, proposed, accepted), whatever the engine counted.
+    Not frozen, and never changed once built: one is built per stream and window at every scrape, and
+    a frozen dataclass's `__init__` (one `object.__setattr__` per field) cost more than the arithmetic.
     """
 
     reset: bool
@@ -156,7 +181,10 @@ def _hist_delta(b: Histogram | None, a: Histogram | None, reset: bool) -> Histog
     if b is None:
         return None
     if a.les is b.les or a.les == b.les:
-        return Histogram(a.les, tuple([c - p if c > p else 0.0 for c, p in zip(a.counts, b.counts, strict=True)]))
+        d = tuple(map(operator.sub, a.counts, b.counts))
+        if d and min(d) < 0.0:  # a bucket that went down gained nothing (as max(c - p, 0.0))
+            d = tuple([x if x > 0.0 else 0.0 for x in d])
+        return Histogram(a.les, d)
     before = dict(zip(b.les, b.counts, strict=True))
     pairs = [(le, max(c - before.get(le, 0.0), 0.0)) for le, c in zip(a.les, a.counts, strict=True) if le in before]
     return Histogram(tuple(le for le, _ in pairs), tuple(c for _, c in pairs))
@@ -200,9 +228,11 @@ def stream_delta(before: StreamSnapshot | None, after: StreamSnapshot, reset: bo
     )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class WindowStats:
-    """Derived values of one stream over one window; None means absent (never a made-up 0)."""
+    """Derived values of one stream over one window; None means absent (never a made-up 0).
+
+    Not frozen, for the reason `StreamDelta` is not; nothing changes one once built."""
 
     engine: str
     model: str | None

@@ -6,6 +6,7 @@ Pure functions on plain numbers; `exporter.derive` applies them to counter delta
 
 from __future__ import annotations
 
+import bisect
 import math
 import operator
 
@@ -103,23 +104,27 @@ def histogram_quantiles(qs: tuple[float, ...], les: tuple[float, ...],
     total = counts[-1]
     if total <= 0:
         return [None] * len(qs)
+    # the first bucket holding rank q x total: bisected when the counts never go down (a cumulative
+    # histogram's always do not), else searched bucket by bucket
+    ordered = all(map(operator.le, counts, counts[1:]))
     out: list[float | None] = []
     for q in qs:
         rank = q * total
+        if ordered:
+            i = bisect.bisect_left(counts, rank)
+        else:
+            i = next((j for j in range(n) if counts[j] >= rank), n)
         value: float | None = None
-        for i in range(n):
-            count = counts[i]
-            if count >= rank:
-                le = les[i]
-                if math.isinf(le):
-                    value = les[i - 1] if i > 0 else None
-                elif i == 0 and le <= 0:
-                    value = le
-                else:
-                    lower = les[i - 1] if i > 0 else (0.0 if le > 0 else le)
-                    prev_count = counts[i - 1] if i > 0 else 0.0
-                    in_bucket = count - prev_count
-                    value = le if in_bucket <= 0 else lower + (le - lower) * (rank - prev_count) / in_bucket
-                break
+        if i < n:
+            count, le = counts[i], les[i]
+            if math.isinf(le):
+                value = les[i - 1] if i > 0 else None
+            elif i == 0 and le <= 0:
+                value = le
+            else:
+                lower = les[i - 1] if i > 0 else (0.0 if le > 0 else le)
+                prev_count = counts[i - 1] if i > 0 else 0.0
+                in_bucket = count - prev_count
+                value = le if in_bucket <= 0 else lower + (le - lower) * (rank - prev_count) / in_bucket
         out.append(value)
     return out

@@ -202,18 +202,27 @@ class PageParser:
         out: dict[str, dict[frozenset[tuple[str, str]], tuple[Labels, float] | None]] = {}
         cache, any_family, duplicates, usable_only = self._cache, self.wanted is None, 0, self.usable_only
         unusable: dict[str, int] = {}
+        # a family's samples come one after the other: its key and dict are looked up once per run of them
+        last_engine, last_name = "", ""
+        key, fam = "", {}
         for engine, base, plain, series, value, ts, bad, garbage, indented in self._scan.findall("\n" + text):
             if not value:
                 garbage = garbage or indented.lstrip(" \t")
                 if garbage:
                     raise ParseError(f"not Prometheus text exposition (line {garbage[:60]!r})")
                 raise ParseError(f"malformed sample line {((engine or plain) + bad)[:60]!r}")
-            if plain:
-                key = plain
-            elif any_family and base.endswith("_created"):
-                continue
-            else:
-                key = f"{engine}:{base}"
+            name = base or plain
+            if name != last_name or engine != last_engine:
+                if plain:
+                    key = plain
+                elif any_family and base.endswith("_created"):
+                    continue
+                else:
+                    key = f"{engine}:{base}"
+                f = out.get(key)
+                if f is None:
+                    f = out[key] = {}
+                fam, last_engine, last_name = f, engine, name
             entry = cache.get(series)
             if entry is None:
                 entry = self._labels(series)
@@ -225,9 +234,6 @@ class PageParser:
                     float(ts)
             except ValueError:
                 raise ParseError(f"malformed sample value {value[:30]!r} for {key}") from None
-            fam = out.get(key)
-            if fam is None:
-                fam = out[key] = {}
             if entry[1] in fam:
                 duplicates += 1
                 continue

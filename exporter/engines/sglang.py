@@ -38,7 +38,7 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
-from exporter.engines.common import finite, fold, histograms, samples
+from exporter.engines.common import SeriesKeys, finite, fold, histograms, samples
 
 KIND: Final = "sglang"
 PREFIXES: tuple[str, ...] = ("sglang:", "sglang_")
@@ -145,18 +145,16 @@ class SglangAdapter:
 
     def __init__(self) -> None:
         self._layouts: dict[tuple[float, ...], tuple[float, ...]] = {}  # shared bucket bounds (common.histograms)
+        self._raw_keys: SeriesKeys[RawKey] = SeriesKeys(lambda lb: _stream_key(_full_key(lb)))
 
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         side = side or SideInfo()
         hints: list[str] = []
         g = {b: _fold2(samples(page, KIND, b), "max") for b in GAUGES}
         c = {b: _fold2(samples(page, KIND, b), "sum") for b in COUNTERS}
-        ttft_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", lambda lb: _stream_key(_full_key(lb)),
-                                                self._layouts)
-        tpot_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", lambda lb: _stream_key(_full_key(lb)),
-                                                self._layouts)
-        itl_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{ITL}", lambda lb: _stream_key(_full_key(lb)),
-                                                self._layouts)
+        ttft_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._raw_keys, self._layouts)
+        tpot_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", self._raw_keys, self._layouts)
+        itl_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{ITL}", self._raw_keys, self._layouts)
         if g[MAX_TOTAL]:
             hints.append("sglang>=0.5.6: max_total_num_tokens gauge")
         elif side.max_total_num_tokens is not None:

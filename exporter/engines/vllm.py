@@ -27,7 +27,7 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
-from exporter.engines.common import as_int, finite, fold, histograms, samples
+from exporter.engines.common import SeriesKeys, as_int, finite, fold, histograms, samples
 
 KIND: Final = "vllm"
 PREFIXES: tuple[str, ...] = ("vllm:", "vllm_")
@@ -69,12 +69,14 @@ class VllmAdapter:
 
     def __init__(self) -> None:
         self._layouts: dict[tuple[float, ...], tuple[float, ...]] = {}  # shared bucket bounds (common.histograms)
+        self._keys = SeriesKeys(_key)
 
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         side = side or SideInfo()
         hints: list[str] = []
-        g = {base: fold(samples(page, KIND, base), _key, "max") for base in (USAGE_NEW, USAGE_OLD, RUNNING, WAITING)}
-        c = {base: fold(samples(page, KIND, base), _key, "sum")
+        key_of = self._keys.key
+        g = {base: fold(samples(page, KIND, base), key_of, "max") for base in (USAGE_NEW, USAGE_OLD, RUNNING, WAITING)}
+        c = {base: fold(samples(page, KIND, base), key_of, "sum")
              for base in (DRAFTS, DRAFT_TOKENS, ACCEPTED, PROMPT, GENERATION, PREEMPTIONS)}
         usage = g[USAGE_NEW]
         if usage:
@@ -91,12 +93,12 @@ class VllmAdapter:
             if not 0 <= pos < MAX_POSITIONS:
                 beyond += 1
                 continue
-            at = per_pos.setdefault(_key(labels), {})
+            at = per_pos.setdefault(key_of(labels), {})
             at[pos] = at.get(pos, 0.0) + v
-        ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", _key, self._layouts)
-        tpot: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", _key, self._layouts)
-        itl: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{ITL}", _key, self._layouts) or \
-            histograms(page, f"{KIND}:{ITL_OLD}", _key, self._layouts)
+        ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._keys, self._layouts)
+        tpot: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", self._keys, self._layouts)
+        itl: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{ITL}", self._keys, self._layouts) or \
+            histograms(page, f"{KIND}:{ITL_OLD}", self._keys, self._layouts)
 
         keys: set[StreamKey] = set()
         for folded in (*g.values(), *c.values()):

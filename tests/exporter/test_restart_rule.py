@@ -131,3 +131,34 @@ def _by_definition(b: StreamSnapshot, a: StreamSnapshot) -> bool:
 @given(b=_snapshot(), a=_snapshot())
 def test_the_fast_comparison_is_the_cumulative_mapping_comparison(b: StreamSnapshot, a: StreamSnapshot) -> None:
     assert restarted(b, a, None, None) == _by_definition(b, a)
+
+
+def _last_known_by_definition(last: StreamSnapshot, new: StreamSnapshot) -> StreamSnapshot:
+    """`last_known` as the restart rule defines it: every cumulative value `new` lacks is `last`'s."""
+    from dataclasses import replace
+
+    def keep(n, o):
+        return n if n is not None else o
+
+    spec, ls = new.spec, last.spec
+    if ls is not None:
+        spec = ls if spec is None else replace(
+            spec, drafts=keep(spec.drafts, ls.drafts), draft_tokens=keep(spec.draft_tokens, ls.draft_tokens),
+            accepted_tokens=keep(spec.accepted_tokens, ls.accepted_tokens),
+            accepted_per_position=spec.accepted_per_position or ls.accepted_per_position,
+            verify_calls=keep(spec.verify_calls, ls.verify_calls))
+    split = dict(last.split_cumulative) | dict(new.split_cumulative)
+    return replace(new, prompt_tokens=keep(new.prompt_tokens, last.prompt_tokens),
+                   generation_tokens=keep(new.generation_tokens, last.generation_tokens),
+                   preemptions=keep(new.preemptions, last.preemptions), spec=spec, ttft=keep(new.ttft, last.ttft),
+                   tpot=keep(new.tpot, last.tpot), itl=keep(new.itl, last.itl),
+                   split_cumulative=tuple(sorted(split.items())))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(last=_snapshot(), new=_snapshot())
+def test_last_known_returns_the_new_sight_itself_only_when_it_lacks_nothing(last: StreamSnapshot,
+                                                                            new: StreamSnapshot) -> None:
+    from exporter.derive import last_known
+
+    assert last_known(last, new, reset=False) == _last_known_by_definition(last, new)
