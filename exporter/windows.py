@@ -127,6 +127,7 @@ class WindowTracker:
         # MAX_PROCESSES): several processes behind one URL are kept apart
         self._by_start: dict[float, dict[StreamKey, StreamSnapshot]] = {}
         self._prev_start: float | None = None
+        self._fired_in_ring = 0  # ring entries whose `restarted` is not empty (none: no window is reset by one)
 
     @property
     def latest(self) -> EngineSnapshot | None:
@@ -217,7 +218,10 @@ class WindowTracker:
             while len(self._by_start) > MAX_PROCESSES:
                 self._by_start.pop(next(iter(self._by_start)))
             self._prev_start = start
+        if len(self.ring) == self.ring.maxlen and self.ring[0].restarted:
+            self._fired_in_ring -= 1  # the append below pushes it out
         self.ring.append(Scrape(snap, frozenset(fired)))
+        self._fired_in_ring += bool(fired)
         self._maybe_close_batch(snap)
         self._trim()
         return found
@@ -227,11 +231,13 @@ class WindowTracker:
         horizon = max([*self.windows, self.batch_window]) + 1.0
         cutoff = self.ring[-1].snapshot.timestamp - horizon
         while len(self.ring) > 2 and self.ring[1].snapshot.timestamp <= cutoff:
-            self.ring.popleft()
+            self._fired_in_ring -= bool(self.ring.popleft().restarted)
 
     def _fired_after(self, start: Scrape) -> set[StreamKey]:
         """Streams the restart rule fired for at any scrape after `start` (up to the newest)."""
         out: set[StreamKey] = set()
+        if not self._fired_in_ring:
+            return out
         for entry in reversed(self.ring):
             if entry is start or entry.snapshot.timestamp < start.snapshot.timestamp:
                 break

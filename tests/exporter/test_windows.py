@@ -182,3 +182,22 @@ def test_settings_read_windows_and_durations_from_the_environment(monkeypatch):
     s = ExporterSettings()
     assert s.windows == [60.0, 300.0, 30.0] and s.batch_window == 45.0
     assert [duration_label(x) for x in s.windows] == ["1m", "5m", "30s"]
+
+
+def test_a_restart_resets_the_windows_across_it_until_it_leaves_the_ring():
+    """The tracker counts the ring entries at which the rule fired (to skip the search when there are
+    none); a window across a restart is reset while the restart's entry is in the ring, and a window
+    after it has left the ring is not (the ring keeps only what the longest window needs)."""
+    tr = _tracker(windows=[20.0])
+    tr.add(snapshot_from_text(vllm_page(0, 0, 0, [0, 0, 0]), timestamp=0))
+    tr.add(snapshot_from_text(vllm_page(5, 15, 0, [0, 0, 0], start=3e9), timestamp=10))  # restart
+    for t in range(15, 80, 5):
+        n = 5 + 2 * (t - 10)
+        tr.add(snapshot_from_text(vllm_page(n, 3 * n, n, [n, 0, 0], start=3e9), timestamp=t))
+        if t < 20:
+            assert tr.sliding(20.0) == []  # no snapshot old enough yet
+            continue
+        (w,) = tr.sliding(20.0)
+        start = max(e.snapshot.timestamp for e in tr.ring if e.snapshot.timestamp <= t - 20.0 + 1e-9)
+        assert w.reset == (start < 10 <= t), t
+        assert tr._fired_in_ring == sum(bool(e.restarted) for e in tr.ring)
