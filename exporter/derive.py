@@ -26,6 +26,8 @@ from exporter.engines.base import EngineSnapshot, Histogram, SpecCounters, Strea
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
 QUANTILE_NAMES = tuple(name for name, _ in QUANTILES)
 QUANTILE_VALUES = tuple(q for _, q in QUANTILES)
+# a histogram's observations within a window: bucket bounds (sorted) and the count that fell at or below each
+Buckets = tuple[tuple[float, ...], tuple[float, ...]]
 
 
 def restarted(before: StreamSnapshot, after: StreamSnapshot,
@@ -156,10 +158,10 @@ class StreamDelta:
     draft_tokens: float | None = None
     accepted_tokens: float | None = None
     accepted_per_position: tuple[float, ...] = ()
-    # latency observations within the window, per bucket bound (None: unknown); count and sum are not kept
-    ttft: Histogram | None = None
-    tpot: Histogram | None = None
-    itl: Histogram | None = None
+    # latency observations within the window, per bucket bound (None: unknown)
+    ttft: Buckets | None = None
+    tpot: Buckets | None = None
+    itl: Buckets | None = None
 
 
 def _delta(b: float | None, a: float | None, reset: bool) -> float | None:
@@ -172,22 +174,22 @@ def _delta(b: float | None, a: float | None, reset: bool) -> float | None:
     return max(a - b, 0.0)
 
 
-def _hist_delta(b: Histogram | None, a: Histogram | None, reset: bool) -> Histogram | None:
+def _hist_delta(b: Histogram | None, a: Histogram | None, reset: bool) -> Buckets | None:
     """The observations between two cumulative histograms, per bound (bounds `b` lacks are left out)."""
     if a is None:
         return None
     if reset:
-        return Histogram(a.les, a.counts)
+        return a.les, a.counts
     if b is None:
         return None
     if a.les is b.les or a.les == b.les:
         d = tuple(map(operator.sub, a.counts, b.counts))
         if d and min(d) < 0.0:  # a bucket that went down gained nothing (as max(c - p, 0.0))
             d = tuple([x if x > 0.0 else 0.0 for x in d])
-        return Histogram(a.les, d)
+        return a.les, d
     before = dict(zip(b.les, b.counts, strict=True))
     pairs = [(le, max(c - before.get(le, 0.0), 0.0)) for le, c in zip(a.les, a.counts, strict=True) if le in before]
-    return Histogram(tuple(le for le, _ in pairs), tuple(c for _, c in pairs))
+    return tuple(le for le, _ in pairs), tuple(c for _, c in pairs)
 
 
 def stream_delta(before: StreamSnapshot | None, after: StreamSnapshot, reset: bool,
@@ -274,11 +276,11 @@ class WindowStats:
         }
 
 
-def _quantiles(h: Histogram | None) -> dict[str, float | None]:
+def _quantiles(h: Buckets | None) -> dict[str, float | None]:
     """p50/p90/p99 of a histogram delta (linear inside a bucket, like histogram_quantile); {} when empty."""
-    if h is None or not h.les:
+    if h is None or not h[0]:
         return {}
-    return dict(zip(QUANTILE_NAMES, formulas.histogram_quantiles(QUANTILE_VALUES, h.les, h.counts), strict=True))
+    return dict(zip(QUANTILE_NAMES, formulas.histogram_quantiles(QUANTILE_VALUES, h[0], h[1]), strict=True))
 
 
 def _possible(length: float | None, rate: float | None, pos_rates: tuple[float, ...]) -> bool:

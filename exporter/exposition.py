@@ -12,7 +12,6 @@ are moved after their family, as `generate_latest` does). Names must be valid le
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -27,20 +26,20 @@ _SUFFIX = {"counter": "_total", "info": "_info"}
 _OM_SUFFIXES = ("_created", "_gsum", "_gcount")
 
 
+_SPECIAL = {"inf": "+Inf", "-inf": "-Inf", "nan": "NaN"}
+
+
 def go_float(d: float) -> str:
-    """`prometheus_client.utils.floatToGoString`, inlined."""
-    d = float(d)
-    if d == math.inf:
-        return "+Inf"
-    if d == -math.inf:
-        return "-Inf"
-    if d != d:
-        return "NaN"
-    s = repr(d)
+    """`prometheus_client.utils.floatToGoString`, inlined (tests/exporter/test_hardening_exposition.py
+    compares the two): Python's repr, with Go's names for the infinities and NaN, and Go's switch to
+    an exponent for positive numbers of 8 or more integer digits."""
+    s = repr(d) if type(d) is float else repr(float(d))
     dot = s.find(".")
-    if d > 0 and dot > 6:
+    if dot > 6 and s[0] != "-":
         mantissa = f"{s[0]}.{s[1:dot]}{s[dot + 1:]}".rstrip("0.")
         return f"{mantissa}e+{dot - 1:02d}"
+    if dot < 0:  # "1e+16", or inf / nan
+        return _SPECIAL.get(s, s)
     return s
 
 
@@ -145,7 +144,7 @@ class ExpositionWriter:
     def __init__(self, label_texts: int = LABEL_TEXTS) -> None:
         self._max = label_texts
         self._labels: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
-        self._heads: dict[Family, str] = {}
+        self._heads: dict[int, tuple[Family, str]] = {}  # by the family's identity (hashing one hashes every field)
 
     def _label_text(self, names: tuple[str, ...], values: tuple[str, ...]) -> str:
         key = (names, values)
@@ -159,11 +158,15 @@ class ExpositionWriter:
         return text
 
     def _head(self, f: Family) -> str:
-        head = self._heads.get(f)
-        if head is None:
-            mname = f.name + ("_total" if f.kind == "counter" else "")
-            doc = f.help.replace("\\", r"\\").replace("\n", r"\n")
-            head = self._heads[f] = f"# HELP {mname} {doc}\n# TYPE {mname} {f.kind}\n"
+        got = self._heads.get(id(f))
+        if got is not None and got[0] is f:
+            return got[1]
+        mname = f.name + ("_total" if f.kind == "counter" else "")
+        doc = f.help.replace("\\", r"\\").replace("\n", r"\n")
+        head = f"# HELP {mname} {doc}\n# TYPE {mname} {f.kind}\n"
+        if len(self._heads) >= self._max:
+            self._heads.clear()
+        self._heads[id(f)] = (f, head)
         return head
 
     def write(self, families: Iterable[FamilyRows | HistogramRows]) -> bytes:

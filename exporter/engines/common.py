@@ -28,6 +28,7 @@ class SeriesKeys(Generic[K]):
         self._key = key
         self._limit = limit
         self._memo: dict[int, tuple[Mapping[str, str], K, float | None]] = {}
+        self._same: dict[K, K] = {}  # one key object per stream: a run of its series is told by identity
 
     def _entry(self, labels: Mapping[str, str]) -> tuple[Mapping[str, str], K, float | None]:
         le: float | None = None
@@ -39,7 +40,9 @@ class SeriesKeys(Generic[K]):
                 le = None
         if len(self._memo) >= self._limit:
             self._memo.clear()
-        entry = self._memo[id(labels)] = (labels, self._key(labels), le)
+            self._same.clear()
+        key = self._key(labels)
+        entry = self._memo[id(labels)] = (labels, self._same.setdefault(key, key), le)
         return entry
 
     def key(self, labels: Mapping[str, str]) -> K:
@@ -106,16 +109,22 @@ def histograms(page: ParsedPage, base: str, keys: SeriesKeys[K],
     `layouts` (an adapter keeps one between scrapes) hands out one `les` tuple per bucket layout, so
     every histogram with the same bounds shares it (see `Histogram`)."""
     buckets: dict[K, dict[float, float]] = {}
-    key_le = keys.key_le
+    memo, entry = keys._memo, keys._entry
+    last_k: K | None = None
+    b: dict[float, float] = {}
     for labels, value in page.get(base + "_bucket", []):
         if not -_INF < value < _INF:  # NaN fails the comparison too
             continue
-        k, le = key_le(labels)
+        e = memo.get(id(labels))
+        if e is None or e[0] is not labels:
+            e = entry(labels)
+        _, k, le = e
         if le is None:
             continue
-        b = buckets.get(k)
-        if b is None:
-            b = buckets[k] = {}
+        if k is not last_k:  # a stream's buckets come one after the other (one key object per stream)
+            got = buckets.get(k)
+            b = buckets[k] = {} if got is None else got
+            last_k = k
         b[le] = b.get(le, 0.0) + value
     key = keys.key
     counts = fold(page.get(base + "_count", []), key, "sum")
