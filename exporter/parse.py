@@ -137,12 +137,12 @@ def _alternation(words: Iterable[str]) -> str:
 def _scan_re(want: frozenset[str] | None, plain: frozenset[str]) -> re.Pattern[str]:
     """One regex over the page (each line preceded by "\n"), so the C scanner skips unwanted lines.
 
-    At each line start it matches, in `findall`'s 9 groups:
-    - a wanted sample, indented or not: 1 engine, 2 base name (or 3 an unprefixed name), 4 label
-      text, 5 value, 6 timestamp;
-    - a wanted name followed by anything else or by nothing: 7 (a malformed wanted line: refused);
-    - a line that is not Prometheus text: 8, a line starting with a character no comment, sample
-      or blank line starts with; 9, an indented line that is neither blank, a comment, nor a metric
+    At each line start it matches, in `findall`'s 7 groups:
+    - a wanted sample, indented or not: 1 its name as written (`vllm:<base>`, `vllm_<base>`, ... or an
+      unprefixed name), 2 label text, 3 value, 4 timestamp;
+    - a wanted name followed by anything else or by nothing: 5 (a malformed wanted line: refused);
+    - a line that is not Prometheus text: 6, a line starting with a character no comment, sample
+      or blank line starts with; 7, an indented line that is neither blank, a comment, nor a metric
       name followed by `{` or by blanks and something that can start a number (engines never
       indent, a traceback always does: only indented lines pay for the whole-shape check);
     and nothing at all for an unwanted line.
@@ -150,7 +150,7 @@ def _scan_re(want: frozenset[str] | None, plain: frozenset[str]) -> re.Pattern[s
     fam = r"[a-zA-Z0-9_:]+" if want is None else _alternation(want)
     pl = _alternation(plain)
     return re.compile(
-        rf"\n(?:[ \t]*+(?:(vllm|sglang)[:_]({fam})|({pl}))"
+        rf"\n(?:[ \t]*+((?:vllm|sglang)[:_]{fam}|{pl})"
         r"(?:(?:[ \t]*\{([^\n]*)\}[ \t]*|[ \t]+)([^ \t\r\n]+)(?:[ \t]+([^ \t\r\n]+))?[ \t\r]*(?=\n)"
         r"|([ \t{\r][^\n]*|(?=\n)))"
         r"|(?=[^#\n\r\t a-zA-Z_:])([^\n]*)"
@@ -174,7 +174,8 @@ class PageParser:
                  label_cache_entries: int = LABEL_CACHE_ENTRIES, usable_only: bool = False) -> None:
         self.usable_only = usable_only
         self.wanted = frozenset(wanted) if wanted is not None else None
-        self._scan = _scan_re(self.wanted, frozenset(unprefixed))
+        self._plain = frozenset(unprefixed)
+        self._scan = _scan_re(self.wanted, self._plain)
         self._cache: dict[str, tuple[Labels, frozenset[tuple[str, str]]]] = {}
         self._cache_entries = label_cache_entries
 
@@ -203,26 +204,26 @@ class PageParser:
         cache, any_family, duplicates, usable_only = self._cache, self.wanted is None, 0, self.usable_only
         unusable: dict[str, int] = {}
         # a family's samples come one after the other: its key and dict are looked up once per run of them
-        last_engine, last_name = "", ""
-        key, fam = "", {}
-        for engine, base, plain, series, value, ts, bad, garbage, indented in self._scan.findall("\n" + text):
+        last_name, key, fam, plain = "", "", {}, self._plain
+        for name, series, value, ts, bad, garbage, indented in self._scan.findall("\n" + text):
             if not value:
                 garbage = garbage or indented.lstrip(" \t")
                 if garbage:
                     raise ParseError(f"not Prometheus text exposition (line {garbage[:60]!r})")
-                raise ParseError(f"malformed sample line {((engine or plain) + bad)[:60]!r}")
-            name = base or plain
-            if name != last_name or engine != last_engine:
-                if plain:
-                    key = plain
-                elif any_family and base.endswith("_created"):
-                    continue
+                raise ParseError(f"malformed sample line {(name + bad)[:60]!r}")
+            if name != last_name:
+                if name in plain:
+                    key = name
                 else:
+                    engine = "vllm" if name[0] == "v" else "sglang"
+                    base = name[len(engine) + 1:]
+                    if any_family and base.endswith("_created"):
+                        continue
                     key = f"{engine}:{base}"
                 f = out.get(key)
                 if f is None:
                     f = out[key] = {}
-                fam, last_engine, last_name = f, engine, name
+                fam, last_name = f, name
             entry = cache.get(series)
             if entry is None:
                 entry = self._labels(series)
