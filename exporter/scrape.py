@@ -275,13 +275,13 @@ class PageReader:
     def read(self, text: str, dropped: dict[str, int] | None = None) -> tuple[EngineAdapter, ParsedPage]:
         """(adapter, parsed page); a page that is not Prometheus text raises ScrapeError("parse")."""
         try:
-            _looks_like_exposition(text)  # HTML/JSON is named as such, before "no engine families"
-            if self._kind is not None:
+            if self._kind is not None:  # the parser refuses HTML/JSON itself
                 ad, page = self._parse(self._kind, text, dropped)
                 if any(":" in k for k in page):
                     return ad, page
                 if dropped is not None:
                     dropped.clear()
+            _looks_like_exposition(text)  # HTML/JSON is named as such, before "no engine families"
             self._kind = detect(text, self.engine)
             return self._parse(self._kind, text, dropped)
         except (ParseError, DetectError) as e:
@@ -361,6 +361,7 @@ class Scraper:
     _side: SideInfo | None = field(default=None, init=False, repr=False)
     _side_start: float | None = field(default=None, init=False, repr=False)
     _side_at: float = field(default=0.0, init=False, repr=False)
+    _side_empty: bool = field(default=True, init=False, repr=False)  # _side == SideInfo(), kept
 
     def __post_init__(self) -> None:
         self.base_url, self.metrics_url = split_url(self.url)
@@ -426,14 +427,14 @@ class Scraper:
         ad, page = self._reader.read(raw.decode("utf-8", errors="replace"), dropped)
         start_samples = page.get("process_start_time_seconds")
         start = start_samples[0][1] if start_samples else None
-        missing = self._side is not None and (
-            not self._side.max_model_len if ad.kind == "vllm" else self._side == SideInfo())
+        missing = self._side is not None and (not self._side.max_model_len if ad.kind == "vllm" else self._side_empty)
         if (self._side is None or start != self._side_start
                 or (missing and time.monotonic() - self._side_at >= self.side_retry_seconds)):
             self._side = self._side_info(ad.kind)
+            self._side_empty = self._side == SideInfo()
             self._side_start = start
             self._side_at = time.monotonic()
-        return check_snapshot(ad.snapshot(page, ts, None if self._side == SideInfo() else self._side), dropped)
+        return check_snapshot(ad.snapshot(page, ts, None if self._side_empty else self._side), dropped)
 
     def scrape(self) -> EngineSnapshot:
         """Fetch and normalise one page; raises ScrapeError with its reason."""
