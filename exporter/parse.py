@@ -205,7 +205,12 @@ class PageParser:
         unusable: dict[str, int] = {}
         # a family's samples come one after the other: its key and dict are looked up once per run of them
         last_name, key, fam, plain = "", "", {}, self._plain
-        for name, series, value, ts, bad, garbage, indented in self._scan.findall("\n" + text):
+        # the scan wants a newline before each line: the first line gets one of its own, the rest are
+        # scanned in place from the first line's newline (no copy of a 1 MB page)
+        nl = text.find("\n")
+        scan = self._scan
+        for name, series, value, ts, bad, garbage, indented in (*scan.findall("\n" + text[: nl + 1]),
+                                                                  *scan.findall(text, nl)):
             if not value:
                 garbage = garbage or indented.lstrip(" \t")
                 if garbage:
