@@ -102,7 +102,7 @@ class FamilyRows:
         self.rows: list[tuple[tuple[str, ...], float]] = []
 
     def add_metric(self, labels: Sequence[str], value: float) -> None:
-        self.rows.append((tuple(labels), value))
+        self.rows.append((labels if type(labels) is tuple else tuple(labels), value))
 
     def to_metric(self) -> Metric:
         f = self.family
@@ -171,22 +171,24 @@ class ExpositionWriter:
 
     def write(self, families: Iterable[FamilyRows | HistogramRows]) -> bytes:
         out: list[str] = []
-        label_text = self._label_text
+        append, texts, label_text, fmt = out.append, self._labels, self._label_text, go_float
         for fam in families:
             f = fam.family
             names = f.labels
-            out.append(self._head(f))
+            append(self._head(f))
             if isinstance(fam, HistogramRows):
                 bucket_names = (*names, "le")
                 bucket, count, total = f.name + "_bucket", f.name + "_count", f.name + "_sum"
                 for labels, buckets, sum_value in fam.rows:
                     for b, v in buckets:
-                        out.append(f"{bucket}{label_text(bucket_names, (*labels, b))} {go_float(v)}\n")
+                        key = (bucket_names, (*labels, b))
+                        text = texts.get(key) or label_text(*key)
+                        append(f"{bucket}{text} {fmt(v)}\n")
                     if buckets and float(buckets[0][0]) >= 0 and sum_value is not None:  # as add_metric does
-                        text = label_text(names, labels)
-                        out.append(f"{count}{text} {go_float(buckets[-1][1])}\n{total}{text} {go_float(sum_value)}\n")
+                        text = texts.get((names, labels)) or label_text(names, labels)
+                        append(f"{count}{text} {fmt(buckets[-1][1])}\n{total}{text} {fmt(sum_value)}\n")
                 continue
             name = f.name + ("_total" if f.kind == "counter" else "")
             for labels, value in fam.rows:
-                out.append(f"{name}{label_text(names, labels)} {go_float(value)}\n")
+                append(f"{name}{texts.get((names, labels)) or label_text(names, labels)} {fmt(value)}\n")
         return "".join(out).encode("utf-8")

@@ -30,9 +30,9 @@ def histogram(f: Family) -> HistogramRows:
     return HistogramRows(f)
 
 
-def stream_labels(model: str | None, engine: str, rank: str | None) -> list[str]:
+def stream_labels(model: str | None, engine: str, rank: str | None) -> tuple[str, str, str]:
     """Values for `names.STREAM_LABELS` (model, engine, rank)."""
-    return [label_value(model), engine, label_value(rank)]
+    return (label_value(model), engine, label_value(rank))
 
 
 def bound(b: float) -> str:

@@ -37,7 +37,7 @@ def families(v: ExporterView) -> Iterator[Rows]:
         x = sv.stream
         lv = stream_labels(x.model, v.latest.engine, x.rank)
         if x.kv_pool_tokens is not None:
-            pool.add_metric([*lv, "target"], x.kv_pool_tokens)
+            pool.add_metric((*lv, "target"), x.kv_pool_tokens)
         configured = x.kv_pool_configured_tokens if x.kv_pool_configured_tokens is not None \
             else v.kv_pool_configured_tokens
         if configured is not None:

@@ -41,19 +41,19 @@ def families(v: ExporterView) -> Iterator[Rows]:
     decode, cycle = gauge(names.DECODE_RATE), gauge(names.VERIFY_CYCLE)
     for window in v.sliding:
         for w in window.stats:
-            lv = [*stream_labels(w.model, w.engine, w.rank), window.label]
+            lv = (*stream_labels(w.model, w.engine, w.rank), window.label)
             if w.acceptance_length is not None:
                 length.add_metric(lv, w.acceptance_length)
             if w.acceptance_rate is not None:
                 rate.add_metric(lv, w.acceptance_rate)
             if v.position_gauges:  # off at fleet scale (--position-gauges false); the counters stay
                 for i, p in enumerate(w.position_acceptance_rate):
-                    prate.add_metric([*lv, str(i)], p)
+                    prate.add_metric((*lv, str(i)), p)
             for family, values in ((ttft, w.ttft_seconds), (tpot, w.tpot_seconds), (itl, w.itl_seconds)):
                 for name, q in QUANTILES:
                     value = values.get(name)
                     if value is not None:
-                        family.add_metric([*lv, str(q)], value)
+                        family.add_metric((*lv, str(q)), value)
             if w.decode_tokens_per_second is not None:
                 decode.add_metric(lv, w.decode_tokens_per_second)
             if w.verify_cycle_seconds is not None:

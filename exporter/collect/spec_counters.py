@@ -47,7 +47,7 @@ def families(v: ExporterView) -> Iterator[Rows]:
         if t.accepted_tokens is not None:
             acc.add_metric(lv, t.accepted_tokens)
         for i, n in enumerate(t.accepted_per_position):
-            pos.add_metric([*lv, str(i)], n)
+            pos.add_metric((*lv, str(i)), n)
     yield from non_empty(drafts, dtok, acc, pos)
     if not v.up:
         return  # the engine's own interval gauges are engine state: absent while it is down

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -102,43 +103,107 @@ def samples(page: ParsedPage, kind: str, base: str) -> list[Sample]:
     return page.get(f"{kind}:{base}", [])
 
 
-def histograms(page: ParsedPage, base: str, keys: SeriesKeys[K],
-               layouts: dict[tuple[float, ...], tuple[float, ...]] | None = None) -> dict[K, Histogram]:
+class HistogramMemo(Generic[K]):
+    """What an adapter keeps between scrapes for its histograms.
+
+    - `share(les)`: one `les` tuple per bucket layout, so every histogram with the same bounds shares it
+      (see `Histogram`); at most `MAX_LAYOUTS` layouts, then it starts over.
+    - a plan per family: which stream each bucket series belongs to and where it falls in le order.
+      An engine writes the same series in the same order on every scrape, and the parser hands out
+      the same label mapping for each (`PageParser`), so when a page's bucket series are exactly the
+      last page's (compared by identity) the counts are picked out by position instead of being sorted
+      into streams again. Any other page takes the full path and plans afresh.
+    """
+
+    def __init__(self) -> None:
+        self._layouts: dict[tuple[float, ...], tuple[float, ...]] = {}
+        self.plans: dict[str, tuple[list[Mapping[str, str]], list[tuple[K, tuple[float, ...], tuple[int, ...]]]]] = {}
+
+    def share(self, les: tuple[float, ...]) -> tuple[float, ...]:
+        shared = self._layouts.get(les)
+        if shared is None:
+            if len(self._layouts) >= MAX_LAYOUTS:
+                self._layouts.clear()
+            shared = self._layouts[les] = les
+        return shared
+
+
+def _buckets_by_plan(rows: list[Sample], plan: tuple[list[Mapping[str, str]], list[tuple[K, tuple[float, ...],
+                     tuple[int, ...]]]]) -> dict[K, tuple[tuple[float, ...], tuple[float, ...]]] | None:
+    """The per-stream (les, counts) of `rows` when they are the planned series, all finite; else None."""
+    labels, streams = plan
+    if len(labels) != len(rows) or not all(map(operator.is_, labels, map(operator.itemgetter(0), rows))):
+        return None
+    values = list(map(operator.itemgetter(1), rows))
+    if not all(map(math.isfinite, values)):
+        return None
+    at = values.__getitem__
+    return {k: (les, tuple(map(at, idx))) for k, les, idx in streams}
+
+
+def histograms(page: ParsedPage, base: str, keys: SeriesKeys[K], memo: HistogramMemo[K] | None = None) -> dict[K, Histogram]:
     """Assemble `<base>_bucket/_count/_sum` into Histograms per key; bucket bounds read from `le`.
 
-    `layouts` (an adapter keeps one between scrapes) hands out one `les` tuple per bucket layout, so
-    every histogram with the same bounds shares it (see `Histogram`)."""
-    buckets: dict[K, dict[float, float]] = {}
-    memo, entry = keys._memo, keys._entry
+    `memo` (an adapter keeps one between scrapes) shares bucket layouts and remembers how the page's
+    bucket series fall into streams (`HistogramMemo`)."""
+    rows = page.get(base + "_bucket", [])
+    plan = memo.plans.get(base) if memo is not None else None
+    by_stream = _buckets_by_plan(rows, plan) if plan is not None else None
+    if by_stream is None:
+        by_stream = _buckets_in_full(rows, base, keys, memo)
+    key = keys.key
+    counts = fold(page.get(base + "_count", []), key, "sum")
+    sums = fold(page.get(base + "_sum", []), key, "sum")
+    out: dict[K, Histogram] = {}
+    for k in by_stream.keys() | counts.keys():
+        les, cs = by_stream.get(k, ((), ()))
+        out[k] = Histogram(les, cs, counts.get(k), sums.get(k))
+    return out
+
+
+def _buckets_in_full(rows: list[Sample], base: str, keys: SeriesKeys[K],
+                     memo: HistogramMemo[K] | None) -> dict[K, tuple[tuple[float, ...], tuple[float, ...]]]:
+    """Bucket series sorted into streams by their key and `le` (series of one stream with the same `le`
+    are added up; NaN, ±Inf and series without a numeric `le` are left out); plans the family in `memo`
+    when every series found its own place."""
+    buckets: dict[K, dict[float, tuple[float, int]]] = {}
+    memo_keys, entry = keys._memo, keys._entry
     last_k: K | None = None
-    b: dict[float, float] = {}
-    for labels, value in page.get(base + "_bucket", []):
+    b: dict[float, tuple[float, int]] = {}
+    clean = True
+    for i, (labels, value) in enumerate(rows):
         if not -_INF < value < _INF:  # NaN fails the comparison too
+            clean = False
             continue
-        e = memo.get(id(labels))
+        e = memo_keys.get(id(labels))
         if e is None or e[0] is not labels:
             e = entry(labels)
         _, k, le = e
         if le is None:
+            clean = False
             continue
         if k is not last_k:  # a stream's buckets come one after the other (one key object per stream)
             got = buckets.get(k)
             b = buckets[k] = {} if got is None else got
             last_k = k
-        b[le] = b.get(le, 0.0) + value
-    key = keys.key
-    counts = fold(page.get(base + "_count", []), key, "sum")
-    sums = fold(page.get(base + "_sum", []), key, "sum")
-    out: dict[K, Histogram] = {}
-    for k in buckets.keys() | counts.keys():
-        pairs = sorted(buckets[k].items()) if k in buckets else []
+        had = b.get(le)
+        if had is None:
+            b[le] = (value, i)
+        else:
+            b[le] = (had[0] + value, -1)
+            clean = False
+    out: dict[K, tuple[tuple[float, ...], tuple[float, ...]]] = {}
+    streams: list[tuple[K, tuple[float, ...], tuple[int, ...]]] = []
+    for k, by_le in buckets.items():
+        pairs = sorted(by_le.items())
         les = tuple([le for le, _ in pairs])
-        if layouts is not None:
-            shared = layouts.get(les)
-            if shared is None:
-                if len(layouts) >= MAX_LAYOUTS:
-                    layouts.clear()
-                shared = layouts[les] = les
-            les = shared
-        out[k] = Histogram(les, tuple([c for _, c in pairs]), counts.get(k), sums.get(k))
+        if memo is not None:
+            les = memo.share(les)
+        out[k] = (les, tuple([c for _, (c, _) in pairs]))
+        streams.append((k, les, tuple([i for _, (_, i) in pairs])))
+    if memo is not None:
+        if clean:
+            memo.plans[base] = ([labels for labels, _ in rows], streams)
+        else:
+            memo.plans.pop(base, None)
     return out

@@ -38,7 +38,7 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
-from exporter.engines.common import SeriesKeys, finite, fold, histograms, samples
+from exporter.engines.common import HistogramMemo, SeriesKeys, finite, fold, histograms, samples
 
 KIND: Final = "sglang"
 PREFIXES: tuple[str, ...] = ("sglang:", "sglang_")
@@ -144,7 +144,7 @@ class SglangAdapter:
     families = FAMILIES
 
     def __init__(self) -> None:
-        self._layouts: dict[tuple[float, ...], tuple[float, ...]] = {}  # shared bucket bounds (common.histograms)
+        self._histograms: HistogramMemo[RawKey] = HistogramMemo()  # common.histograms
         self._raw_keys: SeriesKeys[RawKey] = SeriesKeys(lambda lb: _stream_key(_full_key(lb)))
 
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
@@ -152,9 +152,9 @@ class SglangAdapter:
         hints: list[str] = []
         g = {b: _fold2(samples(page, KIND, b), "max") for b in GAUGES}
         c = {b: _fold2(samples(page, KIND, b), "sum") for b in COUNTERS}
-        ttft_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._raw_keys, self._layouts)
-        tpot_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", self._raw_keys, self._layouts)
-        itl_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{ITL}", self._raw_keys, self._layouts)
+        ttft_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._raw_keys, self._histograms)
+        tpot_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", self._raw_keys, self._histograms)
+        itl_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{ITL}", self._raw_keys, self._histograms)
         if g[MAX_TOTAL]:
             hints.append("sglang>=0.5.6: max_total_num_tokens gauge")
         elif side.max_total_num_tokens is not None:

@@ -27,7 +27,7 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
-from exporter.engines.common import SeriesKeys, as_int, finite, fold, histograms, samples
+from exporter.engines.common import HistogramMemo, SeriesKeys, as_int, finite, fold, histograms, samples
 
 KIND: Final = "vllm"
 PREFIXES: tuple[str, ...] = ("vllm:", "vllm_")
@@ -68,7 +68,7 @@ class VllmAdapter:
     families = FAMILIES
 
     def __init__(self) -> None:
-        self._layouts: dict[tuple[float, ...], tuple[float, ...]] = {}  # shared bucket bounds (common.histograms)
+        self._histograms: HistogramMemo[StreamKey] = HistogramMemo()  # common.histograms
         self._keys = SeriesKeys(_key)
 
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
@@ -95,10 +95,10 @@ class VllmAdapter:
                 continue
             at = per_pos.setdefault(key_of(labels), {})
             at[pos] = at.get(pos, 0.0) + v
-        ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._keys, self._layouts)
-        tpot: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", self._keys, self._layouts)
-        itl: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{ITL}", self._keys, self._layouts) or \
-            histograms(page, f"{KIND}:{ITL_OLD}", self._keys, self._layouts)
+        ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._keys, self._histograms)
+        tpot: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", self._keys, self._histograms)
+        itl: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{ITL}", self._keys, self._histograms) or \
+            histograms(page, f"{KIND}:{ITL_OLD}", self._keys, self._histograms)
 
         keys: set[StreamKey] = set()
         for folded in (*g.values(), *c.values()):
