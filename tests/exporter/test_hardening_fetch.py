@@ -270,3 +270,86 @@ def test_the_engine_down_message_has_no_user_info():
     sc = Scraper(f"http://u:hunter2@127.0.0.1:{port}", engine="vllm", timeout=0.5)
     err, _ = scrape_error(sc)
     assert err.reason == "connect" and "hunter2" not in str(err) and f"127.0.0.1:{port}" in str(err)
+
+
+# --- what goes on the wire, and TLS ----------------------------------------------------------------------
+
+def test_the_request_is_one_get_with_host_accept_and_auth_and_nothing_else() -> None:
+    """The client writes its own request (http.client reads the answer): exactly these header lines."""
+    def answer(conn: socket.socket, request: bytes) -> None:
+        conn.sendall(ok_response())
+
+    with RawEngine(answer) as engine:
+        port = engine.sock.getsockname()[1]
+        Scraper(f"http://user:pa%40ss@127.0.0.1:{port}/engine", engine="vllm", timeout=2.0).fetch()
+    lines = engine.requests[0].decode("latin-1").split("\r\n")
+    auth = "Basic " + base64.b64encode(b"user:pa@ss").decode()
+    assert lines == ["GET /engine/metrics HTTP/1.1", f"Host: 127.0.0.1:{port}", "Accept-Encoding: identity",
+                     "Accept: text/plain; version=0.0.4", f"Authorization: {auth}"]  # (the blank line ends it)
+
+
+def test_a_header_value_with_a_line_break_is_refused_not_sent() -> None:
+    def answer(conn: socket.socket, request: bytes) -> None:
+        conn.sendall(ok_response())
+
+    with RawEngine(answer) as engine:
+        sc = Scraper(engine.url, engine="vllm", timeout=2.0, api_key="key\r\nX-Injected: 1")
+        assert sc._json("/v1/models", v1=True) is None  # a side endpoint: absent, and nothing sent
+        with pytest.raises(ScrapeError) as e:
+            sc._http.get("/v1/models", 2.0, 1024, {"Authorization": "Bearer key\r\nX-Injected: 1"})
+    assert e.value.reason == "http" and "key" not in str(e.value)
+    assert not any(b"X-Injected" in r for r in engine.requests)
+
+
+def _self_signed(tmp: Path) -> tuple[Path, Path]:
+    import subprocess
+
+    cert, key = tmp / "cert.pem", tmp / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=engine",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def test_an_https_engine_is_scraped_over_tls_and_its_certificate_is_checked(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real TLS server (the standard library's, with a certificate made by openssl here): refused while
+    its certificate is not trusted (one-line `connect` error), scraped once it is (SSL_CERT_FILE)."""
+    import ssl
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    cert, key = _self_signed(tmp_path)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(PAGE)))
+            self.end_headers()
+            self.wfile.write(PAGE)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"https://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        with pytest.raises(ScrapeError) as e:
+            Scraper(url, engine="vllm", timeout=3.0).fetch()
+        assert e.value.reason == "connect" and "\n" not in str(e.value)
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        sc = Scraper(url, engine="vllm", timeout=3.0)
+        try:
+            assert sc.fetch() == PAGE and sc.fetch() == PAGE  # twice: on the kept connection
+            assert sc.scrape().stream("tiny", "0").spec.drafts == 522  # the capture's own counter
+        finally:
+            sc.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
