@@ -33,6 +33,8 @@ from exporter.collect.families import Rows, gauge, non_empty, stream_labels
 from exporter.derive import QUANTILES
 from exporter.state import ExporterView
 
+_QUANTILE_LABELS = tuple((name, str(q)) for name, q in QUANTILES)  # ("p50", "0.5"), ...
+
 
 def families(v: ExporterView) -> Iterator[Rows]:
     length, rate = gauge(names.ACCEPTANCE_LENGTH), gauge(names.ACCEPTANCE_RATE)
@@ -50,10 +52,11 @@ def families(v: ExporterView) -> Iterator[Rows]:
                 for i, p in enumerate(w.position_acceptance_rate):
                     prate.add_metric((*lv, str(i)), p)
             for family, values in ((ttft, w.ttft_seconds), (tpot, w.tpot_seconds), (itl, w.itl_seconds)):
-                for name, q in QUANTILES:
-                    value = values.get(name)
-                    if value is not None:
-                        family.add_metric((*lv, str(q)), value)
+                if values:
+                    for name, q in _QUANTILE_LABELS:
+                        value = values.get(name)
+                        if value is not None:
+                            family.add_metric((*lv, q), value)
             if w.decode_tokens_per_second is not None:
                 decode.add_metric(lv, w.decode_tokens_per_second)
             if w.verify_cycle_seconds is not None:
