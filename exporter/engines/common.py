@@ -52,13 +52,6 @@ class SeriesKeys(Generic[K]):
             e = self._entry(labels)
         return e[1]
 
-    def key_le(self, labels: Mapping[str, str]) -> tuple[K, float | None]:
-        """The key and the `le` bound as a float (None: no `le`, or not a number)."""
-        e = self._memo.get(id(labels))
-        if e is None or e[0] is not labels:
-            e = self._entry(labels)
-        return e[1], e[2]
-
 
 def finite(v: float | None) -> float | None:
     """NaN and ±Inf are not values: treat them as absent."""

@@ -95,5 +95,6 @@ def test_a_non_finite_bucket_on_a_planned_family_is_left_out_as_in_full() -> Non
 def test_series_keys_start_over_when_full() -> None:
     keys = common.SeriesKeys(lambda labels: labels.get("model_name"), limit=4)
     mappings = [{"model_name": f"m{i}", "le": str(i)} for i in range(10)]
-    assert [keys.key_le(m) for m in mappings] == [(f"m{i}", float(i)) for i in range(10)]
+    assert [keys.key(m) for m in mappings] == [f"m{i}" for i in range(10)]
+    assert [keys._entry(m)[2] for m in mappings] == [float(i) for i in range(10)]  # the le bound, as a float
     assert len(keys._memo) <= 4
