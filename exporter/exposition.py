@@ -149,9 +149,5 @@ class ExpositionWriter:
                 continue
             name = f.name + ("_total" if f.kind == "counter" else "")
             for labels, value in fam.rows:
-                # a float's repr is Go's string unless it is inf/nan or has 7+ integer digits (go_float)
-                shown = repr(value) if value.__class__ is float else ""
-                if len(shown) > 8 or not shown or shown[-1] in "fn":
-                    shown = fmt(value)
-                append(f"{name}{texts.get((names, labels)) or label_text(names, labels)} {shown}\n")
+                append(f"{name}{texts.get((names, labels)) or label_text(names, labels)} {fmt(value)}\n")
         return "".join(out).encode("utf-8")

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, MutableMapping
 from functools import lru_cache
+from itertools import chain
 
 ENGINE_PREFIXES: tuple[str, ...] = ("vllm:", "vllm_", "sglang:", "sglang_")
 DEFAULT_UNPREFIXED: tuple[str, ...] = ("process_start_time_seconds",)
@@ -209,8 +210,8 @@ class PageParser:
         # scanned in place from the first line's newline (no copy of a 1 MB page)
         nl = text.find("\n")
         scan = self._scan
-        for name, series, value, ts, bad, garbage, indented in (*scan.findall("\n" + text[: nl + 1]),
-                                                                  *scan.findall(text, nl)):
+        for name, series, value, ts, bad, garbage, indented in chain(scan.findall("\n" + text[: nl + 1]),
+                                                                     scan.findall(text, nl)):
             if not value:
                 garbage = garbage or indented.lstrip(" \t")
                 if garbage:
