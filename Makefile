@@ -68,7 +68,7 @@ e2e: venv tools
 # The plan reference and JSON Schema are generated from gate/plan.py: run this whenever the plan model
 # changes (tests/gate/test_plan_reference.py fails on drift).
 plan-reference: venv
-	$(BIN)/python -m gate.plan_reference
+	$(BIN)/python -m gate.plan.reference
 
 # The image's dependency lock (the Dockerfile installs it with --require-hashes): pyproject.toml's runtime
 # dependencies and the kube extra, every pin with the sha256 of each of its files on PyPI, resolved for CPython

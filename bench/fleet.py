@@ -41,7 +41,7 @@ BACKENDS = ("prometheus", "victoriametrics")
 def verdict(url: str, end: float, lookback: float, window: float) -> dict[str, Any]:
     """One fleet verdict through the gate's Prometheus source, counting the queries it sends."""
     from gate.evidence import prometheus as prom
-    from gate.plan import SLO, PrometheusSource
+    from gate.plan.model import SLO, PrometheusSource
 
     sent = {"n": 0}
     real_client_for = prom.client_for

@@ -12,8 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_INVALID = 3
+from exporter.exits import EXIT_INVALID, EXIT_OK
 
 REPLAY_DESCRIPTION = (
     "Serve a directory of recorded real /metrics captures on loopback as if it were a live engine: "

@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from exporter.exits import EXIT_INVALID
 from exporter.parse import ParseError, _looks_like_exposition
 
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
@@ -209,7 +210,7 @@ def serve_replay(directory: Path | None, host: str = "127.0.0.1", port: int = 0,
         httpd = make_server(Replay(texts, step_seconds, loop, time.time()), models, host, port)
     except (OSError, ValueError) as e:
         print(f"specgate: error: {e}", file=sys.stderr)
-        return 3
+        return EXIT_INVALID
     h, p = httpd.server_address[:2]
     host = h.decode() if isinstance(h, (bytes, bytearray)) else str(h)
     print(f"specgate replay: {len(texts)} captures on http://{host}:{p}/metrics "

@@ -25,6 +25,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from exporter.collect import SpecgateExposition
+from exporter.exits import EXIT_INVALID
 from exporter.redact import redact_url
 from exporter.scrape import ScrapeError, Scraper
 from exporter.settings import ExporterSettings
@@ -144,7 +145,7 @@ def run_sidecar(settings: ExporterSettings) -> int:
         car = Sidecar(settings)
     except OSError as e:
         print(f"specgate: error: cannot listen on {settings.listen}: {e.strerror or e}", file=sys.stderr)
-        return 3
+        return EXIT_INVALID
     host, port = car.address
     log.info("listening on http://%s:%s/metrics, scraping %s every %gs", host, port,
              redact_url(car.scraper.metrics_url), settings.scrape_interval)

@@ -9,6 +9,8 @@ import argparse
 import importlib
 import sys
 
+from gate.status import EXIT_INVALID
+
 # (subcommand, module under gate.commands, one-line help). Order is the order in --help.
 COMMANDS: list[tuple[str, str, str]] = [
     ("check", "check", "judge a rollout plan: five budget lines + acceptance SLO (exit 0/1/2/3)"),
@@ -24,8 +26,6 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("schema", "schema", "print the JSON Schema of a rollout plan (editors complete keys from it)"),
 ]
 
-
-EXIT_INVALID = 3
 
 
 class _Parser(argparse.ArgumentParser):

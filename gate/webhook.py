@@ -33,11 +33,11 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from gate.answer import GateAnswer, answer_of
-from gate.gate_metrics import GateMetrics
+from gate.verdict.answer import GateAnswer, answer_of
+from gate.verdict.gate_metrics import GateMetrics
 
 if TYPE_CHECKING:  # pragma: no cover - the evaluator is imported when the first Gate is built
-    from gate.evaluate import Evaluator
+    from gate.verdict.evaluate import Evaluator
 
 log = logging.getLogger(__name__)
 _QUERY = re.compile(r"(\S)\?[^\s\"]*")  # the query string of a request target in a log line
@@ -103,7 +103,7 @@ class Gate:
         self.config = config
         self.plan = plan
         if evaluator is None:
-            from gate.evaluate import service_evaluator
+            from gate.verdict.evaluate import service_evaluator
 
             evaluator = service_evaluator()
         self.evaluator = evaluator

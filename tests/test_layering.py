@@ -5,9 +5,9 @@
   the HTTP gate (`gate.webhook`) or the controller (`gate.kube`);
 - the model (`gate/model/`) never imports evidence (`gate.evidence`): geometry and pools are
   arithmetic on configs, whatever was measured;
-- evidence (and the fleet, `gate.fleet`) never imports the checks or a face; `gate.answer` and `gate.gate_metrics`, shared by the
+- evidence (and the fleet, `gate.evidence.fleet`) never imports the checks or a face; `gate.verdict.answer` and `gate.verdict.gate_metrics`, shared by the
   HTTP gate and the controller, import neither;
-- importing the controller never loads the HTTP gate's module (both answer through `gate.answer`).
+- importing the controller never loads the HTTP gate's module (both answer through `gate.verdict.answer`).
 
 Static checks read every `import` (also those inside functions, which run later); the import check
 runs a fresh interpreter so nothing this test process already loaded can hide a dependency.
@@ -67,10 +67,10 @@ def _offenders(package: str, forbidden: tuple[str, ...]) -> list[str]:
     ("gate.model", ("gate.evidence", *FACES)),
     ("gate.evidence", ("gate.checks", *FACES)),
     # the fleet is evidence-level (the Prometheus source's per-pod verdicts): no checks, no faces
-    ("gate.fleet", ("gate.checks", *FACES)),
+    ("gate.evidence.fleet", ("gate.checks", *FACES)),
     # what the services share: it must not pull in either face
-    ("gate.answer", FACES),
-    ("gate.gate_metrics", FACES),
+    ("gate.verdict.answer", FACES),
+    ("gate.verdict.gate_metrics", FACES),
 ])
 def test_imports_point_one_way(package: str, forbidden: tuple[str, ...]) -> None:
     assert _offenders(package, forbidden) == []
@@ -99,5 +99,5 @@ def test_importing_the_controller_never_loads_the_http_gate() -> None:
 
 
 def test_importing_the_checks_loads_no_face() -> None:
-    loaded = _loaded_after("import gate.evaluate")
+    loaded = _loaded_after("import gate.verdict.evaluate")
     assert not [m for m in loaded if _within(m, FACES)]

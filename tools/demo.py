@@ -48,8 +48,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gate.evaluate import evaluate  # noqa: E402
-from gate.plan import Plan, plan_from_dict  # noqa: E402
+from gate.plan.model import Plan, plan_from_dict  # noqa: E402
+from gate.verdict.evaluate import evaluate  # noqa: E402
 
 CAPTURES = ROOT / "tests" / "fixtures" / "vllm"
 FAMILIES = ROOT / "examples" / "plans" / "families"

@@ -1,0 +1,25 @@
+"""Floor 4: the budget lines, one module each, in one ordered registry.
+
+Every line is `check(ctx: CheckContext) -> LineResult`, a pure function of the context
+(`gate.checks.base`): it judges facts and reads no files. `LINES` is the order of the report and
+of every answer; a new line is its module plus one entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from gate.checks import acceptance, artifacts, codesign, kv_pool, staging
+from gate.checks.base import CheckContext
+from gate.status import LineResult
+
+# The five lines, in report order (read-only: no module-level mutable state).
+CHECKS: Mapping[str, Callable[[CheckContext], LineResult]] = MappingProxyType({
+    "artifacts": artifacts.check,
+    "kv_pool": kv_pool.check,
+    "acceptance": acceptance.check,
+    "staging": staging.check,
+    "codesign": codesign.check,
+})
+LINES: tuple[str, ...] = tuple(CHECKS)

@@ -6,7 +6,7 @@ speculation pays iff L > L* = t_cycle / t_target_step. So (issue 10):
 
 - no target before rollout → **fail** ("seed 002: set an acceptance-length target before
   rollout"); a target that does not exceed a known L* → **fail** (a window meeting it would not
-  pay); a target above 1 + k never reaches here (invalid plan, gate.plan);
+  pay); a target above 1 + k never reaches here (invalid plan, gate.plan.model);
 - the target's source (`slo.target_source`: your traffic, a benchmark such as the drafter
   card's macro mean, a guess) is shown, or the reason says none was given;
 - measured L at or below measured L* at any point → **fail** ("speculation does not pay at …",
@@ -33,13 +33,12 @@ from exporter import formulas
 from gate.checks import cohorts, probes, served_rate
 from gate.checks.base import CheckContext
 from gate.evidence.base import AcceptanceWindow
-from gate.fleet.cohorts import CohortEvidence
-from gate.fleet.rule import window_slo_status
-from gate.fleet.table import FleetResult
-from gate.plan import Plan, StepCost
+from gate.evidence.fleet.cohorts import CohortEvidence
+from gate.evidence.fleet.table import FleetResult
+from gate.plan.model import Plan, StepCost
 from gate.stats import StatsError
+from gate.status import LineResult, Status, combine, window_slo_status
 from gate.tune.advice import depth_advice
-from gate.verdict import LineResult, Status, combine
 
 NO_TARGET = "no acceptance-length target set (seed 002: set an acceptance-length target before rollout)"
 
@@ -238,7 +237,7 @@ def judge(plan: Plan, phase: str, windows: list[AcceptanceWindow], evidence_erro
     # 2. The per-window SLO.
     slo_status, slo_txt, per_stream = _slo(plan, phase, groups, evidence_errors, bool(windows) or fleet is not None)
     if fleet is not None:
-        # The Prometheus fleet: each pod judged on its own windows, the fleet by the plan's rule (gate.fleet.rule).
+        # The Prometheus fleet: each pod judged on its own windows, the fleet by the plan's rule (gate.evidence.fleet.rule).
         named = fleet.named()
         fleet_txt = f"fleet {fleet.status.value}: {fleet.reason}" + (f" [{named}]" if named else "")
         slo_status, slo_txt = ((fleet.status, fleet_txt) if not groups else
@@ -384,7 +383,7 @@ def _slo(plan: Plan, phase: str, groups: dict[GroupKey, list[AcceptanceWindow]],
     for (point, stream, source), ws in groups.items():
         met = sum(1 for w in ws if (w.acceptance_length or 0) >= target)
         frac = met / len(ws)
-        st = window_slo_status(len(ws), met, slo)  # the same rule as every pod of a fleet
+        st = window_slo_status(len(ws), met, min_windows=slo.min_windows, required_fraction=slo.required_fraction)  # the same rule as every pod of a fleet
         statuses.append(st)
         per_stream.append(StreamResult(point, stream, source, len(ws), met, frac, st,
                                        tuple(w.acceptance_length for w in ws),

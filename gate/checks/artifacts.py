@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from gate.checks.base import CheckContext
-from gate.plan import Plan
-from gate.verdict import LineResult, Status
+from gate.plan.model import Plan
+from gate.status import LineResult, Status
 
 
 def _b(x: int | None) -> str:

@@ -2,8 +2,8 @@
 
 Why one context: each line (`gate/checks/<line>.py`) is `check(ctx) -> LineResult` and holds its
 whole rule — which evidence wins, what is n/a, what is inconclusive — so a line can be read, tested
-and changed in one module. The context is built once by `gate.evaluate` from the plan, the local
-artifacts (`gate.model.facts`), the memory bill (`gate.model.budget`) and the gathered evidence
+and changed in one module. The context is built once by `gate.verdict.evaluate` from the plan, the local
+artifacts (`gate.bill.facts`), the memory bill (`gate.bill.budget`) and the gathered evidence
 (`gate.evidence`); the lines never fetch anything themselves and know nothing of the faces (CLI,
 HTTP gate, controller) that asked.
 """
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gate.bill.budget import Budget
+from gate.bill.facts import ArtifactFacts
 from gate.evidence.base import MetricsEvidence
 from gate.evidence.gather import ClusterEvidence
-from gate.model.budget import Budget
-from gate.model.facts import ArtifactFacts
-from gate.plan import Plan
-from gate.record_previous import RevisionChanges
+from gate.evidence.previous import RevisionChanges
+from gate.plan.model import Plan
 
 
 @dataclass(frozen=True)

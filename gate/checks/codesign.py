@@ -14,7 +14,7 @@ between drafter and target warn.
 
 The line (`check`) adds what only the plan can tell: the drafter's detected family must be
 the declared method's (fail otherwise); an engine older than the method's general
-availability warns (gate.evidence.identity; seed 002); with `--previous RECORD`, a changed
+availability warns (gate.model.identity; seed 002); with `--previous RECORD`, a changed
 target revision needs acceptance evidence newer than that record ("target changed: a new
 acceptance check is needed", inconclusive otherwise) and a changed drafter revision says the
 KV budget was recomputed (seed 002: "A target change requires a new acceptance check, a
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.checks.base import CheckContext
-from gate.evidence.identity import before_general_availability, family_mismatch
+from gate.inputs.weights import has_tensor
 from gate.model.config import (
     ConfigError,
     ConfigLike,
@@ -39,8 +39,8 @@ from gate.model.config import (
     num_hidden_layers,
 )
 from gate.model.geometry import STATE_KINDS, classify_layers
-from gate.model.weights import has_tensor
-from gate.verdict import LineResult, Status
+from gate.model.identity import before_general_availability, family_mismatch
+from gate.status import LineResult, Status
 
 ENGINES = ("vllm", "sglang")
 # fail > not checked (inconclusive) > warn > pass; n/a findings do not count.
@@ -527,7 +527,7 @@ def check(ctx: CheckContext) -> LineResult:
 
 
 def _revision_findings(ctx: CheckContext) -> list[Finding]:
-    """What `--previous RECORD` says changed (gate.record_previous), as findings of this line."""
+    """What `--previous RECORD` says changed (gate.evidence.previous), as findings of this line."""
     ch = ctx.previous
     if ch is None:
         return []

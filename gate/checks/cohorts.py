@@ -3,15 +3,15 @@
 Why a line of its own in the acceptance check: probe records say where speculation pays on a
 bench; a canary step (Argo Rollouts, Flagger, through `specgate serve`) asks it of the fleet
 itself — the canary cohort against the stable one, over the same window, from the exporter's
-series in Prometheus (`evidence.prometheus.cohorts`, gathered by gate.fleet.cohorts). The
-statistics are the probes' (gate.stats, gate.compare.decide), one speed at a time, with x the
+series in Prometheus (`evidence.prometheus.cohorts`, gathered by gate.evidence.fleet.cohorts). The
+statistics are the probes' (gate.stats, gate.probe.compare.decide), one speed at a time, with x the
 canary's samples and y the stable's (one sample per pod and window):
 
     TPOT:      x = 1 / TPOT p50 (tokens/s per sequence), so speedup = median(1/TPOT_c) / median(1/TPOT_s)
     tokens/s:  x = generated tokens/s of one pod in one window
     each:      one-sided exact Mann-Whitney U both ways (normal approximation above 900 pairs),
                significant only when p < slo.alpha; speedup = ratio of medians with its observed range
-               (a bootstrap interval with ≥ 10 samples a side); verdict by gate.compare.decide
+               (a bootstrap interval with ≥ 10 samples a side); verdict by gate.probe.compare.decide
                (pays / does_not_pay / inconclusive, slo.min_speedup on the point estimate)
 
 The cohort verdict: **fail** when either speed does not pay (significantly slower, or faster but
@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gate.compare import Verdict, decide
-from gate.fleet.cohorts import CohortEvidence, CohortSamples
-from gate.plan import Plan
+from gate.evidence.fleet.cohorts import CohortEvidence, CohortSamples
+from gate.plan.model import Plan
+from gate.probe.compare import Verdict, decide
 from gate.stats import Alternative, StatsError, mann_whitney_u, median, speedup
-from gate.verdict import Status
+from gate.status import Status
 
 STATUS = {Verdict.PAYS: Status.PASS, Verdict.DOES_NOT_PAY: Status.FAIL, Verdict.INCONCLUSIVE: Status.INCONCLUSIVE}
 LOAD_BAND = (0.5, 2.0)  # canary median running requests / stable's outside this: speeds not comparable

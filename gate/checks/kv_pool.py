@@ -11,7 +11,7 @@ request mix that actually matters". A pool that is only predicted says "predicte
 observed"; in `post` the engine's own allocation decides (a reported or predicted pool alone
 is inconclusive there), and a prediction that differs from the allocation by more than one
 block is reported with both numbers. With `budgets.gpu_memory_bytes` the per-rank memory bill
-(gate.model.gpu_memory: weights / TP + pool × bytes per token ≤ gpu_memory_bytes ×
+(gate.bill.gpu_memory: weights / TP + pool × bytes per token ≤ gpu_memory_bytes ×
 memory_fraction) is judged here too: over is a fail.
 """
 
@@ -19,13 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from gate.bill.budget import Allocated, Budget
+from gate.bill.gpu_memory import GpuMemoryBill, gpu_memory_bill, sentence
+from gate.bill.pool import live_pools
 from gate.checks.base import CheckContext
-from gate.evidence.base import MetricsEvidence
-from gate.model.budget import Allocated, Budget, compute_budget
-from gate.model.facts import ArtifactFacts
-from gate.model.gpu_memory import GpuMemoryBill, gpu_memory_bill, sentence
-from gate.plan import Plan
-from gate.verdict import LineResult, Status
+from gate.plan.model import Plan
+from gate.status import LineResult, Status
 
 ASSUMPTION = ("assuming all {c} requests are resident at once with every prompt token (as reported per request) "
               "and all {o} output tokens")
@@ -33,27 +32,6 @@ ASSUMPTION = ("assuming all {c} requests are resident at once with every prompt 
 
 def _n(x: float | int | None) -> str:
     return "unknown" if x is None else f"{int(x):,}"
-
-
-def live_pools(plan: Plan, evidence: MetricsEvidence) -> tuple[Allocated | None, Allocated | None]:
-    """(pool with the drafter, pool without it) from live evidence.
-
-    A pool reported by an engine running no speculation (no spec counters on its page) is the pool
-    without the drafter, never judged as the pool with it (seed 000's trap: 8,192 vs 6,528 tokens on
-    the real vLLM-CPU captures). Without a drafter in the plan any pool is the one to judge.
-    """
-    seen = evidence.kv_pool
-    if seen is None:
-        return None, None
-    if plan.has_drafter and seen.speculating is False:
-        return None, Allocated(seen.tokens, f"{seen.source}, running no speculation")
-    return Allocated(seen.tokens, seen.source), None
-
-
-def bill(plan: Plan, facts: ArtifactFacts, evidence: MetricsEvidence) -> Budget:
-    """The memory bill this line judges: the model's prediction plus the live pools (live_pools)."""
-    with_drafter, without = live_pools(plan, evidence)
-    return compute_budget(plan, facts, with_drafter, without)
 
 
 def memory(plan: Plan, budget: Budget) -> GpuMemoryBill | None:

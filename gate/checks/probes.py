@@ -8,7 +8,7 @@ rates change the decision only when min_speedup is set: a measured slowdown at t
 operating point is a fact about the rollout, not a preference); a mix where they say it pays
 passes; where they cannot tell (no cell of that mix, a concurrency outside the probed range or
 between a paying and a non-paying one below the crossover, a noisy point) it is inconclusive.
-The statistics and the placement are `gate.compare` (compare, probe_mix_for, answer_for_mix).
+The statistics and the placement are `gate.probe.compare` (compare, probe_mix_for, answer_for_mix).
 
 Fail closed: an unreadable or malformed record, records that cannot be compared (the same arm
 twice, different engines, models, versions), or a plan without request mixes is inconclusive
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gate.compare import CompareError, Verdict, answer_for_mix, compare, probe_mix_for
-from gate.plan import Plan
+from gate.plan.model import Plan
+from gate.probe.compare import CompareError, Verdict, answer_for_mix, compare, probe_mix_for
 from gate.probe.record import ProbeError, ProbeRecord, load_record
-from gate.verdict import Status
+from gate.status import Status
 
 STATUS = {Verdict.PAYS: Status.PASS, Verdict.DOES_NOT_PAY: Status.FAIL, Verdict.INCONCLUSIVE: Status.INCONCLUSIVE}
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.stats import Alternative, StatsError, mann_whitney_u, median
-from gate.verdict import Status
+from gate.status import Status
 
 DEFAULT_ALPHA = 0.05
 # Words in a denominator or source that say the rate's clock started before the first token.

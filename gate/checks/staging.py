@@ -25,10 +25,10 @@ from typing import Any
 
 from gate.checks.base import CheckContext
 from gate.checks.startup_tax import Payback, payback
-from gate.evidence import plausibility
 from gate.evidence.base import StartupObservation
-from gate.plan import Plan
-from gate.verdict import LineResult, Status
+from gate.model import plausibility
+from gate.plan.model import Plan
+from gate.status import LineResult, Status
 
 
 def measured(ctx: CheckContext) -> StartupObservation | None:

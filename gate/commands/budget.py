@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gate.verdict import EXIT_INVALID
+from gate.status import EXIT_INVALID
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,9 +56,9 @@ def _text(doc: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from gate.model.budget import compute_budget
-    from gate.model.facts import artifact_facts
-    from gate.plan import PlanError, load_plan
+    from gate.bill.budget import compute_budget
+    from gate.bill.facts import artifact_facts
+    from gate.plan.model import PlanError, load_plan
 
     try:
         plan = load_plan(args.plan)

@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gate.verdict import EXIT_INVALID
+from gate.status import EXIT_INVALID
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,11 +51,11 @@ def _write(path: Path, text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from gate.evaluate import evaluate
-    from gate.loading import InputError
-    from gate.plan import load_plan
-    from gate.record_previous import load_previous
-    from gate.report import render
+    from gate.evidence.previous import load_previous
+    from gate.plan.model import load_plan
+    from gate.status import InputError
+    from gate.verdict.evaluate import evaluate
+    from gate.verdict.report import render
 
     try:
         plan = load_plan(args.plan)

@@ -20,8 +20,9 @@ from pathlib import Path
 
 from gate.checks.codesign import CodesignResult, codesign
 from gate.commands.kv import exit_invalid_on_usage_error, positive_int
-from gate.model.config import ConfigError, load_config
-from gate.verdict import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_PASS, Status
+from gate.inputs.configs import load_config
+from gate.model.config import ConfigError
+from gate.status import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_PASS, Status
 
 NO_DRAFTER = ("none", "-")
 

@@ -25,7 +25,7 @@ import sys
 
 from gate.commands.kv import exit_invalid_on_usage_error
 from gate.commands.probe import positive_float
-from gate.verdict import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_PASS
+from gate.status import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_PASS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gate.compare import CompareError, Verdict, as_text, compare
+    from gate.probe.compare import CompareError, Verdict, as_text, compare
     from gate.probe.record import ProbeError, load_record
 
     try:

@@ -24,7 +24,7 @@ import sys
 import threading
 from pathlib import Path
 
-from gate.verdict import EXIT_INVALID
+from gate.status import EXIT_INVALID
 
 # The services log through logging.getLogger(__name__); the command sends it to stderr as before.
 LOG_FORMAT = "specgate controller: %(message)s"
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         print("specgate controller: --interval must be positive and --backoff not negative", file=sys.stderr)
         return EXIT_INVALID
     if args.plan.is_file():
-        from gate.plan import load_plan
+        from gate.plan.model import load_plan
 
         try:
             load_plan(args.plan)

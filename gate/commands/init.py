@@ -22,11 +22,11 @@ import sys
 from pathlib import Path
 
 from gate.commands.kv import exit_invalid_on_usage_error, positive_int
-from gate.verdict import EXIT_INVALID
+from gate.status import EXIT_INVALID
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from gate.init_plan import METHODS
+    from gate.plan.init import METHODS
 
     exit_invalid_on_usage_error(parser)
     parser.add_argument("--target", required=True, type=Path, metavar="CONFIG",
@@ -45,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gate.init_plan import InitError, InitRequest, render
-    from gate.plan import PlanError, load_plan
+    from gate.plan.init import InitError, InitRequest, render
+    from gate.plan.model import PlanError, load_plan
 
     if args.out is not None and args.out.exists() and not args.force:
         print(f"specgate: error: {args.out} exists (use --force to overwrite)", file=sys.stderr)

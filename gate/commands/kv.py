@@ -16,9 +16,10 @@ import json
 import sys
 from typing import Any, NoReturn
 
-from gate.model.config import ConfigError, load_config
+from gate.inputs.configs import load_config
+from gate.model.config import ConfigError
 from gate.model.geometry import KVGeometry, kv_geometry
-from gate.verdict import EXIT_INVALID
+from gate.status import EXIT_INVALID
 
 
 def exit_invalid_on_usage_error(parser: argparse.ArgumentParser) -> None:

@@ -41,7 +41,7 @@ import sys
 from pathlib import Path
 
 from gate.commands.kv import exit_invalid_on_usage_error, positive_int
-from gate.verdict import EXIT_INVALID
+from gate.status import EXIT_INVALID
 
 
 def concurrency_list(value: str) -> tuple[int, ...]:
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             mixes = [Mix(m.spec.model_copy(update={"temperature": temp}), m.prompts)
                      for m in jsonl_mixes(args.prompts, args.output_tokens)]
         elif args.plan is not None:
-            from gate.plan import PlanError, load_plan
+            from gate.plan.model import PlanError, load_plan
             try:
                 plan = load_plan(args.plan)
             except PlanError as e:

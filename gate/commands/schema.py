@@ -1,4 +1,4 @@
-"""Print a JSON Schema: `specgate schema plan` gives the rollout plan's (gate.plan.Plan).
+"""Print a JSON Schema: `specgate schema plan` gives the rollout plan's (gate.plan.model.Plan).
 
 Point an editor at it and it completes and checks plan keys: the YAML language server reads a
 first line `# yaml-language-server: $schema=plan.schema.json` (a path relative to the plan, or a
@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from gate.commands.kv import exit_invalid_on_usage_error
-from gate.verdict import EXIT_INVALID
+from gate.status import EXIT_INVALID
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gate.plan_reference import schema_text
+    from gate.plan.reference import schema_text
 
     text = schema_text()
     if args.out:

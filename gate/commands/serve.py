@@ -23,7 +23,7 @@ import os
 import sys
 from pathlib import Path
 
-from gate.verdict import EXIT_INVALID
+from gate.status import EXIT_INVALID
 
 # The services log through logging.getLogger(__name__); the command sends it to stderr as before.
 LOG_FORMAT = "specgate serve: %(message)s"
@@ -72,7 +72,7 @@ def read_token(path: Path | None) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     _log_to_stderr()
-    from gate.plan import load_plan
+    from gate.plan.model import load_plan
     from gate.webhook import GateConfig, make_server
 
     try:

@@ -29,7 +29,7 @@ import json
 import sys
 from pathlib import Path
 
-from gate.verdict import EXIT_INVALID
+from gate.status import EXIT_INVALID
 
 DEFAULT_K_MAX = 8
 
@@ -82,7 +82,7 @@ def _err(msg: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gate.plan import PlanError, load_plan
+    from gate.plan.model import PlanError, load_plan
     from gate.tune.cost import cycle_models
     from gate.tune.depth import TuneInputError, curve_for_point
     from gate.tune.inputs import (

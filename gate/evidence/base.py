@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gate.evidence.identity import EvidenceIdentity
-from gate.fleet.table import FleetResult
+from gate.evidence.fleet.table import FleetResult
+from gate.model.identity import EvidenceIdentity
 
 if TYPE_CHECKING:
-    from gate.fleet.cohorts import CohortEvidence
+    from gate.evidence.fleet.cohorts import CohortEvidence
 
 Progress = Callable[[str], None]
 
@@ -120,10 +120,10 @@ class MetricsEvidence:
     identity: EvidenceIdentity | None = None
     live: bool = False
     engine_up: bool | None = None
-    # A Prometheus source's per-pod table and fleet verdict (gate.fleet): it judges each pod's windows,
+    # A Prometheus source's per-pod table and fleet verdict (gate.evidence.fleet): it judges each pod's windows,
     # restarts and engine state itself, so its windows are not in `windows`.
     fleet: FleetResult | None = None
-    # A Prometheus source's canary and stable cohorts over the same window (gate.fleet.cohorts), when the
+    # A Prometheus source's canary and stable cohorts over the same window (gate.evidence.fleet.cohorts), when the
     # plan names both; judged in --phase post by gate.checks.cohorts.
     cohorts: CohortEvidence | None = None
 

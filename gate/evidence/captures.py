@@ -17,10 +17,10 @@ from exporter.derive import derive_window
 from exporter.engines.base import EngineSnapshot
 from exporter.scrape import ScrapeError, read_file_snapshot
 from gate.evidence.base import AcceptanceWindow, EvidenceRequest, MetricsEvidence, PoolObservation
-from gate.evidence.identity import EvidenceIdentity
 from gate.evidence.sidecar import stream_name, windows_document
-from gate.loading import WINDOWS_LIMITS, InputError, check_regular, load_json
-from gate.plan import PlanError
+from gate.inputs.loading import WINDOWS_LIMITS, InputError, check_regular, load_json
+from gate.model.identity import EvidenceIdentity
+from gate.plan.model import PlanError
 
 
 def pool_of(snap: EngineSnapshot, source: str) -> PoolObservation | None:

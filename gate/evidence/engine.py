@@ -16,7 +16,7 @@ from exporter.engines.base import EngineSnapshot
 from exporter.scrape import ScrapeError, Scraper
 from gate.evidence.base import MetricsEvidence, Progress
 from gate.evidence.captures import side_facts, windows_from_snapshots
-from gate.redact import redact_url
+from gate.inputs.redact import redact_url
 
 
 def _stderr_progress(msg: str) -> None:

@@ -28,7 +28,7 @@ from gate.evidence.captures import CaptureFiles
 from gate.evidence.metrics import LiveUrl, is_url
 from gate.evidence.pods import KubeEvidence
 from gate.evidence.vetting import VetRules, vet_source, vet_windows
-from gate.plan import Plan, PrometheusSource
+from gate.plan.model import Plan, PrometheusSource
 
 log = logging.getLogger(__name__)
 

@@ -1,14 +1,14 @@
 """Acceptance evidence from Prometheus history (post phase; Thanos, Mimir and VictoriaMetrics speak the same API).
 
 Why range queries over the exporter's counters, judged as a fleet: every pod the plan's selector
-matches is judged on its own windows (gate.fleet: a fixed set of queries, never one per pod; the
+matches is judged on its own windows (gate.evidence.fleet: a fixed set of queries, never one per pod; the
 per-pod table and the fleet rule `evidence.prometheus.fleet`), and the answer comes at once from
 history — nothing waits for a new window inside an HTTP request. Each step of
 `increase(specgate_spec_drafts_total[W])` at step W is one batch window; a window in which
 `specgate_engine_restarts_total` increased is `reset` and never evidence. Timeouts, errors and
 empty answers are recorded as errors (inconclusive). Side facts for other lines: the smallest
 allocated pool and the slowest cold start among the matched pods (each named); with both cohorts
-named, the canary's and the stable's samples over the same window (gate.fleet.cohorts). Tokens and
+named, the canary's and the stable's samples over the same window (gate.evidence.fleet.cohorts). Tokens and
 passwords come from the environment or files and are never logged; `tenant` is sent as
 `X-Scope-OrgID`. Metric names come from `exporter.names` (the output contract), never spelled here.
 """
@@ -34,11 +34,11 @@ from gate.evidence.base import (
     Unreachable,
     no_answer_kind,
 )
-from gate.fleet import cohorts as cohort_evidence
-from gate.fleet.collect import FleetAsk
-from gate.fleet.collect import evaluate as evaluate_fleet
-from gate.plan import SLO, PlanError, PrometheusSource
-from gate.redact import redact_url
+from gate.evidence.fleet import cohorts as cohort_evidence
+from gate.evidence.fleet.collect import FleetAsk
+from gate.evidence.fleet.collect import evaluate as evaluate_fleet
+from gate.inputs.redact import redact_url
+from gate.plan.model import SLO, PlanError, PrometheusSource
 
 DRAFTS = names.SPEC_DRAFTS.series
 ACCEPTED = names.SPEC_ACCEPTED.series
@@ -142,7 +142,7 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
             min_drafts: float, slo: SLO | None = None, k: int | None = None, method: str | None = None,
             require_engine_up: bool = True, now: float | None = None,
             served_model_name: str | None = None) -> MetricsEvidence:
-    """The fleet's per-pod table (gate.fleet) plus the side facts; every failure is an error, never a pass."""
+    """The fleet's per-pod table (gate.evidence.fleet) plus the side facts; every failure is an error, never a pass."""
     source = f"Prometheus {redact_url(url)}"
     ev = MetricsEvidence(sources=[source])
     client = client_for(src, url)
@@ -164,7 +164,7 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
         return ev
     ev.fleet = result
     ev.live = True
-    # Canary against stable over the same window (gate.fleet.cohorts): its own errors, never the fleet's.
+    # Canary against stable over the same window (gate.evidence.fleet.cohorts): its own errors, never the fleet's.
     ev.cohorts = cohort_evidence.collect(client, src, window_seconds, lookback_seconds, end, source)
     ups = [r.engine_up for r in result.rows]
     ev.engine_up = all(u is True for u in ups) if ups else None

@@ -22,8 +22,8 @@ from gate.evidence.base import (
     Unreachable,
     no_answer_kind,
 )
-from gate.evidence.identity import EvidenceIdentity
-from gate.redact import redact_url
+from gate.inputs.redact import redact_url
+from gate.model.identity import EvidenceIdentity
 
 WINDOWS_PATH = "/api/v1/windows"
 

@@ -16,7 +16,7 @@ the acceptance line reports, so the line is inconclusive with the reason, never 
 - phase post: only live sources count (files are not), and the engine must be up
   (`engine_up` from the sidecar; a raw engine that answered is up);
 - identity: a source that serves another model, runs another engine or another speculative
-  method is not this plan's evidence (gate.evidence.identity); its pool and versions go too.
+  method is not this plan's evidence (gate.model.identity); its pool and versions go too.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from gate.evidence import plausibility as pl
 from gate.evidence.base import AcceptanceWindow, MetricsEvidence
-from gate.evidence.identity import match
+from gate.model import plausibility as pl
+from gate.model.identity import match
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def vet_source(ev: MetricsEvidence, rules: VetRules) -> MetricsEvidence:
             return MetricsEvidence(sources=list(ev.sources), errors=[*ev.errors, f"not this plan's evidence: "
                                                                                  f"{mismatch.reason}"])
     errors = list(ev.errors)
-    # A fleet (gate.fleet) judges every pod's engine state in its own row: one pod down is that pod's
+    # A fleet (gate.evidence.fleet) judges every pod's engine state in its own row: one pod down is that pod's
     # inconclusive row, not the whole fleet's evidence dropped.
     if rules.phase == "post" and ev.live and ev.fleet is None and ev.engine_up is not True:
         why = "reports engine_up 0" if ev.engine_up is False else "does not report engine_up"

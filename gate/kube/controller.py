@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gate.answer import GateAnswer, answer_of
-from gate.gate_metrics import GateMetrics
 from gate.kube.annotations import (
     ACTIVE,
     GATE_LABEL,
@@ -49,12 +47,14 @@ from gate.kube.annotations import (
 from gate.kube.api import Conflict, KubeApi
 from gate.kube.engine_args import PlanRequestError, speculative_config, strip_speculative, with_speculative
 from gate.kube.lease import LeaseElector
-from gate.plan import Plan
+from gate.plan.model import Plan
+from gate.verdict.answer import GateAnswer, answer_of
+from gate.verdict.gate_metrics import GateMetrics
 
 if TYPE_CHECKING:  # pragma: no cover
     from kubernetes.client import ApiClient
 
-    from gate.evaluate import Evaluator
+    from gate.verdict.evaluate import Evaluator
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +91,11 @@ class Controller:
                  load_plan: Callable[[Path], Plan] | None = None, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, metrics: GateMetrics | None = None) -> None:
         if evaluator is None:
-            from gate.evaluate import service_evaluator
+            from gate.verdict.evaluate import service_evaluator
 
             evaluator = service_evaluator(kube_client=api_client)
         if load_plan is None:
-            from gate.plan import load_plan as real_load_plan
+            from gate.plan.model import load_plan as real_load_plan
 
             load_plan = real_load_plan
         self.api_client = api_client

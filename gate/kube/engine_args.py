@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gate.plan import Plan
+from gate.plan.model import Plan
 
 SGLANG_ALGORITHM = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "nextn": "NEXTN", "ngram": "NGRAM",
                     "draft_model": "STANDALONE", "dflash": "DFLASH", "dspark": "DSPARK"}

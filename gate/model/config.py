@@ -3,18 +3,16 @@
 The gate's static checks (KV geometry, co-design) work from config.json alone, so the
 rules for finding the text model inside a wrapper config and for naming a drafter's
 family live here, in one place, instead of in each check. A config is resolved once per
-evaluation (`ModelConfig.of`, in gate.model.facts); every function here also takes a plain
+evaluation (`ModelConfig.of`, in gate.bill.facts); every function here also takes a plain
 dict (`specgate kv`, `specgate codesign`) and resolves it then.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeAlias
 
-from gate.loading import CONFIG_LIMITS, InputError, load_json
-from gate.validation import validate_geometry
+from gate.status import InputError
 
 DRAFTER_FAMILIES = ("eagle3", "dflash", "dspark", "mtp", "draft_model")
 
@@ -24,29 +22,6 @@ MTP_LAYER_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
 
 class ConfigError(InputError):
     """A config that cannot be used: the message is one line, fit for `specgate: error: ...`."""
-
-
-def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a config.json (or a directory holding one) into a dict, with one-line errors.
-
-    Read through gate.loading (regular files only, size/depth/digit limits, duplicate keys refused)
-    and checked by gate.validation (positive, bounded geometry: a negative head_dim or 10^12 layers
-    is invalid input, not a number to compute with).
-    """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "config.json"
-    try:
-        data = load_json(p, "config file", CONFIG_LIMITS)
-    except InputError as e:
-        raise ConfigError(str(e)) from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config {p} is not a JSON object")
-    try:
-        validate_geometry(data, f"config {p}")
-    except InputError as e:
-        raise ConfigError(str(e)) from None
-    return data
 
 
 def resolve_text_config(cfg: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.plan import Plan
+from gate.plan.model import Plan
 from gate.tune.cost import cycle_models
 from gate.tune.depth import TuneInputError, curve_for_point
 from gate.tune.inputs import from_plan

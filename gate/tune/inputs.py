@@ -1,8 +1,8 @@
 """Where tune's numbers come from: capture files, a rollout plan, declared costs, tune input files.
 
-Why through `exporter` and `gate.plan`: capture pages are parsed by `exporter.scrape` and
+Why through `exporter` and `gate.plan.model`: capture pages are parsed by `exporter.scrape` and
 windowed by `exporter.derive` (restart-aware; a window spanning a restart is no evidence), and a
-plan is read by `gate.plan.load_plan` - tune re-implements neither.
+plan is read by `gate.plan.model.load_plan` - tune re-implements neither.
 
 A tune input file (YAML, examples/tune/) names a plan and the few things a plan has no key for:
 the draft step's declared band and k_max, each with its source.
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from exporter.derive import derive_window
 from exporter.engines.base import EngineSnapshot
 from exporter.scrape import ScrapeError, read_file_snapshot
-from gate.plan import Plan, PlanError, load_plan
+from gate.plan.model import Plan, PlanError, load_plan
 from gate.tune.cost import CostSample, DraftBand
 from gate.tune.depth import PositionCounters, TuneInputError, pooled
 
@@ -219,7 +219,7 @@ def from_exporter(url: str, timeout: float = 10.0, point: str | None = None) -> 
 
     from exporter.names import SPEC_ACCEPTED_PER_POSITION, SPEC_DRAFTS
     from exporter.scrape import split_url
-    from gate.redact import redact_url
+    from gate.inputs.redact import redact_url
 
     base, _ = split_url(url)
     source = f"exporter {redact_url(base)}"

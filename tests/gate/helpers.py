@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
+from gate.bill.budget import Allocated, compute_budget
+from gate.bill.facts import artifact_facts
 from gate.checks.base import CheckContext
-from gate.model.budget import Allocated, compute_budget
-from gate.model.facts import artifact_facts
-from gate.plan import Plan
+from gate.plan.model import Plan
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "tests" / "fixtures" / "configs"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.model.budget import compute_budget
-from gate.model.facts import artifact_facts
-from gate.plan import load_plan, plan_from_dict
+from gate.bill.budget import compute_budget
+from gate.bill.facts import artifact_facts
+from gate.plan.model import load_plan, plan_from_dict
 from tests.gate.helpers import CONFIGS, PLANS, REPO, tiny_plan, write_plan
 
 

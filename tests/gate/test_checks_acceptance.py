@@ -6,8 +6,8 @@ import pytest
 
 from gate.checks import acceptance
 from gate.evidence.base import AcceptanceWindow
-from gate.plan import load_plan, plan_from_dict
-from gate.verdict import Status
+from gate.plan.model import load_plan, plan_from_dict
+from gate.status import Status
 from tests.gate.helpers import PLANS, tiny_plan
 
 

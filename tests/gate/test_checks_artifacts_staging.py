@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gate.checks import artifacts, staging
-from gate.plan import load_plan, plan_from_dict
-from gate.verdict import Status
+from gate.plan.model import load_plan, plan_from_dict
+from gate.status import Status
 from tests.gate.helpers import PLANS, context, tiny_plan
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from gate.bill.budget import Allocated
 from gate.checks import kv_pool
-from gate.model.budget import Allocated
-from gate.plan import load_plan, plan_from_dict
-from gate.verdict import Status
+from gate.plan.model import load_plan, plan_from_dict
+from gate.status import Status
 from tests.gate.helpers import PLANS, context, tiny_plan
 
 

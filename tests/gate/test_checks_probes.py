@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gate.checks.acceptance import judge
-from gate.plan import plan_from_dict
-from gate.verdict import Status
+from gate.plan.model import plan_from_dict
+from gate.status import Status
 
 from .test_compare import BASE, FAST, SLOW, record
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from gate.checks.codesign import CodesignResult, Finding, codesign, worst_status
-from gate.model.config import ConfigError, drafter_family, load_config
+from gate.inputs.configs import load_config
+from gate.model.config import ConfigError, drafter_family
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 

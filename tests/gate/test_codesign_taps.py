@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gate.checks.codesign import codesign
-from gate.verdict import Status
+from gate.status import Status
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 TARGET = CONFIGS / "tiny-target.json"

@@ -1,4 +1,4 @@
-"""Canary against stable in --phase post (gate.fleet.cohorts, gate.checks.cohorts; issue 11 item 4).
+"""Canary against stable in --phase post (gate.evidence.fleet.cohorts, gate.checks.cohorts; issue 11 item 4).
 
 The statistic on synthetic samples with exact p-values (5 vs 5 pod-windows: 1/C(10,5) = 1/252 when
 every canary sample is faster, 2/252 with one inversion), then the whole path against a real
@@ -23,10 +23,10 @@ import requests
 
 from exporter import names
 from gate.checks import cohorts as cohort_check
-from gate.evaluate import evaluate, service_evaluator
-from gate.fleet.cohorts import CohortEvidence, CohortSamples
-from gate.plan import plan_from_dict
-from gate.verdict import Status
+from gate.evidence.fleet.cohorts import CohortEvidence, CohortSamples
+from gate.plan.model import plan_from_dict
+from gate.status import Status
+from gate.verdict.evaluate import evaluate, service_evaluator
 from gate.webhook import GateConfig, make_server
 from tests.gate import fleet_stack
 from tests.gate.helpers import tiny_plan

@@ -1,4 +1,4 @@
-"""gate.compare and `specgate compare` on synthetic probe records with known speedups.
+"""gate.probe.compare and `specgate compare` on synthetic probe records with known speedups.
 
 Every record here is built in the test (no engine): served rates per repetition are chosen so
 that the expected speedup, range and exact p-value can be computed by hand:
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from gate.cli import main
-from gate.compare import CompareError, Verdict, compare, crossover, judge_point
+from gate.probe.compare import CompareError, Verdict, compare, crossover, judge_point
 from gate.probe.record import Cell, ProbeRecord, Quantiles
 
 TOKENS = 512
@@ -230,7 +230,7 @@ def _crossing() -> tuple[ProbeRecord, ProbeRecord]:
 
 
 def test_plan_mix_answers_exact_between_and_outside() -> None:
-    from gate.compare import answer_for_mix, probe_mix_for
+    from gate.probe.compare import answer_for_mix, probe_mix_for
 
     base, spec = _crossing()
     c = compare(base, spec)  # pays at 1, does not pay at 4 and 8, inconclusive at 16; crossover 3.5
@@ -251,7 +251,7 @@ def test_plan_mix_answers_exact_between_and_outside() -> None:
 
 
 def test_past_the_crossover_between_pays_and_does_not() -> None:
-    from gate.compare import answer_for_mix
+    from gate.probe.compare import answer_for_mix
 
     base = record("baseline", {("chat", 1): BASE, ("chat", 8): BASE})
     spec = record("speculative", {("chat", 1): FAST, ("chat", 8): SLOW})

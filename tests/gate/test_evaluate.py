@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.evaluate import evaluate
-from gate.plan import PlanError, load_plan, plan_from_dict
-from gate.verdict import Decision, Status, decide, exit_code
+from gate.plan.model import PlanError, load_plan, plan_from_dict
+from gate.status import Decision, Status, decide, exit_code
+from gate.verdict.evaluate import evaluate
 from tests.gate.helpers import CAPTURES, CONFIGS, PLANS, serve, tiny_plan, write_plan
 
 
@@ -122,7 +122,7 @@ def test_kube_evidence_unavailable_is_inconclusive_staging(tmp_path: Path) -> No
 
 
 def test_record_has_seed001_keys_and_missing() -> None:
-    from gate.record import KEYS
+    from gate.verdict.record import KEYS
 
     v = evaluate(_plan("draft"))
     rec = v.run_record.to_json()

@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from gate.evidence import prometheus as prom
-from gate.plan import SLO, PrometheusSource, plan_from_dict
+from gate.plan.model import SLO, PrometheusSource, plan_from_dict
 from tests.gate.helpers import REPO, serve, tiny_plan
 
 TOOLS = REPO / ".tools" / "bin"
@@ -130,7 +130,7 @@ def test_per_pod_windows_with_restart_marked_reset(prom_server: tuple[str, float
 
 
 def test_fleet_judged_per_pod(prom_server: tuple[str, float]) -> None:
-    from gate.evaluate import evaluate
+    from gate.verdict.evaluate import evaluate
 
     url, end = prom_server
     data = tiny_plan("draft")
@@ -163,7 +163,7 @@ def test_timeout_is_inconclusive_not_a_traceback() -> None:
     with serve(lambda path: (200, "application/json", b"{}"), delay=3.0) as url:
         data = tiny_plan("draft")
         data["evidence"] = {"prometheus": {"url": url, "timeout_seconds": 0.5}}
-        from gate.evaluate import evaluate
+        from gate.verdict.evaluate import evaluate
 
         v = evaluate(plan_from_dict(data), phase="post")
     acc = v.checks["acceptance"]
@@ -192,7 +192,7 @@ def test_auth_headers_sent_and_never_recorded(tmp_path: Path, monkeypatch: pytes
     with serve(route) as url:
         data = tiny_plan("draft")
         data["evidence"] = {"prometheus": {"url": url, "bearer_token_env": "PROM_TOKEN"}}
-        from gate.evaluate import evaluate
+        from gate.verdict.evaluate import evaluate
 
         v = evaluate(plan_from_dict(data), phase="post")
     assert seen["auth"] == "Bearer s3cret-token"
@@ -203,7 +203,7 @@ def test_auth_headers_sent_and_never_recorded(tmp_path: Path, monkeypatch: pytes
 
 
 def test_missing_token_env_is_invalid_input(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gate.plan import PlanError
+    from gate.plan.model import PlanError
 
     monkeypatch.delenv("NO_SUCH_TOKEN_ENV", raising=False)
     src = PrometheusSource(bearer_token_env="NO_SUCH_TOKEN_ENV")
@@ -217,7 +217,7 @@ def test_credentials_in_urls_never_reach_reports_or_progress() -> None:
     progress lines name the source without them (the record already redacted its source list)."""
     import json
 
-    from gate.evaluate import evaluate
+    from gate.verdict.evaluate import evaluate
 
     said: list[str] = []
     with serve(lambda path: (500, "application/json", b'{"status":"error","error":"boom"}')) as url:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gate.evaluate import evaluate
-from gate.plan import load_plan
+from gate.plan.model import load_plan
+from gate.verdict.evaluate import evaluate
 from tests.gate.helpers import PLANS
 
 EXPECTED = {

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.evaluate import evaluate
-from gate.plan import load_plan
+from gate.plan.model import load_plan
+from gate.verdict.evaluate import evaluate
 
 FAMILIES = Path(__file__).resolve().parents[2] / "examples" / "plans" / "families"
 

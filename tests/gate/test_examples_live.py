@@ -16,8 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from gate.evaluate import evaluate
-from gate.plan import plan_from_dict
+from gate.plan.model import plan_from_dict
+from gate.verdict.evaluate import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVE = ROOT / "examples" / "plans" / "live"

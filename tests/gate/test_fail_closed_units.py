@@ -1,7 +1,7 @@
 """Issue 10 details below the CLI: restart status unknown, special tokens, general availability, drafter change.
 
 The exporter windows document has the real `/api/v1/windows` shape. (Prometheus' "no restarts series is
-unknown" rule lives with the per-pod fleet judgement, gate.fleet, and is tested there.)
+unknown" rule lives with the per-pod fleet judgement, gate.evidence.fleet, and is tested there.)
 """
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gate.bill.budget import compute_budget
+from gate.bill.facts import artifact_facts
 from gate.checks import codesign
 from gate.checks.base import CheckContext
 from gate.evidence.base import AcceptanceWindow, MetricsEvidence
+from gate.evidence.previous import PreviousRecord, compare
 from gate.evidence.sidecar import windows_document
-from gate.model.budget import compute_budget
-from gate.model.facts import artifact_facts
-from gate.plan import plan_from_dict
-from gate.record_previous import PreviousRecord, compare
-from gate.verdict import Status
+from gate.plan.model import plan_from_dict
+from gate.status import Status
 from tests.gate.helpers import CONFIGS, tiny_plan
 
 
@@ -105,7 +105,7 @@ def test_absurd_depth_is_invalid() -> None:
     """k bounds every acceptance length (L ≤ 1 + k): 99,999,999,999 draft tokens per round is a typo, refused."""
     import pytest
 
-    from gate.plan import PlanError
+    from gate.plan.model import PlanError
 
     data = tiny_plan("draft")
     data["engine"]["speculative"]["num_speculative_tokens"] = 99_999_999_999

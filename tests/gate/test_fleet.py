@@ -1,5 +1,5 @@
 """Fleet verdicts on two real metrics engines: the one bad pod among many good ones is named, pods with
-missing data are named, a missing pod is never a pass (gate.fleet; design.md "Prometheus evidence").
+missing data are named, a missing pod is never a pass (gate.evidence.fleet; design.md "Prometheus evidence").
 
 Each backend holds the same synthetic fleet (tests/gate/fleet_stack.py): 40 pods x 2 h at a 30 s step,
 pod 7 accepting L ~ 1.6 against a 2.0 target, pod 3 scraped (engine_up) but with no speculative
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from gate.evidence import prometheus as prom
-from gate.plan import SLO, PrometheusSource, plan_from_dict
+from gate.plan.model import SLO, PrometheusSource, plan_from_dict
 from tests.gate import fleet_stack
 from tests.gate.helpers import serve, tiny_plan
 
@@ -97,8 +97,8 @@ def test_series_without_the_pod_label_are_named_not_pooled(backend: tuple[str, i
 
 
 def test_specgate_check_reports_the_fleet(backend: tuple[str, int], tmp_path: Path) -> None:
-    from gate.evaluate import evaluate
-    from gate.report import render
+    from gate.verdict.evaluate import evaluate
+    from gate.verdict.report import render
 
     url, end = backend
     data = tiny_plan("draft")
@@ -146,7 +146,7 @@ def test_tenant_basic_auth_and_bearer_headers(monkeypatch: pytest.MonkeyPatch) -
         data = tiny_plan("draft")
         data["evidence"] = {"prometheus": {"url": url, "tenant": "team-a|team-b",
                                            "basic_auth": {"username": "gate", "password_env": "MIMIR_PASSWORD"}}}
-        from gate.evaluate import evaluate
+        from gate.verdict.evaluate import evaluate
 
         v = evaluate(plan_from_dict(data), phase="post")
         assert {s["X-Scope-OrgID"] for s in seen} == {"team-a|team-b"}
@@ -161,7 +161,7 @@ def test_tenant_basic_auth_and_bearer_headers(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_tenant_cannot_smuggle_headers() -> None:
-    from gate.plan import PlanError
+    from gate.plan.model import PlanError
 
     data = tiny_plan("draft")
     data["evidence"] = {"prometheus": {"url": "http://127.0.0.1:1", "tenant": "a\r\nX-Evil: 1"}}

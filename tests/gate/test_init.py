@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
-from gate.evaluate import evaluate
-from gate.plan import load_plan
+from gate.plan.model import load_plan
+from gate.verdict.evaluate import evaluate
 from tests.gate.helpers import CONFIGS
 
 QWEN = CONFIGS / "target-gqa__Qwen__Qwen3-8B.json"

@@ -1,4 +1,4 @@
-"""gate.loading: hostile files end as one InputError line, never a traceback or a hang (issue 10, item 1).
+"""gate.inputs.loading: hostile files end as one InputError line, never a traceback or a hang (issue 10, item 1).
 
 Controls: the committed example plans and the real config fixtures still load unchanged.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gate.loading import (
+from gate.inputs.loading import (
     CONFIG_LIMITS,
     PLAN_LIMITS,
     InputError,
@@ -74,7 +74,7 @@ def test_huge_integers_refused() -> None:
         parse_yaml("n: " + "9" * 5000, "plan p.yaml")
     with pytest.raises(InputError, match="integer with 5000 digits"):
         parse_json('{"num_hidden_layers": ' + "9" * 5000 + "}", "config c.json")
-    # 10^12 has 13 digits: the loader keeps it; gate.validation refuses it as a layer count.
+    # 10^12 has 13 digits: the loader keeps it; gate.inputs.validation refuses it as a layer count.
     assert parse_json('{"num_hidden_layers": 1000000000000}', "c")["num_hidden_layers"] == 10**12
 
 

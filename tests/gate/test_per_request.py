@@ -1,4 +1,4 @@
-"""gate.per_request: SGLang's per-request acceptance from `/generate` `meta_info`.
+"""gate.probe.per_request: SGLang's per-request acceptance from `/generate` `meta_info`.
 
 The answers are real: recorded from SGLang 0.5.23 on CPU by tools/refresh_sglang_captures.py
 (tests/fixtures/sglang/0.5.23/<arm>/requests.json); the broken ones are edits of a real one.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.per_request import PerRequestError, histogram, sglang_request_acceptance
+from gate.probe.per_request import PerRequestError, histogram, sglang_request_acceptance
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "sglang" / "0.5.23"
 

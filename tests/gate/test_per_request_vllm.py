@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.per_request import PerRequestError, vllm_request_acceptance
+from gate.probe.per_request import PerRequestError, vllm_request_acceptance
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm" / "methods"
 

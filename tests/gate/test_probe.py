@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
-from gate.compare import compare
 from gate.probe.client import CompletionClient
+from gate.probe.compare import compare
 from gate.probe.record import ProbeRecord, load_record
 from gate.probe.runner import quantiles
 from gate.probe.workload import jsonl_mixes

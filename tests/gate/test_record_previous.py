@@ -1,4 +1,4 @@
-"""gate.record_previous: reading the last run record and what changed since (issue 10, item 6)."""
+"""gate.evidence.previous: reading the last run record and what changed since (issue 10, item 6)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.loading import InputError
-from gate.record_previous import compare, load_previous
+from gate.evidence.previous import compare, load_previous
+from gate.status import InputError
 
 
 def _write(tmp_path: Path, doc: object) -> Path:
@@ -27,7 +27,7 @@ def test_reads_a_record_and_a_whole_check_document(tmp_path: Path) -> None:
 
 
 def test_changes() -> None:
-    from gate.record_previous import PreviousRecord
+    from gate.evidence.previous import PreviousRecord
 
     prev = PreviousRecord("r.json", "p", "r1", "d1", "pass", 0.0)
     c = compare(prev, "r2", "d1")

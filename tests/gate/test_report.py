@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from gate.evaluate import evaluate
-from gate.plan import load_plan
-from gate.report import render
-from gate.verdict import LINES
+from gate.checks import LINES
+from gate.plan.model import load_plan
+from gate.verdict.evaluate import evaluate
+from gate.verdict.report import render
 from tests.gate.helpers import PLANS
 
 

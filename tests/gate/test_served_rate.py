@@ -11,7 +11,7 @@ import pytest
 
 from gate.checks.served_rate import compare, includes_first_token_wait
 from gate.stats import StatsError
-from gate.verdict import Status
+from gate.status import Status
 
 SHORT_OFF = [26.0, 19.9, 22.6]
 SHORT_NEXTN = [42.6, 43.0, 42.2]

@@ -324,7 +324,7 @@ def test_bad_probe_record_is_one_line_exit_3(capsys, tmp_path):
 # --- the gate's acceptance line: plan k against tune's best k -----------------------------------
 
 def test_depth_advice_for_seed004_reports_the_plan_k_against_the_best_k():
-    from gate.plan import load_plan
+    from gate.plan.model import load_plan
     from gate.tune.advice import depth_advice
 
     adv = depth_advice(load_plan(REPO / "examples" / "plans" / "seed004-qwen3.6-35b-a3b-mtp.yaml"))
@@ -337,7 +337,7 @@ def test_depth_advice_for_seed004_reports_the_plan_k_against_the_best_k():
 
 
 def test_depth_advice_is_silent_without_per_position_evidence():
-    from gate.plan import load_plan
+    from gate.plan.model import load_plan
     from gate.tune.advice import depth_advice
 
     assert depth_advice(load_plan(REPO / "examples" / "plans" / "seed002-ling-3.0-flash-dspark.yaml")) is None
@@ -371,7 +371,7 @@ def test_concurrency_filter_keeps_only_the_asked_concurrencies(capsys, tmp_path)
 
 
 def test_plan_with_measured_rates_gives_cycle_from_length_over_rate(tmp_path):
-    from gate.plan import plan_from_dict
+    from gate.plan.model import plan_from_dict
     from gate.tune.inputs import from_plan
 
     plan = plan_from_dict({
@@ -391,8 +391,8 @@ def test_plan_with_measured_rates_gives_cycle_from_length_over_rate(tmp_path):
 def test_acceptance_line_warns_when_another_depths_whole_band_lies_above_the_plans():
     # seed 004's 2K counters with a cycle barely dearer than a plain step (14.5 vs 14.14 ms at k = 3):
     # one draft step costs at most (14.5 - 14.14) / 3 = 0.12 ms, so deeper pays in every case of the band
-    from gate.evaluate import evaluate
-    from gate.plan import plan_from_dict
+    from gate.plan.model import plan_from_dict
+    from gate.verdict.evaluate import evaluate
 
     caps = REPO / "examples" / "plans" / "captures"
     plan = plan_from_dict({
@@ -411,8 +411,8 @@ def test_acceptance_line_warns_when_another_depths_whole_band_lies_above_the_pla
 
 
 def test_acceptance_line_gives_no_depth_advice_on_evidence_it_rejected():
-    from gate.evaluate import evaluate
-    from gate.plan import plan_from_dict
+    from gate.plan.model import plan_from_dict
+    from gate.verdict.evaluate import evaluate
 
     caps = REPO / "examples" / "plans" / "captures"
     plan = plan_from_dict({

@@ -1,4 +1,4 @@
-"""gate.validation: broken geometry and impossible plan numbers are invalid input (issue 10, item 1).
+"""gate.inputs.validation: broken geometry and impossible plan numbers are invalid input (issue 10, item 1).
 
 Controls: every real config fixture (tests/fixtures/configs, from the Hugging Face hub) passes.
 """
@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from gate.loading import InputError
-from gate.validation import acceptance_target_possible, finite, validate_geometry
+from gate.inputs.validation import acceptance_target_possible, finite, validate_geometry
+from gate.status import InputError
 from tests.gate.helpers import CONFIGS
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gate.evidence.base import AcceptanceWindow, MetricsEvidence, PoolObservation
-from gate.evidence.identity import EvidenceIdentity
 from gate.evidence.vetting import VetRules, vet_source, vet_windows
+from gate.model.identity import EvidenceIdentity
 
 NOW = 1_800_000_000.0
 L, A = 1 + 1170 / 522, 1170 / 1473

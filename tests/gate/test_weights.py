@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from gate.inputs.weights import artifact_bytes, has_tensor, read_safetensors_header
 from gate.model.config import ConfigError
-from gate.model.weights import artifact_bytes, has_tensor, read_safetensors_header
 
 
 def write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int], int]]) -> int:

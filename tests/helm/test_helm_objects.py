@@ -403,7 +403,7 @@ def test_allow_inconclusive_flag(rendered: dict[tuple[str, bool], Rendered]) -> 
 def test_mounted_plan_is_a_valid_plan(hook_r: Rendered, tmp_path: Path) -> None:
     """Write the hook ConfigMap out as the kubelet mounts it at /plan and load it with the gate's own
     plan loader: the plan validates and its relative config paths resolve to the mounted files."""
-    from gate.plan import load_plan
+    from gate.plan.model import load_plan
 
     r = hook_r
     mount_configmap(r.one("ConfigMap", HOOK), tmp_path)

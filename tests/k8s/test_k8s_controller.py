@@ -3,7 +3,7 @@
 Issue 6's scenarios: pre pass → patched; fail → untouched with the reason (annotation + Event);
 post-flip SLO failure → flipped back (Event); API error mid-way → retried, no partial patch;
 two controllers → one leader. Plus 409 conflicts, 410 Gone on a watch → relist, no flapping.
-The evaluator is scripted (deterministic decisions); the plan is a real plan file read by gate.plan.
+The evaluator is scripted (deterministic decisions); the plan is a real plan file read by gate.plan.model.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 
+from gate.checks import LINES
 from gate.kube.annotations import ACTIVE, LAST, REQUEST
 from gate.kube.controller import Controller, ControllerConfig
 from gate.kube.engine_args import strip_speculative
-from gate.record import RunRecord
-from gate.verdict import LINES, Decision, LineResult, Status, Verdict
+from gate.status import Decision, LineResult, Status
+from gate.verdict.record import RunRecord
+from gate.verdict.verdict import Verdict
 from tests.k8s.fakeapi import FakeKube
 from tests.k8s.objects import BASE_ARGS, NAMESPACE, deployment
 
@@ -348,7 +350,7 @@ def test_strip_speculative_handles_both_flag_forms() -> None:
     assert strip_speculative(sg) == ["--model-path", "m", "--enable-metrics"]
 
 
-# ---- through the real evaluator (gate.evaluate) with the repository's example plans ----
+# ---- through the real evaluator (gate.verdict.evaluate) with the repository's example plans ----
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
 

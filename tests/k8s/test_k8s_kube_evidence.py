@@ -63,7 +63,7 @@ def test_digest_of_forms() -> None:
 
 
 def test_a_plan_without_a_container_reads_the_engine_not_the_sidecar() -> None:
-    from gate.plan import KubernetesSource
+    from gate.plan.model import KubernetesSource
 
     p = pod()
     p["status"]["containerStatuses"].reverse()  # the exporter's status listed first

@@ -18,8 +18,10 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 import gate.webhook as webhook
-from gate.record import RunRecord
-from gate.verdict import LINES, Decision, LineResult, Status, Verdict
+from gate.checks import LINES
+from gate.status import Decision, LineResult, Status
+from gate.verdict.record import RunRecord
+from gate.verdict.verdict import Verdict
 from gate.webhook import GateConfig, make_server
 
 TOKEN = "s3cret-gate-token"
@@ -274,13 +276,13 @@ def test_an_unread_body_is_never_parsed_as_the_next_request(gate_url: Any, reque
     assert b"specgate_gate_decisions_total" not in data
 
 
-# ---- through the real evaluator (gate.evaluate) with the repository's example plans ----
+# ---- through the real evaluator (gate.verdict.evaluate) with the repository's example plans ----
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
 
 
 def real_gate(plan_file: str) -> tuple[str, Any]:
-    from gate.plan import load_plan
+    from gate.plan.model import load_plan
 
     path = EXAMPLES / plan_file
     server = make_server(GateConfig(plan_path=path, port=0, timeout_s=30), load_plan(path))  # real evaluator

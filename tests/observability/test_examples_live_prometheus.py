@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from gate.evaluate import evaluate
-from gate.plan import plan_from_dict
+from gate.plan.model import plan_from_dict
+from gate.verdict.evaluate import evaluate
 
 PLAN = Path(__file__).resolve().parents[2] / "examples" / "plans" / "live" / "post-prometheus-ngram-tiny.yaml"
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gate.bill.facts import ArtifactFacts
 from gate.model.config import ConfigError, ModelConfig
-from gate.model.facts import ArtifactFacts
 from gate.model.geometry import (
     STATE_KINDS,
     KVGeometry,
@@ -21,7 +21,7 @@ from gate.model.geometry import (
     mtp_drafter_geometry,
 )
 from gate.model.pools import drafter_kv_need, sglang_draft_cell_bytes, sglang_pool_tokens, vllm_pool_tokens
-from gate.plan import Plan
+from gate.plan.model import Plan
 
 VLLM_DEFAULT_BLOCK_SIZE = 16  # vLLM's GPU default; the CPU backend uses 128 (set engine.block_size)
 

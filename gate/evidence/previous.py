@@ -2,7 +2,7 @@
 
 Why: "A target change requires a new acceptance check, a drafter change requires a new KV
 budget, and a change to both requires the whole two-model plan." Only a record of the last
-decision can tell that something changed, so the gate reads it (through gate.loading: one
+decision can tell that something changed, so the gate reads it (through gate.inputs.loading: one
 line and exit 3 on a bad file) and compares the revisions:
 
 - target revision changed → acceptance evidence must be newer than the previous record (its
@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gate.loading import CONFIG_LIMITS, InputError, load_json
+from gate.inputs.loading import CONFIG_LIMITS, InputError, load_json
 
 
 @dataclass(frozen=True)

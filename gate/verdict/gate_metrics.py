@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from exporter import names
-from gate.answer import GateAnswer
+from gate.verdict.answer import GateAnswer
 
 
 class GateMetrics:

@@ -33,9 +33,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode
 
-
-class InputError(ValueError):
-    """Invalid input the gate refuses; one line, fit for `specgate: error: ...` and exit 3."""
+from gate.status import InputError
 
 
 @dataclass(frozen=True)
@@ -248,7 +246,7 @@ def parse_json(text: str, what: str, limits: Limits = CONFIG_LIMITS) -> Any:
 
     `NaN` and `Infinity` are kept as floats here (config.json files are written by Python's
     json, which emits them); the fields the gate reads are checked for finiteness where they
-    are used (gate.validation).
+    are used (gate.inputs.validation).
     """
 
     def parse_int(s: str) -> int:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gate.model.config import ConfigError, ModelConfig, load_config, num_hidden_layers
-from gate.plan import ModelRef, Plan, PlanError
+from gate.inputs.configs import load_config
+from gate.model.config import ConfigError, ModelConfig, num_hidden_layers
+from gate.plan.model import ModelRef, Plan, PlanError
 
 
 @dataclass(frozen=True)
@@ -48,11 +49,11 @@ def _config(ref: ModelRef, role: str) -> tuple[ModelConfig | None, str | None]:
 
 
 def _weights(ref: ModelRef, role: str) -> tuple[int | None, str | None, str | None]:
-    """Byte count of an artifact's weights, via gate.model.weights (index total_size, shard headers, declared, params × dtype)."""
+    """Byte count of an artifact's weights, via gate.inputs.weights (index total_size, shard headers, declared, params × dtype)."""
     w = ref.weights
     if w is None:
         return None, None, "no weights given in the plan"
-    from gate.model import weights as weights_mod
+    from gate.inputs import weights as weights_mod
 
     try:
         found = weights_mod.artifact_bytes(w.path, declared_bytes=w.bytes, parameter_count=w.parameters,

@@ -2,7 +2,7 @@
 
 Why several: the same verdict lands in a terminal, a CI test report (one testcase per
 budget line, so a failing line shows up by name) and a pull-request comment. A Prometheus
-fleet's per-pod table (gate.fleet) follows the lines in text and Markdown; JSON holds every row. Every format
+fleet's per-pod table (gate.evidence.fleet) follows the lines in text and Markdown; JSON holds every row. Every format
 says when `--allow-inconclusive` turned an inconclusive exit into 0.
 """
 
@@ -13,8 +13,8 @@ import textwrap
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from gate.fleet import render as fleet_render
-from gate.verdict import Verdict
+from gate.evidence.fleet import render as fleet_render
+from gate.verdict.verdict import Verdict
 
 FORMATS = ("text", "json", "junit", "markdown")
 
@@ -26,7 +26,7 @@ def _notice(v: Verdict) -> str | None:
 
 
 def _fleet(v: Verdict) -> dict[str, Any] | None:
-    """The Prometheus fleet's per-pod table, when the acceptance line judged one (gate.fleet)."""
+    """The Prometheus fleet's per-pod table, when the acceptance line judged one (gate.evidence.fleet)."""
     line = v.checks.get("acceptance")
     fleet = line.values.get("fleet") if line is not None else None
     return fleet if isinstance(fleet, dict) else None

@@ -2,10 +2,10 @@
 
 Why one function: the CLI (`specgate check`), the HTTP gate (Argo/Flagger) and the
 controller must judge a plan identically. It only orchestrates: read the local artifacts
-(`gate.model.facts`), gather the evidence (`gate.evidence.gather`), bill the memory
-(`gate.checks.kv_pool.bill`), run the five lines (`gate/checks/<line>.py`, each
-`check(ctx) -> LineResult`), apply the decision rule (`gate.verdict`) and write the run record
-(`gate.record`). Every rule lives in one of those modules, none here. Invalid input raises
+(`gate.bill.facts`), gather the evidence (`gate.evidence.gather`), bill the memory
+(`gate.bill.pool.bill`), run the five lines (`gate/checks/<line>.py`, each
+`check(ctx) -> LineResult`), apply the decision rule (`gate.verdict.verdict`) and write the run record
+(`gate.verdict.record`). Every rule lives in one of those modules, none here. Invalid input raises
 PlanError; an unreachable or empty evidence source makes the affected line inconclusive,
 never a pass.
 
@@ -17,31 +17,22 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from gate.checks import acceptance, artifacts, codesign, kv_pool, staging
+from gate.bill.facts import artifact_facts
+from gate.bill.pool import bill
+from gate.checks import CHECKS, LINES
 from gate.checks.base import CheckContext
 from gate.evidence.base import Progress
 from gate.evidence.gather import gather_kube, gather_metrics, request_for
-from gate.model.facts import artifact_facts
-from gate.plan import Plan, PlanError
-from gate.record import build as build_record
-from gate.record_previous import PreviousRecord, compare
-from gate.verdict import LINES, LineResult, Verdict, decide
+from gate.evidence.previous import PreviousRecord, compare
+from gate.plan.model import Plan, PlanError
+from gate.status import decide
+from gate.verdict.record import build as build_record
+from gate.verdict.verdict import Verdict
 
 PHASES = ("pre", "post")
-
-# The five lines, each wholly in its module (read-only: no module-level mutable state).
-CHECKS: Mapping[str, Callable[[CheckContext], LineResult]] = MappingProxyType({
-    "artifacts": artifacts.check,
-    "kv_pool": kv_pool.check,
-    "acceptance": acceptance.check,
-    "staging": staging.check,
-    "codesign": codesign.check,
-})
-
 
 def evaluate(plan: Plan, phase: str = "pre", metrics: Iterable[str] = (), prometheus: str | None = None,
              allow_inconclusive: bool = False, *, kube_client: Any = None, progress: Progress | None = None,
@@ -60,7 +51,7 @@ def evaluate(plan: Plan, phase: str = "pre", metrics: Iterable[str] = (), promet
     cluster = gather_kube(plan, kube_client)
     changes = (compare(previous, plan.target.revision, plan.drafter.revision if plan.drafter else None)
                if previous is not None else None)
-    ctx = CheckContext(plan=plan, phase=phase, facts=facts, budget=kv_pool.bill(plan, facts, ev), metrics=ev,
+    ctx = CheckContext(plan=plan, phase=phase, facts=facts, budget=bill(plan, facts, ev), metrics=ev,
                        cluster=cluster, previous=changes)
     checks = {line: CHECKS[line](ctx) for line in LINES}
     decision = decide([r.status for r in checks.values()])

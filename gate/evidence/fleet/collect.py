@@ -5,7 +5,7 @@ carry almost all the points; the others are sparse or instant. They run at the s
 wall time is the slowest query plus the parsing, and the number of queries never depends on the
 number of pods. Windows are the steps of `increase(x[W])` at step W with `end` aligned to W (both
 Prometheus and VictoriaMetrics then evaluate the same instants); a window in which the restarts
-counter rose is `reset` and never evidence. Numbers go through `gate.evidence.plausibility`: a pod
+counter rose is `reset` and never evidence. Numbers go through `gate.model.plausibility`: a pod
 whose acceptance no engine can produce at depth k is inconclusive, never pass.
 """
 
@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from exporter import names
-from gate.evidence import plausibility as pl
-from gate.fleet.queries import FleetQueries, Query, selector
-from gate.fleet.rule import fleet_status, window_slo_status
-from gate.fleet.table import FleetResult, PodRow
-from gate.plan import SLO, FleetRule, PrometheusSource
-from gate.verdict import Status
+from gate.evidence.fleet.queries import FleetQueries, Query, selector
+from gate.evidence.fleet.table import FleetResult, PodRow
+from gate.model import plausibility as pl
+from gate.plan.model import SLO, FleetRule, PrometheusSource
+from gate.status import Status, fleet_status, window_slo_status
 
 Series = list[dict[str, Any]]
 RowKey = tuple[str, ...]
@@ -185,7 +184,8 @@ def _row(key: RowKey, q: FleetQueries, ask: FleetAsk, steps: int, acc: _Acc | No
         unknown.append(f"not this plan's evidence: model {model!r} is not the served model {ask.served_model_name!r}")
     if target is None:
         unknown.append("no acceptance-length target")
-    slo_st = window_slo_status(a.eligible, a.met, slo) if target is not None and not unknown else None
+    slo_st = window_slo_status(a.eligible, a.met, min_windows=slo.min_windows,
+                                                    required_fraction=slo.required_fraction) if target is not None and not unknown else None
     # Plausibility: every window's L within [1, 1 + k]; the lookback's L and a together possible at k.
     found = None
     if a.eligible:
@@ -261,7 +261,8 @@ def evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name: 
     pods_seen = len({r.pod for r in rows})
     rule: FleetRule = src.fleet
     missing = max((rule.expected_pods or 0) - pods_seen, 0)
-    status, reason = fleet_status(rule, failed, incon, passed, missing)
+    status, reason = fleet_status(failed, incon, passed, missing, max_failed_fraction=rule.max_failed_fraction,
+                                  max_inconclusive_fraction=rule.max_inconclusive_fraction)
     if ask.now is not None and (future := pl.recency(end, ask.now, q.lookback_seconds, require_recent=False,
                                                      where=source_name)) is not None:
         status, reason = Status.INCONCLUSIVE, f"not evidence: {future.reason}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gate.verdict import Status
+from gate.status import Status
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from gate.model.depth import VARIABLE_LENGTH_METHODS
+
 # Rounding allowance for ratios: reported values are rounded (a launch log's "3.24") and
 # Prometheus' increase() extrapolates each series; a genuine impossibility is far larger.
 TOLERANCE = 1e-3
@@ -41,12 +43,7 @@ CLOCK_SKEW_SECONDS = 60.0
 MAX_POOL_TOKENS = 10**11
 # A cold start longer than a day is not a startup, it is a failed deployment.
 MAX_STARTUP_SECONDS = 86_400.0
-# The largest speculative depth any engine accepts is far below this (vLLM and SGLang
-# configurations use 1–16); a larger k is a typo.
-MAX_SPECULATIVE_DEPTH = 64
 
-# Methods whose proposer may draft fewer than k tokens per round.
-VARIABLE_LENGTH_METHODS: frozenset[str] = frozenset({"ngram", "suffix"})
 
 
 @dataclass(frozen=True)
@@ -105,24 +102,6 @@ def number(name: str, value: float | None, *, low: float = 0.0, high: float | No
     if high is not None and value > high:
         return Implausible("out_of_range", f"{name} {_g(value)} is above the sane bound {_g(high)}{at}", nums)
     return None
-
-
-def speculative_depth(engine: str, *, num_speculative_tokens: int | None = None,
-                      num_draft_tokens: int | None = None, num_steps: int | None = None,
-                      eagle_topk: int | None = None) -> int | None:
-    """k, the draft tokens proposed per round that one verify can accept (None when not declared).
-
-    vLLM: `num_speculative_tokens`. SGLang: `num_draft_tokens − 1` (the verify block holds the
-    root token too); with only `num_steps` and top-k 1 (a chain) SGLang's default block is
-    `num_steps + 1`, so k = `num_steps`.
-    """
-    if engine == "sglang":
-        if num_draft_tokens is not None:
-            return max(num_draft_tokens - 1, 0)
-        if num_steps is not None and (eagle_topk or 1) == 1:
-            return num_steps
-        return num_speculative_tokens
-    return num_speculative_tokens
 
 
 def acceptance(length: float | None, rate: float | None, k: int | None, *, method: str | None = None,

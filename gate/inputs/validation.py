@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gate.loading import InputError
+from gate.status import InputError
 
 
 @dataclass(frozen=True)

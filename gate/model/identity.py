@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gate.evidence.plausibility import Implausible
+from gate.model.plausibility import Implausible
 
 # SGLang's speculative_algorithm values that run each plan method (SGLang turns NEXTN into EAGLE
 # internally; STANDALONE is a separate draft model).

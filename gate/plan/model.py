@@ -5,10 +5,10 @@ gate with an error naming the path, never be silently ignored and turn into a pa
 Paths inside a plan are relative to the plan file. Secrets never live in a plan: auth
 fields name an environment variable or a file that holds them.
 
-Fail closed (issue 10): the file is read through gate.loading (regular files only, size,
+Fail closed (issue 10): the file is read through gate.inputs.loading (regular files only, size,
 depth and digit limits, duplicate keys refused); every number must be finite (`.inf`/`.nan`
 anywhere is invalid, not a zero or a pass); reported observations are non-negative and
-served rates positive; inline geometry passes gate.validation; a drafter section needs
+served rates positive; inline geometry passes gate.inputs.validation; a drafter section needs
 `engine.speculative`; an acceptance target above 1 + k can never be met and is refused.
 """
 
@@ -32,18 +32,19 @@ from pydantic import (
 )
 
 from exporter.engines.base import EngineKind
-from gate.evidence.plausibility import MAX_SPECULATIVE_DEPTH, pool_tokens, speculative_depth, startup_seconds
-from gate.loading import PLAN_LIMITS, InputError, load_yaml
-from gate.validation import acceptance_target_possible, validate_geometry
+from gate.inputs.loading import PLAN_LIMITS, InputError, load_yaml
+from gate.inputs.validation import acceptance_target_possible, validate_geometry
+from gate.model.depth import (
+    DRAFTERLESS_METHODS,
+    EMBEDDED_METHODS,
+    MAX_SPECULATIVE_DEPTH,
+    SpecMethod,
+    speculative_depth,
+)
+from gate.model.plausibility import pool_tokens, startup_seconds
 
 KVDtype = Literal["auto", "bf16", "bfloat16", "fp16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32", "float32"]
 Scope = Literal["full", "window", "block"]
-SpecMethod = Literal["draft_model", "eagle", "eagle3", "mtp", "nextn", "dflash", "dspark", "ngram", "suffix"]
-# Methods that propose from the tokens themselves (prompt lookup; vLLM suffix decoding via arctic-inference):
-# no drafter artifact, no drafter KV.
-DRAFTERLESS_METHODS: frozenset[str] = frozenset({"ngram", "suffix"})
-# Methods whose drafter ships inside the target checkpoint (no second download).
-EMBEDDED_METHODS: frozenset[str] = frozenset({"mtp", "nextn"})
 
 
 class PlanError(InputError):
@@ -429,7 +430,7 @@ Fraction = Annotated[float, Field(ge=0, le=1)]
 
 
 class FleetRule(_Strict):
-    """How the pods a Prometheus selector matches are judged together (gate.fleet; design.md "Prometheus evidence").
+    """How the pods a Prometheus selector matches are judged together (gate.evidence.fleet; design.md "Prometheus evidence").
 
     Every pod (row: `pod_labels` + `group_by`) is judged by the per-window SLO on its own; the fleet
     fails when more than `max_failed_fraction` of the rows fail, is inconclusive when more than
@@ -553,7 +554,7 @@ class Plan(_Strict):
 
     @property
     def depth(self) -> int | None:
-        """k: draft tokens per round that one verify can accept (gate.evidence.plausibility.speculative_depth)."""
+        """k: draft tokens per round that one verify can accept (gate.model.depth.speculative_depth)."""
         spec = self.engine.speculative
         if spec is None:
             return None
@@ -713,7 +714,7 @@ def plan_from_dict(data: Any, base_dir: Path | None = None, plan_path: Path | No
 
 
 def load_plan(path: str | Path) -> Plan:
-    """Read (gate.loading: regular file, limits, no duplicate keys) and validate a plan; one-line PlanError."""
+    """Read (gate.inputs.loading: regular file, limits, no duplicate keys) and validate a plan; one-line PlanError."""
     p = Path(path)
     try:
         data = load_yaml(p, "plan file", PLAN_LIMITS)

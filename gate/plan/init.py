@@ -4,7 +4,7 @@ Why: a newcomer's first plan took four rejected keys. The writer fills what the 
 (names, config paths, the drafter family, a depth that fits the family, the KV bytes per token as
 a comment) and writes every key the user must decide as `null` with a `# TODO` comment saying
 what it is and where it comes from (budgets, request mixes, the acceptance target and its
-source, the memory fraction). The result loads (`gate.plan.load_plan`), and `specgate check`
+source, the memory fraction). The result loads (`gate.plan.model.load_plan`), and `specgate check`
 on it says what is still missing: no acceptance target is a fail before rollout (seed 002),
 unknown budgets are inconclusive — never a pass on placeholders.
 
@@ -20,17 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate.evidence.identity import family_mismatch
-from gate.loading import InputError
-from gate.model.config import ConfigError, drafter_family, load_config, mtp_layers, num_hidden_layers
+from gate.inputs.configs import load_config
+from gate.model.config import ConfigError, drafter_family, mtp_layers, num_hidden_layers
+from gate.model.depth import DRAFTERLESS_METHODS, EMBEDDED_METHODS, METHODS
 from gate.model.geometry import kv_geometry
-from gate.plan import DRAFTERLESS_METHODS, EMBEDDED_METHODS, SpecMethod
+from gate.model.identity import family_mismatch
+from gate.status import InputError
 
 # The method a detected family is launched with, when --method is not given.
 FAMILY_METHOD: dict[str, str] = {"eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "mtp": "mtp",
                                  "draft_model": "draft_model"}
-METHODS: tuple[str, ...] = SpecMethod.__args__  # type: ignore[attr-defined]
-REPO_SCHEMA = Path(__file__).resolve().parents[1] / "examples" / "plans" / "plan.schema.json"
+REPO_SCHEMA = Path(__file__).resolve().parents[2] / "examples" / "plans" / "plan.schema.json"
 
 
 class InitError(InputError):

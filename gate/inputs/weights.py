@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate.loading import CONFIG_LIMITS, InputError, check_regular, load_json, parse_json
+from gate.inputs.loading import CONFIG_LIMITS, InputError, check_regular, load_json, parse_json
 from gate.model.config import ConfigError
 from gate.model.dtypes import DTYPE_BYTES, canonical_dtype
 

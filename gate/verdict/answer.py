@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gate.verdict import LINES, Decision, Status, Verdict
+from gate.checks import LINES
+from gate.status import Decision, Status
+from gate.verdict.verdict import Verdict
 
 # Statuses that let a rollout go on: a line's reason is shown only for the others.
 PASSING: frozenset[Status] = frozenset({Status.PASS, Status.NA, Status.WARN})

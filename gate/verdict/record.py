@@ -20,10 +20,10 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from gate.bill.budget import Budget
 from gate.evidence.base import MetricsEvidence
-from gate.model.budget import Budget
-from gate.plan import Plan
-from gate.redact import redact_url
+from gate.inputs.redact import redact_url
+from gate.plan.model import Plan
 
 # A value per request mix (the mix's name → value), or one value when the plan has one mix.
 PerMix = int | dict[str, int] | None

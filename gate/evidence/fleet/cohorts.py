@@ -30,9 +30,9 @@ from typing import Any
 from exporter import names
 from exporter.settings import duration_label
 from gate.evidence.base import EvidenceError
-from gate.fleet.collect import Client
-from gate.fleet.queries import Query, selector
-from gate.plan import PrometheusSource
+from gate.evidence.fleet.collect import Client
+from gate.evidence.fleet.queries import Query, selector
+from gate.plan.model import PrometheusSource
 
 COHORTS = ("canary", "stable")
 QUERIES_PER_COHORT = 5
