@@ -66,7 +66,7 @@ e2e: venv tools
 	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests/e2e
 
 # The plan reference and JSON Schema are generated from gate/plan.py: run this whenever the plan model
-# changes (tests/gate/test_plan_reference.py fails on drift).
+# changes (tests/gate/plan/test_reference.py fails on drift).
 plan-reference: venv
 	$(BIN)/python -m gate.plan.reference
 

@@ -54,6 +54,8 @@ CONFIG_LIMITS = Limits(max_bytes=32 << 20)
 WINDOWS_LIMITS = Limits(max_bytes=16 << 20)
 # A secret (token, password) file holds one line.
 SECRET_LIMITS = Limits(max_bytes=64 << 10)
+# A recorded /metrics page: a real vLLM page is ~50 KB, the exporter's own generated 32-stream page 1.3 MB.
+CAPTURE_LIMITS = Limits(max_bytes=64 << 20)
 
 
 def _kind(mode: int) -> str:
@@ -129,6 +131,33 @@ def read_text(path: str | Path, what: str, max_bytes: int) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # YAML
+
+
+def read_capture(path: str | Path, what: str = "capture") -> tuple[str, float]:
+    """A recorded `/metrics` page as text, with the file's modification time (its timestamp).
+
+    The one reader of capture files for every gate command (`check --metrics`, `tune --captures`):
+    a FIFO, a device or a page over `CAPTURE_LIMITS` is refused at once, never waited on.
+    """
+    raw = read_bytes(path, what, CAPTURE_LIMITS.max_bytes)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{what} {path}: not UTF-8 text, not a Prometheus exposition") from None
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError as e:
+        raise InputError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    return text, mtime
+
+
+def read_secret(path: str | Path, what: str) -> str:
+    """A secret file (a bearer token, a password): regular, at most `SECRET_LIMITS`, one trailing newline dropped.
+
+    The message names the file, never its content.
+    """
+    text = read_text(path, what, SECRET_LIMITS.max_bytes)
+    return text[:-1] if text.endswith("\n") else text
 
 
 def _yaml_loader(limits: Limits) -> type[yaml.SafeLoader]:

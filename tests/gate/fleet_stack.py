@@ -1,6 +1,6 @@
 """A synthetic fleet in two real metrics engines: Prometheus 2.42 (backfilled) and VictoriaMetrics 1.79 (imported).
 
-Used by tests/gate/test_fleet.py and bench/fleet.py. The fleet is shaped like the real captures
+Used by tests/gate/evidence/test_fleet.py and bench/fleet.py. The fleet is shaped like the real captures
 (tests/fixtures/vllm, tests/golden/vllm-*.prom): per-stream series carry `model`, `engine="vllm"`,
 `rank="0"`; the scrape config adds `namespace`, `pod`, `job` and a `drafter_revision` relabelled from
 the pod (the exporter never sets those). Each pod drafts ~40-120 verify rounds per second at k = 3

@@ -22,7 +22,7 @@ from gate.evidence.base import MetricsEvidence
 from gate.evidence.captures import identity_of
 from gate.model.identity import match
 
-NGRAM = Path(__file__).parents[1] / "fixtures" / "sglang" / "0.5.23" / "ngram"
+NGRAM = Path(__file__).parents[2] / "fixtures" / "sglang" / "0.5.23" / "ngram"
 
 
 def _snap(which: str) -> EngineSnapshot:

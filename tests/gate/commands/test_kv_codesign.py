@@ -11,7 +11,7 @@ import pytest
 
 from gate.cli import main
 
-CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
 LLAMA = str(CONFIGS / "target-gqa__meta-llama__Llama-3.1-8B-Instruct.json")
 QWEN3 = str(CONFIGS / "target-gqa__Qwen__Qwen3-8B.json")
 DSV3 = str(CONFIGS / "target-mla-mtp__deepseek-ai__DeepSeek-V3.json")

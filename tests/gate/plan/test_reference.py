@@ -23,7 +23,7 @@ from gate.cli import main
 from gate.plan import reference as ref
 from gate.plan.model import Plan, PlanError, _model_in, plan_from_dict
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_committed_reference_and_schema_match_the_model() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from gate.probe.per_request import PerRequestError, vllm_request_acceptance
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm" / "methods"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "vllm" / "methods"
 
 
 def _responses(arm: str) -> list[dict]:

@@ -1,4 +1,4 @@
-"""`specgate probe` against a loopback engine replaying real vLLM streams (tests/gate/probe_replay.py).
+"""`specgate probe` against a loopback engine replaying real vLLM streams (tests/gate/probe/probe_replay.py).
 
 The replayed bytes are real vLLM 0.32.0 captures (tests/fixtures/probe/): one streamed completion
 of 16 tokens per arm, the engine's `/tokenize`, `/version`, `/v1/models`, its HTTP 400 for a prompt
@@ -22,8 +22,7 @@ from gate.probe.compare import compare
 from gate.probe.record import ProbeRecord, load_record
 from gate.probe.runner import quantiles
 from gate.probe.workload import jsonl_mixes
-
-from .probe_replay import ReplayEngine, load_capture
+from tests.gate.probe.probe_replay import ReplayEngine, load_capture
 
 NGRAM = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3,"prompt_lookup_min":1}'
 

@@ -18,7 +18,7 @@ from gate.tune.depth import PositionCounters, TuneInputError, acceptance_curve, 
 from gate.tune.inputs import from_captures, parse_draft_band
 from gate.tune.predict import crossover, dominating, predict
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 VLLM = REPO / "tests" / "fixtures" / "vllm"
 NGRAM = [VLLM / "metrics-ngram-before.txt", VLLM / "metrics-ngram-after.txt"]
 

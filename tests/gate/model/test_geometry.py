@@ -20,7 +20,7 @@ from gate.model.geometry import (
 )
 from gate.model.pools import drafter_kv_need
 
-CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
 
 
 def cfg(name: str) -> dict:

@@ -1,6 +1,6 @@
 """The acceptance line's probe evidence (evidence.probes): fail where the plan's mix does not pay, pass
 where it pays, inconclusive where the probes cannot tell — on synthetic records with known speedups
-(tests/gate/test_compare.py's builders: 5 vs 5 fully separated arms give p = 1/252)."""
+(tests/gate/probe/test_compare.py's builders: 5 vs 5 fully separated arms give p = 1/252)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 from gate.checks.acceptance import judge
 from gate.plan.model import plan_from_dict
 from gate.status import Status
-
-from .test_compare import BASE, FAST, SLOW, record
+from tests.gate.probe.test_compare import BASE, FAST, SLOW, record
 
 
 def plan(tmp: Path, mixes: list[tuple[str, int]], files: list[str], min_speedup: float | None = None):

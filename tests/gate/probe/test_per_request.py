@@ -14,7 +14,7 @@ import pytest
 
 from gate.probe.per_request import PerRequestError, histogram, sglang_request_acceptance
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "sglang" / "0.5.23"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "sglang" / "0.5.23"
 
 # One real NGRAM answer's meta_info (4 draft tokens per verify): 32 tokens in 15 verify calls.
 REAL_NGRAM = {"completion_tokens": 32, "prompt_tokens": 5, "spec_accept_rate": 0.37777777777777777,

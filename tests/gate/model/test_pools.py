@@ -16,7 +16,7 @@ from gate.model.pools import (
     vllm_pool_tokens,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "fixtures" / "configs"
 KV_BYTES = 8_388_608  # --kv-cache-memory-bytes 8388608 (8 MiB) in every captured arm
 BLOCK = 128  # block_size="128" in vllm:cache_config_info

@@ -13,7 +13,7 @@ from gate.checks.codesign import CodesignResult, Finding, codesign, worst_status
 from gate.inputs.configs import load_config
 from gate.model.config import ConfigError, drafter_family
 
-CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
 
 
 def cfg(name: str) -> dict:

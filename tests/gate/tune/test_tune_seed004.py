@@ -24,7 +24,7 @@ import pytest
 
 from gate.cli import main
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TUNE_INPUT = REPO / "examples" / "tune" / "seed004.yaml"
 
 L3_2K = 1 + (434 + 371 + 298) / 467  # 3.362

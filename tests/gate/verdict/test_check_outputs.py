@@ -11,7 +11,7 @@ against it.
 A later issue that changes a decision on purpose regenerates the files deliberately and
 says so in its commit:
 
-    .venv/bin/python -m tests.gate.test_check_outputs     # rewrites tests/gate/expected/*.json
+    .venv/bin/python -m tests.gate.verdict.test_check_outputs     # rewrites tests/gate/expected/*.json
 
 then reviews `git diff tests/gate/expected/` line by line.
 """
@@ -31,7 +31,7 @@ import pytest
 from gate.cli import main
 from tests.gate.helpers import PLANS
 
-EXPECTED = Path(__file__).resolve().parent / "expected"
+EXPECTED = Path(__file__).resolve().parents[1] / "expected"
 
 _CAPTURES = ["captures/seed004-0-start.txt", "captures/seed004-1-after-2k.txt",
              "captures/seed004-2-after-131k.txt"]
@@ -63,7 +63,7 @@ _EXIT = {"pass": 0, "fail": 1, "inconclusive": 2}
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_check_output_unchanged(name: str) -> None:
     path = EXPECTED / f"{name}.json"
-    assert path.exists(), f"no committed output for {name}: run python -m tests.gate.test_check_outputs"
+    assert path.exists(), f"no committed output for {name}: run python -m tests.gate.verdict.test_check_outputs"
     code, doc = _run(CASES[name])
     assert doc == path.read_text(encoding="utf-8")
     assert code == _EXIT[json.loads(doc)["decision"]]

@@ -20,7 +20,7 @@ import pytest
 from gate.checks.codesign import codesign
 from gate.status import Status
 
-CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
 TARGET = CONFIGS / "tiny-target.json"
 
 
