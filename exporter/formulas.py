@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import math
 import operator
+from collections.abc import Iterable
 
 
 def acceptance_length(accepted: float, drafts: float) -> float | None:
@@ -16,6 +17,30 @@ def acceptance_length(accepted: float, drafts: float) -> float | None:
     if drafts <= 0:
         return None
     return 1.0 + accepted / drafts
+
+
+def pooled_length(windows: Iterable[tuple[float | None, float]]) -> float | None:
+    """Drafts-weighted L over several windows (streams, pods, samples) of (L_j, drafts_j):
+
+        L = 1 + Σ_j (L_j − 1) · drafts_j / Σ_j drafts_j  (= 1 + Σ accepted / Σ drafts)
+
+    Counters add, ratios do not: pooling the L's themselves would weigh a thin window like a full one.
+    Windows with an unknown L are left out (their drafts too); None when no drafts remain.
+    """
+    drafts = 0.0
+    accepted = 0.0
+    for length, d in windows:
+        if length is None:
+            continue
+        drafts += d
+        accepted += (length - 1.0) * d
+    return acceptance_length(accepted, drafts)
+
+
+def length_from_rates(rates: Iterable[float]) -> float:
+    """L(k) = 1 + Σ_{i<k} p_i from per-position acceptance rates p_i = accepted_pos_i / drafts (the 1 is the
+    bonus token); vLLM accepts prefix-wise, so this is the same L as 1 + accepted / drafts."""
+    return 1.0 + sum(rates)
 
 
 def acceptance_rate(accepted: float, draft_tokens: float) -> float | None:
