@@ -21,7 +21,8 @@ import yaml
 
 from gate.cli import main
 from gate.plan import reference as ref
-from gate.plan.model import Plan, PlanError, _model_in, plan_from_dict
+from gate.plan.model import Plan, PlanError, plan_from_dict
+from gate.plan.suggest import model_in
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -42,7 +43,7 @@ def test_every_key_is_described_and_in_the_reference() -> None:
             if not info.description:
                 missing.append(prefix + name)
             assert f"| `{name}` |" in text
-            sub = _model_in(info.annotation)
+            sub = model_in(info.annotation)
             if sub is not None:
                 walk(sub, f"{prefix}{name}.")
 
