@@ -12,7 +12,17 @@ Method sets (what a method needs and how it proposes):
 
 - drafterless (`ngram`, `suffix`): proposes from the tokens themselves; no drafter artifact, no
   drafter KV; a variable-length proposer, which may draft fewer than k tokens per round;
-- embedded (`mtp`, `nextn`): the drafter ships inside the target checkpoint.
+- embedded (`mtp`, `nextn`): the drafter ships inside the target checkpoint;
+- block (`dflash`, `dspark`): the drafter proposes its whole block in one forward (parallel drafting).
+
+Drafter forward passes per verify cycle (`draft_forward_passes`; what the cost model's
+`t_cycle = t_verify + passes × t_draft` and the seed-004 "per draft step" share divide by):
+
+    drafterless              0
+    block                    1
+    chain or tree, vLLM      k = num_speculative_tokens (one drafter step per proposed token)
+    chain or tree, SGLang    num_steps (a tree of top-k > 1 grows by one level per step, so
+                             num_draft_tokens − 1 may exceed the steps); k when only k is given
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ DRAFTERLESS_METHODS: frozenset[str] = frozenset({"ngram", "suffix"})
 VARIABLE_LENGTH_METHODS: frozenset[str] = DRAFTERLESS_METHODS
 # Methods whose drafter ships inside the target checkpoint (no second download).
 EMBEDDED_METHODS: frozenset[str] = frozenset({"mtp", "nextn"})
+# Methods whose drafter proposes the whole block in one forward pass (DFlash's block diffusion, DSpark's block).
+BLOCK_METHODS: frozenset[str] = frozenset({"dflash", "dspark"})
 
 # The largest speculative depth any engine accepts is far below this (vLLM and SGLang
 # configurations use 1–16); a larger k is a typo.
@@ -46,3 +58,24 @@ def speculative_depth(engine: str, *, num_speculative_tokens: int | None = None,
 
     return profile(engine).depth(num_speculative_tokens=num_speculative_tokens,
                                  num_draft_tokens=num_draft_tokens, num_steps=num_steps, eagle_topk=eagle_topk)
+
+
+def draft_forward_passes(engine: str, method: str | None, *, num_speculative_tokens: int | None = None,
+                         num_draft_tokens: int | None = None, num_steps: int | None = None,
+                         eagle_topk: int | None = None) -> int | None:
+    """Drafter forward passes one verify cycle costs (None when the plan does not say enough).
+
+    Why a rule of its own: the cycle cost (`t_verify + passes × t_draft`) and the draft's share of
+    the cycle growth divide by the drafter's steps, which are k only for a chain drafter on vLLM:
+    a drafterless method runs no drafter, a block drafter (DFlash, DSpark) one forward for the whole
+    block, SGLang's EAGLE family `num_steps` whatever the tree's width (module docstring). `method`
+    None is read as a chain or tree drafter.
+    """
+    if method in DRAFTERLESS_METHODS:
+        return 0
+    if method in BLOCK_METHODS:
+        return 1
+    from gate.model.engines import profile
+
+    return profile(engine).draft_steps(num_speculative_tokens=num_speculative_tokens,
+                                       num_draft_tokens=num_draft_tokens, num_steps=num_steps, eagle_topk=eagle_topk)

@@ -17,3 +17,8 @@ class EngineProfile(Protocol):
               num_steps: int | None, eagle_topk: int | None) -> int | None:
         """k from the engine's own spelling of it (None when not declared)."""
         ...
+
+    def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
+                    num_steps: int | None, eagle_topk: int | None) -> int | None:
+        """Drafter forward passes per verify cycle of a chain or tree drafter (None when not declared)."""
+        ...

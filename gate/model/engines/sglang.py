@@ -19,5 +19,14 @@ class SglangProfile:
             return num_steps
         return num_speculative_tokens
 
+    def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
+                    num_steps: int | None, eagle_topk: int | None) -> int | None:
+        """`speculative_num_steps` drafter forwards (each grows the tree by one level of top-k); without
+        steps, a chain of k (the depth)."""
+        if num_steps is not None:
+            return num_steps
+        return self.depth(num_speculative_tokens=num_speculative_tokens, num_draft_tokens=num_draft_tokens,
+                          num_steps=num_steps, eagle_topk=eagle_topk)
+
 
 SGLANG = SglangProfile()
