@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter import names
+from exporter import formulas, names
 from exporter.settings import duration_label
 from gate.evidence.base import EvidenceError
 from gate.evidence.fleet.collect import Client
@@ -56,7 +56,7 @@ class CohortSamples:
     def acceptance_length(self) -> float | None:
         if self.drafts is None or self.accepted is None or not self.drafts > 0:
             return None
-        return 1.0 + self.accepted / self.drafts
+        return formulas.acceptance_length(self.accepted, self.drafts)
 
     def to_json(self) -> dict[str, Any]:
         return {"selector": self.selector, "pods": sorted(self.pods), "samples": {

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from exporter import names
+from exporter import formulas, names
 from gate.evidence.fleet.queries import FleetQueries, Query, selector
 from gate.evidence.fleet.table import FleetResult, PodRow
 from gate.model import plausibility as pl
@@ -144,7 +144,8 @@ def _windows(dpoints: list[list[Any]], apoints: list[list[Any]], resets: set[flo
         if not math.isfinite(a) or a < 0:
             acc.non_finite += 1
             continue
-        length = 1.0 + a / d
+        length = formulas.acceptance_length(a, d)
+        assert length is not None  # d ≥ floor > 0
         acc.eligible += 1
         acc.drafts += d
         acc.accepted += a
@@ -166,7 +167,7 @@ def _row(key: RowKey, q: FleetQueries, ask: FleetAsk, steps: int, acc: _Acc | No
     seen = a.eligible + a.reset + a.thin + a.no_accepted + a.non_finite
     excluded = {"reset": a.reset, "below_min_drafts": a.thin, "no_accepted": a.no_accepted,
                 "non_finite": a.non_finite, "missing": max(steps - seen, 0)}
-    pooled = 1.0 + a.accepted / a.drafts if a.drafts > 0 else None
+    pooled = formulas.acceptance_length(a.accepted, a.drafts)
     acc_lt, tok_lt = lifetime.get("accepted"), lifetime.get("draft_tokens")
     rate_lt = acc_lt / tok_lt if acc_lt is not None and tok_lt else None
     up = None if engine_up is None else engine_up >= 1.0
@@ -192,7 +193,7 @@ def _row(key: RowKey, q: FleetQueries, ask: FleetAsk, steps: int, acc: _Acc | No
         found = (pl.acceptance(a.min_l, None, ask.k, where=pod) or pl.acceptance(a.max_l, None, ask.k, where=pod))
     d_lt = lifetime.get("drafts")
     if found is None and d_lt:
-        l_lt = 1.0 + acc_lt / d_lt if acc_lt is not None else None
+        l_lt = formulas.acceptance_length(acc_lt, d_lt) if acc_lt is not None else None
         found = pl.acceptance(l_lt, rate_lt, ask.k, method=ask.method, where=pod)
     if a.non_finite:
         unknown.append(f"{a.non_finite} window(s) with a non-finite or negative count")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from exporter import formulas
 from gate.status import Status
 
 
@@ -77,9 +78,7 @@ class FleetResult:
 
     def pooled_length(self) -> float | None:
         """Drafts-weighted L over every row's evidence windows."""
-        drafts = sum(r.drafts for r in self.rows if r.acceptance_length is not None)
-        accepted = sum((r.acceptance_length - 1.0) * r.drafts for r in self.rows if r.acceptance_length is not None)
-        return 1.0 + accepted / drafts if drafts > 0 else None
+        return formulas.pooled_length((r.acceptance_length, r.drafts) for r in self.rows)
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "selector": self.selector, "rule": self.rule,
