@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import os
 import socket
 import ssl
@@ -37,7 +36,8 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from exporter import http1
 from exporter.engines import DetectError, adapter, detect
-from exporter.engines.base import EngineAdapter, EngineSnapshot, ParsedPage, SideInfo, SpeculativeSettings
+from exporter.engines.base import EngineAdapter, EngineSnapshot, ParsedPage, SideInfo
+from exporter.engines.sglang import speculative_settings as speculative_settings  # re-exported
 from exporter.parse import PageParser, ParseError, _looks_like_exposition
 from exporter.redact import redact_url
 from exporter.sanity import check_snapshot
@@ -307,10 +307,6 @@ class PageReader:
             raise ScrapeError("parse", str(e)) from None
 
 
-def _parse_text(text: str, engine: str) -> tuple[EngineAdapter, ParsedPage]:
-    return PageReader(engine).read(text)
-
-
 def snapshot_from_text(text: str, engine: str = "auto", timestamp: float | None = None,
                        side: SideInfo | None = None) -> EngineSnapshot:
     """Parse a page into a normalised snapshot; a page that is not Prometheus text raises ScrapeError."""
@@ -334,33 +330,6 @@ def read_file_snapshot(path: str | Path, engine: str = "auto") -> EngineSnapshot
         return snapshot_from_text(text, engine, timestamp=p.stat().st_mtime)
     except ScrapeError as e:
         raise ScrapeError(e.reason, f"{p}: {e}") from None
-
-
-def _server_info_value(info: Mapping[str, Any], key: str) -> Any:
-    """A key of SGLang's `/server_info`, top level first, then its first `internal_states` entry (where
-    0.5.23 keeps `avg_spec_accept_length`)."""
-    v = info.get(key)
-    states = info.get("internal_states")
-    if v is None and isinstance(states, list) and states and isinstance(states[0], dict):
-        v = states[0].get(key)
-    return v
-
-
-def speculative_settings(info: Mapping[str, Any]) -> SpeculativeSettings | None:
-    """SGLang's speculative settings from `/server_info` (None when it runs no speculation or does not say)."""
-    algo = _server_info_value(info, "speculative_algorithm")
-    if not isinstance(algo, str) or not algo or algo.upper() == "NONE":
-        return None
-
-    def whole(key: str) -> int | None:
-        v = _server_info_value(info, key)
-        return int(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
-
-    avg = _server_info_value(info, "avg_spec_accept_length")
-    avg_ok = isinstance(avg, int | float) and not isinstance(avg, bool) and math.isfinite(avg) and avg >= 1.0
-    return SpeculativeSettings(algorithm=algo, num_draft_tokens=whole("speculative_num_draft_tokens"),
-                               num_steps=whole("speculative_num_steps"),
-                               avg_accept_length=float(avg) if avg_ok else None)
 
 
 @dataclass
@@ -409,32 +378,6 @@ class Scraper:
         except (ScrapeError, ValueError):
             return None
 
-    def _side_info(self, kind: str) -> SideInfo:
-        if kind == "vllm":
-            models = self._json("/v1/models", v1=True) or {}
-            lens = {}
-            for m in models.get("data", []) if isinstance(models.get("data"), list) else []:
-                if isinstance(m, dict) and isinstance(m.get("max_model_len"), int):
-                    lens[str(m.get("id"))] = m["max_model_len"]
-            ver = (self._json("/version") or {}).get("version")
-            return SideInfo(max_model_len=lens, version=ver if isinstance(ver, str) else None)
-        info = self._json("/server_info") or self._json("/get_server_info") or {}
-
-        def num(*keys: str) -> int | None:
-            for k in keys:
-                v = info.get(k)
-                if v is None and isinstance(info.get("internal_states"), list) and info["internal_states"]:
-                    st = info["internal_states"][0]
-                    v = st.get(k) if isinstance(st, dict) else None
-                if isinstance(v, int | float) and not isinstance(v, bool):
-                    return int(v)
-            return None
-
-        ver = info.get("version")
-        return SideInfo(max_total_num_tokens=num("max_total_num_tokens"), context_length=num("context_length"),
-                        configured_max_total_tokens=num("max_total_tokens"),
-                        version=ver if isinstance(ver, str) else None, speculative=speculative_settings(info))
-
     def fetch(self) -> bytes:
         """The raw `/metrics` page (one bounded GET); raises ScrapeError with its reason."""
         return self._http.get(self._metrics_target, self.timeout, self.max_bytes, {"Accept": ACCEPT})
@@ -446,10 +389,10 @@ class Scraper:
         ad, page = self._reader.read(raw.decode("utf-8", errors="replace"), dropped)
         start_samples = page.get("process_start_time_seconds")
         start = start_samples[0][1] if start_samples else None
-        missing = self._side is not None and (not self._side.max_model_len if ad.kind == "vllm" else self._side_empty)
+        missing = self._side is not None and ad.side_incomplete(self._side)
         if (self._side is None or start != self._side_start
                 or (missing and time.monotonic() - self._side_at >= self.side_retry_seconds)):
-            self._side = self._side_info(ad.kind)
+            self._side = ad.side_info(self._json)
             self._side_empty = self._side == SideInfo()
             self._side_start = start
             self._side_at = time.monotonic()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 EngineKind = Literal["vllm", "sglang"]
 # Draft positions kept per stream (0..63): deeper ones are dropped and counted (`position_limit`); a page
@@ -205,6 +205,14 @@ class SideInfo:
     speculative: SpeculativeSettings | None = None
 
 
+class GetJson(Protocol):
+    """One bounded GET of an engine's JSON endpoint (`exporter.scrape.Scraper`): the object, or None when
+    the endpoint failed or did not answer a JSON object. `v1`: a `/v1/*` path (the API key goes with it)."""
+
+    def __call__(self, path: str, v1: bool = False) -> Mapping[str, Any] | None:
+        ...
+
+
 class EngineAdapter(Protocol):
     """One implementation per engine (Flagger-style pluggable source)."""
 
@@ -214,4 +222,13 @@ class EngineAdapter(Protocol):
 
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         """Normalise one parsed page into a snapshot."""
+        ...
+
+    def side_info(self, get_json: GetJson) -> SideInfo:
+        """What the engine's other endpoints tell (which endpoints, and how to read them, is the engine's);
+        a failed endpoint leaves its facts unknown."""
+        ...
+
+    def side_incomplete(self, side: SideInfo) -> bool:
+        """Whether `side` lacks what this engine's side endpoints should have given (asked again later)."""
         ...

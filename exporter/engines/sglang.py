@@ -23,18 +23,21 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from exporter.engines.base import (
     EngineKind,
     EngineSnapshot,
+    GetJson,
     Histogram,
     ParsedPage,
     Sample,
     SideInfo,
     SpecCounters,
+    SpeculativeSettings,
     StreamKey,
     StreamSnapshot,
 )
@@ -121,6 +124,44 @@ def interval_gauge_is_new(before: SpecCounters | None, after: SpecCounters, gene
     return moved and not reset
 
 
+def server_info_value(info: Mapping[str, Any], key: str) -> Any:
+    """A key of SGLang's `/server_info`, top level first, then its first `internal_states` entry (where
+    0.5.23 keeps `avg_spec_accept_length` and, on some launches, `max_total_num_tokens`)."""
+    v = info.get(key)
+    states = info.get("internal_states")
+    if v is None and isinstance(states, list) and states and isinstance(states[0], dict):
+        v = states[0].get(key)
+    return v
+
+
+def _whole(info: Mapping[str, Any], key: str) -> int | None:
+    """A finite number of the server info as an int (None when absent, not a number, or not finite)."""
+    v = server_info_value(info, key)
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def speculative_settings(info: Mapping[str, Any]) -> SpeculativeSettings | None:
+    """SGLang's speculative settings from `/server_info` (None when it runs no speculation or does not say)."""
+    algo = server_info_value(info, "speculative_algorithm")
+    if not isinstance(algo, str) or not algo or algo.upper() == "NONE":
+        return None
+    avg = server_info_value(info, "avg_spec_accept_length")
+    avg_ok = isinstance(avg, int | float) and not isinstance(avg, bool) and math.isfinite(avg) and avg >= 1.0
+    return SpeculativeSettings(algorithm=algo, num_draft_tokens=_whole(info, "speculative_num_draft_tokens"),
+                               num_steps=_whole(info, "speculative_num_steps"),
+                               avg_accept_length=float(avg) if avg_ok else None)
+
+
+def side_info_from(info: Mapping[str, Any]) -> SideInfo:
+    """The side facts of one `/server_info` document: pool, context cap and configured ceiling (from the
+    server info for versions whose `/metrics` lacks them), version, speculative settings."""
+    ver = info.get("version")
+    return SideInfo(max_total_num_tokens=_whole(info, "max_total_num_tokens"),
+                    context_length=_whole(info, "context_length"),
+                    configured_max_total_tokens=_whole(info, "max_total_tokens"),
+                    version=ver if isinstance(ver, str) else None, speculative=speculative_settings(info))
+
+
 def _full_key(labels: Mapping[str, str]) -> FullKey:
     """Everything but the split-only labels (and `le`): folding these away sums/maxes them."""
     return tuple(sorted((k, v) for k, v in labels.items() if k not in SPLIT_ONLY and k != "le"))
@@ -146,6 +187,14 @@ class SglangAdapter:
     def __init__(self) -> None:
         self._histograms: HistogramMemo[RawKey] = HistogramMemo()  # common.histograms
         self._raw_keys: SeriesKeys[RawKey] = SeriesKeys(lambda lb: _stream_key(_full_key(lb)))
+
+    def side_info(self, get_json: GetJson) -> SideInfo:
+        """`GET /server_info`, or `/get_server_info` (before 0.4.x renamed it) when that fails or is empty."""
+        return side_info_from(get_json("/server_info") or get_json("/get_server_info") or {})
+
+    def side_incomplete(self, side: SideInfo) -> bool:
+        """The server info gave nothing at all (every field unknown)."""
+        return side == SideInfo()
 
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         side = side or SideInfo()

@@ -19,6 +19,7 @@ from exporter.engines.base import (
     MAX_POSITIONS,
     EngineKind,
     EngineSnapshot,
+    GetJson,
     Histogram,
     ParsedPage,
     Sample,
@@ -70,6 +71,22 @@ class VllmAdapter:
     def __init__(self) -> None:
         self._histograms: HistogramMemo[StreamKey] = HistogramMemo()  # common.histograms
         self._keys = SeriesKeys(_key)
+
+    def side_info(self, get_json: GetJson) -> SideInfo:
+        """`max_model_len` per served model from `GET /v1/models` (the context cap is not in `/metrics`),
+        the version from `GET /version`."""
+        models = get_json("/v1/models", v1=True) or {}
+        lens = {}
+        data = models.get("data")
+        for m in data if isinstance(data, list) else []:
+            if isinstance(m, dict) and isinstance(m.get("max_model_len"), int):
+                lens[str(m.get("id"))] = m["max_model_len"]
+        ver = (get_json("/version") or {}).get("version")
+        return SideInfo(max_model_len=lens, version=ver if isinstance(ver, str) else None)
+
+    def side_incomplete(self, side: SideInfo) -> bool:
+        """No context cap: `/v1/models` failed (or served nothing yet)."""
+        return not side.max_model_len
 
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         side = side or SideInfo()

@@ -54,7 +54,7 @@ def series(text: str) -> dict[tuple[str, frozenset], float]:
 
 
 def side_from(name: str) -> SideInfo:
-    """What Scraper._side_info extracts, for adapter-level tests (the HTTP path is tested below)."""
+    """What SglangAdapter.side_info extracts, for adapter-level tests (the HTTP path is tested below)."""
     doc = json.loads(page(name))
     st = (doc.get("internal_states") or [{}])[0]
     return SideInfo(max_total_num_tokens=doc.get("max_total_num_tokens", st.get("max_total_num_tokens")),
@@ -354,3 +354,33 @@ def test_every_family_the_adapter_reads_is_in_a_fixture():
     for f in FIX.glob("sglang-*.txt"):
         seen |= {k.split(":", 1)[1] for k in parse_page(f.read_text(), adapter("sglang").families) if ":" in k}
     assert seen == set(adapter("sglang").families)
+
+
+# --- side info: the adapter reads its own endpoints (exporter.scrape calls it, with no engine branch) ---
+
+def test_side_info_falls_back_to_get_server_info_and_walks_internal_states() -> None:
+    asked: list[str] = []
+    doc = {"version": "0.5.23", "context_length": 8192, "max_total_tokens": 8192, "speculative_algorithm": "EAGLE3",
+           "speculative_num_draft_tokens": 4, "speculative_num_steps": 3,
+           "internal_states": [{"max_total_num_tokens": 16384, "avg_spec_accept_length": 2.5}]}
+
+    def get_json(path: str, v1: bool = False) -> dict | None:
+        asked.append(path)
+        return {} if path == "/server_info" else doc
+
+    side = adapter("sglang").side_info(get_json)
+    assert asked == ["/server_info", "/get_server_info"]
+    assert (side.max_total_num_tokens, side.context_length, side.configured_max_total_tokens) == (16384, 8192, 8192)
+    assert side.version == "0.5.23"
+    assert side.speculative is not None and (side.speculative.algorithm, side.speculative.num_draft_tokens,
+                                             side.speculative.num_steps, side.speculative.avg_accept_length) == \
+        ("EAGLE3", 4, 3, 2.5)
+    assert not adapter("sglang").side_incomplete(side)
+
+
+def test_side_info_non_finite_numbers_are_unknown_not_a_crash() -> None:
+    doc = {"max_total_num_tokens": float("inf"), "context_length": float("nan"), "max_total_tokens": True}
+    side = adapter("sglang").side_info(lambda path, v1=False: doc)
+    assert (side.max_total_num_tokens, side.context_length, side.configured_max_total_tokens) == (None, None, None)
+    assert adapter("sglang").side_incomplete(side)
+    assert adapter("sglang").side_incomplete(adapter("sglang").side_info(lambda path, v1=False: None))

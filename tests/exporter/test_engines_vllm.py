@@ -337,3 +337,26 @@ def test_context_cap_asked_again_when_v1_models_failed_without_a_restart():
         caps = [sc.scrape().stream("tiny", "0").context_cap_tokens for _ in range(4)]
     assert caps == [None, 2048, 2048, 2048]
     assert sum(c.path.endswith("/v1/models") for c in eng.calls) == 2
+
+
+# --- side info: the adapter reads its own endpoints (exporter.scrape calls it, with no engine branch) ---
+
+def test_side_info_reads_v1_models_with_the_key_and_version_without() -> None:
+    asked: list[tuple[str, bool]] = []
+    docs = {"/v1/models": {"data": [{"id": "m", "max_model_len": 4096}, {"id": "n", "max_model_len": "x"}, 7]},
+            "/version": {"version": "0.11.0"}}
+
+    def get_json(path: str, v1: bool = False) -> dict | None:
+        asked.append((path, v1))
+        return docs.get(path)
+
+    side = adapter("vllm").side_info(get_json)
+    assert asked == [("/v1/models", True), ("/version", False)]
+    assert side.max_model_len == {"m": 4096} and side.version == "0.11.0" and side.speculative is None
+    assert not adapter("vllm").side_incomplete(side)
+
+
+def test_side_info_of_failed_endpoints_is_unknown_and_incomplete() -> None:
+    side = adapter("vllm").side_info(lambda path, v1=False: None)
+    assert side.max_model_len == {} and side.version is None
+    assert adapter("vllm").side_incomplete(side)
