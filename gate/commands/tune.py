@@ -31,8 +31,6 @@ from pathlib import Path
 
 from gate.status import EXIT_INVALID
 
-DEFAULT_K_MAX = 8
-
 
 def _positive(text: str) -> int:
     try:
@@ -65,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--exporter", metavar="URL", help="a specgate exporter: lifetime per-position counters")
     src.add_argument("--prometheus", metavar="URL", help="not supported yet (no per-position counters in its windows)")
     parser.add_argument("--point", help="name of the operating point the captures measured (e.g. 2K)")
-    parser.add_argument("--k-max", type=_positive, metavar="N", help=f"largest depth to predict (default {DEFAULT_K_MAX})")
+    parser.add_argument("--k-max", type=_positive, metavar="N", help="largest depth to predict (default 8, or the measured or planned k if deeper)")
     parser.add_argument("--concurrency", nargs="+", type=_positive, default=[], metavar="C",
                         help="report only these concurrencies (from probe cells; tune never extrapolates in B)")
     parser.add_argument("--target-step-ms", type=_ms, metavar="MS", help="declared plain decode step per sequence")
@@ -82,19 +80,10 @@ def _err(msg: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gate.plan.model import PlanError, load_plan
-    from gate.tune.cost import cycle_models
-    from gate.tune.depth import TuneInputError, curve_for_point
-    from gate.tune.inputs import (
-        TuneInputs,
-        declared_costs,
-        from_captures,
-        from_exporter,
-        from_plan,
-        load_tune_file,
-        parse_draft_band,
-    )
-    from gate.tune.predict import predict
+    """Parse the sources into `TuneInputs`, call `gate.tune.run`, print (the orchestration is there, once)."""
+    import gate.tune
+    from gate.status import InputError
+    from gate.tune.inputs import sources
     from gate.tune.report import to_json, to_text
 
     if args.prometheus:
@@ -104,64 +93,15 @@ def run(args: argparse.Namespace) -> int:
         return _err("tune needs a source: --captures BEFORE AFTER, --plan PLAN, --input FILE, --probe FILE ... "
                     "or --exporter URL")
     try:
-        inputs = TuneInputs()
-        band = parse_draft_band(args.draft_step_ms)
-        k_max = args.k_max
-        plans = []
-        if args.input:
-            loaded = load_tune_file(args.input)
-            plans.append(loaded.plan)
-            band = band or loaded.band
-            k_max = k_max or loaded.k_max
-        if args.plan:
-            plans.append(load_plan(args.plan))
-        for plan in plans:
-            got = from_plan(plan)
-            inputs.counters += got.counters
-            inputs.costs += got.costs
-            inputs.notes += got.notes
-            inputs.plan_k = inputs.plan_k or got.plan_k
-        if args.captures:
-            inputs.counters.append(from_captures(args.captures, args.point))
-        if args.exporter:
-            inputs.counters.append(from_exporter(args.exporter, point=args.point))
-        if args.probe:
-            from gate.tune.probes import from_probe_records
-
-            got = from_probe_records(args.probe)
-            inputs.counters += got.counters
-            inputs.costs += got.costs
-            inputs.notes += got.notes
-        k_of = {c.point: c.k for c in inputs.counters}
-        if args.target_step_ms is not None or args.verify_cycle_ms is not None:
-            k = k_of.get(args.point) or (next(iter(k_of.values())) if len(k_of) == 1 else None) or inputs.plan_k
-            inputs.costs += declared_costs(args.target_step_ms, args.verify_cycle_ms, k, args.point)
-        if not inputs.counters:
-            raise TuneInputError("no acceptance counters in the sources (a plan needs evidence.captures)")
-        by_point: dict[str | None, list] = {}
-        for c in inputs.counters:
-            by_point.setdefault(c.point, []).append(c)
-        k_max = k_max or max(DEFAULT_K_MAX, max(c.k for c in inputs.counters))
-        curves = [curve_for_point(v, p, k_max) for p, v in by_point.items()]
-        costs = inputs.costs
-        if args.concurrency:
-            have = {c.concurrency for c in costs}
-            missing = [b for b in args.concurrency if b not in have]
-            costs = [c for c in costs if c.concurrency in set(args.concurrency)]
-            if missing:
-                inputs.notes.append("no cost data at concurrency " + ", ".join(map(str, missing))
-                                    + " (tune does not extrapolate in concurrency)")
-        models = cycle_models(costs, band)
-        if band is not None and not any(m.kind == "declared" for m in models):
-            inputs.notes.append(f"{band.source}: not used (costs were fitted at two or more k, or none given)")
-        if band is not None and any(m.kind == "declared" for m in models):
-            inputs.notes.append(f"draft step band from {band.source}")
-        result = predict(curves, models, k_max, inputs.notes)
+        got = sources(captures=args.captures, plan=args.plan, tune_input=args.input, probes=args.probe,
+                      exporter=args.exporter, point=args.point, target_step_ms=args.target_step_ms,
+                      verify_cycle_ms=args.verify_cycle_ms, draft_step_ms=args.draft_step_ms)
+        result = gate.tune.run(got.inputs, args.k_max or got.k_max, got.band, args.concurrency)
         if args.plot:
             from gate.tune.plot import write_png
 
             write_png(result, args.plot)
-    except (TuneInputError, PlanError) as e:
+    except InputError as e:
         return _err(str(e))
     if args.format == "json":
         sys.stdout.write(json.dumps(to_json(result), indent=2) + "\n")

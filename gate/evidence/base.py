@@ -22,6 +22,8 @@ from gate.model.identity import EvidenceIdentity
 
 if TYPE_CHECKING:
     from gate.evidence.fleet.cohorts import CohortEvidence
+    from gate.evidence.positions import PositionEvidence
+    from gate.evidence.probes import ProbeEvidence
 
 Progress = Callable[[str], None]
 
@@ -126,6 +128,11 @@ class MetricsEvidence:
     # A Prometheus source's canary and stable cohorts over the same window (gate.evidence.fleet.cohorts), when the
     # plan names both; judged in --phase post by gate.checks.cohorts.
     cohorts: CohortEvidence | None = None
+    # The plan's capture groups' per-position counters (gate.evidence.positions), from the same pages as their
+    # windows: the acceptance line's depth advice (gate.tune.advice) reads these, never the files.
+    positions: list[PositionEvidence] = field(default_factory=list)
+    # The plan's probe records (evidence.probes), read once by gather (gate.evidence.probes); None: it names none.
+    probes: ProbeEvidence | None = None
 
     def merge(self, other: MetricsEvidence) -> None:
         self.windows += other.windows
@@ -137,6 +144,8 @@ class MetricsEvidence:
         self.engine_version = self.engine_version or other.engine_version
         self.fleet = self.fleet or other.fleet
         self.cohorts = self.cohorts or other.cohorts
+        self.positions += other.positions
+        self.probes = self.probes or other.probes
         if other.ready_seconds is not None and (self.ready_seconds is None or other.ready_seconds > self.ready_seconds):
             self.ready_seconds, self.ready_source = other.ready_seconds, other.ready_source
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from exporter.derive import derive_window
 from exporter.engines.base import EngineSnapshot
-from exporter.scrape import ScrapeError, read_file_snapshot
+from exporter.scrape import ScrapeError, snapshot_from_text
 from gate.evidence.base import AcceptanceWindow, EvidenceRequest, MetricsEvidence, PoolObservation
+from gate.evidence.positions import PositionEvidence
 from gate.evidence.sidecar import stream_name, windows_document
-from gate.inputs.loading import WINDOWS_LIMITS, InputError, check_regular, load_json
+from gate.inputs.loading import WINDOWS_LIMITS, InputError, load_json, read_capture
 from gate.model.identity import EvidenceIdentity
 from gate.plan.model import PlanError
 
@@ -82,20 +83,34 @@ def windows_from_snapshots(snaps: Sequence[EngineSnapshot], source: str, point: 
     return out
 
 
+def read_snapshot(path: str | Path) -> EngineSnapshot:
+    """One capture file as a snapshot: read by `gate.inputs.loading.read_capture` (a FIFO or a device is
+    refused at once, never waited on), parsed by `exporter.scrape`; its timestamp is the file's mtime.
+
+    The one capture reader of the gate (`check`'s evidence, `tune --captures`); InputError in one line.
+    """
+    text, mtime = read_capture(path)
+    try:
+        return snapshot_from_text(text, timestamp=mtime)
+    except ScrapeError as e:
+        raise InputError(f"capture {path}: {e}") from None
+
+
 def _read_capture(path: Path) -> EngineSnapshot:
     try:
-        check_regular(path, "capture")  # a FIFO or /dev/zero never reaches the exporter's reader
+        return read_snapshot(path)
     except InputError as e:
         raise PlanError(str(e)) from None
-    try:
-        return read_file_snapshot(path)
-    except ScrapeError as e:
-        raise PlanError(f"capture {e}") from None
 
 
 def from_capture_files(files: Sequence[Path], point: str | None, seconds: float | None,
-                       min_drafts: float) -> MetricsEvidence:
-    """Windows between consecutive capture files (or one exporter windows JSON document)."""
+                       min_drafts: float, positions: bool = False, positions_point: str | None = None) -> MetricsEvidence:
+    """Windows between consecutive capture files (or one exporter windows JSON document).
+
+    `positions` (a plan capture group, named `positions_point` by `gate.evidence.positions.capture_point_name`)
+    adds the group's per-position counters from the same pages (`MetricsEvidence.positions`): read once.
+    """
+    source = "captures " + ", ".join(Path(f).name for f in files)
     if len(files) == 1 and files[0].suffix == ".json":
         try:
             doc = load_json(files[0], "windows document", WINDOWS_LIMITS)
@@ -103,10 +118,14 @@ def from_capture_files(files: Sequence[Path], point: str | None, seconds: float 
             raise PlanError(str(e)) from None
         if not isinstance(doc, dict):
             raise PlanError(f"{files[0]}: not a windows document (a JSON object with 'windows')")
-        return windows_document(doc, f"file {files[0]}", min_drafts)
+        ev = windows_document(doc, f"file {files[0]}", min_drafts)
+        if positions:
+            ev.positions.append(PositionEvidence.of([], positions_point, source))
+        return ev
     snaps = [_read_capture(Path(f)) for f in files]
-    source = "captures " + ", ".join(Path(f).name for f in files)
     ev = MetricsEvidence(sources=[source])
+    if positions:
+        ev.positions.append(PositionEvidence.of(snaps, positions_point, source))
     if len(snaps) < 2:
         ev.errors.append(f"{source}: one capture is no window (give two or more, in time order)")
     else:
@@ -125,6 +144,9 @@ class CaptureFiles:
     files: tuple[Path, ...]
     point: str | None = None
     seconds: float | None = None
+    # A plan capture group gives its per-position counters too (gate.evidence.positions), under this point's name.
+    positions: bool = False
+    positions_point: str | None = None
 
     @property
     def name(self) -> str:
@@ -132,4 +154,5 @@ class CaptureFiles:
 
     def collect(self, request: EvidenceRequest) -> MetricsEvidence:
         seconds = self.seconds if self.seconds is not None else request.window_seconds
-        return from_capture_files(list(self.files), self.point, seconds, request.min_drafts)
+        return from_capture_files(list(self.files), self.point, seconds, request.min_drafts,
+                                  self.positions, self.positions_point)

@@ -27,6 +27,8 @@ from gate.evidence.base import EvidenceRequest, EvidenceSource, MetricsEvidence
 from gate.evidence.captures import CaptureFiles
 from gate.evidence.metrics import LiveUrl, is_url
 from gate.evidence.pods import KubeEvidence
+from gate.evidence.positions import capture_point_name
+from gate.evidence.probes import gather_probes
 from gate.evidence.vetting import VetRules, vet_source, vet_windows
 from gate.plan.model import Plan, PrometheusSource
 
@@ -48,7 +50,9 @@ def sources_for(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str 
     """The sources of one evaluation, in the order their evidence is merged."""
     out: list[EvidenceSource] = []
     if phase == "pre":
-        out += [CaptureFiles(tuple(g.files), g.point, g.seconds) for g in plan.evidence.captures]
+        groups = plan.evidence.captures
+        out += [CaptureFiles(tuple(g.files), g.point, g.seconds, positions=True,
+                             positions_point=capture_point_name(g, i, len(groups))) for i, g in enumerate(groups)]
     files: list[str] = []
     urls: list[str] = []
     for m in metrics:
@@ -79,7 +83,8 @@ def rules_for(plan: Plan, phase: str, now: float | None = None) -> VetRules:
 
 def gather_metrics(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str | None,
                    request: EvidenceRequest, now: float | None = None) -> MetricsEvidence:
-    """All acceptance evidence: plan captures (pre only), --metrics files/URLs, plan live URLs, Prometheus.
+    """All acceptance evidence: plan captures (pre only; their windows and per-position counters, read once),
+    --metrics files/URLs, plan live URLs, Prometheus, and the plan's probe records (either phase).
 
     Each source's answer is vetted on its own (identity, engine up, side facts), then the merged
     windows (values, time, liveness, restarts, repeats).
@@ -96,6 +101,7 @@ def gather_metrics(plan: Plan, phase: str, metrics: Iterable[str], prometheus: s
         ev.merge(got)
     ev.windows, errors = vet_windows(ev.windows, rules, lambda w: w.source in live)
     ev.errors += errors
+    ev.probes = gather_probes(plan.evidence.probes)
     return ev
 
 

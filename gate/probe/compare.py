@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from gate.probe.record import Cell, ProbeRecord
+from gate.evidence.probes import Cell, ProbeRecord
 from gate.stats import Alternative, StatsError, mann_whitney_u, speedup
 
 DEFAULT_ALPHA = 0.05

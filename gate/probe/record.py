@@ -1,134 +1,29 @@
-"""The probe record: what `specgate probe` writes and `specgate compare` reads.
+"""The probe record, writer side: what `specgate probe` writes and `specgate compare` reads.
 
-Why a typed record: compare and the gate's `evidence.probes` judge a rollout from these files,
-so a file that is not exactly this shape (a missing arm, a non-finite rate, a cell without its
-wall clock) must be refused when it is read, not half-used. Unknown values are null, never 0.
-
-Shape (docs/design.md "Probe and compare"):
-`{"schema", "arm": "baseline"|"speculative", "engine", "engine_version", "model",
-  "speculative": {"method", "num_speculative_tokens", ...} | null, "workload": [...],
-  "warmup_requests", "repetitions", "created_at", "source",
-  "cells": [{"mix", "concurrency", "repetition", "requests", "output_tokens", "prompt_tokens",
-             "wall_seconds", "served_tokens_per_second", "failed_requests",
-             "ttft_seconds": {"p50", "p90", "p99"}, "tpot_seconds": {...}, "chunk_gap_seconds": {...},
-             "acceptance_length", "acceptance_rate", "drafts", "draft_tokens", "accepted_tokens",
-             "per_request_acceptance_length": [...] | null, "metrics_reset"}]}`
-
-served_tokens_per_second = output_tokens / wall_seconds, where wall_seconds runs from the first
-request's send to the last request's end (first-token waiting included, as seed 000's served
-rate is). tpot_seconds are quantiles over requests of (t_last_token − t_first_token) /
-(completion_tokens − 1), the engines' own TPOT definition, timed by the client;
-chunk_gap_seconds are gaps between streamed chunks — a speculative arm streams several tokens
-per chunk, so gaps are per engine step, not per token, and never compare arms.
+The record type and its validated reader are evidence (`gate.evidence.probes`, floor 2): the gate's
+acceptance line and tune read the same files, and the tools (floor 2½) sit above the evidence they
+write. This module re-exports them for the probe tool and adds the writer's one rule: the text a
+record is written as.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from pathlib import Path
-from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from gate.evidence.probes import (
+    SCHEMA,
+    Cell,
+    MixSpec,
+    NonNeg,
+    ProbeError,
+    ProbeRecord,
+    Quantiles,
+    load_record,
+)
 
-SCHEMA: Literal["specgate.probe/1"] = "specgate.probe/1"
-
-NonNeg = Annotated[float, Field(ge=0)]
-
-
-class ProbeError(ValueError):
-    """A probe that cannot run or a record that cannot be read: one line, exit 3."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _finite(cls, v: Any) -> Any:
-        # NaN/inf are not evidence (json.loads accepts them): refuse them at the door.
-        if isinstance(v, float) and not math.isfinite(v):
-            raise ValueError("non-finite number")
-        return v
+__all__ = ["SCHEMA", "Cell", "MixSpec", "NonNeg", "ProbeError", "ProbeRecord", "Quantiles", "dump", "load_record"]
 
 
-class Quantiles(_Strict):
-    """p50/p90/p99 of one latency over a cell (linear interpolation between order statistics)."""
-
-    p50: NonNeg | None = None
-    p90: NonNeg | None = None
-    p99: NonNeg | None = None
-
-
-class MixSpec(_Strict):
-    """One request shape the probe sent: prompts of `prompt_tokens` (or the user's own) and `output_tokens`."""
-
-    name: str
-    prompt_tokens: int | None = Field(default=None, ge=1)
-    output_tokens: int = Field(ge=1)
-    prompts_from: str  # "engine_tokenizer", "approximate_words" or "jsonl:<file name>"
-    concurrency: int | None = Field(default=None, ge=1)  # the plan's own concurrency, if from a plan
-    temperature: float = Field(default=0.0, ge=0)  # 0: greedy; sampled traffic accepts differently
-
-
-class Cell(_Strict):
-    """One repetition of one (mix, concurrency): `requests` requests, `concurrency` at a time."""
-
-    mix: str
-    concurrency: int = Field(ge=1)
-    repetition: int = Field(ge=1)
-    requests: int = Field(ge=1)
-    output_tokens: int = Field(ge=0)
-    prompt_tokens: int | None = Field(default=None, ge=0)
-    wall_seconds: float = Field(gt=0)
-    served_tokens_per_second: NonNeg
-    failed_requests: int = Field(ge=0)
-    ttft_seconds: Quantiles
-    tpot_seconds: Quantiles
-    chunk_gap_seconds: Quantiles
-    acceptance_length: float | None = Field(default=None, ge=1)
-    acceptance_rate: float | None = Field(default=None, ge=0, le=1)
-    drafts: NonNeg | None = None
-    draft_tokens: NonNeg | None = None
-    accepted_tokens: NonNeg | None = None
-    per_request_acceptance_length: list[Annotated[float, Field(ge=1)]] | None = None
-    metrics_reset: bool = False  # the engine restarted inside the cell: its counters are no evidence
-
-
-class ProbeRecord(_Strict):
-    """One arm's probe: its engine, its speculative settings, and every cell it measured."""
-
-    schema_: Literal["specgate.probe/1"] = Field(default=SCHEMA, alias="schema")
-    arm: Literal["baseline", "speculative"]
-    engine: Literal["vllm", "sglang"] | None = None
-    engine_version: str | None = None
-    model: str | None = None
-    speculative: dict[str, Any] | None = None
-    workload: list[MixSpec] = Field(default_factory=list)
-    warmup_requests: int = Field(default=0, ge=0)
-    repetitions: int = Field(default=1, ge=1)
-    created_at: str | None = None
-    source: str | None = None
-    cells: list[Cell] = Field(min_length=1)
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
-
-
-def load_record(path: str | Path) -> ProbeRecord:
-    """Read and validate one probe record; any defect is a ProbeError naming the file and the field."""
-    p = Path(path)
-    try:
-        raw = json.loads(p.read_text())
-    except OSError as e:
-        raise ProbeError(f"{p}: cannot read probe record: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ProbeError(f"{p}: not JSON: {e}") from None
-    try:
-        return ProbeRecord.model_validate(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        raise ProbeError(f"{p}: not a probe record: {where}: {err['msg']}") from None
+def dump(record: ProbeRecord) -> str:
+    """The record as the probe writes it: indented JSON with a final newline (what `load_record` reads back)."""
+    return json.dumps(record.to_json(), indent=2) + "\n"

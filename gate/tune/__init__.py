@@ -1,6 +1,13 @@
 """`specgate tune`: which speculation depth k pays at which concurrency, before deploying.
 
-depth (acceptance by depth from per-position counters, extrapolation with a band), cost
-(t_cycle(k, B) fitted or declared), predict (speedup and its band, best k, crossover),
-inputs (captures, plan, tune input files), report (text, json), plot (PNG).
+`run(inputs, k_max, band, concurrency) -> TuneResult` (gate.tune.orchestrate) is the one orchestrator,
+for the command and the acceptance line's depth advice (advice). depth (acceptance by depth from
+per-position counters, extrapolation with a band), cost (t_cycle(k, B) fitted or declared), predict
+(speedup and its band, best k, crossover), inputs (the command's readers: captures, plan, tune input
+files, exporter), probes (probe records as costs), report (text, json), plot (PNG).
 """
+
+from gate.tune.orchestrate import TuneInputs, run
+from gate.tune.predict import TuneResult
+
+__all__ = ["TuneInputs", "TuneResult", "run"]

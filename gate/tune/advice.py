@@ -1,5 +1,9 @@
 """The plan's depth against tune's best depth, for the gate's acceptance line.
 
+A pure function of the per-position evidence `gate.evidence.gather` read (`MetricsEvidence.positions`)
+and the plan's costs, through the one orchestrator `gate.tune.run` — the same numbers `specgate tune
+--plan` prints for the same plan. No file is read here.
+
 Why a warning and never a fail: everything beyond the measured k is a model, and with costs
 declared at one k the draft step's cost is an assumption. The line reports the plan's k, tune's
 best k per operating point, and warns only when another depth's whole predicted speedup band lies
@@ -8,16 +12,15 @@ above the plan's k's band (`predict.dominating`), which no assumption inside the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gate.evidence.positions import PositionEvidence
 from gate.plan.model import Plan
-from gate.tune.cost import cycle_models
-from gate.tune.depth import TuneInputError, curve_for_point
-from gate.tune.inputs import from_plan
-from gate.tune.predict import dominating, predict
-
-K_MAX = 8
+from gate.tune.depth import TuneInputError
+from gate.tune.orchestrate import from_evidence, run
+from gate.tune.predict import dominating
 
 
 @dataclass(frozen=True)
@@ -49,20 +52,16 @@ class DepthAdvice:
                 f"lies wholly above k = {self.plan_k}'s (specgate tune)")
 
 
-def depth_advice(plan: Plan) -> DepthAdvice | None:
+def depth_advice(plan: Plan, positions: Sequence[PositionEvidence]) -> DepthAdvice | None:
     """None when the plan has no speculation or no per-position evidence (nothing to say)."""
     try:
-        got = from_plan(plan)
+        got = from_evidence(plan, positions)
     except TuneInputError as e:
         return DepthAdvice(plan_k=None, note=f"tune: {e}")
     if got.plan_k is None or not got.counters or not any(c.resolved for c in got.counters):
         return None
-    by_point: dict[str | None, list] = {}
-    for c in got.counters:
-        by_point.setdefault(c.point, []).append(c)
-    curves = [curve_for_point(v, p, max(K_MAX, got.plan_k)) for p, v in by_point.items()]
     try:
-        result = predict(curves, cycle_models(got.costs), max(K_MAX, got.plan_k), got.notes)
+        result = run(got)
     except TuneInputError as e:
         return DepthAdvice(plan_k=got.plan_k, note=f"tune: {e}")
     points: list[dict[str, Any]] = []

@@ -34,84 +34,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gate.evidence.positions import CountersError, PositionCounters, pooled
+
+__all__ = ["AcceptanceCurve", "Basis", "DepthAcceptance", "PositionCounters", "TuneInputError", "acceptance_curve",
+           "conditional_rates", "curve_for_point", "model_statement", "pooled"]
+
 Basis = Literal["measured", "exact", "extrapolated"]
 
 
-class TuneInputError(ValueError):
-    """Unusable tune input; the message is one line (exit 3)."""
-
-
-@dataclass(frozen=True)
-class PositionCounters:
-    """What one run at depth k measured for one operating point: drafts and accepted per position.
-
-    `accepted_per_position` is empty when the source gives only L (then `acceptance_length` is set).
-    """
-
-    point: str | None
-    k: int
-    drafts: float
-    accepted_per_position: tuple[float, ...]
-    source: str
-    acceptance_length: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.k < 1:
-            raise TuneInputError(f"{self.source}: depth k must be at least 1 (got {self.k})")
-        if self.accepted_per_position:
-            if len(self.accepted_per_position) != self.k:
-                raise TuneInputError(f"{self.source}: {len(self.accepted_per_position)} per-position counters "
-                                     f"for depth k = {self.k}")
-            if self.drafts <= 0:
-                raise TuneInputError(f"{self.source}: no drafts, so no acceptance by position")
-            prev = self.drafts
-            for i, a in enumerate(self.accepted_per_position):
-                if a < 0 or a > prev + 1e-9:
-                    raise TuneInputError(
-                        f"{self.source}: accepted at position {i} is {a:g}, more than at position {i - 1} "
-                        f"({prev:g}) or below 0; vLLM accepts prefix-wise, so these are not per-position counters")
-                prev = a
-        elif self.acceptance_length is None:
-            raise TuneInputError(f"{self.source}: neither per-position counters nor an acceptance length")
-
-    @property
-    def resolved(self) -> bool:
-        """Per-position counters are known, so L(k') for k' <= k is exact arithmetic."""
-        return bool(self.accepted_per_position)
-
-    @property
-    def position_rates(self) -> tuple[float, ...]:
-        """p_i = accepted_i / drafts."""
-        return tuple(a / self.drafts for a in self.accepted_per_position)
-
-    @property
-    def measured_length(self) -> float:
-        """L(k) = 1 + sum p_i (or the L the source gave)."""
-        if self.resolved:
-            return 1.0 + sum(self.position_rates)
-        assert self.acceptance_length is not None
-        return self.acceptance_length
-
-
-def pooled(samples: Sequence[PositionCounters], point: str | None, source: str) -> PositionCounters:
-    """Several windows (or streams) at the same depth summed into one: counters add, ratios do not."""
-    if not samples:
-        raise TuneInputError(f"{source}: no acceptance counters")
-    ks = {s.k for s in samples}
-    if len(ks) > 1:
-        raise TuneInputError(f"{source}: windows at different depths ({', '.join(map(str, sorted(ks)))}); "
-                             "give one depth per operating point")
-    k = ks.pop()
-    if all(s.resolved for s in samples):
-        drafts = sum(s.drafts for s in samples)
-        per_pos = tuple(sum(s.accepted_per_position[i] for s in samples) for i in range(k))
-        return PositionCounters(point, k, drafts, per_pos, source)
-    drafts = sum(s.drafts for s in samples)
-    if drafts > 0:
-        length = 1.0 + sum((s.measured_length - 1.0) * s.drafts for s in samples) / drafts
-    else:
-        length = sum(s.measured_length for s in samples) / len(samples)
-    return PositionCounters(point, k, drafts, (), source, acceptance_length=length)
+# Unusable tune input (one line, exit 3): the evidence layer's counters error, under tune's name, so a bad counter
+# read by the evidence layer and a bad tune flag are caught alike.
+TuneInputError = CountersError
 
 
 @dataclass(frozen=True)

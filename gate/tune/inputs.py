@@ -1,8 +1,10 @@
 """Where tune's numbers come from: capture files, a rollout plan, declared costs, tune input files.
 
-Why through `exporter` and `gate.plan.model`: capture pages are parsed by `exporter.scrape` and
-windowed by `exporter.derive` (restart-aware; a window spanning a restart is no evidence), and a
-plan is read by `gate.plan.model.load_plan` - tune re-implements neither.
+Why through the evidence layer: capture pages are read by `gate.evidence.captures.read_snapshot`
+(`gate.inputs.loading.read_capture`: a FIFO or a device is refused at once) and turned into
+per-position counters by `gate.evidence.positions` — the same reader and the same counters the
+gate's acceptance line gets from `gate.evidence.gather`, so `tune` and `check` see one set of
+numbers. A plan is read by `gate.plan.model.load_plan`; tune re-implements none of them.
 
 A tune input file (YAML, examples/tune/) names a plan and the few things a plan has no key for:
 the draft step's declared band and k_max, each with its source.
@@ -11,118 +13,93 @@ the draft step's declared band and k_max, each with its source.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from exporter.derive import derive_window
-from exporter.engines.base import EngineSnapshot
-from exporter.scrape import ScrapeError, read_file_snapshot
+from gate.evidence.captures import read_snapshot
+from gate.evidence.positions import (
+    PositionCounters,
+    PositionEvidence,
+    capture_point_name,
+    counters_from_snapshots,
+)
+from gate.inputs.loading import PLAN_LIMITS, parse_yaml, read_text
 from gate.plan.model import Plan, PlanError, load_plan
+from gate.status import InputError
 from gate.tune.cost import CostSample, DraftBand
-from gate.tune.depth import PositionCounters, TuneInputError, pooled
-
-
-@dataclass
-class TuneInputs:
-    """Acceptance counters, cost samples and notes gathered from every source given."""
-
-    counters: list[PositionCounters] = field(default_factory=list)
-    costs: list[CostSample] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    plan_k: int | None = None
-
-
-def _snapshot(path: Path) -> EngineSnapshot:
-    try:
-        return read_file_snapshot(path)
-    except ScrapeError as e:
-        raise TuneInputError(f"capture {e}") from None
-
-
-def counters_between(before: EngineSnapshot, after: EngineSnapshot, point: str | None,
-                     source: str) -> list[PositionCounters]:
-    """Per-position counters of every speculating stream over one window (exporter.derive)."""
-    out: list[PositionCounters] = []
-    for w in derive_window(before, after, min_drafts=1):
-        if not w.has_spec:
-            continue
-        if w.reset:
-            raise TuneInputError(f"{source}: the engine restarted between the captures; that window is no evidence")
-        if not w.drafts:
-            continue
-        if w.accepted_per_position:
-            out.append(PositionCounters(point, len(w.accepted_per_position), w.drafts,
-                                        tuple(w.accepted_per_position), source))
-        elif w.acceptance_length is not None:
-            k = None
-            if w.draft_tokens is not None and w.drafts:
-                k = round(w.draft_tokens / w.drafts)
-            out.append(PositionCounters(point, max(k or 1, 1), w.drafts, (), source,
-                                        acceptance_length=w.acceptance_length))
-    return out
+from gate.tune.depth import TuneInputError
+from gate.tune.orchestrate import TuneInputs, from_evidence
 
 
 def from_captures(files: Sequence[Path], point: str | None = None) -> PositionCounters:
-    """Windows between consecutive capture files, summed into one sample."""
+    """Windows between consecutive capture files, summed into one sample (gate.evidence.positions)."""
     if len(files) < 2:
         raise TuneInputError("--captures needs BEFORE and AFTER (two capture files in time order)")
-    snaps = [_snapshot(Path(f)) for f in files]
-    source = "captures " + ", ".join(Path(f).name for f in files)
-    found: list[PositionCounters] = []
-    for b, a in zip(snaps, snaps[1:], strict=False):
-        found += counters_between(b, a, point, source)
-    if not found:
-        raise TuneInputError(f"{source}: no speculative-decoding counters moved between the captures")
-    return pooled(found, point, source)
+    snaps = [read_snapshot(Path(f)) for f in files]
+    return counters_from_snapshots(snaps, point, "captures " + ", ".join(Path(f).name for f in files))
 
 
-def plan_depth(plan: Plan) -> int | None:
-    """The plan's k: vLLM num_speculative_tokens, else SGLang draft tokens per verify - 1, else num_steps."""
-    spec = plan.engine.speculative
-    if spec is None:
-        return None
-    if spec.num_speculative_tokens is not None:
-        return spec.num_speculative_tokens
-    if spec.num_draft_tokens is not None and spec.num_draft_tokens > 1:
-        return spec.num_draft_tokens - 1
-    return spec.num_steps
+def plan_positions(plan: Plan) -> list[PositionEvidence]:
+    """The plan's capture groups as the evidence layer reads them for `check` (tune --plan reads them itself:
+    it gathers nothing else). A file that cannot be read is InputError, as in `check`."""
+    groups = plan.evidence.captures
+    out = []
+    for i, g in enumerate(groups):
+        point = capture_point_name(g, i, len(groups))
+        source = "captures " + ", ".join(Path(f).name for f in g.files)
+        snaps = [read_snapshot(Path(f)) for f in g.files] if len(g.files) >= 2 else []
+        out.append(PositionEvidence.of(snaps, point, source))
+    return out
 
 
 def from_plan(plan: Plan) -> TuneInputs:
     """Per-position counters from the plan's capture groups, step costs from its `costs`."""
-    out = TuneInputs(plan_k=plan_depth(plan))
-    for i, group in enumerate(plan.evidence.captures):
-        point = group.point or (f"captures {i + 1}" if len(plan.evidence.captures) > 1 else None)
-        out.counters.append(from_captures(group.files, point))
-    lengths = {c.point: c.measured_length for c in out.counters}
-    ks = {c.point: c.k for c in out.counters}
-    for i, c in enumerate(plan.costs):
-        point = c.point or (f"{c.context_tokens:,} tokens" if c.context_tokens else f"point {i + 1}")
-        k = ks.get(point) or (next(iter(ks.values())) if len(ks) == 1 else None) or out.plan_k
-        src = f"plan costs[{i}]" + (f" ({c.source})" if c.source else "")
-        if k is None:
-            raise TuneInputError(f"{src}: the depth k of this cost is unknown "
-                                 "(engine.speculative.num_speculative_tokens or captures with per-position counters)")
-        if c.verify_cycle_ms is not None and c.target_step_ms is not None:
-            out.costs += [CostSample(point, None, 0, c.target_step_ms, src), CostSample(point, None, k, c.verify_cycle_ms, src)]
-            continue
-        assert c.baseline_tokens_per_second is not None and c.speculative_tokens_per_second is not None
-        length = c.acceptance_length or lengths.get(point) or (next(iter(lengths.values())) if len(lengths) == 1 else None)
-        if length is None:
-            out.notes.append(f"{src}: measured rates without an acceptance length: no cycle time there")
-            continue
-        # per-sequence rates: step = 1 / r_baseline, cycle = L / r_speculative (DESIGN.md, seed 004's cycleMs)
-        out.costs += [CostSample(point, None, 0, 1000.0 / c.baseline_tokens_per_second, src),
-                      CostSample(point, None, k, 1000.0 * length / c.speculative_tokens_per_second, src)]
-    if out.plan_k is not None:
-        for pc in out.counters:
-            if pc.k != out.plan_k:
-                out.notes.append(f"{pc.source}: counters show depth {pc.k}, the plan says k = {out.plan_k}")
-    return out
+    return from_evidence(plan, plan_positions(plan))
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What the command's sources gave: the inputs, and a tune input file's k_max and band (flags win)."""
+
+    inputs: TuneInputs
+    k_max: int | None
+    band: DraftBand | None
+
+
+def sources(*, captures: Sequence[Path] | None, plan: Path | None, tune_input: Path | None,
+            probes: Sequence[Path], exporter: str | None, point: str | None, target_step_ms: float | None,
+            verify_cycle_ms: float | None, draft_step_ms: str | None) -> Sources:
+    """Every source `specgate tune` was given, read and merged (in this order: tune input's plan, --plan,
+    --captures, --exporter, --probe, declared costs). Raises InputError (TuneInputError, PlanError)."""
+    inputs = TuneInputs()
+    band = parse_draft_band(draft_step_ms)
+    k_max = None
+    plans: list[Plan] = []
+    if tune_input:
+        loaded = load_tune_file(tune_input)
+        plans.append(loaded.plan)
+        band = band or loaded.band
+        k_max = loaded.k_max
+    if plan:
+        plans.append(load_plan(plan))
+    for p in plans:
+        inputs.add(from_plan(p))
+    if captures:
+        inputs.counters.append(from_captures(captures, point))
+    if exporter:
+        inputs.counters.append(from_exporter(exporter, point=point))
+    if probes:
+        from gate.tune.probes import from_probe_records
+
+        inputs.add(from_probe_records(probes))
+    if target_step_ms is not None or verify_cycle_ms is not None:
+        k_of = {c.point: c.k for c in inputs.counters}
+        k = k_of.get(point) or (next(iter(k_of.values())) if len(k_of) == 1 else None) or inputs.plan_k
+        inputs.costs += declared_costs(target_step_ms, verify_cycle_ms, k, point)
+    return Sources(inputs, k_max, band)
 
 
 def declared_costs(target_step_ms: float | None, verify_cycle_ms: float | None, k: int | None,
@@ -182,11 +159,9 @@ class LoadedTuneFile:
 def load_tune_file(path: Path) -> LoadedTuneFile:
     """Read a tune input file; every problem is one line."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TuneInputError(f"tune input not found: {path}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise TuneInputError(f"cannot read tune input {path}: {str(e).splitlines()[0]}") from None
+        data = parse_yaml(read_text(path, "tune input", PLAN_LIMITS.max_bytes), f"tune input {path}")
+    except InputError as e:
+        raise TuneInputError(str(e)) from None
     if not isinstance(data, dict):
         raise TuneInputError(f"{path}: a tune input is a YAML mapping")
     try:

@@ -1,4 +1,4 @@
-"""Probe records (`specgate probe`, gate/probe/record.py) as tune input: costs by k and concurrency.
+"""Probe records (`specgate probe`, gate/evidence/probes.py) as tune input: costs by k and concurrency.
 
 Why the served rate and not TPOT: compare judges arms by served rate, so tune's per-sequence
 times come from the same numbers and a measured k's predicted speedup is the measured ratio:
@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.probe.record import ProbeError, ProbeRecord, load_record
+from gate.evidence.probes import ProbeError, ProbeRecord, load_record
 from gate.tune.cost import CostSample
 from gate.tune.depth import PositionCounters, TuneInputError
-from gate.tune.inputs import TuneInputs
+from gate.tune.orchestrate import TuneInputs
 
 
 def record_depth(rec: ProbeRecord, path: Path) -> int:

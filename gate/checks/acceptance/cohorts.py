@@ -1,17 +1,17 @@
-"""Canary against stable in `--phase post`: is the canary cohort faster under the same load? (issue 11)
+"""Sub-check 6: canary against stable in `--phase post`: is the canary cohort faster under the same load? (issue 11)
 
 Why a line of its own in the acceptance check: probe records say where speculation pays on a
 bench; a canary step (Argo Rollouts, Flagger, through `specgate serve`) asks it of the fleet
 itself — the canary cohort against the stable one, over the same window, from the exporter's
 series in Prometheus (`evidence.prometheus.cohorts`, gathered by gate.evidence.fleet.cohorts). The
-statistics are the probes' (gate.stats, gate.probe.compare.decide), one speed at a time, with x the
+statistics are the probes' (gate.stats, verdicts.by_rank_test = gate.probe.compare.decide), one speed at a time, with x the
 canary's samples and y the stable's (one sample per pod and window):
 
     TPOT:      x = 1 / TPOT p50 (tokens/s per sequence), so speedup = median(1/TPOT_c) / median(1/TPOT_s)
     tokens/s:  x = generated tokens/s of one pod in one window
     each:      one-sided exact Mann-Whitney U both ways (normal approximation above 900 pairs),
                significant only when p < slo.alpha; speedup = ratio of medians with its observed range
-               (a bootstrap interval with ≥ 10 samples a side); verdict by gate.probe.compare.decide
+               (a bootstrap interval with ≥ 10 samples a side); verdict by `verdicts.by_rank_test`
                (pays / does_not_pay / inconclusive, slo.min_speedup on the point estimate)
 
 The cohort verdict: **fail** when either speed does not pay (significantly slower, or faster but
@@ -26,13 +26,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from gate.checks.acceptance import verdicts
+from gate.checks.acceptance.finding import Finding
+from gate.checks.base import CheckContext
 from gate.evidence.fleet.cohorts import CohortEvidence, CohortSamples
 from gate.plan.model import Plan
-from gate.probe.compare import Verdict, decide
+from gate.probe.compare import Verdict
 from gate.stats import Alternative, StatsError, mann_whitney_u, median, speedup
 from gate.status import Status
 
-STATUS = {Verdict.PAYS: Status.PASS, Verdict.DOES_NOT_PAY: Status.FAIL, Verdict.INCONCLUSIVE: Status.INCONCLUSIVE}
 LOAD_BAND = (0.5, 2.0)  # canary median running requests / stable's outside this: speeds not comparable
 
 
@@ -42,7 +44,7 @@ def _metric(name: str, unit: str, x: list[float], y: list[float], shown_x: float
     s = speedup(x, y)
     faster = mann_whitney_u(x, y, Alternative.GREATER)
     slower = mann_whitney_u(x, y, Alternative.LESS)
-    verdict = decide(faster.p_value, slower.p_value, s.speedup, alpha, min_speedup)
+    verdict = verdicts.by_rank_test(faster.p_value, slower.p_value, s.speedup, alpha, min_speedup)
     p = faster.p_value if (verdict is Verdict.PAYS or faster.p_value < alpha or
                            (verdict is Verdict.INCONCLUSIVE and s.speedup >= 1)) else slower.p_value
     speeds = (f"{name} canary {shown_x:.4g} {unit} vs stable {shown_y:.4g} {unit} (medians of {s.n_x} and "
@@ -70,8 +72,19 @@ def _short(c: CohortSamples, what: str, samples: list[float], min_windows: int) 
     return None
 
 
-def judge(plan: Plan, phase: str, ev: CohortEvidence | None) -> tuple[list[Status], list[str], dict[str, Any] | None]:
-    """Statuses, sentences and values of the cohort comparison; nothing when the plan names no stable cohort."""
+def sub(ctx: CheckContext) -> Finding:
+    """The cohort comparison of `ctx.metrics.cohorts`; nothing when the plan names no stable cohort."""
+    return judge(ctx.plan, ctx.phase, ctx.metrics.cohorts)
+
+
+def judge(plan: Plan, phase: str, ev: CohortEvidence | None) -> Finding:
+    """`sub` on its parts: the plan, the phase and the cohort evidence."""
+    statuses, parts, values = _judge(plan, phase, ev)
+    return Finding.of(statuses, parts, {"cohorts": values} if values is not None else {})
+
+
+def _judge(plan: Plan, phase: str, ev: CohortEvidence | None
+           ) -> tuple[list[Status], list[str], dict[str, Any] | None]:
     src = plan.evidence.prometheus
     if src is None or src.cohorts is None or not src.cohorts.stable:
         return [], [], None
@@ -120,13 +133,13 @@ def judge(plan: Plan, phase: str, ev: CohortEvidence | None) -> tuple[list[Statu
     except StatsError as e:
         return inconclusive(str(e))
     values["tpot"], values["tokens_per_second"] = tpot[2], rate[2]
-    verdicts = {tpot[0], rate[0]}
-    verdict = (Verdict.DOES_NOT_PAY if Verdict.DOES_NOT_PAY in verdicts else
-               Verdict.PAYS if verdicts == {Verdict.PAYS} else Verdict.INCONCLUSIVE)
+    both = {tpot[0], rate[0]}
+    verdict = (Verdict.DOES_NOT_PAY if Verdict.DOES_NOT_PAY in both else
+               Verdict.PAYS if both == {Verdict.PAYS} else Verdict.INCONCLUSIVE)
     values["verdict"] = verdict.value
     word = {Verdict.PAYS: "pays", Verdict.DOES_NOT_PAY: "does not pay", Verdict.INCONCLUSIVE: "inconclusive"}[verdict]
     sentence = (f"canary against stable {word} ({ev.lookback_seconds} s in {ev.window_label} windows, "
                 f"{len(canary.pods)} canary and {len(stable.pods)} stable pod(s)): {tpot[1]}; {rate[1]}; "
                 f"{load_txt}; {accept}")
     values["reason"] = sentence
-    return [STATUS[verdict]], [sentence], values
+    return [verdicts.status(verdict)], [sentence], values

@@ -1,4 +1,4 @@
-"""Does it pay at the plan's request mixes? The acceptance line's probe evidence (`evidence.probes`).
+"""Sub-check 5: does it pay at the plan's request mixes? The acceptance line's probe evidence (`evidence.probes`).
 
 Why here and not in the served-rate block: probe records (`specgate probe`) are two arms measured
 the same way per (mix, concurrency), so they say *where* speculation pays and where it stops —
@@ -8,7 +8,9 @@ rates change the decision only when min_speedup is set: a measured slowdown at t
 operating point is a fact about the rollout, not a preference); a mix where they say it pays
 passes; where they cannot tell (no cell of that mix, a concurrency outside the probed range or
 between a paying and a non-paying one below the crossover, a noisy point) it is inconclusive.
-The statistics and the placement are `gate.probe.compare` (compare, probe_mix_for, answer_for_mix).
+The statistics and the placement are `gate.probe.compare` (compare, probe_mix_for, answer_for_mix);
+its verdict becomes the line's status through `verdicts` (the line's one "does it pay" rule). The
+records were read once by the evidence layer (`gate.evidence.probes`, `MetricsEvidence.probes`).
 
 Fail closed: an unreadable or malformed record, records that cannot be compared (the same arm
 twice, different engines, models, versions), or a plan without request mixes is inconclusive
@@ -19,28 +21,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from gate.checks.acceptance import verdicts
+from gate.checks.acceptance.finding import Finding
+from gate.checks.base import CheckContext
+from gate.evidence.probes import ProbeRecord
 from gate.plan.model import Plan
-from gate.probe.compare import CompareError, Verdict, answer_for_mix, compare, probe_mix_for
-from gate.probe.record import ProbeError, ProbeRecord, load_record
+from gate.probe.compare import CompareError, answer_for_mix, compare, probe_mix_for
 from gate.status import Status
 
-STATUS = {Verdict.PAYS: Status.PASS, Verdict.DOES_NOT_PAY: Status.FAIL, Verdict.INCONCLUSIVE: Status.INCONCLUSIVE}
+
+def sub(ctx: CheckContext) -> Finding:
+    """The plan's probe evidence; nothing when it names none."""
+    statuses, parts, values = _judge(ctx)
+    return Finding.of(statuses, parts, {"probes": values} if values is not None else {})
 
 
-def judge_probes(plan: Plan) -> tuple[list[Status], list[str], dict[str, Any] | None]:
-    """Statuses, sentences and values of the plan's probe evidence; nothing when it names none."""
-    paths = plan.evidence.probes
-    if not paths:
+def _judge(ctx: CheckContext) -> tuple[list[Status], list[str], dict[str, Any] | None]:
+    plan = ctx.plan
+    ev = ctx.metrics.probes
+    if not plan.evidence.probes or ev is None:
         return [], [], None
-    values: dict[str, Any] = {"files": [str(p) for p in paths], "min_speedup": plan.slo.min_speedup,
+    values: dict[str, Any] = {"files": list(ev.files), "min_speedup": plan.slo.min_speedup,
                               "alpha": plan.slo.alpha}
-    records: list[ProbeRecord] = []
-    try:
-        records = [load_record(p) for p in paths]
-    except ProbeError as e:
-        return [Status.INCONCLUSIVE], [f"probes not judged: {e}"], values
-    base = [r for r in records if r.arm == "baseline"]
-    spec = [r for r in records if r.arm == "speculative"]
+    if ev.error is not None:
+        return [Status.INCONCLUSIVE], [f"probes not judged: {ev.error}"], values
+    base = ev.arm("baseline")
+    spec = ev.arm("speculative")
     if len(base) != 1 or len(spec) != 1:
         return ([Status.INCONCLUSIVE],
                 [f"probes not judged: evidence.probes needs one baseline and one speculative record "
@@ -64,7 +70,7 @@ def judge_probes(plan: Plan) -> tuple[list[Status], list[str], dict[str, Any] | 
     for m in plan.workload:
         pm = probe_mix_for(cmp, base[0], spec[0], m.name, m.prompt_tokens, m.output_tokens)
         ans = answer_for_mix(cmp, pm, m.name, m.concurrency)
-        statuses.append(STATUS[ans.verdict])
+        statuses.append(verdicts.status(ans.verdict))
         parts.append(f"probes: {ans.reason}")
         mixes[m.name] = ans.values()
     values["mixes"] = mixes

@@ -1,4 +1,4 @@
-"""Two-arm served-rate comparisons of the acceptance line (seed 000): ranges, a rank test, honest words.
+"""Sub-check 4: two-arm served-rate comparisons of the acceptance line (seed 000): ranges, a rank test, honest words.
 
 Why its own module: seed 000 reads three cells per arm and warns that "three observations do
 not establish statistical significance"; its whiskers are "observed minimum and maximum …
@@ -11,7 +11,8 @@ measurement's denominator includes first-token waiting (seed 000: "Served rate i
 first-token waiting; it is not per-user decode speed"), the comparison says so.
 
 A comparison decides nothing by itself; it changes the line only when the plan sets a minimum
-speedup (then only a significant comparison whose ratio of medians reaches it passes).
+speedup (then only a significant comparison whose ratio of medians reaches it passes: the verdict is
+`verdicts.by_rank_test` on the side the medians point to, the line's one "does it pay" rule).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gate.checks.acceptance import verdicts
+from gate.checks.acceptance.finding import Finding
+from gate.checks.base import CheckContext
 from gate.stats import Alternative, StatsError, mann_whitney_u, median
 from gate.status import Status
 
@@ -135,14 +139,37 @@ def compare(mix: str, baseline: Sequence[float], speculative: Sequence[float], *
                   + "; it is not per-user decode speed")
     status = None
     if min_speedup is not None:
-        if significant and side == "higher" and ratio >= min_speedup:
-            status = Status.PASS
-        elif significant:
-            status = Status.FAIL  # a significant difference that is a slowdown or below the minimum
-        else:
-            status = Status.INCONCLUSIVE
+        # Only the side the medians point to is claimed (the call's words say the same).
+        verdict = verdicts.by_rank_test(higher.p_value if side == "higher" else 1.0,
+                                        lower.p_value if side == "lower" else 1.0, ratio, alpha, min_speedup)
+        status = verdicts.status(verdict)
     return ServedRateComparison(mix=mix, unit=unit, source=source, baseline=b, speculative=s,
                                 ratio_of_medians=ratio, higher_in_all_cells=all_higher, lower_in_all_cells=all_lower,
                                 ranges_overlap=overlap, p_higher=higher.p_value, p_lower=lower.p_value,
                                 test_method=higher.method, alpha=alpha, significant=significant, call=call,
                                 caveat=caveat, status=status)
+
+
+def sub(ctx: CheckContext) -> Finding:
+    """The plan's reported served-rate samples (evidence.reported.served_rate), one comparison per mix."""
+    plan = ctx.plan
+    slo = plan.slo
+    run = plan.evidence.reported.run
+    denominator = run.measurement_denominator if run else None
+    comps: list[ServedRateComparison] = []
+    statuses: list[Status] = []
+    parts: list[str] = []
+    for c in plan.evidence.reported.served_rate:
+        try:
+            comps.append(compare(c.mix, c.baseline, c.speculative, unit=c.unit, source=c.source,
+                                 alpha=slo.alpha, min_speedup=slo.min_speedup, denominator=denominator))
+        except StatsError as e:
+            statuses.append(Status.INCONCLUSIVE)
+            parts.append(f"{c.mix} served rate not compared: {e}")
+    for cmp in comps:
+        parts.append("reported " + cmp.sentence())
+        if cmp.status is not None:
+            statuses.append(cmp.status)
+    if comps and slo.min_speedup is None:
+        parts.append("served-rate comparisons are reported only (no min_speedup set)")
+    return Finding.of(statuses, parts, {"served_rate": [c.to_json() for c in comps]})

@@ -323,11 +323,19 @@ def test_bad_probe_record_is_one_line_exit_3(capsys, tmp_path):
 
 # --- the gate's acceptance line: plan k against tune's best k -----------------------------------
 
+def _gathered_positions(plan):
+    """The plan's per-position counters as `check` gathers them (gate.evidence.gather, phase pre)."""
+    from gate.evidence.gather import gather_metrics, request_for
+
+    return gather_metrics(plan, "pre", [], None, request_for(plan, wait=False)).positions
+
+
 def test_depth_advice_for_seed004_reports_the_plan_k_against_the_best_k():
     from gate.plan.model import load_plan
     from gate.tune.advice import depth_advice
 
-    adv = depth_advice(load_plan(REPO / "examples" / "plans" / "seed004-qwen3.6-35b-a3b-mtp.yaml"))
+    plan = load_plan(REPO / "examples" / "plans" / "seed004-qwen3.6-35b-a3b-mtp.yaml")
+    adv = depth_advice(plan, _gathered_positions(plan))
     assert adv is not None and adv.plan_k == 3
     by_point = {p["point"]: p for p in adv.points}
     assert set(by_point) == {"2K", "131K"}
@@ -340,7 +348,8 @@ def test_depth_advice_is_silent_without_per_position_evidence():
     from gate.plan.model import load_plan
     from gate.tune.advice import depth_advice
 
-    assert depth_advice(load_plan(REPO / "examples" / "plans" / "seed002-ling-3.0-flash-dspark.yaml")) is None
+    plan = load_plan(REPO / "examples" / "plans" / "seed002-ling-3.0-flash-dspark.yaml")
+    assert depth_advice(plan, _gathered_positions(plan)) is None
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import pytest
 import requests
 
 from exporter import names
-from gate.checks import cohorts as cohort_check
+from gate.checks.acceptance import cohorts as cohort_check
 from gate.evidence.fleet.cohorts import CohortEvidence, CohortSamples
 from gate.plan.model import plan_from_dict
 from gate.status import Status
@@ -65,12 +65,18 @@ def _evidence(canary_tpot: list[float], stable_tpot: list[float], canary_rate: l
     return ev
 
 
+def _judge(plan: Any, phase: str, ev: CohortEvidence | None) -> tuple[list[Status], list[str], dict[str, Any] | None]:
+    """The sub-check's Finding as (statuses, sentences, its `cohorts` values)."""
+    f = cohort_check.judge(plan, phase, ev)
+    return ([f.status] if f.status else []), ([f.sentence] if f.sentence else []), f.values.get("cohorts")
+
+
 def test_the_statistic_on_synthetic_samples_has_exact_p_values() -> None:
     plan = plan_from_dict(_plan("x"))
     ev = _evidence([0.010, 0.011, 0.012, 0.013, 0.014], [0.020, 0.021, 0.022, 0.023, 0.024],
                    [130.0, 110.0, 120.0, 90.0, 140.0], [100.0, 95.0, 85.0, 80.0, 75.0],
                    [8, 8, 8, 8, 8], [8, 8, 8, 8, 8])
-    statuses, parts, values = cohort_check.judge(plan, "post", ev)
+    statuses, parts, values = _judge(plan, "post", ev)
     assert values is not None and statuses == [Status.PASS], parts
     tpot, rate = values["tpot"], values["tokens_per_second"]
     assert tpot["p_faster"] == pytest.approx(1 / 252) and tpot["test_method"] == "exact"
@@ -85,23 +91,23 @@ def test_the_statistic_on_synthetic_samples_has_exact_p_values() -> None:
     # the same samples, swapped: significantly slower on both -> fail, both speeds named
     slow = _evidence(ev.cohorts["stable"].tpot_seconds, ev.cohorts["canary"].tpot_seconds,
                      ev.cohorts["stable"].tokens_per_second, ev.cohorts["canary"].tokens_per_second, [8] * 5, [8] * 5)
-    statuses, parts, values = cohort_check.judge(plan, "post", slow)
+    statuses, parts, values = _judge(plan, "post", slow)
     assert values is not None and statuses == [Status.FAIL] and values["tpot"]["p_slower"] == pytest.approx(1 / 252)
     assert "canary 0.022 s vs stable 0.012 s" in parts[0] and "slower at p = 0.00397" in parts[0]
 
     # faster, but below min_speedup on the point estimate: does not pay
     plan_min = plan_from_dict(_plan("x", min_speedup=2.0))
-    statuses, parts, values = cohort_check.judge(plan_min, "post", ev)
+    statuses, parts, values = _judge(plan_min, "post", ev)
     assert statuses == [Status.FAIL] and values is not None and "below min_speedup 2" in parts[0]
 
     # 3 vs 3 pod-windows can never be significant (p >= 1/20): inconclusive, never a pass
     few = _evidence([0.010] * 3, [0.020] * 3, [200.0] * 3, [100.0] * 3, [8] * 3, [8] * 3)
-    assert cohort_check.judge(plan_from_dict(_plan("x", min_windows=1)), "post", few)[0] == [Status.INCONCLUSIVE]
+    assert _judge(plan_from_dict(_plan("x", min_windows=1)), "post", few)[0] == [Status.INCONCLUSIVE]
     # not judged in --phase pre; no evidence at all is inconclusive
-    assert cohort_check.judge(plan, "pre", ev)[0] == []
-    assert cohort_check.judge(plan, "post", None)[0] == [Status.INCONCLUSIVE]
+    assert _judge(plan, "pre", ev)[0] == [] and "not judged in --phase pre" in _judge(plan, "pre", ev)[1][0]
+    assert _judge(plan, "post", None)[0] == [Status.INCONCLUSIVE]
     # a plan without a stable cohort has nothing to compare
-    assert cohort_check.judge(plan_from_dict(_plan("x", stable=None)), "post", ev) == ([], [], None)
+    assert _judge(plan_from_dict(_plan("x", stable=None)), "post", ev) == ([], [], None)
 
 
 # --- against a real Prometheus --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from gate.checks import acceptance
 from gate.evidence.base import AcceptanceWindow
 from gate.plan.model import load_plan, plan_from_dict
 from gate.status import Status
+from tests.gate.checks.acceptance import judge
 from tests.gate.helpers import PLANS, tiny_plan
 
 
@@ -32,19 +33,19 @@ def test_seed004_break_even_from_declared_costs() -> None:
 
 def test_pre_without_evidence_target_above_break_even_passes() -> None:
     data = tiny_plan("draft", costs=[{"point": "p", "verify_cycle_ms": 30, "target_step_ms": 20}])
-    r = acceptance.judge(plan_from_dict(data), "pre", [], [])
+    r = judge(plan_from_dict(data), "pre", [], [])
     assert r.status is Status.PASS and "L* 1.500" in r.reason and "not judged before the switch" in r.reason
 
 
 def test_target_below_break_even_fails() -> None:
     """Issue 10 (seed 002 line 3): a target at or below L* = 50 / 20 = 2.5 cannot pay: fail, not warn."""
     data = tiny_plan("draft", costs=[{"point": "p", "verify_cycle_ms": 50, "target_step_ms": 20}])
-    r = acceptance.judge(plan_from_dict(data), "pre", [], [])
+    r = judge(plan_from_dict(data), "pre", [], [])
     assert r.status is Status.FAIL and "does not exceed L* 2.500" in r.reason
 
 
 def test_no_costs_skips_break_even_and_says_so() -> None:
-    r = acceptance.judge(_plan(), "pre", [], [])
+    r = judge(_plan(), "pre", [], [])
     assert r.status is Status.PASS and "L* unknown" in r.reason and "skipped" in r.reason
 
 
@@ -53,58 +54,58 @@ def test_no_target_fails_in_both_phases() -> None:
     data = tiny_plan("draft")
     data["slo"].pop("target_acceptance_length")
     plan = plan_from_dict(data)
-    r = acceptance.judge(plan, "pre", [], [])
+    r = judge(plan, "pre", [], [])
     assert r.status is Status.FAIL and "seed 002: set an acceptance-length target before rollout" in r.reason
-    assert acceptance.judge(plan, "post", [_w(3.0)], []).status is Status.FAIL
+    assert judge(plan, "post", [_w(3.0)], []).status is Status.FAIL
 
 
 def test_post_without_windows_is_inconclusive_never_pass() -> None:
-    r = acceptance.judge(_plan(), "post", [], [])
+    r = judge(_plan(), "post", [], [])
     assert r.status is Status.INCONCLUSIVE
 
 
 def test_required_fraction_and_min_windows() -> None:
     plan = _plan(required_fraction=0.75, min_windows=4, target_acceptance_length=2.0)
     # 3 of 4 windows at or above 2.0 -> 0.75 >= 0.75 -> pass
-    assert acceptance.judge(plan, "post", [_w(2.5), _w(2.0), _w(3.0), _w(1.5)], []).status is Status.PASS
+    assert judge(plan, "post", [_w(2.5), _w(2.0), _w(3.0), _w(1.5)], []).status is Status.PASS
     # 2 of 4 -> fail
-    assert acceptance.judge(plan, "post", [_w(2.5), _w(1.9), _w(3.0), _w(1.5)], []).status is Status.FAIL
+    assert judge(plan, "post", [_w(2.5), _w(1.9), _w(3.0), _w(1.5)], []).status is Status.FAIL
     # only 3 windows: fewer than min_windows -> inconclusive
-    assert acceptance.judge(plan, "post", [_w(2.5), _w(2.1), _w(3.0)], []).status is Status.INCONCLUSIVE
+    assert judge(plan, "post", [_w(2.5), _w(2.1), _w(3.0)], []).status is Status.INCONCLUSIVE
 
 
 def test_reset_and_thin_windows_are_never_evidence() -> None:
     plan = _plan(min_windows=2, min_drafts=50, required_fraction=1.0)
     wins = [_w(4.0), _w(4.0, reset=True), _w(4.0, drafts=10), _w(1.2, reset=True)]
-    r = acceptance.judge(plan, "post", wins, [])
+    r = judge(plan, "post", wins, [])
     # one usable window < min_windows 2: the reset 4.0 and the 10-draft window do not make up for it
     assert r.status is Status.INCONCLUSIVE
     assert r.values["windows_excluded"] == {"reset": 1 + 1, "restart_unknown": 0, "below_min_drafts": 1}
     # and a bad reset window does not fail a good stream
-    r = acceptance.judge(plan, "post", [_w(4.0), _w(4.0), _w(1.0, reset=True)], [])
+    r = judge(plan, "post", [_w(4.0), _w(4.0), _w(1.0, reset=True)], [])
     assert r.status is Status.PASS
     # a window whose restart status nobody could tell is not "no restart" (issue 10)
-    r = acceptance.judge(plan, "post", [_w(4.0), _w(4.0, reset=None)], [])  # type: ignore[arg-type]
+    r = judge(plan, "post", [_w(4.0), _w(4.0, reset=None)], [])  # type: ignore[arg-type]
     assert r.status is Status.INCONCLUSIVE and r.values["windows_excluded"]["restart_unknown"] == 1
 
 
 def test_each_stream_judged_on_its_own() -> None:
     plan = _plan(min_windows=2, required_fraction=1.0)
     wins = [_w(3.0, stream="pod-a"), _w(3.0, stream="pod-a"), _w(1.1, stream="pod-b"), _w(1.2, stream="pod-b")]
-    r = acceptance.judge(plan, "post", wins, [])
+    r = judge(plan, "post", wins, [])
     assert r.status is Status.FAIL
     assert {s["stream"]: s["status"] for s in r.values["streams"]} == {"pod-a": "pass", "pod-b": "fail"}
 
 
 def test_evidence_error_makes_slo_inconclusive() -> None:
-    r = acceptance.judge(_plan(), "pre", [], ["exporter http://127.0.0.1:1 answered HTTP 500 on /api/v1/windows"])
+    r = judge(_plan(), "pre", [], ["exporter http://127.0.0.1:1 answered HTTP 500 on /api/v1/windows"])
     assert r.status is Status.INCONCLUSIVE and "HTTP 500" in r.reason
 
 
 def test_measured_l_below_break_even_fails() -> None:
     data = tiny_plan("draft", costs=[{"verify_cycle_ms": 30, "target_step_ms": 20}])
     data["slo"]["target_acceptance_length"] = 1.0
-    r = acceptance.judge(plan_from_dict(data), "pre", [_w(1.2), _w(1.3)], [])
+    r = judge(plan_from_dict(data), "pre", [_w(1.2), _w(1.3)], [])
     assert r.status is Status.FAIL and "does not pay" in r.reason
 
 
@@ -120,7 +121,7 @@ def test_measured_rates_give_break_even() -> None:
 def test_served_rates_go_through_the_rank_test() -> None:
     """Seed 000's cells: observed ranges labelled as such, one-sided exact p, never "speedup" at n = 3."""
     plan = load_plan(PLANS / "seed000-qwen38-flash-next-nextn.yaml")
-    r = acceptance.judge(plan, "pre", [], [])
+    r = judge(plan, "pre", [], [])
     short, long = r.values["served_rate"]
     assert (short["baseline"]["median"], short["baseline"]["observed_min"], short["baseline"]["observed_max"]) == (
         22.6, 19.9, 26.0)
@@ -133,16 +134,16 @@ def test_min_speedup_changes_the_line() -> None:
     plan = load_plan(PLANS / "seed000-qwen38-flash-next-nextn.yaml")
     data = plan.model_dump(exclude={"plan_path"}, exclude_none=True, mode="json")
     data["slo"] = {"target_acceptance_length": 1.5}
-    assert acceptance.judge(plan_from_dict(data), "pre", [], []).status is Status.PASS  # reported only
+    assert judge(plan_from_dict(data), "pre", [], []).status is Status.PASS  # reported only
     data["slo"] = {"target_acceptance_length": 1.5, "min_speedup": 1.1}
-    r = acceptance.judge(plan_from_dict(data), "pre", [], [])
+    r = judge(plan_from_dict(data), "pre", [], [])
     assert r.status is Status.INCONCLUSIVE  # 3 vs 3 is never significant at α 0.05 (p ≥ 0.05)
 
 
 def test_seed004_erosion_and_cycle_growth() -> None:
     plan = load_plan(PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml")
     wins = [_w(1 + 1103 / 467, drafts=467, point="2K"), _w(1 + 889 / 423, drafts=423, point="131K")]
-    r = acceptance.judge(plan, "pre", wins, [])
+    r = judge(plan, "pre", wins, [])
     assert r.status is Status.PASS
     e = r.values["erosion"]
     assert e["fraction"] == pytest.approx((3.3619 - 3.1017) / 3.3619, abs=1e-4)  # 7.7%
@@ -160,7 +161,7 @@ def test_measured_rates_without_a_length_say_what_is_missing() -> None:
     reason must not claim that no step costs were given."""
     data = tiny_plan("draft", costs=[{"point": "2K", "baseline_tokens_per_second": 70.7,
                                       "speculative_tokens_per_second": 107.9}])
-    r = acceptance.judge(plan_from_dict(data), "pre", [], [])
+    r = judge(plan_from_dict(data), "pre", [], [])
     assert r.status is Status.PASS
     assert "no step costs declared or measured" not in r.reason
     assert "L* unknown at 2K" in r.reason and "acceptance length" in r.reason
@@ -172,16 +173,16 @@ def test_measured_rates_that_show_a_slowdown_fail() -> None:
     data = tiny_plan("ngram", costs=[{"point": "tiny", "baseline_tokens_per_second": 1840 / 2.38,
                                       "speculative_tokens_per_second": 1840 / 4.26,
                                       "acceptance_length": 1 + 1170 / 522}])
-    r = acceptance.judge(plan_from_dict(data), "pre", [], [])
+    r = judge(plan_from_dict(data), "pre", [], [])
     assert r.status is Status.FAIL
     assert "speculation does not pay at tiny: measured L 3.241 ≤ L* 5.802" in r.reason and "1.79× slower" in r.reason
     # control: the same L with the speculative arm faster (2.38 s vs 4.26 s swapped) pays
     data["costs"][0].update(baseline_tokens_per_second=1840 / 4.26, speculative_tokens_per_second=1840 / 2.38)
-    assert acceptance.judge(plan_from_dict(data), "pre", [], []).status is Status.PASS
+    assert judge(plan_from_dict(data), "pre", [], []).status is Status.PASS
 
 
 def test_target_source_is_shown_or_missing_said() -> None:
-    r = acceptance.judge(_plan(), "pre", [], [])
+    r = judge(_plan(), "pre", [], [])
     assert "no source given for the target" in r.reason
-    r = acceptance.judge(_plan(target_source="drafter card macro mean 5.29 over nine benchmarks"), "pre", [], [])
+    r = judge(_plan(target_source="drafter card macro mean 5.29 over nine benchmarks"), "pre", [], [])
     assert "target source: drafter card macro mean 5.29" in r.reason

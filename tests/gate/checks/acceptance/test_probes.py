@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.checks.acceptance import judge
 from gate.plan.model import plan_from_dict
 from gate.status import Status
+from tests.gate.checks.acceptance import judge
 from tests.gate.probe.test_compare import BASE, FAST, SLOW, record
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gate.checks.served_rate import compare, includes_first_token_wait
+from gate.checks.acceptance.served_rate import compare, includes_first_token_wait
 from gate.stats import StatsError
 from gate.status import Status
 

@@ -1,0 +1,182 @@
+"""Floor 2: acceptance by draft position — per-position counters from capture pages, read once.
+
+Why evidence and not a tune detail: the same capture files give the acceptance line its windows
+(`gate.evidence.captures`) and tune its acceptance by depth. Read once by the evidence layer, both
+see the same pages; the acceptance line's depth advice (`gate.tune.advice`) is then a pure function
+of these counters and the plan's costs, and the checks read no file.
+
+vLLM accepts drafted tokens prefix-wise (position i counts only if positions 0..i-1 were), so one
+window at depth k gives
+
+    p_i  = accepted_i / drafts        (i = 0 .. k-1)
+    L(k) = 1 + Σ_i p_i                (exporter.formulas.length_from_rates)
+
+Engines that give only L (SGLang's gauges) give no positions; their depth is then the *observed*
+one, `observed_depth` = round(draft_tokens / drafts) — what the counters show, never the plan's
+declared k (`gate.model.depth`, `Plan.depth`), which the two are compared against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from exporter import formulas
+from exporter.derive import derive_window
+from exporter.engines.base import EngineSnapshot
+from gate.plan.model import CaptureGroup, StepCost
+from gate.status import InputError
+
+
+class CountersError(InputError):
+    """Unusable acceptance counters (a restart inside the window, counters that are not per position):
+    one line; tune's `TuneInputError` is this class."""
+
+
+def point_name(cost: StepCost, index: int) -> str:
+    """The name of a plan's operating point `costs[index]`: its `point`, else its context, else its place.
+
+    One rule for the acceptance line's break-even table and tune's cost samples, so a point's L* and
+    its predicted speedup are keyed alike.
+    """
+    if cost.point:
+        return cost.point
+    if cost.context_tokens:
+        return f"{cost.context_tokens:,} tokens"
+    return f"point {index + 1}"
+
+
+def capture_point_name(group: CaptureGroup, index: int, groups: int) -> str | None:
+    """The operating point a plan's capture group `index` (of `groups`) measured: its `point`, else
+    `captures N` when the plan has several groups (kept apart), else None (the plan's traffic)."""
+    return group.point or (f"captures {index + 1}" if groups > 1 else None)
+
+
+def observed_depth(draft_tokens: float | None, drafts: float | None) -> int | None:
+    """The depth the counters show: draft tokens per draft, rounded (None when either is unknown or 0).
+
+    Observed, not declared: a drafterless proposer may draft fewer than k tokens per round.
+    """
+    if draft_tokens is None or not drafts:
+        return None
+    return round(draft_tokens / drafts)
+
+
+@dataclass(frozen=True)
+class PositionCounters:
+    """What one run at depth k measured for one operating point: drafts and accepted per position.
+
+    `accepted_per_position` is empty when the source gives only L (then `acceptance_length` is set).
+    """
+
+    point: str | None
+    k: int
+    drafts: float
+    accepted_per_position: tuple[float, ...]
+    source: str
+    acceptance_length: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise CountersError(f"{self.source}: depth k must be at least 1 (got {self.k})")
+        if self.accepted_per_position:
+            if len(self.accepted_per_position) != self.k:
+                raise CountersError(f"{self.source}: {len(self.accepted_per_position)} per-position counters "
+                                    f"for depth k = {self.k}")
+            if self.drafts <= 0:
+                raise CountersError(f"{self.source}: no drafts, so no acceptance by position")
+            prev = self.drafts
+            for i, a in enumerate(self.accepted_per_position):
+                if a < 0 or a > prev + 1e-9:
+                    raise CountersError(
+                        f"{self.source}: accepted at position {i} is {a:g}, more than at position {i - 1} "
+                        f"({prev:g}) or below 0; vLLM accepts prefix-wise, so these are not per-position counters")
+                prev = a
+        elif self.acceptance_length is None:
+            raise CountersError(f"{self.source}: neither per-position counters nor an acceptance length")
+
+    @property
+    def resolved(self) -> bool:
+        """Per-position counters are known, so L(k') for k' <= k is exact arithmetic."""
+        return bool(self.accepted_per_position)
+
+    @property
+    def position_rates(self) -> tuple[float, ...]:
+        """p_i = accepted_i / drafts."""
+        return tuple(a / self.drafts for a in self.accepted_per_position)
+
+    @property
+    def measured_length(self) -> float:
+        """L(k) = 1 + Σ p_i (or the L the source gave)."""
+        if self.resolved:
+            return formulas.length_from_rates(self.position_rates)
+        assert self.acceptance_length is not None
+        return self.acceptance_length
+
+
+def pooled(samples: Sequence[PositionCounters], point: str | None, source: str) -> PositionCounters:
+    """Several windows (or streams) at the same depth summed into one: counters add, ratios do not."""
+    if not samples:
+        raise CountersError(f"{source}: no acceptance counters")
+    ks = {s.k for s in samples}
+    if len(ks) > 1:
+        raise CountersError(f"{source}: windows at different depths ({', '.join(map(str, sorted(ks)))}); "
+                            "give one depth per operating point")
+    k = ks.pop()
+    drafts = sum(s.drafts for s in samples)
+    if all(s.resolved for s in samples):
+        per_pos = tuple(sum(s.accepted_per_position[i] for s in samples) for i in range(k))
+        return PositionCounters(point, k, drafts, per_pos, source)
+    length = formulas.pooled_length((s.measured_length, s.drafts) for s in samples)
+    if length is None:  # no drafts anywhere: nothing to weigh by
+        length = sum(s.measured_length for s in samples) / len(samples)
+    return PositionCounters(point, k, drafts, (), source, acceptance_length=length)
+
+
+def counters_between(before: EngineSnapshot, after: EngineSnapshot, point: str | None,
+                     source: str) -> list[PositionCounters]:
+    """Per-position counters of every speculating stream over one window (exporter.derive)."""
+    out: list[PositionCounters] = []
+    for w in derive_window(before, after, min_drafts=1):
+        if not w.has_spec:
+            continue
+        if w.reset:
+            raise CountersError(f"{source}: the engine restarted between the captures; that window is no evidence")
+        if not w.drafts:
+            continue
+        if w.accepted_per_position:
+            out.append(PositionCounters(point, len(w.accepted_per_position), w.drafts,
+                                        tuple(w.accepted_per_position), source))
+        elif w.acceptance_length is not None:
+            out.append(PositionCounters(point, max(observed_depth(w.draft_tokens, w.drafts) or 1, 1), w.drafts, (),
+                                        source, acceptance_length=w.acceptance_length))
+    return out
+
+
+def counters_from_snapshots(snaps: Sequence[EngineSnapshot], point: str | None, source: str) -> PositionCounters:
+    """Windows between consecutive pages (in time order), summed into one sample; CountersError when none moved."""
+    if len(snaps) < 2:
+        raise CountersError("--captures needs BEFORE and AFTER (two capture files in time order)")
+    found: list[PositionCounters] = []
+    for b, a in zip(snaps, snaps[1:], strict=False):
+        found += counters_between(b, a, point, source)
+    if not found:
+        raise CountersError(f"{source}: no speculative-decoding counters moved between the captures")
+    return pooled(found, point, source)
+
+
+@dataclass(frozen=True)
+class PositionEvidence:
+    """One capture group's acceptance by position: its pooled counters, or why there are none."""
+
+    point: str | None
+    source: str
+    counters: PositionCounters | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, snaps: Sequence[EngineSnapshot], point: str | None, source: str) -> PositionEvidence:
+        try:
+            return cls(point, source, counters=counters_from_snapshots(snaps, point, source))
+        except CountersError as e:
+            return cls(point, source, error=str(e))

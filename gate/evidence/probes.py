@@ -1,0 +1,175 @@
+"""Floor 2: probe records as evidence — the record type, its validated reader, and what one evaluation read.
+
+Why here and not in the probe tool: the acceptance line judges a rollout from these files
+(`evidence.probes`), and the lines read no files (design.md "Floors"): the records are read once
+by `gate.evidence.gather` onto the evidence the lines are given, like every other source. The
+probe tool (floor 2½, `gate.probe`) writes them and imports the type from here.
+
+A file that is not exactly this shape (a missing arm, a non-finite rate, a cell without its
+wall clock) is refused when it is read, not half-used. Unknown values are null, never 0.
+
+Shape (docs/design.md "Probe and compare"):
+`{"schema", "arm": "baseline"|"speculative", "engine", "engine_version", "model",
+  "speculative": {"method", "num_speculative_tokens", ...} | null, "workload": [...],
+  "warmup_requests", "repetitions", "created_at", "source",
+  "cells": [{"mix", "concurrency", "repetition", "requests", "output_tokens", "prompt_tokens",
+             "wall_seconds", "served_tokens_per_second", "failed_requests",
+             "ttft_seconds": {"p50", "p90", "p99"}, "tpot_seconds": {...}, "chunk_gap_seconds": {...},
+             "acceptance_length", "acceptance_rate", "drafts", "draft_tokens", "accepted_tokens",
+             "per_request_acceptance_length": [...] | null, "metrics_reset"}]}`
+
+served_tokens_per_second = output_tokens / wall_seconds, where wall_seconds runs from the first
+request's send to the last request's end (first-token waiting included, as seed 000's served
+rate is). tpot_seconds are quantiles over requests of (t_last_token − t_first_token) /
+(completion_tokens − 1), the engines' own TPOT definition, timed by the client;
+chunk_gap_seconds are gaps between streamed chunks — a speculative arm streams several tokens
+per chunk, so gaps are per engine step, not per token, and never compare arms.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gate.inputs.loading import read_text
+from gate.status import InputError
+
+# A record holds its cells and, with vLLM's per-request metrics, one L per request: a few MiB at most.
+PROBE_RECORD_MAX_BYTES = 64 << 20
+
+SCHEMA: Literal["specgate.probe/1"] = "specgate.probe/1"
+
+NonNeg = Annotated[float, Field(ge=0)]
+
+
+class ProbeError(ValueError):
+    """A probe that cannot run or a record that cannot be read: one line, exit 3."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _finite(cls, v: Any) -> Any:
+        # NaN/inf are not evidence (json.loads accepts them): refuse them at the door.
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError("non-finite number")
+        return v
+
+
+class Quantiles(_Strict):
+    """p50/p90/p99 of one latency over a cell (linear interpolation between order statistics)."""
+
+    p50: NonNeg | None = None
+    p90: NonNeg | None = None
+    p99: NonNeg | None = None
+
+
+class MixSpec(_Strict):
+    """One request shape the probe sent: prompts of `prompt_tokens` (or the user's own) and `output_tokens`."""
+
+    name: str
+    prompt_tokens: int | None = Field(default=None, ge=1)
+    output_tokens: int = Field(ge=1)
+    prompts_from: str  # "engine_tokenizer", "approximate_words" or "jsonl:<file name>"
+    concurrency: int | None = Field(default=None, ge=1)  # the plan's own concurrency, if from a plan
+    temperature: float = Field(default=0.0, ge=0)  # 0: greedy; sampled traffic accepts differently
+
+
+class Cell(_Strict):
+    """One repetition of one (mix, concurrency): `requests` requests, `concurrency` at a time."""
+
+    mix: str
+    concurrency: int = Field(ge=1)
+    repetition: int = Field(ge=1)
+    requests: int = Field(ge=1)
+    output_tokens: int = Field(ge=0)
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    wall_seconds: float = Field(gt=0)
+    served_tokens_per_second: NonNeg
+    failed_requests: int = Field(ge=0)
+    ttft_seconds: Quantiles
+    tpot_seconds: Quantiles
+    chunk_gap_seconds: Quantiles
+    acceptance_length: float | None = Field(default=None, ge=1)
+    acceptance_rate: float | None = Field(default=None, ge=0, le=1)
+    drafts: NonNeg | None = None
+    draft_tokens: NonNeg | None = None
+    accepted_tokens: NonNeg | None = None
+    per_request_acceptance_length: list[Annotated[float, Field(ge=1)]] | None = None
+    metrics_reset: bool = False  # the engine restarted inside the cell: its counters are no evidence
+
+
+class ProbeRecord(_Strict):
+    """One arm's probe: its engine, its speculative settings, and every cell it measured."""
+
+    schema_: Literal["specgate.probe/1"] = Field(default=SCHEMA, alias="schema")
+    arm: Literal["baseline", "speculative"]
+    engine: Literal["vllm", "sglang"] | None = None
+    engine_version: str | None = None
+    model: str | None = None
+    speculative: dict[str, Any] | None = None
+    workload: list[MixSpec] = Field(default_factory=list)
+    warmup_requests: int = Field(default=0, ge=0)
+    repetitions: int = Field(default=1, ge=1)
+    created_at: str | None = None
+    source: str | None = None
+    cells: list[Cell] = Field(min_length=1)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def load_record(path: str | Path) -> ProbeRecord:
+    """Read and validate one probe record; any defect is a ProbeError naming the file and the field.
+
+    Read through `gate.inputs.loading` (regular files only, size-limited): a FIFO is refused, never waited on.
+    """
+    p = Path(path)
+    try:
+        text = read_text(p, "probe record", PROBE_RECORD_MAX_BYTES)
+    except InputError as e:
+        raise ProbeError(f"{p}: cannot read probe record: {e}") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ProbeError(f"{p}: not JSON: {e}") from None
+    try:
+        return ProbeRecord.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        raise ProbeError(f"{p}: not a probe record: {where}: {err['msg']}") from None
+
+
+@dataclass(frozen=True)
+class ProbeEvidence:
+    """The plan's probe records (`evidence.probes`), read once: every record, or the first reason none is usable."""
+
+    files: tuple[str, ...]
+    records: tuple[ProbeRecord, ...] = ()
+    error: str | None = None
+
+    def arm(self, name: str) -> list[ProbeRecord]:
+        return [r for r in self.records if r.arm == name]
+
+
+def gather_probes(paths: Sequence[str | Path]) -> ProbeEvidence | None:
+    """Read every probe record the plan names; None when it names none. A bad record is the evidence's
+    error (the line turns inconclusive with it), never an exception."""
+    if not paths:
+        return None
+    files = tuple(str(p) for p in paths)
+    try:
+        return ProbeEvidence(files, tuple(load_record(p) for p in paths))
+    except ProbeError as e:
+        return ProbeEvidence(files, error=str(e))
