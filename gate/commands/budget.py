@@ -13,7 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gate.status import EXIT_INVALID
+from gate.commands._args import invalid
+from gate.status import EXIT_PASS, InputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,16 +59,12 @@ def run(args: argparse.Namespace) -> int:
 
     from gate.bill.budget import compute_budget
     from gate.bill.facts import artifact_facts
-    from gate.plan.model import PlanError, load_plan
+    from gate.plan.model import load_plan
 
     try:
         plan = load_plan(args.plan)
         doc = compute_budget(plan, artifact_facts(plan)).to_json()
-    except PlanError as e:
-        print(f"specgate: error: {e}", file=sys.stderr)
-        return EXIT_INVALID
-    if args.format == "json":
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    else:
-        sys.stdout.write(_text(doc))
-    return 0
+    except InputError as e:  # PlanError, ConfigError and every reader's error: one line, exit 3
+        return invalid(str(e))
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n" if args.format == "json" else _text(doc))
+    return EXIT_PASS

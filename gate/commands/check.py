@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gate.status import EXIT_INVALID
+from gate.commands._args import invalid
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,10 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--previous", type=Path, metavar="RECORD",
                         help="the last run record (--record of an earlier check): a changed target revision needs "
                              "acceptance evidence newer than it; a changed drafter revision is named")
-
-
-def _err(msg: str) -> None:
-    print(f"specgate: error: {msg}", file=sys.stderr)
 
 
 def _write(path: Path, text: str) -> None:
@@ -63,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = evaluate(plan, phase=args.phase, metrics=args.metrics, prometheus=args.prometheus,
                            allow_inconclusive=args.allow_inconclusive, previous=previous)
     except InputError as e:  # PlanError, ConfigError and every loader's error: one line, exit 3
-        _err(str(e))
-        return EXIT_INVALID
+        return invalid(str(e))
     text = render(verdict, args.format)
     try:
         if args.record:
@@ -76,8 +71,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(text)
     except OSError as e:
-        _err(str(e))
-        return EXIT_INVALID
+        return invalid(str(e))
     if verdict.inconclusive_allowed and args.format == "json":
         print("specgate: inconclusive allowed by --allow-inconclusive: exit code 0", file=sys.stderr)
     return verdict.exit_code

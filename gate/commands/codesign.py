@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gate.checks.codesign import CodesignResult, codesign
-from gate.commands.kv import exit_invalid_on_usage_error, positive_int
-from gate.inputs.configs import load_config
-from gate.model.config import ConfigError
-from gate.status import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_PASS, Status
+from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_int
+from gate.status import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, InputError, Status
+
+if TYPE_CHECKING:  # the checks load in run(): `specgate --help` imports no line
+    from gate.checks.codesign import CodesignResult
 
 NO_DRAFTER = ("none", "-")
 
@@ -60,15 +60,17 @@ def as_text(result: CodesignResult, engine: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gate.checks.codesign import codesign
+    from gate.inputs.configs import load_config
+
     try:
         target = load_config(args.target)
         drafter = None if str(args.drafter).lower() in NO_DRAFTER else load_config(args.drafter)
         result = codesign(target, drafter, engine=args.engine, num_speculative_tokens=args.num_speculative_tokens,
                           draft_tp=args.draft_tp, target_tp=args.target_tp, max_model_len=args.max_model_len,
                           deployed_target=args.deployed_target, drafter_weights=args.drafter_weights)
-    except ConfigError as e:
-        print(f"specgate: error: {e}", file=sys.stderr)
-        return EXIT_INVALID
+    except InputError as e:  # ConfigError and every reader's error: one line, exit 3
+        return invalid(str(e))
     if args.format == "json":
         print(json.dumps(as_json(result), indent=2))
     else:

@@ -23,9 +23,8 @@ import argparse
 import json
 import sys
 
-from gate.commands.kv import exit_invalid_on_usage_error
-from gate.commands.probe import positive_float
-from gate.status import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_PASS
+from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_float
+from gate.status import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, InputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,9 +45,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = compare(load_record(args.baseline), load_record(args.speculative), alpha=args.alpha,
                          min_speedup=args.min_speedup)
-    except (ProbeError, CompareError) as e:
-        print(f"specgate: error: compare: {e}", file=sys.stderr)
-        return EXIT_INVALID
+    except (ProbeError, CompareError, InputError) as e:
+        return invalid(f"compare: {e}")
     try:
         print(json.dumps(result.to_json(), indent=2) if args.format == "json" else as_text(result), flush=True)
     except BrokenPipeError:  # `specgate compare ... | head`: the reader left; the exit code still counts

@@ -24,10 +24,12 @@ import sys
 import threading
 from pathlib import Path
 
-from gate.status import EXIT_INVALID
+from gate.commands._args import invalid, parse_listen
+from gate.status import EXIT_PASS, InputError
 
 # The services log through logging.getLogger(__name__); the command sends it to stderr as before.
 LOG_FORMAT = "specgate controller: %(message)s"
+PREFIX = "specgate controller: "
 
 
 def _log_to_stderr() -> None:
@@ -57,30 +59,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     _log_to_stderr()
     if not args.plan.exists():
-        print(f"specgate controller: no plan at {args.plan}", file=sys.stderr)
-        return EXIT_INVALID
+        return invalid(f"no plan at {args.plan}", PREFIX)
     if args.interval <= 0 or args.backoff < 0:
-        print("specgate controller: --interval must be positive and --backoff not negative", file=sys.stderr)
-        return EXIT_INVALID
-    if args.plan.is_file():
+        return invalid("--interval must be positive and --backoff not negative", PREFIX)
+    if not args.plan.is_dir():  # a plan file (a FIFO or a device is refused by the reader, never waited on)
         from gate.plan.model import load_plan
 
         try:
             load_plan(args.plan)
-        except Exception as e:  # one-line plan errors
-            print(f"specgate controller: invalid plan {args.plan}: {e}", file=sys.stderr)
-            return EXIT_INVALID
+        except InputError as e:  # one-line plan errors
+            return invalid(f"invalid plan {args.plan}: {e}", PREFIX)
     try:
         from gate.evidence.pods import default_api_client
 
         api_client = default_api_client()
     except ImportError:
-        print("specgate controller: the kubernetes client is not installed (pip install 'specgate[kube]')",
-              file=sys.stderr)
-        return EXIT_INVALID
-    except Exception as e:
-        print(f"specgate controller: no cluster access: {e}", file=sys.stderr)
-        return EXIT_INVALID
+        return invalid("the kubernetes client is not installed (pip install 'specgate[kube]')", PREFIX)
+    except Exception as e:  # the kubernetes client's own errors (no config, bad kubeconfig): one line
+        return invalid(f"no cluster access: {e}", PREFIX)
 
     from gate.kube.controller import Controller, ControllerConfig
 
@@ -92,14 +88,11 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics_listen:
         from prometheus_client import start_http_server
 
-        from gate.commands.serve import parse_listen
-
         try:
             host, port = parse_listen(args.metrics_listen)
             start_http_server(port, addr=host, registry=controller.metrics.registry)
         except (argparse.ArgumentTypeError, OSError) as e:
-            print(f"specgate controller: --metrics-listen: {e}", file=sys.stderr)
-            return EXIT_INVALID
+            return invalid(f"--metrics-listen: {e}", PREFIX)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(f"specgate controller: {config.identity} watching {config.namespace} "
@@ -108,4 +101,4 @@ def run(args: argparse.Namespace) -> int:
         controller.run(stop)
     except KeyboardInterrupt:
         pass
-    return 0
+    return EXIT_PASS

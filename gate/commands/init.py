@@ -21,8 +21,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gate.commands.kv import exit_invalid_on_usage_error, positive_int
-from gate.status import EXIT_INVALID
+from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_int
+from gate.status import EXIT_PASS, InputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,32 +45,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gate.plan.init import InitError, InitRequest, render
-    from gate.plan.model import PlanError, load_plan
+    from gate.plan.init import InitRequest, render
+    from gate.plan.model import load_plan
 
     if args.out is not None and args.out.exists() and not args.force:
-        print(f"specgate: error: {args.out} exists (use --force to overwrite)", file=sys.stderr)
-        return EXIT_INVALID
+        return invalid(f"{args.out} exists (use --force to overwrite)")
     req = InitRequest(target=args.target, engine=args.engine, method=args.method, drafter=args.drafter,
                       out=args.out, name=args.name, tp=args.tp, depth=args.depth)
     try:
         text = render(req)
-    except InitError as e:
-        print(f"specgate: error: {e}", file=sys.stderr)
-        return EXIT_INVALID
+    except InputError as e:  # InitError and every reader's error
+        return invalid(str(e))
     if args.out is None:
         sys.stdout.write(text)
-        return 0
+        return EXIT_PASS
     try:
         args.out.write_text(text, encoding="utf-8")
     except OSError as e:
-        print(f"specgate: error: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
-        return EXIT_INVALID
+        return invalid(f"cannot write {args.out}: {e.strerror or e}")
     try:
         load_plan(args.out)
-    except PlanError as e:  # the writer's own bug, never the user's: say so
-        print(f"specgate: error: the written plan does not load: {e}", file=sys.stderr)
-        return EXIT_INVALID
+    except InputError as e:  # the writer's own bug, never the user's: say so
+        return invalid(f"the written plan does not load: {e}")
     print(f"specgate init: wrote {args.out}; fill in the TODO lines, then: specgate check --plan {args.out}",
           file=sys.stderr)
-    return 0
+    return EXIT_PASS

@@ -13,32 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from typing import Any, NoReturn
+from typing import Any
 
+from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_int
 from gate.inputs.configs import load_config
-from gate.model.config import ConfigError
 from gate.model.geometry import KVGeometry, kv_geometry
-from gate.status import EXIT_INVALID
-
-
-def exit_invalid_on_usage_error(parser: argparse.ArgumentParser) -> None:
-    """Make this subcommand's usage errors one line and exit 3 (invalid input), as the gate CLI promises."""
-
-    def error(message: str) -> NoReturn:
-        parser.exit(EXIT_INVALID, f"specgate: error: {parser.prog}: {message}\n")
-
-    parser.error = error  # type: ignore[method-assign]
-
-
-def positive_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
-    return n
+from gate.status import EXIT_PASS, InputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,11 +66,7 @@ def as_text(geom: KVGeometry, source: str) -> str:
 def run(args: argparse.Namespace) -> int:
     try:
         geom = kv_geometry(load_config(args.config), dtype=args.dtype, tp=args.tp)
-    except ConfigError as e:
-        print(f"specgate: error: {e}", file=sys.stderr)
-        return EXIT_INVALID
-    if args.format == "json":
-        print(json.dumps(as_json(geom), indent=2))
-    else:
-        print(as_text(geom, str(args.config)))
-    return 0
+    except InputError as e:  # ConfigError and every reader's error: one line, exit 3
+        return invalid(str(e))
+    print(json.dumps(as_json(geom), indent=2) if args.format == "json" else as_text(geom, str(args.config)))
+    return EXIT_PASS

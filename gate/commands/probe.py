@@ -37,11 +37,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
-from gate.commands.kv import exit_invalid_on_usage_error, positive_int
-from gate.status import EXIT_INVALID
+from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_float, positive_int
+from gate.status import EXIT_PASS, InputError
 
 
 def concurrency_list(value: str) -> tuple[int, ...]:
@@ -57,16 +56,6 @@ def concurrency_list(value: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def positive_float(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {value!r}") from None
-    if not x > 0 or x == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {value!r}")
-    return x
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     exit_invalid_on_usage_error(parser)
     parser.add_argument("--engine-url", required=True, metavar="URL", help="engine base URL (or its /metrics)")
@@ -77,8 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="requests in flight per cell, e.g. 1,4,8 (default: each plan mix's own)")
     src = parser.add_argument_group("request mix (one of)")
     src.add_argument("--prompt-tokens", type=positive_int, metavar="N", help="prompt length in tokens")
-    src.add_argument("--plan", metavar="PLAN", help="a rollout plan: probe its workload mixes")
-    src.add_argument("--prompts", metavar="FILE", help="JSONL of your own prompts")
+    src.add_argument("--plan", type=Path, metavar="PLAN", help="a rollout plan: probe its workload mixes")
+    src.add_argument("--prompts", type=Path, metavar="FILE", help="JSONL of your own prompts")
     parser.add_argument("--output-tokens", type=positive_int, metavar="M",
                         help="output tokens per request (needed with --prompt-tokens)")
     parser.add_argument("--mix", action="append", default=[], metavar="NAME",
@@ -108,96 +97,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gate.probe.record import MixSpec, ProbeError
-    from gate.probe.runner import ProbeConfig, run_probe, served_model, stderr_progress
-    from gate.probe.workload import Mix, jsonl_mixes, token_prompts
+    from gate.probe.record import ProbeError, load_record
+    from gate.probe.runner import ProbeConfig, probe, speculative_settings, stderr_progress
+    from gate.probe.workload import MixRequest
 
-    def invalid(msg: str) -> int:
-        print(f"specgate: error: probe: {msg}", file=sys.stderr)
-        return EXIT_INVALID
-
-    sources = [x for x in (args.prompt_tokens, args.plan, args.prompts) if x is not None]
-    if len(sources) != 1:
-        return invalid("give exactly one of --prompt-tokens, --plan, --prompts")
-    if args.warmup < 0:
-        return invalid("--warmup must be 0 or more")
-    if not 0 <= args.temperature <= 10:
-        return invalid("--temperature must be between 0 and 10")
-    temp = args.temperature
-    suffix = f"-t{temp:g}" if temp else ""
-    spec = None
-    if args.speculative_config is not None:
-        if args.arm == "baseline":
-            return invalid("--speculative-config belongs to the speculative arm")
-        try:
-            spec = json.loads(args.speculative_config)
-        except json.JSONDecodeError as e:
-            return invalid(f"--speculative-config is not JSON: {e.msg}")
-        if not isinstance(spec, dict):
-            return invalid("--speculative-config must be a JSON object")
-    elif args.arm == "speculative":
-        spec = {"method": None, "num_speculative_tokens": None}
-    from exporter.scrape import split_url
-
-    base, _ = split_url(args.engine_url)
-    api_key = os.environ.get("SPECGATE_ENGINE_API_KEY") or None
+    out = Path(args.out)
     try:
-        model = args.model or served_model(base, min(args.request_timeout, 10.0), api_key)
+        if args.warmup < 0:
+            raise InputError("--warmup must be 0 or more")
         cfg = ProbeConfig(engine_url=args.engine_url, arm=args.arm, concurrencies=args.concurrency,
                           repetitions=args.repetitions, warmup_requests=args.warmup,
                           requests_per_cell=args.requests, request_timeout=args.request_timeout,
-                          time_limit=args.time_limit, max_requests=args.max_requests, model=model,
-                          speculative=spec, engine=args.engine, api_key=api_key,
-                          source="specgate probe")
-        timeout = min(args.request_timeout, 30.0)
-        if args.prompts is not None:
-            mixes = [Mix(m.spec.model_copy(update={"temperature": temp}), m.prompts)
-                     for m in jsonl_mixes(args.prompts, args.output_tokens)]
-        elif args.plan is not None:
-            from gate.plan.model import PlanError, load_plan
-            try:
-                plan = load_plan(args.plan)
-            except PlanError as e:
-                return invalid(str(e))
-            chosen = [m for m in plan.workload if not args.mix or m.name in args.mix]
-            missing = sorted(set(args.mix) - {m.name for m in plan.workload})
-            if missing:
-                return invalid(f"plan has no mix {', '.join(missing)}")
-            if not chosen:
-                return invalid(f"{args.plan}: the plan has no workload mixes")
-            mixes = []
-            for m in chosen:
-                if m.prompt_tokens < 1 or m.output_tokens < 1:
-                    return invalid(f"mix {m.name}: prompt and output tokens must be at least 1")
-                count = max(cfg.cell_requests(c) for c in (args.concurrency or (m.concurrency,)))
-                prompts, how = token_prompts(base, model, m.prompt_tokens, count, timeout, api_key)
-                out = args.output_tokens or m.output_tokens
-                mixes.append(Mix(MixSpec(name=m.name, prompt_tokens=m.prompt_tokens, output_tokens=out,
-                                         prompts_from=how, concurrency=m.concurrency, temperature=temp), prompts))
-        else:
-            if args.output_tokens is None:
-                return invalid("--prompt-tokens needs --output-tokens")
-            if not args.concurrency:
-                return invalid("--prompt-tokens needs --concurrency")
-            count = max(cfg.cell_requests(c) for c in args.concurrency)
-            prompts, how = token_prompts(base, model, args.prompt_tokens, count, timeout, api_key)
-            mixes = [Mix(MixSpec(name=f"p{args.prompt_tokens}-o{args.output_tokens}{suffix}",
-                                 prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens,
-                                 prompts_from=how, temperature=temp), prompts)]
-        previous = None
-        if args.append and Path(args.out).exists():
-            from gate.probe.record import load_record
-            previous = load_record(args.out)
-        record = run_probe(cfg, mixes, model, stderr_progress)
-        if previous is not None:
-            from gate.probe.runner import append_record
-            record = append_record(previous, record)
-    except ProbeError as e:
-        return invalid(str(e))
-    out = Path(args.out)
+                          time_limit=args.time_limit, max_requests=args.max_requests, model=args.model,
+                          speculative=speculative_settings(args.arm, args.speculative_config), engine=args.engine,
+                          api_key=os.environ.get("SPECGATE_ENGINE_API_KEY") or None, source="specgate probe")
+        request = MixRequest(prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens, plan=args.plan,
+                             prompts=args.prompts, names=tuple(args.mix), concurrencies=args.concurrency,
+                             temperature=args.temperature)
+        previous = load_record(out) if args.append and out.exists() else None
+        record = probe(cfg, request, previous, stderr_progress)
+    except (ProbeError, InputError) as e:
+        return invalid(f"probe: {e}")
     try:
         out.write_text(json.dumps(record.to_json(), indent=2) + "\n")
     except OSError as e:
-        return invalid(f"cannot write {out}: {e.strerror or e}")
+        return invalid(f"probe: cannot write {out}: {e.strerror or e}")
     stderr_progress(f"wrote {out}: {len(record.cells)} cells")
-    return 0
+    return EXIT_PASS

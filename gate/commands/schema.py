@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gate.commands.kv import exit_invalid_on_usage_error
-from gate.status import EXIT_INVALID
+from gate.commands._args import exit_invalid_on_usage_error, invalid
+from gate.status import EXIT_PASS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,8 +33,7 @@ def run(args: argparse.Namespace) -> int:
             with open(args.out, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as e:
-            print(f"specgate: error: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
-            return EXIT_INVALID
-        return 0
+            return invalid(f"cannot write {args.out}: {e.strerror or e}")
+        return EXIT_PASS
     sys.stdout.write(text)
-    return 0
+    return EXIT_PASS

@@ -23,23 +23,18 @@ import os
 import sys
 from pathlib import Path
 
-from gate.status import EXIT_INVALID
+from gate.commands._args import invalid, parse_listen
+from gate.inputs.loading import read_secret
+from gate.status import EXIT_PASS, InputError
 
 # The services log through logging.getLogger(__name__); the command sends it to stderr as before.
 LOG_FORMAT = "specgate serve: %(message)s"
+PREFIX = "specgate serve: "
 
 
 def _log_to_stderr() -> None:
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
-
-
-def parse_listen(value: str) -> tuple[str, int]:
-    """`HOST:PORT` (IPv6 as `[::1]:9401`)."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise argparse.ArgumentTypeError(f"--listen must be HOST:PORT, got {value!r}")
-    return host.strip("[]"), int(port)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,16 +52,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_token(path: Path | None) -> str | None:
+    """The bearer token from `--token-file` (read by `gate.inputs.loading.read_secret`: a regular file of at most
+    64 KiB, never waited on; errors name the file, never its content), else `$SPECGATE_GATE_TOKEN`, else None.
+    Empty is an error either way (InputError): never an open gate by accident."""
     if path is not None:
-        token = path.read_text(encoding="utf-8").strip()
+        token = read_secret(path, "token file").strip()
         if not token:
-            raise ValueError(f"token file {path} is empty")
+            raise InputError(f"token file {path} is empty")
         return token
     env = os.environ.get("SPECGATE_GATE_TOKEN")
     if env is None:
         return None
     if not env.strip():  # set from a Secret whose key is empty: refuse rather than serve without a token
-        raise ValueError("SPECGATE_GATE_TOKEN is set but empty")
+        raise InputError("SPECGATE_GATE_TOKEN is set but empty")
     return env.strip()
 
 
@@ -77,17 +75,14 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         token = read_token(args.token_file)
-    except (OSError, ValueError) as e:
-        print(f"specgate serve: {e}", file=sys.stderr)
-        return EXIT_INVALID
+    except InputError as e:
+        return invalid(str(e), PREFIX)
     if args.timeout <= 0:
-        print("specgate serve: --timeout must be positive", file=sys.stderr)
-        return EXIT_INVALID
+        return invalid("--timeout must be positive", PREFIX)
     try:
         plan = load_plan(args.plan)
-    except Exception as e:  # the plan loader's errors are one-line messages naming the path
-        print(f"specgate serve: invalid plan {args.plan}: {e}", file=sys.stderr)
-        return EXIT_INVALID
+    except InputError as e:  # the plan loader's errors are one-line messages naming the path
+        return invalid(f"invalid plan {args.plan}: {e}", PREFIX)
     host, port = args.listen
     config = GateConfig(plan_path=args.plan, host=host, port=port, prometheus=args.prometheus,
                         metrics=tuple(args.metrics), token=token, timeout_s=args.timeout,
@@ -95,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         server = make_server(config, plan)
     except OSError as e:
-        print(f"specgate serve: cannot listen on {host}:{port}: {e.strerror or e}", file=sys.stderr)
-        return EXIT_INVALID
+        return invalid(f"cannot listen on {host}:{port}: {e.strerror or e}", PREFIX)
     print(f"specgate serve: listening on http://{host}:{server.server_address[1]} "
           f"(plan {args.plan}, token {'required' if token else 'not required'})", file=sys.stderr)
     try:
@@ -105,4 +99,4 @@ def run(args: argparse.Namespace) -> int:
         pass
     finally:
         server.server_close()
-    return 0
+    return EXIT_PASS

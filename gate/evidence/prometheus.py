@@ -37,8 +37,10 @@ from gate.evidence.base import (
 from gate.evidence.fleet import cohorts as cohort_evidence
 from gate.evidence.fleet.collect import FleetAsk
 from gate.evidence.fleet.collect import evaluate as evaluate_fleet
+from gate.inputs.loading import read_secret
 from gate.inputs.redact import redact_url
 from gate.plan.model import SLO, PlanError, PrometheusSource
+from gate.status import InputError
 
 DRAFTS = names.SPEC_DRAFTS.series
 ACCEPTED = names.SPEC_ACCEPTED.series
@@ -89,10 +91,12 @@ def _secret_from(env: str | None, file: Path | None, what: str) -> str | None:
             raise PlanError(f"evidence.prometheus: {what} environment variable {env} is not set")
         return value.strip()
     if file:
+        # gate.inputs: a regular file under SECRET_LIMITS (a FIFO or /dev/zero is refused at once); the
+        # message names the file, never its content
         try:
-            return Path(file).read_text(encoding="utf-8").strip()
-        except OSError as e:
-            raise PlanError(f"evidence.prometheus: cannot read {what} file {file}: {e.strerror or e}") from None
+            return read_secret(file, f"{what} file").strip()
+        except InputError as e:
+            raise PlanError(f"evidence.prometheus: {e}") from None
     return None
 
 

@@ -56,6 +56,9 @@ WINDOWS_LIMITS = Limits(max_bytes=16 << 20)
 SECRET_LIMITS = Limits(max_bytes=64 << 10)
 # A recorded /metrics page: a real vLLM page is ~50 KB, the exporter's own generated 32-stream page 1.3 MB.
 CAPTURE_LIMITS = Limits(max_bytes=64 << 20)
+# A probe's own prompts (JSONL, one object per line, at most 10,000 lines): 64 MiB is 6.7 KB a prompt at the
+# line limit, room for long-context traffic; each line is one JSON object a few levels deep.
+PROMPTS_LIMITS = Limits(max_bytes=64 << 20, max_depth=8)
 
 
 def _kind(mode: int) -> str:
@@ -149,6 +152,23 @@ def read_capture(path: str | Path, what: str = "capture") -> tuple[str, float]:
     except OSError as e:
         raise InputError(f"cannot read {what} {path}: {e.strerror or e}") from None
     return text, mtime
+
+
+def read_jsonl(path: str | Path, what: str, limits: Limits, max_lines: int) -> list[tuple[int, Any]]:
+    """(line number, document) for every non-blank line of a JSON Lines file, each parsed by `parse_json`.
+
+    The file goes through `read_text` (regular, at most `limits.max_bytes`) and every line through the
+    same duplicate-key, depth and digit limits as a JSON file; more than `max_lines` documents is refused.
+    """
+    text = read_text(path, what, limits.max_bytes)
+    out: list[tuple[int, Any]] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if len(out) >= max_lines:
+            raise InputError(f"{what} {path}: more than {max_lines:,} lines")
+        out.append((n, parse_json(line, f"{what} {path}:{n}", limits)))
+    return out
 
 
 def read_secret(path: str | Path, what: str) -> str:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gate.inputs.loading import PLAN_LIMITS, read_bytes
 from gate.kube.annotations import (
     ACTIVE,
     GATE_LABEL,
@@ -48,6 +49,7 @@ from gate.kube.api import Conflict, KubeApi
 from gate.kube.engine_args import PlanRequestError, speculative_config, strip_speculative, with_speculative
 from gate.kube.lease import LeaseElector
 from gate.plan.model import Plan
+from gate.status import InputError
 from gate.verdict.answer import GateAnswer, answer_of
 from gate.verdict.gate_metrics import GateMetrics
 
@@ -124,10 +126,10 @@ class Controller:
                 raise PlanRequestError(f"no plan {request}.yaml in {base}")
         else:
             path = base
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise PlanRequestError(f"cannot read plan {path}: {e.strerror}") from None
+        try:  # gate.inputs: a regular file under the plan's size limit, never waited on
+            data = read_bytes(path, "plan", PLAN_LIMITS.max_bytes)
+        except InputError as e:
+            raise PlanRequestError(str(e)) from None
         return path, hashlib.sha256(data).hexdigest()[:16]
 
     def plan_at(self, path: Path, digest: str) -> Loaded:

@@ -5,8 +5,12 @@ first-token waiting (seed 000), and both engines stream OpenAI-compatible server
 so the same client measures vLLM and SGLang alike. One request = one POST with
 `"stream": true` and `"stream_options": {"include_usage": true}`: the final chunk carries
 `usage.completion_tokens` (the token count; a speculative arm streams several tokens per
-chunk, so chunks are not tokens) and, on vLLM started with `--per-request-spec-decode-metrics`,
-`metrics.speculative_decoding.mean_acceptance_length` (the request's own L, incl. bonus).
+chunk, so chunks are not tokens). The request's own acceptance, where the engine reports it, is
+parsed by `gate.probe.per_request.streamed_acceptance` (validated, fail-closed): vLLM started with
+`--per-request-spec-decode-metrics` puts `metrics.speculative_decoding` on the usage chunk; SGLang
+(asked by `return_spec_tokens_details`, a field vLLM ignores) sends an `sglext.spec_tokens_details`
+chunk before it. A request whose numbers the parser refuses has no L (`acceptance_length` None) and
+says why (`acceptance_refused`); nothing is made up.
 
 Times are `time.monotonic()`: `sent` before the POST, one entry per chunk that carries a
 choice (the first one is the first token: TTFT = first − sent), `end` after `[DONE]`.
@@ -25,6 +29,8 @@ from typing import Any
 
 import requests
 
+from gate.probe.per_request import PerRequestError, streamed_acceptance
+
 ERROR_CHARS = 200
 
 
@@ -38,6 +44,7 @@ class RequestResult:
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
     acceptance_length: float | None = None
+    acceptance_refused: str | None = None  # why the per-request parser refused the engine's numbers
     error: str | None = None
 
     @property
@@ -81,16 +88,18 @@ class CompletionClient:
 
     def body(self, prompt: str | Sequence[int], max_tokens: int) -> dict[str, Any]:
         """Fixed length (ignore_eos); greedy by default (temperature 0: both arms serve the same tokens)."""
+        # return_spec_tokens_details: SGLang's per-request acceptance (sglext); vLLM accepts and ignores it
         return {"model": self.model, "prompt": prompt if isinstance(prompt, str) else list(prompt),
                 "max_tokens": max_tokens, "temperature": self.temperature, "ignore_eos": True, "stream": True,
-                "stream_options": {"include_usage": True}}
+                "stream_options": {"include_usage": True}, "return_spec_tokens_details": True}
 
     def complete(self, prompt: str | Sequence[int], max_tokens: int) -> RequestResult:
         sent = time.monotonic()
         deadline = sent + self.timeout
         chunks: list[float] = []
         usage: dict[str, Any] | None = None
-        accept: float | None = None
+        usage_chunk: dict[str, Any] | None = None
+        details: Any = None
 
         def failed(msg: str) -> RequestResult:
             return RequestResult(sent, time.monotonic(), tuple(chunks), error=msg[:ERROR_CHARS])
@@ -125,9 +134,10 @@ class CompletionClient:
                         return failed(f"engine error in stream: {_error_message(json.dumps(event['error']))}")
                     if event.get("choices"):
                         chunks.append(now)
+                    if isinstance(event.get("sglext"), dict) and "spec_tokens_details" in event["sglext"]:
+                        details = event["sglext"]["spec_tokens_details"]
                     if isinstance(event.get("usage"), dict):
-                        usage = event["usage"]
-                        accept = _request_acceptance(event)
+                        usage, usage_chunk = event["usage"], event
                 if not done:
                     return failed("stream ended without [DONE]")
         except requests.Timeout:
@@ -143,16 +153,20 @@ class CompletionClient:
             return RequestResult(sent, end, tuple(chunks), error=f"usage.completion_tokens is {n!r}")
         if not chunks:
             return RequestResult(sent, end, (), error="no token chunks in the stream")
+        length, refused = _acceptance(usage_chunk, details, n)
         return RequestResult(sent, end, tuple(chunks), completion_tokens=n,
-                             prompt_tokens=p if isinstance(p, int) else None, acceptance_length=accept)
+                             prompt_tokens=p if isinstance(p, int) else None, acceptance_length=length,
+                             acceptance_refused=refused)
 
 
-def _request_acceptance(event: dict[str, Any]) -> float | None:
-    """vLLM's per-request L (`--per-request-spec-decode-metrics`), when the final chunk has it."""
-    m = event.get("metrics")
-    sd = m.get("speculative_decoding") if isinstance(m, dict) else None
-    v = sd.get("mean_acceptance_length") if isinstance(sd, dict) else None
-    return float(v) if isinstance(v, int | float) and v >= 1 else None
+def _acceptance(usage_chunk: dict[str, Any] | None, details: Any, tokens: int) -> tuple[float | None, str | None]:
+    """(L, None) from the validated parser, (None, None) when the engine reported none, (None, why) when the
+    parser refused what it reported: an unknown L, never a guessed one."""
+    try:
+        got = streamed_acceptance(usage_chunk, details, tokens)
+    except PerRequestError as e:
+        return None, str(e)[:ERROR_CHARS]
+    return (got.acceptance_length if got is not None else None), None
 
 
 def _error_message(text: str) -> str:

@@ -43,6 +43,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from exporter.formulas import acceptance_length
+
 
 class PerRequestError(ValueError):
     """A `meta_info` that is not SGLang's per-request acceptance (one line)."""
@@ -184,10 +186,39 @@ def vllm_request_acceptance(response: Mapping[str, Any], completion_tokens: int 
     if steps == 0:
         return None
     length = _vllm_float(spec, "mean_acceptance_length")
-    if not math.isclose(length, 1.0 + accepted / steps, rel_tol=1e-9):
+    expected = acceptance_length(accepted, steps)  # steps > 0 here: never None
+    if expected is None or not math.isclose(length, expected, rel_tol=1e-9):
         raise PerRequestError(f"mean_acceptance_length {length} != 1 + accepted / steps = 1 + {accepted}/{steps}")
     rate = _vllm_float(spec, "draft_acceptance_rate")
     if drafted and not math.isclose(rate, accepted / drafted, rel_tol=1e-9, abs_tol=1e-12):
         raise PerRequestError(f"draft_acceptance_rate {rate} != accepted / draft tokens = {accepted}/{drafted}")
     return RequestAcceptance(completion_tokens=tokens, verify_calls=steps, acceptance_length=length,
                              correct_drafts=accepted, proposed_drafts=drafted, correct_drafts_histogram=hist)
+
+
+def streamed_acceptance(usage_chunk: Mapping[str, Any] | None, sglang_details: Any,
+                        completion_tokens: int) -> RequestAcceptance | None:
+    """One streamed `/v1/completions` request's acceptance, from whichever shape its engine answered in.
+
+    Why by shape, not by engine name: the client sees the stream, and each engine puts the request's
+    own numbers in one place of it —
+
+    - vLLM (`--per-request-spec-decode-metrics`): `metrics.speculative_decoding` on the final usage
+      chunk, parsed by `vllm_request_acceptance`;
+    - SGLang (≥ 0.5.23, request field `return_spec_tokens_details`): a chunk with
+      `sglext.spec_tokens_details`, the same `spec_*` fields as `/generate`'s `meta_info` without
+      `completion_tokens` (taken from the usage chunk), parsed by `sglang_request_acceptance`.
+
+    None when the stream carries neither (the engine reports no per-request acceptance: unknown, not
+    refused); PerRequestError (one line) when what it carries is not those shapes, or both are there.
+    """
+    vllm_metrics = usage_chunk is not None and usage_chunk.get("metrics") is not None
+    if vllm_metrics and sglang_details is not None:
+        raise PerRequestError("the stream carries both vLLM's metrics and SGLang's sglext: not one engine's answer")
+    if sglang_details is not None:
+        if not isinstance(sglang_details, Mapping):
+            raise PerRequestError(f"sglext.spec_tokens_details is not an object: {type(sglang_details).__name__}")
+        return sglang_request_acceptance({**sglang_details, "completion_tokens": completion_tokens})
+    if usage_chunk is None:
+        return None
+    return vllm_request_acceptance(usage_chunk, completion_tokens=completion_tokens)

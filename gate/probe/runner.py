@@ -17,12 +17,14 @@ of a shared machine spreads over all cells instead of biasing the last ones.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,10 +32,12 @@ import requests
 
 from exporter.derive import derive_window
 from exporter.engines.base import EngineSnapshot
+from exporter.formulas import acceptance_length, acceptance_rate
 from exporter.scrape import ScrapeError, scrape_once, split_url
 from gate.probe.client import CompletionClient, RequestResult
 from gate.probe.record import Cell, ProbeError, ProbeRecord, Quantiles
-from gate.probe.workload import Mix
+from gate.probe.workload import Mix, MixRequest, mixes_for, wanted_mixes
+from gate.status import InputError
 
 Progress = Callable[[str], None]
 
@@ -63,6 +67,13 @@ class ProbeConfig:
 
     def cell_requests(self, concurrency: int) -> int:
         return self.requests_per_cell if self.requests_per_cell is not None else max(4, 2 * concurrency)
+
+    def prompts_needed(self, own: int | None) -> int:
+        """Prompts a mix needs: one per request of its largest cell (at --concurrency, else its own)."""
+        concurrencies = self.concurrencies or ((own,) if own is not None else ())
+        if not concurrencies:
+            raise ProbeError("a mix without a concurrency of its own needs --concurrency")
+        return max(self.cell_requests(c) for c in concurrencies)
 
     def concurrencies_of(self, mix: Mix) -> tuple[int, ...]:
         if self.concurrencies:
@@ -170,14 +181,14 @@ class CellAcceptance:
         """L = 1 + Σaccepted / Σdrafts (incl. the bonus token); None without drafts."""
         if self.drafts is None or self.accepted_tokens is None or self.drafts < 1:
             return None
-        return 1.0 + self.accepted_tokens / self.drafts
+        return acceptance_length(self.accepted_tokens, self.drafts)
 
     @property
     def acceptance_rate(self) -> float | None:
         """a = Σaccepted / Σdraft tokens."""
-        if self.draft_tokens is None or self.accepted_tokens is None or self.draft_tokens <= 0:
+        if self.draft_tokens is None or self.accepted_tokens is None:
             return None
-        return self.accepted_tokens / self.draft_tokens
+        return acceptance_rate(self.accepted_tokens, self.draft_tokens)
 
 
 def _sum(values: Sequence[float | None]) -> float | None:
@@ -218,6 +229,11 @@ def build_cell(mix: Mix, concurrency: int, repetition: int, results: Sequence[Re
             drafts, draft_tokens, accepted = acc.drafts, acc.draft_tokens, acc.accepted_tokens
     reset = bool(acc and acc.reset)
     per_req = [r.acceptance_length for r in ok]
+    refused = Counter(r.acceptance_refused for r in ok if r.acceptance_refused is not None)
+    if refused:
+        reasons = "; ".join(f"{why} (x{n})" for why, n in refused.most_common())
+        progress(f"notice: the per-request acceptance of {sum(refused.values())} of {len(ok)} request(s) was "
+                 f"refused by the parser, so this cell has no per-request L: {reasons}")
     return Cell(
         mix=mix.name, concurrency=concurrency, repetition=repetition, requests=len(results),
         output_tokens=out_tokens,
@@ -330,3 +346,32 @@ def run_probe(cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Prog
         arm=cfg.arm, engine=snap.engine, engine_version=version, model=model, speculative=cfg.speculative,
         workload=[m.spec for m in mixes], warmup_requests=cfg.warmup_requests, repetitions=cfg.repetitions,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"), source=cfg.source, cells=cells)
+
+
+def speculative_settings(arm: str, config: str | None) -> dict[str, Any] | None:
+    """The record's `speculative` from `--speculative-config` (a JSON object, recorded as is); the speculative
+    arm without one records unknown method and depth, the baseline arm none (InputError for one given to it)."""
+    if config is None:
+        return {"method": None, "num_speculative_tokens": None} if arm == "speculative" else None
+    if arm == "baseline":
+        raise InputError("--speculative-config belongs to the speculative arm")
+    try:
+        spec = json.loads(config)
+    except json.JSONDecodeError as e:
+        raise InputError(f"--speculative-config is not JSON: {e.msg}") from None
+    if not isinstance(spec, dict):
+        raise InputError("--speculative-config must be a JSON object")
+    return spec
+
+
+def probe(cfg: ProbeConfig, request: MixRequest, previous: ProbeRecord | None = None,
+          progress: Progress = stderr_progress) -> ProbeRecord:
+    """`specgate probe`: the mixes read first (flags and files, nothing sent), then the engine's model, the
+    prompts, the campaign, and `previous`'s cells before the new ones (`--append`)."""
+    wanted = wanted_mixes(request)
+    base, _ = split_url(cfg.engine_url)
+    model = cfg.model or served_model(base, min(cfg.request_timeout, 10.0), cfg.api_key)
+    cfg = replace(cfg, model=model)
+    mixes = mixes_for(wanted, base, model, min(cfg.request_timeout, 30.0), cfg.api_key, cfg.prompts_needed)
+    record = run_probe(cfg, mixes, model, progress)
+    return append_record(previous, record) if previous is not None else record

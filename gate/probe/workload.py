@@ -16,18 +16,21 @@ cell do not share a prefix; repetitions reuse the same prompts in both arms.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
+from gate.inputs.loading import PROMPTS_LIMITS, read_jsonl
 from gate.probe.record import MixSpec, ProbeError
+from gate.status import InputError
 
 WORDS = ("the quick brown fox jumps over the lazy dog speculative decoding draft target token accept "
          "reject cache block prefix prompt generation metrics one two three four five six seven eight "
          "nine ten").split()
 MAX_JSONL_LINES = 10_000
+MAX_TEMPERATURE = 10.0
 
 
 @dataclass(frozen=True)
@@ -98,37 +101,27 @@ def jsonl_mixes(path: str | Path, output_tokens: int | None) -> list[Mix]:
     """The user's prompts: one JSON object per line, `{"prompt": str, "mix"?: str, "max_tokens"?: int}`.
 
     Lines of one `mix` (default "jsonl") form one mix; its output length is `--output-tokens`, else
-    the lines' `max_tokens` (which must then agree within the mix).
+    the lines' `max_tokens` (which must then agree within the mix). The file is read by
+    `gate.inputs.loading.read_jsonl` (a regular file under `PROMPTS_LIMITS`, each line under the JSON
+    limits); every defect is an InputError naming the file and the line.
     """
     p = Path(path)
-    try:
-        lines = p.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ProbeError(f"{p}: cannot read prompts: {e}") from None
     groups: dict[str, list[str]] = {}
     outs: dict[str, set[int]] = {}
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        if n > MAX_JSONL_LINES:
-            raise ProbeError(f"{p}: more than {MAX_JSONL_LINES} prompts")
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ProbeError(f"{p}:{n}: not JSON: {e.msg}") from None
+    for n, doc in read_jsonl(p, "prompts", PROMPTS_LIMITS, MAX_JSONL_LINES):
         if not isinstance(doc, dict) or not isinstance(doc.get("prompt"), str) or not doc["prompt"]:
-            raise ProbeError(f'{p}:{n}: expected an object with a non-empty "prompt" string')
+            raise InputError(f'prompts {p}:{n}: expected an object with a non-empty "prompt" string')
         mix = doc.get("mix", "jsonl")
         if not isinstance(mix, str) or not mix:
-            raise ProbeError(f'{p}:{n}: "mix" must be a non-empty string')
+            raise InputError(f'prompts {p}:{n}: "mix" must be a non-empty string')
         mt = doc.get("max_tokens")
         if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
-            raise ProbeError(f'{p}:{n}: "max_tokens" must be a positive integer')
+            raise InputError(f'prompts {p}:{n}: "max_tokens" must be a positive integer')
         groups.setdefault(mix, []).append(doc["prompt"])
         if mt is not None:
             outs.setdefault(mix, set()).add(mt)
     if not groups:
-        raise ProbeError(f"{p}: no prompts")
+        raise InputError(f"prompts {p}: no prompts")
     mixes = []
     for name, prompts in groups.items():
         if output_tokens is not None:
@@ -136,6 +129,90 @@ def jsonl_mixes(path: str | Path, output_tokens: int | None) -> list[Mix]:
         elif len(outs.get(name, set())) == 1:
             out = next(iter(outs[name]))
         else:
-            raise ProbeError(f"{p}: mix {name!r} needs --output-tokens or one max_tokens on all its lines")
+            raise InputError(f"prompts {p}: mix {name!r} needs --output-tokens or one max_tokens on all its lines")
         mixes.append(Mix(MixSpec(name=name, output_tokens=out, prompts_from=f"jsonl:{p.name}"), tuple(prompts)))
+    return mixes
+
+
+@dataclass(frozen=True)
+class MixRequest:
+    """The request mix `specgate probe` was asked for: exactly one of `prompt_tokens`, `plan`, `prompts`."""
+
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    plan: Path | None = None
+    prompts: Path | None = None
+    names: tuple[str, ...] = ()  # with `plan`: only these mixes
+    concurrencies: tuple[int, ...] = ()  # the user's --concurrency (empty: each plan mix at its own)
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class PromptShape:
+    """A mix whose prompts are still to be built: `prompt_tokens` ids of the engine's own tokenizer each."""
+
+    name: str
+    prompt_tokens: int
+    output_tokens: int
+    concurrency: int | None  # the plan's own concurrency, None for --prompt-tokens
+    temperature: float
+
+
+def wanted_mixes(req: MixRequest) -> list[Mix | PromptShape]:
+    """The mixes asked for, from the flags and the files they name, before any request is sent.
+
+    Why before: a bad plan, prompts file or flag is invalid input (one line, exit 3) and must be told before
+    the engine is contacted. JSONL prompts come back as finished `Mix`es; plan mixes and `--prompt-tokens`
+    as `PromptShape`s that `mixes_for` turns into prompts with the engine's tokenizer.
+    """
+    if len([x for x in (req.prompt_tokens, req.plan, req.prompts) if x is not None]) != 1:
+        raise InputError("give exactly one of --prompt-tokens, --plan, --prompts")
+    if not 0 <= req.temperature <= MAX_TEMPERATURE:
+        raise InputError(f"--temperature must be between 0 and {MAX_TEMPERATURE:g}")
+    if req.prompts is not None:
+        return [Mix(m.spec.model_copy(update={"temperature": req.temperature}), m.prompts)
+                for m in jsonl_mixes(req.prompts, req.output_tokens)]
+    if req.plan is not None:
+        return _plan_shapes(req, req.plan)
+    assert req.prompt_tokens is not None
+    if req.output_tokens is None:
+        raise InputError("--prompt-tokens needs --output-tokens")
+    if not req.concurrencies:
+        raise InputError("--prompt-tokens needs --concurrency")
+    suffix = f"-t{req.temperature:g}" if req.temperature else ""
+    return [PromptShape(f"p{req.prompt_tokens}-o{req.output_tokens}{suffix}", req.prompt_tokens, req.output_tokens,
+                        None, req.temperature)]
+
+
+def _plan_shapes(req: MixRequest, path: Path) -> list[Mix | PromptShape]:
+    from gate.plan.model import load_plan
+
+    plan = load_plan(path)
+    missing = sorted(set(req.names) - {m.name for m in plan.workload})
+    if missing:
+        raise InputError(f"plan has no mix {', '.join(missing)}")
+    chosen = [m for m in plan.workload if not req.names or m.name in req.names]
+    if not chosen:
+        raise InputError(f"{path}: the plan has no workload mixes")
+    shapes: list[Mix | PromptShape] = []
+    for m in chosen:
+        if m.prompt_tokens < 1 or m.output_tokens < 1:
+            raise InputError(f"mix {m.name}: prompt and output tokens must be at least 1")
+        shapes.append(PromptShape(m.name, m.prompt_tokens, req.output_tokens or m.output_tokens, m.concurrency,
+                                  req.temperature))
+    return shapes
+
+
+def mixes_for(wanted: Sequence[Mix | PromptShape], base_url: str, model: str, timeout: float,
+              api_key: str | None, prompts_needed: Callable[[int | None], int]) -> list[Mix]:
+    """Every wanted mix with its prompts: a shape gets `prompts_needed(its concurrency)` prompts of exactly its
+    length from the engine's `/tokenize` (else words, and the record says so); a finished mix is kept."""
+    mixes = []
+    for w in wanted:
+        if isinstance(w, Mix):
+            mixes.append(w)
+            continue
+        prompts, how = token_prompts(base_url, model, w.prompt_tokens, prompts_needed(w.concurrency), timeout, api_key)
+        mixes.append(Mix(MixSpec(name=w.name, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
+                                 prompts_from=how, concurrency=w.concurrency, temperature=w.temperature), prompts))
     return mixes

@@ -440,3 +440,22 @@ def test_a_renewing_leader_keeps_the_lease_despite_clock_skew(
     candidate_clock.t += 16
     assert b.elector.try_acquire_or_renew() is True
     assert fake_kube.get("Lease", NAMESPACE, "specgate-ctl")["spec"]["leaseTransitions"] == 1
+
+
+def test_a_plan_that_is_not_a_regular_file_is_refused_at_once(api_client: Any, tmp_path: Path) -> None:
+    """The plan's digest is read through gate.inputs (regular file, plan size limit): a FIFO is refused, never
+    waited on, and a plan over the limit is refused before it is read."""
+    import os
+
+    from gate.inputs.loading import PLAN_LIMITS
+    from gate.kube.engine_args import PlanRequestError
+
+    fifo = tmp_path / "plan.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(PlanRequestError, match="is a FIFO, not a regular file"):
+        make(api_client, fifo, Script()).resolve("qwen-ngram")
+    big = tmp_path / "big.yaml"
+    with open(big, "wb") as f:
+        f.truncate(PLAN_LIMITS.max_bytes + 1)
+    with pytest.raises(PlanRequestError, match="-byte limit"):
+        make(api_client, big, Script()).resolve("qwen-ngram")

@@ -187,7 +187,7 @@ def test_jsonl_prompts(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="mix 'code' needs --output-tokens"):
         jsonl_mixes(f, None)
     f.write_text('{"prompt": "a"}\nnot json\n')
-    with pytest.raises(ValueError, match=r"p.jsonl:2: not JSON"):
+    with pytest.raises(ValueError, match=r"p.jsonl:2 is not valid JSON"):
         jsonl_mixes(f, 8)
     with ReplayEngine("nospec") as eng:
         f.write_text('{"prompt": "the quick brown fox"}\n')
@@ -220,8 +220,9 @@ def test_quantiles_interpolate_like_numpy() -> None:
 
 def test_client_request_body_is_greedy_fixed_length() -> None:
     body = CompletionClient("http://x", "m").body([1, 2, 3], 16)
+    # return_spec_tokens_details asks SGLang (0.5.23) for its per-request acceptance; vLLM allows extra fields
     assert body == {"model": "m", "prompt": [1, 2, 3], "max_tokens": 16, "temperature": 0.0, "ignore_eos": True,
-                    "stream": True, "stream_options": {"include_usage": True}}
+                    "stream": True, "stream_options": {"include_usage": True}, "return_spec_tokens_details": True}
 
 
 def test_record_refuses_unknown_keys_and_non_finite(tmp_path: Path) -> None:
