@@ -126,7 +126,7 @@ class MetricsEvidence:
     # restarts and engine state itself, so its windows are not in `windows`.
     fleet: FleetResult | None = None
     # A Prometheus source's canary and stable cohorts over the same window (gate.evidence.fleet.cohorts), when the
-    # plan names both; judged in --phase post by gate.checks.cohorts.
+    # plan names both; judged in --phase post by gate.checks.acceptance.cohorts.
     cohorts: CohortEvidence | None = None
     # The plan's capture groups' per-position counters (gate.evidence.positions), from the same pages as their
     # windows: the acceptance line's depth advice (gate.tune.advice) reads these, never the files.

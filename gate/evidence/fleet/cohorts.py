@@ -1,4 +1,4 @@
-"""Canary and stable cohorts over the same window: the samples `gate.checks.cohorts` compares (issue 11).
+"""Canary and stable cohorts over the same window: the samples `gate.checks.acceptance.cohorts` compares (issue 11).
 
 Why per (pod, window) samples from a fixed query set: a canary step asks "is the new revision
 faster than the one it replaces, under the same traffic, right now?" — answered from history at

@@ -1,4 +1,4 @@
-"""Canary against stable in --phase post (gate.evidence.fleet.cohorts, gate.checks.cohorts; issue 11 item 4).
+"""Canary against stable in --phase post (gate.evidence.fleet.cohorts, gate.checks.acceptance.cohorts; issue 11 item 4).
 
 The statistic on synthetic samples with exact p-values (5 vs 5 pod-windows: 1/C(10,5) = 1/252 when
 every canary sample is faster, 2/252 with one inversion), then the whole path against a real

@@ -1,4 +1,4 @@
-"""gate.checks.served_rate: seed 000's served-rate cells are ranges and a rank test, never a "speedup" at n = 3.
+"""gate.checks.acceptance.served_rate: seed 000's served-rate cells are ranges and a rank test, never a "speedup" at n = 3.
 
 Numbers: seed 000 raw cells as carried by examples/plans/seed000-qwen38-flash-next-nextn.yaml
 (tokens/s, off vs NEXTN). Expected p values by hand: 3 vs 3 with every speculative cell above
