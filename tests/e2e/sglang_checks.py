@@ -7,7 +7,7 @@ Expected numbers and where they come from:
 - acceptance: SGLang's counters, L = Δgeneration_tokens_total / Δspec_verify_calls_total
   (sglang_live.acceptance_between); per request, `/generate` `meta_info`.
 - greedy outputs: every speculative arm must produce exactly the no-speculation arm's text
-  (temperature 0; speculation does not change greedy output).
+  (temperature 0; speculation does not change greedy output): conftest's `sglang_baseline`.
 """
 
 from __future__ import annotations
@@ -16,26 +16,24 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-from harness import sample_value
+from harness import LiveArm, record_row, sample_value, specgate_json, write_plan
+from harness import run_check as run_gate
 from sglang_live import (
     CONTEXT_LENGTH,
     MAX_TOTAL_TOKENS,
     NUM_DRAFT_TOKENS,
     WINDOW_LABEL,
-    SGLangArm,
     acceptance_between,
+    greedy_texts,
     meta_summary,
 )
 from sglang_plans import plan_dict
-from vllm_plans import CliResult, specgate_json
 
-BASELINE: dict[str, str] = {}  # prompt -> greedy text of the no-speculation arm (filled by test_sglang_nospec)
 # SGLang's KV cell per token of the tiny target: 2 layers x 2 KV heads x (32 + 32) x 4 B (fp32).
 TARGET_CELL_BYTES = 2 * 2 * (32 + 32) * 4
 
 
-def assert_pool_is_the_cap(live: SGLangArm) -> None:
+def assert_pool_is_the_cap(live: LiveArm) -> None:
     """8,192 allocated (cap side) in the engine's gauge, its /server_info and the exporter's pool gauge."""
     c = live.traffic.after
     assert c.max_total_num_tokens == MAX_TOTAL_TOKENS, c
@@ -48,14 +46,14 @@ def assert_pool_is_the_cap(live: SGLangArm) -> None:
     assert_kv_bytes_are_the_target_pool(live)
 
 
-def assert_kv_bytes_are_the_target_pool(live: SGLangArm) -> None:
+def assert_kv_bytes_are_the_target_pool(live: LiveArm) -> None:
     """`sglang:kv_cache_memory_usage_gb` is the target pool alone: (tokens + 1 padding slot) × 1,024 B."""
     c = live.traffic.after if live.traffic else live.engine.counters()
     assert c.kv_cache_memory_gb is not None
     assert c.kv_cache_memory_gb * (1 << 30) == (c.max_total_num_tokens + 1) * TARGET_CELL_BYTES, c
 
 
-def assert_counters_equal_engine(live: SGLangArm) -> None:
+def assert_counters_equal_engine(live: LiveArm) -> None:
     """Over the traffic the exporter's totals grow exactly as SGLang's counters do (its definitions)."""
     want = acceptance_between(live.traffic.before, live.traffic.after)
     assert want is not None
@@ -68,7 +66,7 @@ def assert_counters_equal_engine(live: SGLangArm) -> None:
     assert grew("specgate_spec_draft_tokens_total") == want["drafts"] * (NUM_DRAFT_TOKENS - 1)
 
 
-def assert_window_matches_engine(live: SGLangArm) -> dict[str, float]:
+def assert_window_matches_engine(live: LiveArm) -> dict[str, float]:
     want = acceptance_between(live.traffic.before, live.traffic.after)
     assert want is not None and want["drafts"] > 0, "the traffic produced no verify calls"
     length = sample_value(live.reading, "specgate_spec_acceptance_length", window=WINDOW_LABEL)
@@ -79,7 +77,7 @@ def assert_window_matches_engine(live: SGLangArm) -> dict[str, float]:
     return want
 
 
-def assert_per_request_meta_adds_up_to_counters(live: SGLangArm) -> None:
+def assert_per_request_meta_adds_up_to_counters(live: LiveArm) -> None:
     """Σ meta_info over the traffic's /generate answers = the engine counters' deltas; each L = tokens / verify."""
     t = live.traffic
     m = meta_summary(t.responses)
@@ -92,14 +90,13 @@ def assert_per_request_meta_adds_up_to_counters(live: SGLangArm) -> None:
         assert sum(meta["spec_correct_drafts_histogram"]) == meta["spec_verify_ct"], meta
 
 
-def assert_greedy_output_equals_baseline(live: SGLangArm, record: dict) -> None:
-    base = BASELINE
-    assert base, "the no-speculation arm (test_sglang_nospec.py) did not run first"
-    got = {r["prompt"]: r["text"] for r in live.traffic.responses}
-    assert got == base, "speculation changed SGLang's greedy output"
+def assert_greedy_output_equals_baseline(live: LiveArm, baseline: dict[str, str]) -> None:
+    assert baseline, "no no-speculation outputs to compare with (conftest sglang_baseline)"
+    got = greedy_texts(live)
+    assert got == baseline, "speculation changed SGLang's greedy output"
 
 
-def assert_server_info_speculation(live: SGLangArm, algorithm: str | None) -> None:
+def assert_server_info_speculation(live: LiveArm, algorithm: str | None) -> None:
     info = live.server_info
     assert info.get("speculative_algorithm") == algorithm
     if algorithm is not None:
@@ -111,17 +108,12 @@ def assert_server_info_speculation(live: SGLangArm, algorithm: str | None) -> No
         assert 1.0 <= avg <= NUM_DRAFT_TOKENS, avg
 
 
-def kv_budget_bytes(live: SGLangArm) -> tuple[int, int, int]:
+def kv_budget_bytes(live: LiveArm) -> tuple[int, int, int]:
     """(low, logged, high) KV budget from the engine's log and its /server_info mem_fraction_static."""
     return live.engine.startup_memory().available_bytes(float(live.server_info["mem_fraction_static"]))
 
 
-def write_plan(path: Path, plan: dict[str, Any]) -> Path:
-    path.write_text(yaml.safe_dump(plan, sort_keys=False))
-    return path
-
-
-def run_budget(live: SGLangArm, model_dir: Path, tmp: Path, arm: str, **plan_kw: Any) -> dict[str, Any]:
+def run_budget(live: LiveArm, model_dir: Path, tmp: Path, arm: str, **plan_kw: Any) -> dict[str, Any]:
     plan = write_plan(tmp / f"plan-sglang-{live.arm}.yaml", plan_dict(arm, model_dir, **plan_kw))
     res = specgate_json("budget", "--plan", str(plan))
     assert res.code == 0, res.stderr
@@ -129,32 +121,24 @@ def run_budget(live: SGLangArm, model_dir: Path, tmp: Path, arm: str, **plan_kw:
     return res.doc
 
 
-def assert_budget_predicts_pool(live: SGLangArm, model_dir: Path, tmp: Path, record: dict, arm: str) -> None:
+def assert_budget_predicts_pool(live: LiveArm, model_dir: Path, tmp: Path, record: dict, arm: str) -> None:
     """The cap side exactly: min(--max-total-tokens, budget // cell) = the allocated 8,192."""
     _, logged, _ = kv_budget_bytes(live)
     doc = run_budget(live, model_dir, tmp, arm, kv_budget_bytes=logged)
     pool = doc["pool"]
     key = "without_drafter" if arm in ("nospec", "ngram") else "with_drafter"
     predicted = pool["predicted_tokens"][key]
-    record.setdefault(f"sglang-{live.arm}", {}).update(predicted_tokens=predicted, kv_budget_bytes=logged)
+    record_row(record, live).update(predicted_tokens=predicted, kv_budget_bytes=logged)
     assert predicted == live.traffic.after.max_total_num_tokens == MAX_TOTAL_TOKENS, pool
 
 
-def run_check(live: SGLangArm, model_dir: Path, tmp: Path, record: dict, arm: str, phase: str,
+def run_check(live: LiveArm, model_dir: Path, tmp: Path, record: dict, arm: str, phase: str,
               **plan_kw: Any) -> dict[str, Any]:
     """`specgate check --phase PHASE --metrics <exporter>` on the arm's plan; records the decision."""
     _, logged, _ = kv_budget_bytes(live)
     plan = write_plan(tmp / f"plan-sglang-{live.arm}-{phase}.yaml",
                       plan_dict(arm, model_dir, kv_budget_bytes=logged, **plan_kw))
-    res: CliResult = specgate_json("check", "--plan", str(plan), "--phase", phase, "--metrics",
-                                   live.exporter.url + "/metrics")
-    assert res.code in (0, 1, 2), res.stderr
-    doc = res.doc
-    assert doc is not None and doc["phase"] == phase, res.stderr
-    assert res.code == {"pass": 0, "fail": 1, "inconclusive": 2}[doc["decision"]]
-    record.setdefault(f"sglang-{live.arm}", {}).update({
-        f"gate_{phase}_decision": doc["decision"],
-        f"gate_{phase}_lines": {k: v["status"] for k, v in doc["checks"].items()}})
+    doc = run_gate(plan, phase, live.exporter.url + "/metrics", record_row(record, live))
     kv = doc["checks"]["kv_pool"]["values"]
     assert kv["allocated_tokens"] == live.traffic.after.max_total_num_tokens, kv
     return doc

@@ -1,8 +1,9 @@
-"""A real SGLang 0.5.23 (CPU) under test: launch, counters, per-request acceptance, the exporter in front.
+"""The SGLang engine of the e2e harness: launch an arm of SGLang 0.5.23 (CPU), read its counters, send its traffic.
 
-A small library beside `harness.py` (which it reuses for processes, the exporter and page
-parsing); `tools/refresh_sglang_captures.py` uses it too. Every server runs in its own
-session and is stopped by its PID (`harness.EngineProcess.stop`).
+The engine description `SGLANG` is what `harness.arm_fixture` / `harness.bring_up` run (processes,
+the exporter, page parsing and the measured-traffic flow are the harness's, shared with vLLM);
+`tools/refresh_sglang_captures.py` uses the launch and counter helpers too. Every server runs in
+its own session and is stopped by its PID (`harness.EngineProcess.stop`).
 
 Launch (tools/sglang_launch.py: SGLang's own `launch_server` with specgate's stand-in for its
 CPU kernel package, `intel_amx` kept on a CPU without AMX):
@@ -28,7 +29,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,23 +37,25 @@ import requests
 from harness import (
     PROMPTS,
     REPO,
+    SERVED_MODEL_NAME,
+    Engine,
     EngineProcess,
-    ExporterProcess,
+    LiveArm,
     _die_with_parent,
     _engine_env,
     cache_root,
+    ensure_engine_python,
     free_port,
     log,
     parse_samples,
-    sample_value,
-    start_exporter,
 )
+from harness import arm_fixture as harness_arm_fixture
 
 SGLANG_CPU_SCRIPT = REPO / "tools" / "sglang_cpu.sh"
 LAUNCHER = REPO / "tools" / "sglang_launch.py"
 SGLANG_VERSION = "0.5.23"
 ARMS: tuple[str, ...] = ("nospec", "ngram", "standalone", "eagle3")
-SERVED_MODEL_NAME = "tiny"
+SPECULATIVE_ARMS: tuple[str, ...] = ("ngram", "standalone", "eagle3")
 CONTEXT_LENGTH = 512
 MAX_RUNNING_REQUESTS = 8
 MAX_TOTAL_TOKENS = 8192  # the cap side: binds on every arm of the default launch
@@ -71,15 +74,15 @@ MEMBOUND_MEM_FRACTION = 0.05
 TRAFFIC_REQUESTS = 8
 TRAFFIC_MAX_TOKENS = 32
 TRAFFIC_CONCURRENCY = 4
+# The arm under test (harness.run_measured_traffic): the traffic (~16 s on a quiet 2-core machine) must fit
+# inside the exporter's sliding window.
+SLIDING_WINDOW_SECONDS = 45
+WINDOW_LABEL = f"{SLIDING_WINDOW_SECONDS}s"
 
 
 def ensure_sglang() -> Path:
     """Install SGLang into its cached venv if needed (tools/sglang_cpu.sh); returns that venv's python."""
-    out = subprocess.run(["bash", str(SGLANG_CPU_SCRIPT)], check=True, stdout=subprocess.PIPE, text=True)
-    py = Path(out.stdout.strip().splitlines()[-1])
-    if not py.is_file():
-        raise RuntimeError(f"tools/sglang_cpu.sh did not produce a python: {py}")
-    return py
+    return ensure_engine_python(SGLANG_CPU_SCRIPT)
 
 
 def launch_args(arm: str, model_dir: Path, port: int, *, max_total_tokens: int | None = MAX_TOTAL_TOKENS,
@@ -147,6 +150,15 @@ class SGLangCounters:
                    kv_used_tokens=one("kv_used_tokens"), context_len=one("context_len"),
                    kv_cache_memory_gb=one("kv_cache_memory_usage_gb"), weight_memory_gb=one("weight_memory_usage_gb"),
                    startup_available_gb=one("startup_available_gpu_memory_gb"))
+
+    @property
+    def drafts(self) -> float | None:
+        """A draft round is one verify call (SGLang's definitions, module docstring)."""
+        return self.verify_calls
+
+    @property
+    def pool_tokens(self) -> int | None:
+        return self.max_total_num_tokens
 
 
 def acceptance_between(before: SGLangCounters, after: SGLangCounters) -> dict[str, float] | None:
@@ -263,178 +275,6 @@ def start_sglang(arm: str, model_dir: Path, python: Path, log_dir: Path | None =
                          engine_name="SGLang", launch=tuple(args))
 
 
-# --- one arm under test: engine + exporter + bounded traffic ------------------------------------
-
-SLIDING_WINDOW_SECONDS = 45  # the traffic (~16 s on a quiet 2-core machine) must fit inside it
-WINDOW_LABEL = "45s"
-BATCH_WINDOW_SECONDS = 5
-SCRAPE_INTERVAL_SECONDS = 1
-SLO_TARGET = 2.0
-PRE_TRAFFIC_IDLE_SECONDS = 8.0
-
-Samples = dict[str, list[tuple[dict[str, str], float]]]
-
-
-@dataclass
-class Traffic:
-    before: SGLangCounters
-    after: SGLangCounters
-    t0: float
-    t1: float
-    responses: list[dict[str, Any]]
-
-    @property
-    def completion_tokens(self) -> int:
-        return sum(int(r["meta_info"]["completion_tokens"]) for r in self.responses)
-
-
-@dataclass
-class SGLangArm:
-    """An arm's engine + exporter, and what the test read from them."""
-
-    arm: str
-    engine: SGLangProcess
-    exporter: ExporterProcess
-    traffic: Traffic | None = None
-    exporter_before: Samples = field(default_factory=dict)  # the exporter's page just before the traffic
-    reading: Samples = field(default_factory=dict)  # the exporter's page inside the exact 45 s window
-    windows_doc: dict[str, Any] = field(default_factory=dict)
-    final: Samples = field(default_factory=dict)
-    server_info: dict[str, Any] = field(default_factory=dict)
-    engine_page: str = ""  # the engine's own /metrics after the traffic
-
-    def stop(self) -> None:
-        try:
-            self.engine.stop()
-        finally:
-            self.exporter.stop()
-
-
-def bring_up(arm: str, model_dir: Path, python: Path, log_dir: Path, ready_timeout: float = 420.0,
-             **launch: Any) -> SGLangArm:
-    """Exporter first (it sees the engine start), then the engine; both stopped on any failure."""
-    port = free_port()
-    exporter = start_exporter(f"http://127.0.0.1:{port}", log_dir, scrape_interval=SCRAPE_INTERVAL_SECONDS,
-                              batch_window=BATCH_WINDOW_SECONDS, min_drafts=1,
-                              extra_args=("--windows", WINDOW_LABEL, "--acceptance-slo-target", str(SLO_TARGET)))
-    engine: SGLangProcess | None = None
-    try:
-        engine = start_sglang(arm, model_dir, python, log_dir, port=port, **launch)
-        engine.wait_ready(ready_timeout)
-    except BaseException:
-        if engine is not None:
-            engine.stop()
-        exporter.stop()
-        raise
-    return SGLangArm(arm=engine.arm, engine=engine, exporter=exporter)
-
-
-def engine_up(samples: Samples) -> bool:
-    return sample_value(samples, "specgate_engine_up") == 1.0
-
-
-def run_measured_traffic(live: SGLangArm, spec: bool) -> None:
-    """Bounded /generate traffic; the exporter's page read while its 45 s window holds exactly it."""
-    exp = live.exporter
-    exp.wait_for(engine_up, 30, "specgate_engine_up 1")
-    # SGLang updates some counters a moment after a request ends (seen: one generation token of the
-    # readiness probe landing late on the EAGLE3 arm): wait until two readings 2 s apart agree, so the
-    # window's start snapshot (taken after up_at) sees the engine at rest.
-    last, quiet_deadline = live.engine.counters(), time.monotonic() + 30
-    while time.monotonic() < quiet_deadline:
-        time.sleep(2.0)
-        now_c = live.engine.counters()
-        if now_c == last:
-            break
-        last = now_c
-    up_at = time.time()
-    time.sleep(PRE_TRAFFIC_IDLE_SECONDS - 2 * SCRAPE_INTERVAL_SECONDS)
-    before = live.engine.counters()
-    # The exporter counts from its first scrape, which may land after SGLang's own warm-up request
-    # (SGLang's page has no process start time to say the counters began at zero): the tests compare
-    # its totals' change over the traffic, read once it has scraped the idle engine again.
-    time.sleep(2 * SCRAPE_INTERVAL_SECONDS + 0.5)
-    live.exporter_before = exp.samples()
-    t0 = time.time()
-    responses = live.engine.generate_traffic(TRAFFIC_REQUESTS, TRAFFIC_MAX_TOKENS)
-    t1 = time.time()
-    after = live.engine.counters()
-    live.traffic = Traffic(before=before, after=after, t0=t0, t1=t1, responses=responses)
-    live.engine_page = live.engine.metrics_text()
-    live.server_info = live.engine.server_info()
-    log(f"{live.arm}: {live.traffic.completion_tokens} tokens in {t1 - t0:.1f} s; "
-        f"verify calls {before.verify_calls} -> {after.verify_calls}")
-
-    deadline = t0 + SLIDING_WINDOW_SECONDS - 0.5
-    earliest = max(t1 + 2 * SCRAPE_INTERVAL_SECONDS + 0.5, up_at + SLIDING_WINDOW_SECONDS + 1.0)
-    time.sleep(max(0.0, earliest - time.time()))
-    while True:
-        now = time.time()
-        if now >= deadline:
-            raise AssertionError(
-                f"{live.arm}: no exporter reading inside the exact window (t0 {t0:.1f}, t1 {t1:.1f}, now {now:.1f}); "
-                f"the test's timing precondition failed, not a measured value\n{exp.log_tail()}")
-        page = exp.samples()
-        caught_up = sample_value(page, "specgate_kv_pool_tokens", pool="target") is not None
-        if spec:
-            want = (sample_value(live.exporter_before, "specgate_spec_drafts_total") or 0.0) + \
-                (after.verify_calls or 0.0) - (before.verify_calls or 0.0)
-            caught_up = caught_up and sample_value(page, "specgate_spec_drafts_total") == want and \
-                sample_value(page, "specgate_spec_acceptance_length", window=WINDOW_LABEL) is not None
-        if caught_up and time.time() < deadline:
-            live.reading = page
-            break
-        time.sleep(0.25)
-
-    def closed_after_traffic(_: Samples) -> dict[str, Any] | None:
-        doc = requests.get(f"{exp.url}/api/v1/windows", timeout=5).json()
-        return doc if any(w["end"] >= t1 + 1.0 for w in doc.get("windows", [])) or not spec else None
-
-    if spec:
-        live.windows_doc = exp.wait_for(closed_after_traffic, 3 * BATCH_WINDOW_SECONDS + 5,
-                                        "a batch window closing after the traffic")
-    else:
-        time.sleep(BATCH_WINDOW_SECONDS + 1)
-        live.windows_doc = requests.get(f"{exp.url}/api/v1/windows", timeout=5).json()
-    live.final = exp.samples()
-
-
-def arm_fixture(arm: str, **launch: Any):
-    """A module-scoped pytest fixture: the arm up once per module, measured, always stopped by PID."""
-    import pytest
-
-    @pytest.fixture(scope="module")
-    def live(sglang_python: Path, sglang_models: Path, e2e_logs: Path, e2e_record: dict) -> Any:
-        lv = bring_up(arm, sglang_models, sglang_python, e2e_logs, **launch)
-        try:
-            run_measured_traffic(lv, spec=arm != "nospec")
-            record_arm(e2e_record, lv)
-            yield lv
-        finally:
-            lv.stop()
-
-    return live
-
-
-def record_arm(record: dict, lv: SGLangArm) -> None:
-    """Numbers for the session summary (printed at the end of `make e2e`)."""
-    t = lv.traffic
-    c = t.after if t else None
-    acc = acceptance_between(t.before, t.after) if t else None
-    row = record.setdefault(f"sglang-{lv.arm}", {})
-    row.update({
-        "startup_seconds": lv.engine.ready_seconds, "health_seconds": lv.engine.health_seconds,
-        "engine_pool_tokens": c.max_total_num_tokens if c else None,
-        "exporter_pool_tokens": sample_value(lv.reading, "specgate_kv_pool_tokens", pool="target"),
-        "exporter_ready_seconds": sample_value(lv.reading, "specgate_engine_ready_seconds"),
-        "L": sample_value(lv.reading, "specgate_spec_acceptance_length", window=WINDOW_LABEL),
-        "rate": sample_value(lv.reading, "specgate_spec_acceptance_rate", window=WINDOW_LABEL),
-        "engine_L": acc["L"] if acc else None,
-        "traffic_tokens": t.completion_tokens if t else None,
-        "traffic_verify_calls": acc["drafts"] if acc else None,
-    })
-
-
 def meta_summary(responses: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Σ completion tokens and Σ spec_verify_ct over /generate responses (for the counter cross-check)."""
     metas = [r["meta_info"] for r in responses]
@@ -445,3 +285,55 @@ def meta_summary(responses: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def dump(obj: Any) -> str:
     return json.dumps(obj, indent=1, sort_keys=True, default=str)
+
+
+def send_measured_traffic(engine: EngineProcess) -> tuple[int, list[dict[str, Any]]]:
+    """The arm's bounded traffic: 8 `/generate` requests of 32 tokens, 4 at a time (greedy, ignore_eos)."""
+    assert isinstance(engine, SGLangProcess)
+    responses = engine.generate_traffic(TRAFFIC_REQUESTS, TRAFFIC_MAX_TOKENS)
+    return meta_summary(responses)["completion_tokens"], responses
+
+
+def _read_side(live: LiveArm) -> None:
+    """Right after the traffic: the engine's own page and /server_info (the SGLang modules check both)."""
+    live.engine_page = live.engine.metrics_text()
+    live.server_info = live.engine.server_info()
+
+
+def greedy_texts(live: LiveArm) -> dict[str, str]:
+    """prompt -> greedy text of the arm's measured traffic."""
+    assert live.traffic is not None
+    return {r["prompt"]: r["text"] for r in live.traffic.responses}
+
+
+def _share_the_baseline(request: Any, live: LiveArm) -> None:
+    """The no-speculation arm's greedy outputs become the session's baseline (conftest `sglang_baseline`),
+    so that no extra server is started for it when test_sglang_nospec.py ran first."""
+    if live.arm == "nospec":
+        store = request.getfixturevalue("sglang_greedy_texts")
+        if not store:
+            store.update(greedy_texts(live))
+
+
+SGLANG = Engine(
+    name="sglang", record_prefix="sglang-", python_fixture="sglang_python", models_fixture="sglang_models",
+    launch=start_sglang, traffic=send_measured_traffic, acceptance=acceptance_between,
+    window_seconds=SLIDING_WINDOW_SECONDS, ready_timeout=420.0, counts_from_zero=False, settles_late=True,
+    after_traffic=_read_side, on_measured=_share_the_baseline,
+)
+
+
+def arm_fixture(arms: str | Sequence[str], **launch: Any) -> Any:
+    """`harness.arm_fixture` for SGLang arms: the module-scoped `live` fixture."""
+    return harness_arm_fixture(SGLANG, arms, **launch)
+
+
+def no_speculation_texts(python: Path, model_dir: Path, log_dir: Path) -> dict[str, str]:
+    """prompt -> greedy text of the measured traffic on a no-speculation server started (and stopped) here."""
+    eng = start_sglang("nospec", model_dir, python, log_dir, tag="baseline")
+    try:
+        eng.wait_ready(SGLANG.ready_timeout)
+        responses = eng.generate_traffic(TRAFFIC_REQUESTS, TRAFFIC_MAX_TOKENS)
+    finally:
+        eng.stop()
+    return {r["prompt"]: r["text"] for r in responses}

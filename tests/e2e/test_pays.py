@@ -47,6 +47,7 @@ from pathlib import Path
 
 import harness
 import pytest
+import vllm_live
 
 REPO = harness.REPO
 KV_BYTES = 268_435_456  # 256 MiB: t768x6 holds 18,432 B/token -> 14,563 tokens, room for 32 x 64 (8 MiB: 455)
@@ -82,7 +83,7 @@ def pays_models(vllm_python: Path, tiny_models: Path) -> Path:
 
 
 def _engine_args(arm: str, model_dir: Path) -> tuple[dict | None, list[str]]:
-    spec = harness.speculative_config(arm, model_dir)
+    spec = vllm_live.speculative_config(arm, model_dir)
     extra = ["--max-num-seqs", MAX_NUM_SEQS]  # later flag wins over the harness's 8
     if spec:
         extra += ["--per-request-spec-decode-metrics", "summary"]
@@ -137,7 +138,7 @@ def arms(pays_models: Path, vllm_python: Path, e2e_logs: Path, tmp_path_factory:
 
     def running(arm: str):
         _, extra = _engine_args(arm, view)
-        return harness.running_arm(arm, view, python=vllm_python, log_dir=e2e_logs, extra_args=extra,
+        return vllm_live.running_arm(arm, view, python=vllm_python, log_dir=e2e_logs, extra_args=extra,
                                    kv_cache_memory_bytes=KV_BYTES)
 
     with running("nospec") as base:

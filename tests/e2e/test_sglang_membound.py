@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 import sglang_checks as sc
-from harness import sample_value
-from sglang_live import MEMBOUND_MEM_FRACTION, SGLangArm, bring_up, engine_up
+from harness import LiveArm, bring_up, engine_up, sample_value
+from sglang_live import MEMBOUND_MEM_FRACTION, SGLANG
 
 TARGET_CELL = sc.TARGET_CELL_BYTES  # 1,024
 SGLANG_DRAFT_CHARGE = TARGET_CELL * 1 // 2  # 512: SGLang's rule, draft layers / target layers
@@ -34,7 +34,7 @@ MEMORY_TOLERANCE = 0.15  # relative; observed 4.5-10.3% (module docstring)
 
 @pytest.fixture(scope="module")
 def live(sglang_python: Path, sglang_models: Path, e2e_logs: Path, e2e_record: dict):
-    lv = bring_up("standalone", sglang_models, sglang_python, e2e_logs, max_total_tokens=None,
+    lv = bring_up(SGLANG, "standalone", sglang_models, sglang_python, e2e_logs, max_total_tokens=None,
                   mem_fraction_static=MEMBOUND_MEM_FRACTION, tag="membound")
     try:
         lv.exporter.wait_for(lambda s: engine_up(s) and sample_value(s, "specgate_kv_pool_tokens", pool="target"),
@@ -46,7 +46,7 @@ def live(sglang_python: Path, sglang_models: Path, e2e_logs: Path, e2e_record: d
         lv.stop()
 
 
-def _band(live: SGLangArm) -> tuple[int, int, int]:
+def _band(live: LiveArm) -> tuple[int, int, int]:
     lo, mid, hi = sc.kv_budget_bytes(live)
     return lo, mid, hi
 

@@ -1,7 +1,8 @@
 """Real SGLang 0.5.23 on CPU, no speculation: the pool, the exporter's view and the gate's pre/post decisions.
 
-Its greedy outputs are the baseline every speculative SGLang arm must reproduce (conftest runs
-this module before the other SGLang ones).
+Its greedy outputs are the baseline every speculative SGLang arm must reproduce: the arm fixture shares
+them with the session (conftest `sglang_baseline`), and conftest runs this module before the other SGLang
+ones so that no server of its own is needed for them.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ def test_server_info_names_no_speculation(live):
 def test_generation_counter_equals_per_request_tokens(live):
     t = live.traffic
     assert sc.meta_summary(t.responses)["completion_tokens"] == t.after.generation_tokens - t.before.generation_tokens
-    sc.BASELINE.update({r["prompt"]: r["text"] for r in t.responses})
 
 
 def test_budget_predicts_the_allocated_pool(live, sglang_models, tmp_path, e2e_record):

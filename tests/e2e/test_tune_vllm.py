@@ -24,6 +24,7 @@ from pathlib import Path
 
 import harness
 import pytest
+import vllm_live
 
 DEPTHS = (1, 2, 3, 5)
 POINT = "e2e"
@@ -54,7 +55,7 @@ def _run_depths(method: str, depths: tuple[int, ...], python: Path, models: Path
     for k in depths:
         arm = "nospec" if k == 0 else method
         t0 = time.monotonic()
-        with harness.running_arm(arm, models, python=python, log_dir=log_dir, num_speculative_tokens=max(k, 1),
+        with vllm_live.running_arm(arm, models, python=python, log_dir=log_dir, num_speculative_tokens=max(k, 1),
                                  extra_env=extra_env) as eng:
             eng.send_traffic(4, 16, concurrency=4)  # warm-up, before the first capture
             before_text = eng.metrics_text()
@@ -63,15 +64,15 @@ def _run_depths(method: str, depths: tuple[int, ...], python: Path, models: Path
             row: dict = {"before": work / f"{method}-k{k}-before.txt", "after": work / f"{method}-k{k}-after.txt"}
             row["before"].write_text(before_text)
             row["after"].write_text(after_text)
-            row["acceptance"] = harness.acceptance_between(harness.EngineCounters.parse(before_text),
-                                                           harness.EngineCounters.parse(after_text))
+            row["acceptance"] = vllm_live.acceptance_between(vllm_live.EngineCounters.parse(before_text),
+                                                           vllm_live.EngineCounters.parse(after_text))
             if probe:
                 rec = work / f"probe-{method}-k{k}.json"
                 cmd = [str(harness.SPECGATE), "probe", "--engine-url", eng.url, "--arm",
                        "baseline" if k == 0 else "speculative", "--prompts", str(prompts), "--out", str(rec),
                        *PROBE_ARGS]
                 if k:
-                    cmd += ["--speculative-config", json.dumps(harness.speculative_config(method, models, k))]
+                    cmd += ["--speculative-config", json.dumps(vllm_live.speculative_config(method, models, k))]
                 r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
                 assert r.returncode == 0, r.stderr[-2000:]
                 row["probe"] = rec

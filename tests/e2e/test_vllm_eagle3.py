@@ -1,9 +1,8 @@
-"""EAGLE-3 on real vLLM (CPU), and the co-design rules on its taps before a rollout.
+"""EAGLE-3's co-design rules on its taps before a rollout, and the real vLLM (CPU) crash they prevent.
 
-Arm `eagle3`: `{"method":"eagle3","model":<models>/eagle3,"num_speculative_tokens":3}` with
-`--per-request-spec-decode-metrics summary`. The random head (tools/build_tiny_models.py, seed 4)
-taps eagle_aux_hidden_state_layer_ids [0, 1] of the 2-layer target; the reference run accepted 3
-of 3,102 draft tokens. One head layer of the target's KV geometry: 42 blocks of 128.
+The served arm `eagle3` (the random head of tools/build_tiny_models.py, seed 4, tapping
+eagle_aux_hidden_state_layer_ids [0, 1] of the 2-layer target) is measured and judged with the
+other arms in test_vllm_arms.py.
 
 Co-design: `specgate codesign` passes the served head against its target and fails the two bad
 heads built beside it — taps [0, 3] (out of range: vLLM's ids run over [0, L] = [0, 2]) and [1, 1]
@@ -18,11 +17,9 @@ import time
 
 import harness
 import requests
-import vllm_checks as vc
-from vllm_live import arm_fixture
-from vllm_plans import plan_dict, specgate_json, write_plan
-
-live = arm_fixture("eagle3", engine_args=harness.PER_REQUEST_METRICS_ARGS)
+from harness import specgate_json, write_plan
+from vllm_live import PER_REQUEST_METRICS_ARGS, start_arm
+from vllm_plans import plan_dict
 
 
 def _codesign(models, head: str):
@@ -67,40 +64,6 @@ def test_check_pre_fails_a_rollout_of_the_duplicate_tap_head(tiny_models, tmp_pa
                                                               gate_pre_codesign=line["status"])
 
 
-def test_kv_pool_is_the_allocated_42_blocks(live):
-    vc.assert_pool(live)
-
-
-def test_exporter_totals_equal_engine_counters(live):
-    vc.assert_counters_equal_engine(live)
-
-
-def test_window_acceptance_equals_engine_counters(live):
-    vc.assert_window_matches_engine(live)
-
-
-def test_batch_windows_account_for_the_traffic(live):
-    vc.assert_batch_windows_account_for_traffic(live)
-
-
-def test_per_request_acceptance_adds_up_to_the_engine_counters(live, e2e_record):
-    reqs = vc.assert_per_request_matches_engine(live, e2e_record)
-    assert all(r.proposed_drafts == 3 * r.verify_calls for r in reqs)
-
-
-def test_budget_predicts_the_allocated_pool(live, tiny_models, tmp_path, e2e_record):
-    vc.assert_budget_predicts_pool(live, tiny_models, tmp_path, e2e_record)
-
-
-def test_check_pre_and_post(live, tiny_models, tmp_path, e2e_record):
-    pre = vc.run_check_pre(live, tiny_models, tmp_path, e2e_record)
-    assert pre["checks"]["codesign"]["status"] == "pass", pre["checks"]["codesign"]
-    assert pre["checks"]["kv_pool"]["status"] == "pass", pre["checks"]["kv_pool"]
-    post = vc.run_check_post(live, tiny_models, tmp_path, e2e_record)
-    assert post["checks"]["acceptance"]["status"] == "fail", post["checks"]["acceptance"]  # L ~ 1.0 < 2
-    assert post["decision"] == "fail"
-
-
 def _drive_until_a_request_fails(eng: harness.EngineProcess) -> bool:
     """The measured traffic first; if its batches all happened to hold an even token count (a quiet
     machine batches differently), lone prompts of 1..9 words, whose prefills cannot all be even."""
@@ -116,18 +79,16 @@ def _drive_until_a_request_fails(eng: harness.EngineProcess) -> bool:
     return False
 
 
-def test_vllm_itself_crashes_on_the_duplicate_tap_head(vllm_python, tiny_models, e2e_logs, e2e_record, live):
+def test_vllm_itself_crashes_on_the_duplicate_tap_head(vllm_python, tiny_models, e2e_logs, e2e_record):
     """What the co-design rule prevents, on the real engine.
 
-    The module's last test: it stops the arm's server first (one vLLM at a time here; the arm's
-    numbers were read already). vLLM captures layer 1 once for taps [1, 1] and reshapes the
-    128-wide states to the fc's [-1, 256]: an even token count passes silently (a lone request is
-    served, drafting from pairs of tokens), the measured traffic's batches hit an odd count and
-    the engine dies (`shape '[-1, 256]' is invalid for input of size ...`).
+    The duplicate-tap head on a server of its own (no other vLLM is up in this module). vLLM
+    captures layer 1 once for taps [1, 1] and reshapes the 128-wide states to the fc's [-1, 256]:
+    an even token count passes silently (a lone request is served, drafting from pairs of tokens),
+    the measured traffic's batches hit an odd count and the engine dies (`shape '[-1, 256]' is invalid for input of size ...`).
     """
-    live.stop()
-    eng = harness.start_arm("eagle3-taps-duplicate", tiny_models, python=vllm_python, log_dir=e2e_logs,
-                            extra_args=harness.PER_REQUEST_METRICS_ARGS)
+    eng = start_arm("eagle3-taps-duplicate", tiny_models, python=vllm_python, log_dir=e2e_logs,
+                    extra_args=PER_REQUEST_METRICS_ARGS)
     try:
         eng.wait_ready(240)
         assert _drive_until_a_request_fails(eng), "every request was served by the duplicate-tap head"

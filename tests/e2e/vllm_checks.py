@@ -10,9 +10,24 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from harness import BLOCK_SIZE, KV_CACHE_MEMORY_BYTES, acceptance_between, arm_depth, sample_value
-from vllm_live import TRAFFIC_REQUESTS, WINDOW_LABEL, LiveArm, window_drafts_and_accepted
-from vllm_plans import plan_dict, specgate_json, write_plan
+from harness import (
+    LiveArm,
+    record_row,
+    run_check,
+    sample_value,
+    specgate_json,
+    window_drafts_and_accepted,
+    write_plan,
+)
+from vllm_live import (
+    BLOCK_SIZE,
+    KV_CACHE_MEMORY_BYTES,
+    TRAFFIC_REQUESTS,
+    WINDOW_LABEL,
+    acceptance_between,
+    arm_depth,
+)
+from vllm_plans import plan_dict
 
 TARGET_BYTES_PER_TOKEN = 2 * 2 * 32 * 4 * 2
 DRAFT_BYTES_PER_TOKEN = 1 * 1 * 32 * 4 * 2
@@ -122,8 +137,8 @@ def assert_budget_predicts_pool(live: LiveArm, model_dir: Path, tmp: Path, recor
     pool = doc["pool"]
     c = live.traffic.after
     key = "without_drafter" if live.arm == "nospec" else "with_drafter"
-    record.setdefault(live.arm, {}).update(predicted_blocks=pool["predicted_blocks"][key],
-                                           predicted_tokens=pool["predicted_tokens"][key])
+    record_row(record, live).update(predicted_blocks=pool["predicted_blocks"][key],
+                                    predicted_tokens=pool["predicted_tokens"][key])
     assert pool["predicted_blocks"][key] == c.num_gpu_blocks == EXPECTED_BLOCKS[live.arm]
     assert pool["predicted_tokens"][key] == c.pool_tokens
     assert pool["predicted_blocks"]["without_drafter"] == EXPECTED_BLOCKS["nospec"]
@@ -131,16 +146,10 @@ def assert_budget_predicts_pool(live: LiveArm, model_dir: Path, tmp: Path, recor
 
 def run_check_post(live: LiveArm, model_dir: Path, tmp: Path, record: dict, **plan_kw: object) -> dict:
     """`specgate check --phase post --metrics <exporter>`; the allocated pool comes from the live exporter."""
-    plan = write_plan(tmp / f"plan-{live.arm}-post.yaml", plan_dict(live.arm, model_dir, **plan_kw))
-    res = specgate_json("check", "--plan", str(plan), "--phase", "post", "--metrics", live.exporter.url + "/metrics")
-    assert res.code in (0, 1, 2), res.stderr
-    doc = res.doc
-    assert doc is not None and doc["phase"] == "post"
-    assert res.code == {"pass": 0, "fail": 1, "inconclusive": 2}[doc["decision"]]
-    acc = doc["checks"]["acceptance"]
-    record.setdefault(live.arm, {}).update(
-        gate_post_decision=doc["decision"], gate_post_acceptance=acc["status"],
-        gate_post_lines={k: v["status"] for k, v in doc["checks"].items()})
+    plan = write_plan(tmp / f"plan-{live.arm}-post.yaml", plan_dict(live.arm, model_dir, **plan_kw))  # type: ignore[arg-type]
+    row = record_row(record, live)
+    doc = run_check(plan, "post", live.exporter.url + "/metrics", row)
+    row.update(gate_post_acceptance=doc["checks"]["acceptance"]["status"])
     kv = doc["checks"]["kv_pool"]["values"]
     assert kv["allocated_tokens"] == live.traffic.after.pool_tokens, kv
     assert "exporter" in (kv["allocated_source"] or ""), kv
@@ -173,7 +182,7 @@ def assert_per_request_matches_engine(live: LiveArm, record: dict) -> list:
     pooled = 1 + sum(r.correct_drafts or 0 for r in reqs) / sum(r.verify_calls for r in reqs)
     assert math.isclose(pooled, want["L"], rel_tol=1e-9)
     edges = [1.0 + i * 0.5 for i in range(2 * k + 1)]  # 1.0, 1.5, ..., 1 + k
-    record.setdefault(live.arm, {}).update(
+    record_row(record, live).update(
         per_request_n=len(reqs), per_request_L_min=min(lengths), per_request_L_median=statistics.median(lengths),
         per_request_L_max=max(lengths), per_request_L_histogram=histogram(lengths, edges))
     return reqs
@@ -182,11 +191,4 @@ def assert_per_request_matches_engine(live: LiveArm, record: dict) -> list:
 def run_check_pre(live: LiveArm, model_dir: Path, tmp: Path, record: dict, **plan_kw: object) -> dict:
     """`specgate check --phase pre` on the arm's plan, with no live evidence (what a pre-rollout gate knows)."""
     plan = write_plan(tmp / f"plan-{live.arm}-pre.yaml", plan_dict(live.arm, model_dir, **plan_kw))  # type: ignore[arg-type]
-    res = specgate_json("check", "--plan", str(plan), "--phase", "pre")
-    assert res.code in (0, 1, 2), res.stderr
-    doc = res.doc
-    assert doc is not None and doc["phase"] == "pre"
-    assert res.code == {"pass": 0, "fail": 1, "inconclusive": 2}[doc["decision"]]
-    record.setdefault(live.arm, {}).update(
-        gate_pre_decision=doc["decision"], gate_pre_lines={k: v["status"] for k, v in doc["checks"].items()})
-    return doc
+    return run_check(plan, "pre", None, record_row(record, live))

@@ -1,4 +1,4 @@
-"""Rollout plans for the tiny models, and `specgate` CLI runs on them (DESIGN.md command-line contract).
+"""Rollout plans for the vLLM arms, describing exactly what vllm_live launches (the CLI runs: harness.specgate_json).
 
 The plans describe exactly what the harness launches: the tiny target (and draft) config.json
 and weights built by tools/build_tiny_models.py, `--kv-cache-memory-bytes 8388608`, the CPU
@@ -7,14 +7,10 @@ block size 128, fp32 KV (`--dtype float32`), three speculative tokens.
 
 from __future__ import annotations
 
-import json
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from harness import (
+from vllm_live import (
     ARM_DRAFTER,
     ARM_TARGET,
     BLOCK_SIZE,
@@ -22,8 +18,8 @@ from harness import (
     MAX_MODEL_LEN,
     NUM_SPECULATIVE_TOKENS,
     SERVED_MODEL_NAME,
-    SPECGATE,
     TRAFFIC_SOURCE,
+    VLLM_VERSION,
     arm_depth,
 )
 
@@ -40,7 +36,7 @@ def plan_dict(arm: str, model_dir: Path, *, slo_target: float = 2.0, window_seco
     """
     target = {"name": "tiny-target", "config": str(model_dir / "target" / "config.json"),
               "weights": {"path": str(model_dir / "target" / "model.safetensors")}}
-    engine: dict[str, Any] = {"kind": "vllm", "version": "0.32.0", "kv_dtype": "float32", "block_size": BLOCK_SIZE,
+    engine: dict[str, Any] = {"kind": "vllm", "version": VLLM_VERSION, "kv_dtype": "float32", "block_size": BLOCK_SIZE,
                               "kv_cache_memory_bytes": KV_CACHE_MEMORY_BYTES, "context_cap_tokens": MAX_MODEL_LEN,
                               # the harness's --served-model-name: the model_name label the evidence must carry
                               "served_model_name": SERVED_MODEL_NAME}
@@ -83,21 +79,3 @@ def plan_dict(arm: str, model_dir: Path, *, slo_target: float = 2.0, window_seco
         plan["evidence"] = evidence
     return plan
 
-
-def write_plan(path: Path, plan: dict[str, Any]) -> Path:
-    path.write_text(yaml.safe_dump(plan, sort_keys=False))
-    return path
-
-
-@dataclass(frozen=True)
-class CliResult:
-    code: int
-    doc: dict[str, Any] | None
-    stderr: str
-
-
-def specgate_json(*args: str, timeout: float = 120.0) -> CliResult:
-    """Run `specgate ARGS --format json`; stdout must hold only the JSON document."""
-    p = subprocess.run([str(SPECGATE), *args, "--format", "json"], capture_output=True, text=True, timeout=timeout)
-    doc = json.loads(p.stdout) if p.stdout.strip() else None
-    return CliResult(p.returncode, doc, p.stderr)

@@ -5,7 +5,7 @@ SGLang has no process_start_time_seconds. Restarted, it serves /metrics before i
 the page has its gauges but no sample of any counter or histogram family (a labelled prometheus_client
 counter shows no series until its first increment). That page is built here from the real
 `metrics-before.txt` by dropping the samples of every family whose TYPE is counter or histogram, HELP
-and TYPE lines kept. The sequence is the e2e's (tests/e2e/test_sglang_faults.py): the old engine's
+and TYPE lines kept. The sequence is the e2e's (tests/e2e/test_faults.py, SGLang): the old engine's
 `metrics-after` (counters high), the engine down (a failed scrape), the restarted engine's page before
 warm-up, then its real `before` (small counters), `during` and `after` pages. Expected numbers are
 read from requests.json (the counters the recorder read around the traffic).

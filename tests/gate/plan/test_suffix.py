@@ -1,6 +1,6 @@
 """`suffix` (vLLM suffix decoding, arctic-inference) is a plan method like ngram: no drafter artifact.
 
-The e2e arm tests/e2e/test_vllm_suffix.py judges such a plan against a real engine.
+The e2e arm `suffix` of tests/e2e/test_vllm_arms.py judges such a plan against a real engine.
 """
 
 from __future__ import annotations
