@@ -14,16 +14,15 @@ from typing import Any
 
 from gate.bill.facts import ArtifactFacts
 from gate.model.config import ConfigError, ModelConfig
+from gate.model.engines import profile
 from gate.model.geometry import (
     STATE_KINDS,
     KVGeometry,
     kv_geometry,
     mtp_drafter_geometry,
 )
-from gate.model.pools import drafter_kv_need, sglang_draft_cell_bytes, sglang_pool_tokens, vllm_pool_tokens
+from gate.model.pools import drafter_kv_need
 from gate.plan.model import Plan
-
-VLLM_DEFAULT_BLOCK_SIZE = 16  # vLLM's GPU default; the CPU backend uses 128 (set engine.block_size)
 
 
 @dataclass(frozen=True)
@@ -179,6 +178,7 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
     (with the drafter) or the pool of an engine seen running without speculation."""
     dtype = _kv_dtype(plan)
     eng = plan.engine
+    engine = profile(eng.kind)
     t_notes: list[str] = []
     tgeom = _geometry(facts.target.config, dtype, eng.tp, "target", t_notes)
     if facts.target.weights_note:
@@ -199,10 +199,10 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
         scope = d.kv_scope if d else "full"
         dtp = (d.tp if d and d.tp else None) or eng.tp
         ddtype = dtype
-        if ddtype is None and eng.kind == "vllm" and tgeom is not None:
-            # vLLM builds the draft model in the target's dtype, and one cache dtype serves the whole pool.
+        dtype_note = engine.drafter_dtype_note(tgeom.dtype) if ddtype is None and tgeom is not None else None
+        if dtype_note is not None and tgeom is not None:
             ddtype = tgeom.dtype
-            d_notes.append(f"KV dtype auto: vLLM runs the drafter in the target's dtype ({ddtype})")
+            d_notes.append(dtype_note)
         if plan.drafter_embedded:
             if facts.drafter is not None and facts.drafter.config is not None:
                 dgeom = _geometry(facts.drafter.config, ddtype, dtp, "drafter", d_notes)
@@ -224,10 +224,9 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
                 d_notes.append(f"drafter weights: {facts.drafter.weights_note}")
         charge = dgeom.attention_bytes_per_token if dgeom else None
         engine_charge = charge
-        if eng.kind == "sglang" and dgeom is not None and tgeom is not None:
-            engine_charge, why = sglang_draft_cell_bytes(plan.method, tgeom.bytes_per_token, tgeom.num_layers,
-                                                         dgeom.num_layers, dgeom.attention_bytes_per_token)
-            if engine_charge != charge:
+        if dgeom is not None and tgeom is not None:
+            engine_charge, why = engine.draft_charge(plan.method, tgeom, dgeom)
+            if why is not None:
                 d_notes.append(why)
         drafter = DrafterBill(
             name=(d.name if d and d.name else None), config_source=facts.drafter.config_source if facts.drafter else None,
@@ -243,10 +242,6 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
     dcfg = facts.drafter.config if facts.drafter else None
     mixes = [_mix(plan, m, dgeom, dcfg) for m in plan.workload]
     return Budget(target=target, drafter=drafter, pool=pool, mixes=mixes)
-
-
-def _n(x: int | None) -> str:
-    return "none" if x is None else f"{x:,}"
 
 
 def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_drafter: bool,
@@ -266,33 +261,16 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
                      "the engine's hybrid allocator is not modelled")
     elif tgeom.bytes_per_token <= 0:
         notes.append("no predicted pool: the target has no per-token KV")
-    elif eng.kind == "vllm":
-        if block is None:
-            block = VLLM_DEFAULT_BLOCK_SIZE
-            notes.append(f"block_size not given: vLLM's default {VLLM_DEFAULT_BLOCK_SIZE} assumed")
-        blocks_without, without_d = vllm_pool_tokens(kv_bytes, tgeom.bytes_per_token, block)
-        if has_drafter and dgeom is not None:
-            blocks_with, with_d = vllm_pool_tokens(kv_bytes, tgeom.bytes_per_token + dgeom.attention_bytes_per_token,
-                                                   block)
-            notes.append("vLLM: drafter layers share the pool; tokens = KV bytes / (target + drafter bytes per "
-                         "token), whole blocks")
-        elif not has_drafter:
-            blocks_with, with_d = blocks_without, without_d
-        else:
-            notes.append("no predicted pool with the drafter: its KV geometry is unknown")
     else:
-        cap = eng.configured_max_total_tokens
-        page = block or 1
-        without_d = sglang_pool_tokens(kv_bytes, tgeom.bytes_per_token, cap, page)
-        if has_drafter and dgeom is not None:
-            cell = tgeom.bytes_per_token + (draft_charge if draft_charge is not None else dgeom.attention_bytes_per_token)
-            with_d = sglang_pool_tokens(kv_bytes, cell, cap, page)
-            notes.append("SGLang: a draft slot per target token; max_total_num_tokens = min(--max-total-tokens, "
-                         f"available // (target_cell + draft_charge)) = min({_n(cap)}, {kv_bytes:,} // {cell:,})")
-        elif not has_drafter:
-            with_d = without_d
-        else:
-            notes.append("no predicted pool with the drafter: its KV geometry is unknown")
+        # what the engine charges per token for the drafter's KV (computed with the drafter's bill)
+        charge = None if dgeom is None else (draft_charge if draft_charge is not None
+                                             else dgeom.attention_bytes_per_token)
+        pred = profile(eng.kind).predict_pool(
+            kv_cache_memory_bytes=kv_bytes, target_bytes_per_token=tgeom.bytes_per_token, draft_charge=charge,
+            has_drafter=has_drafter, block_size=block, configured_max_total_tokens=eng.configured_max_total_tokens)
+        block, with_d, without_d = pred.block_size, pred.with_drafter, pred.without_drafter
+        blocks_with, blocks_without = pred.blocks_with_drafter, pred.blocks_without_drafter
+        notes += pred.notes
 
     rep = plan.evidence.reported
     allocated = live_pool

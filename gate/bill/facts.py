@@ -1,8 +1,9 @@
 """Local artifact evidence: the configs and weights a plan points at, read from disk.
 
 Why its own module: the budget and every line read the same config and the same byte
-counts; reading them once here keeps the lines consistent and puts all file I/O at the
-edge. A plan naming a file that is not there is invalid input (PlanError, exit 3); a
+counts (and the co-design line whether the drafter's weights hold the `d2t` vocabulary
+mapping); reading them once here keeps the lines consistent and puts all file I/O at the
+edge: the lines read no files. A plan naming a file that is not there is invalid input (PlanError, exit 3); a
 config that lacks what a computation needs is reported by that computation as unknown.
 """
 
@@ -27,6 +28,9 @@ class ModelFacts:
     weights_bytes: int | None
     weights_source: str | None
     weights_note: str | None = None
+    # the drafter's safetensors hold the `d2t` draft-to-target vocabulary mapping a reduced draft
+    # vocabulary needs (None: no weights readable, or not a drafter)
+    d2t_tensor: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -68,13 +72,26 @@ def _weights(ref: ModelRef, role: str) -> tuple[int | None, str | None, str | No
     return int(found.bytes), source, None
 
 
+def _d2t_tensor(ref: ModelRef, role: str) -> bool | None:
+    """Whether a drafter's weights hold `d2t` (gate.inputs.weights.has_tensor; None without weights)."""
+    if role != "drafter" or ref.weights is None or ref.weights.path is None:
+        return None
+    from gate.inputs import weights as weights_mod
+
+    try:
+        return weights_mod.has_tensor(ref.weights.path, "d2t")
+    except (ConfigError, ValueError, OSError) as e:
+        raise PlanError(f"{role}.weights: {e}") from None
+
+
 def model_facts(ref: ModelRef | None, role: str) -> ModelFacts | None:
     if ref is None:
         return None
     cfg, cfg_source = _config(ref, role)
     wbytes, wsource, wnote = _weights(ref, role)
     return ModelFacts(role=role, name=ref.name, revision=ref.revision, config=cfg, config_source=cfg_source,
-                      weights_bytes=wbytes, weights_source=wsource, weights_note=wnote)
+                      weights_bytes=wbytes, weights_source=wsource, weights_note=wnote,
+                      d2t_tensor=_d2t_tensor(ref, role))
 
 
 def artifact_facts(plan: Plan) -> ArtifactFacts:

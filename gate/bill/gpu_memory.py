@@ -26,13 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Documented defaults, when the plan names no fraction.
-VLLM_DEFAULT_FRACTION = 0.9  # vLLM EngineArgs gpu_memory_utilization (--gpu-memory-utilization), default 0.9
-DEFAULT_FRACTION_NOTE = {
-    "vllm": "engine.memory_fraction not given: vLLM's documented --gpu-memory-utilization default 0.9 assumed",
-    "sglang": ("engine.memory_fraction not given: SGLang has no fixed --mem-fraction-static default (it computes "
-               "one from the GPU's memory and the parallelism at start), so the usable memory is unknown"),
-}
+from gate.model.engines import profile
 
 
 @dataclass(frozen=True)
@@ -70,16 +64,16 @@ def gpu_memory_bill(*, engine: str, gpu_memory_bytes: int, memory_fraction: floa
     """Compute the bill; unknown inputs are listed, never guessed (see the module docstring)."""
     notes: list[str] = []
     unknown: list[str] = []
+    prof = profile(engine)
     if memory_fraction is not None:
         fraction: float | None = memory_fraction
         fsource = "engine.memory_fraction"
-    elif engine == "vllm":
-        fraction, fsource = VLLM_DEFAULT_FRACTION, DEFAULT_FRACTION_NOTE["vllm"]
-        notes.append(fsource)
     else:
-        fraction, fsource = None, DEFAULT_FRACTION_NOTE.get(engine, "engine.memory_fraction not given")
+        # the engine's documented default, when it has one (the profile's memory_fraction_note says which)
+        fraction, fsource = prof.default_memory_fraction, prof.memory_fraction_note
         notes.append(fsource)
-        unknown.append("memory fraction")
+        if fraction is None:
+            unknown.append("memory fraction")
     usable = int(gpu_memory_bytes * fraction) if fraction is not None else None
 
     tw = None if target_weights_bytes is None else -(-target_weights_bytes // max(tp, 1))
@@ -105,9 +99,7 @@ def gpu_memory_bill(*, engine: str, gpu_memory_bytes: int, memory_fraction: floa
         kv_bytes = pool_tokens * bpt
         if has_drafter:
             notes.append(f"{engine}: KV = {pool_tokens:,} tokens × ({target_bytes_per_token:,} target + "
-                         f"{drafter_bytes_per_token:,} drafter) B/token per rank"
-                         + (" (the drafter's layers share vLLM's one pool)" if engine == "vllm" else
-                            " (SGLang's draft pool holds a slot per target token)"))
+                         f"{drafter_bytes_per_token:,} drafter) B/token per rank" + prof.kv_pool_note)
     elif kv_cache_memory_bytes is not None:
         kv_bytes, basis = kv_cache_memory_bytes, "engine.kv_cache_memory_bytes"
     else:

@@ -24,11 +24,9 @@ drafter change requires a new KV budget").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from gate.checks.base import CheckContext
-from gate.inputs.weights import has_tensor
 from gate.model.config import (
     ConfigError,
     ConfigLike,
@@ -38,11 +36,12 @@ from gate.model.config import (
     mtp_layers,
     num_hidden_layers,
 )
+from gate.model.depth import BLOCK_METHODS
+from gate.model.engines import PROFILES, profile
 from gate.model.geometry import STATE_KINDS, classify_layers
 from gate.model.identity import before_general_availability, family_mismatch
 from gate.status import LineResult, Status
 
-ENGINES = ("vllm", "sglang")
 # fail > not checked (inconclusive) > warn > pass; n/a findings do not count.
 _RANK = {Status.PASS: 0, Status.WARN: 1, Status.INCONCLUSIVE: 2, Status.FAIL: 3}
 NOT_CHECKED = "not checked: "
@@ -117,16 +116,9 @@ def _eagle3_taps(d: dict[str, Any], L: int, engine: str) -> tuple[Finding, list[
     ids = _int_list(raw)
     if ids is None or not ids:
         return Finding("eagle3_taps", Status.FAIL, f"eagle_aux_hidden_state_layer_ids {raw!r} is not a list of integers"), []
-    if engine == "vllm":
-        hi = L
-        convention = ("vLLM convention: id j = hidden stream entering layer j (0 = embeddings), "
-                      f"ids in [0, L] = [0, {L}]")
-        outputs = [j - 1 for j in ids if 1 <= j <= L]
-    else:
-        hi = L - 1
-        convention = f"SGLang convention: id k = output of layer k, ids in [0, L-1] = [0, {L - 1}]"
-        outputs = [k for k in ids if 0 <= k <= L - 1]
-    out = [i for i in ids if not 0 <= i <= hi]
+    taps = profile(engine).eagle3_taps(ids, L)  # the engine's convention: which layer an id taps
+    convention, outputs = taps.convention, list(taps.outputs)
+    out = [i for i in ids if not 0 <= i <= taps.high]
     note = "; the same ids tap different layers in vLLM and SGLang"
     if out:
         return (Finding("eagle3_taps", Status.FAIL,
@@ -247,15 +239,15 @@ def _vocabulary(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Fin
     return Finding("vocabulary", Status.PASS, ", ".join(facts))
 
 
-def _draft_vocab_mapping(d: dict[str, Any] | None, t: dict[str, Any],
-                         drafter_weights: str | Path | None) -> Finding | None:
+def _draft_vocab_mapping(d: dict[str, Any] | None, t: dict[str, Any], found: bool | None) -> Finding | None:
+    """A reduced draft vocabulary needs the `d2t` tensor; `found`: whether the drafter's weights hold it
+    (read with the artifact facts, gate.bill.facts; None when no weights were readable)."""
     if d is None:
         return None
     dvs = _size(d, "draft_vocab_size", "drafter")
     vs = _size(d, "vocab_size", "drafter") or _size(t, "vocab_size", "target")
     if dvs is None or vs is None or dvs >= vs:
         return None
-    found = has_tensor(drafter_weights, "d2t") if drafter_weights is not None else None
     what = f"draft_vocab_size {dvs} < vocab_size {vs} needs a d2t mapping tensor"
     if found is True:
         return Finding("draft_vocab_mapping", Status.PASS, f"{what}: present in the drafter's safetensors")
@@ -266,56 +258,23 @@ def _draft_vocab_mapping(d: dict[str, Any] | None, t: dict[str, Any],
 
 
 def _block_size(family: str, d: dict[str, Any], engine: str, k: int | None) -> Finding:
+    """The depth k against a block drafter's block_size, by the engine's rule (its profile's `block_rule`)."""
     bs = d.get("block_size", _dflash_config(d).get("block_size"))
     if not isinstance(bs, int) or isinstance(bs, bool) or bs < 1:
         return Finding("block_size", Status.INCONCLUSIVE, f"{NOT_CHECKED}{family} drafter declares no block_size, so "
                        "the depth cannot be compared with it")
-    if family == "dflash":
-        if engine == "vllm":
-            limit = bs - 1
-            if k is None:
-                return Finding("block_size", Status.PASS,
-                               f"vLLM: num_speculative_tokens must be <= block_size - 1 = {limit}; not given")
-            if k > limit:
-                return Finding("block_size", Status.FAIL,
-                               f"vLLM rejects num_speculative_tokens {k} > block_size - 1 = {limit}")
-            return Finding("block_size", Status.PASS, f"vLLM: num_speculative_tokens {k} <= block_size - 1 = {limit}")
-        if k is None:
-            return Finding("block_size", Status.PASS, f"SGLang drafts block_size = {bs} tokens per verify")
-        if k != bs:
-            return Finding("block_size", Status.FAIL,
-                           f"SGLang requires speculative_num_draft_tokens = block_size {bs}, got {k}")
-        return Finding("block_size", Status.PASS, f"SGLang draft tokens {k} = block_size {bs}")
-    # DSpark
-    if engine == "sglang":
-        want = bs + 1
-        if k is None:
-            return Finding("block_size", Status.PASS, f"SGLang drafts block_size + 1 = {want} tokens per verify")
-        if k != want:
-            return Finding("block_size", Status.FAIL,
-                           f"SGLang sets DSpark draft tokens = block_size + 1 = {want}, got {k}")
-        return Finding("block_size", Status.PASS, f"SGLang draft tokens {k} = block_size + 1 = {want}")
-    if k is None:
-        return Finding("block_size", Status.PASS, f"vLLM default num_speculative_tokens = block_size = {bs}")
-    if k != bs:
-        return Finding("block_size", Status.WARN,
-                       f"vLLM num_speculative_tokens {k} differs from the DSpark block_size {bs} it was trained on")
-    return Finding("block_size", Status.PASS, f"vLLM num_speculative_tokens {k} = block_size {bs}")
+    rule = profile(engine).block_rule(family, bs, k)
+    return Finding("block_size", rule.status, rule.detail)
 
 
 def _mtp_depth(t: ModelConfig, engine: str, k: int | None) -> Finding:
+    """A target without MTP layers has no head to load; with them, the depth k by the engine's rule."""
     n = mtp_layers(t)
     if n < 1:
         return Finding("mtp_depth", Status.FAIL,
                        "the target has no MTP layers (num_nextn_predict_layers / mtp_num_hidden_layers < 1)")
-    if engine != "vllm":
-        return Finding("mtp_depth", Status.PASS, f"target has {n} MTP layer(s); SGLang chains them for any depth")
-    if k is None:
-        return Finding("mtp_depth", Status.PASS, f"target has n_predict = {n} MTP layer(s); num_speculative_tokens not given")
-    if k <= n or k % n == 0:
-        return Finding("mtp_depth", Status.PASS, f"vLLM num_speculative_tokens {k} is <= or a multiple of n_predict {n}")
-    return Finding("mtp_depth", Status.FAIL,
-                   f"vLLM num_speculative_tokens {k} is neither <= nor a multiple of n_predict {n}")
+    rule = profile(engine).mtp_rule(n, k)
+    return Finding("mtp_depth", rule.status, rule.detail)
 
 
 def _ids(value: Any) -> set[int] | None:
@@ -414,29 +373,33 @@ def _parallelism(draft_tp: int | None, target_tp: int | None) -> Finding:
 
 
 def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str = "vllm",
-             num_speculative_tokens: int | None = None, draft_tp: int | None = None,
+             depth: int | None = None, draft_tp: int | None = None,
              target_tp: int | None = None, max_model_len: int | None = None,
-             deployed_target: str | None = None, drafter_weights: str | Path | None = None,
+             deployed_target: str | None = None, d2t_tensor: bool | None = None,
              expect_mtp: bool = False) -> CodesignResult:
     """Run design.md's co-design table for one target/drafter pair on one engine.
 
-    `drafter_cfg` None means no separate drafter: MTP when the target carries next-n layers,
-    otherwise nothing to co-design (ngram) and the result is n/a — unless `expect_mtp` (the
-    plan runs method mtp/nextn), when a target without next-n layers has no head to load: fail.
+    `depth` is k, the draft tokens one verify can accept (gate.model.depth.speculative_depth: vLLM's
+    num_speculative_tokens, SGLang's num_draft_tokens − 1); each engine's rules on it are its
+    profile's. `d2t_tensor`: whether the drafter's weights hold the `d2t` vocabulary mapping (None:
+    no weights read). `drafter_cfg` None means no separate drafter: MTP when the target carries
+    next-n layers, otherwise nothing to co-design (ngram) and the result is n/a — unless
+    `expect_mtp` (the plan runs method mtp/nextn), when a target without next-n layers has no head
+    to load: fail.
     """
-    if engine not in ENGINES:
-        raise ConfigError(f"engine must be vllm or sglang, got {engine!r}")
+    if engine not in PROFILES:
+        raise ConfigError(f"engine must be {' or '.join(PROFILES)}, got {engine!r}")
     tm = as_model_config(target_cfg)
     dm = as_model_config(drafter_cfg) if drafter_cfg is not None else None
     t = tm.text
     L = num_hidden_layers(tm, "target config")
     if dm is None and mtp_layers(tm) == 0:
         if expect_mtp:
-            return CodesignResult(Status.FAIL, [_mtp_depth(tm, engine, num_speculative_tokens)], "mtp")
+            return CodesignResult(Status.FAIL, [_mtp_depth(tm, engine, depth)], "mtp")
         return CodesignResult(Status.NA, [Finding("family", Status.NA, "no drafter (e.g. ngram): nothing to co-design")])
     family = drafter_family(dm, tm)
     d = dm.text if dm is not None else None
-    k = num_speculative_tokens
+    k = depth
     source = "the target's MTP layers" if dm is None else f"architectures {dm.raw.get('architectures')}"
     findings: list[Finding | None] = [Finding("family", Status.PASS, f"{family} drafter ({source}); target L = {L}")]
     taps: list[int] = []
@@ -444,16 +407,16 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
         f, taps = _eagle3_taps(d, L, engine)
         findings.append(f)
         findings.append(_eagle3_tap_duplicates(d, engine))
-    if family in ("dflash", "dspark") and d is not None:
+    if family in BLOCK_METHODS and d is not None:
         f, taps = _dflash_taps(d, L)
         findings.append(f)
     if d is not None:
         findings.append(_num_target_layers(d, L))
     findings.append(_hidden_size(family, d, t))
     findings.append(_vocabulary(family, d, t))
-    findings.append(_draft_vocab_mapping(d, t, drafter_weights))
+    findings.append(_draft_vocab_mapping(d, t, d2t_tensor))
     findings.append(_special_tokens(d, t))
-    if family in ("dflash", "dspark") and d is not None:
+    if family in BLOCK_METHODS and d is not None:
         findings.append(_block_size(family, d, engine, k))
     if family == "mtp":
         findings.append(_mtp_depth(tm, engine, k))
@@ -469,9 +432,9 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
 def check(ctx: CheckContext) -> LineResult:
     """Budget line 5: the plan's target and drafter through the co-design table above.
 
-    n/a without a drafter (ngram); inconclusive when a config is missing or unusable. The engine's
-    draft depth is vLLM's `num_speculative_tokens`, or SGLang's `num_draft_tokens` when that is all
-    the plan gives. Values: `family` and every finding.
+    n/a without a drafter (ngram); inconclusive when a config is missing or unusable. The depth is
+    the plan's k (`plan.depth`, the one k rule of gate.model.depth), the `d2t` tensor fact the
+    drafter's artifact facts. Values: `family` and every finding.
     """
     plan, facts = ctx.plan, ctx.facts
     if not plan.has_drafter:
@@ -484,16 +447,12 @@ def check(ctx: CheckContext) -> LineResult:
     if d is None and not plan.drafter_embedded:
         return LineResult(Status.INCONCLUSIVE, "no drafter config (file or inline geometry): co-design cannot be "
                           "checked", {})
-    spec = plan.engine.speculative
-    k = spec.num_speculative_tokens if spec else None
-    if k is None and spec is not None and plan.engine.kind == "sglang":
-        k = spec.num_draft_tokens
     try:
-        res = codesign(t, d, engine=plan.engine.kind, num_speculative_tokens=k,
+        res = codesign(t, d, engine=plan.engine.kind, depth=plan.depth,
                        draft_tp=plan.drafter.tp if plan.drafter else None, target_tp=plan.engine.tp,
                        max_model_len=plan.engine.context_cap_tokens or ctx.metrics.context_cap_tokens,
                        deployed_target=plan.target.name or None,
-                       drafter_weights=(plan.drafter.weights.path if plan.drafter and plan.drafter.weights else None),
+                       d2t_tensor=facts.drafter.d2t_tensor if facts.drafter else None,
                        expect_mtp=plan.drafter_embedded and d is None)
     except ConfigError as e:
         return LineResult(Status.INCONCLUSIVE, f"co-design cannot be checked: {e}", {})

@@ -62,13 +62,19 @@ def as_text(result: CodesignResult, engine: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from gate.checks.codesign import codesign
     from gate.inputs.configs import load_config
+    from gate.inputs.weights import has_tensor
+    from gate.model.depth import speculative_depth
 
     try:
         target = load_config(args.target)
         drafter = None if str(args.drafter).lower() in NO_DRAFTER else load_config(args.drafter)
-        result = codesign(target, drafter, engine=args.engine, num_speculative_tokens=args.num_speculative_tokens,
+        # --num-speculative-tokens is the engine's own spelling (vLLM k, SGLang draft tokens): the k rule reads it
+        k = speculative_depth(args.engine, num_speculative_tokens=args.num_speculative_tokens,
+                              num_draft_tokens=args.num_speculative_tokens)
+        d2t = has_tensor(args.drafter_weights, "d2t") if args.drafter_weights is not None else None
+        result = codesign(target, drafter, engine=args.engine, depth=k,
                           draft_tp=args.draft_tp, target_tp=args.target_tp, max_model_len=args.max_model_len,
-                          deployed_target=args.deployed_target, drafter_weights=args.drafter_weights)
+                          deployed_target=args.deployed_target, d2t_tensor=d2t)
     except InputError as e:  # ConfigError and every reader's error: one line, exit 3
         return invalid(str(e))
     if args.format == "json":

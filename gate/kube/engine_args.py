@@ -7,14 +7,10 @@ removes every `--speculative-*` flag (and its value) whatever wrote it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from gate.model.engines import profile
 from gate.plan.model import Plan
-
-SGLANG_ALGORITHM = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "nextn": "NEXTN", "ngram": "NGRAM",
-                    "draft_model": "STANDALONE", "dflash": "DFLASH", "dspark": "DSPARK"}
-VLLM_METHOD = {"nextn": "mtp"}
 
 
 class PlanRequestError(ValueError):
@@ -22,29 +18,16 @@ class PlanRequestError(ValueError):
 
 
 def speculative_config(plan: Plan) -> dict[str, Any]:
-    """The engine flags' content for the plan's speculative settings.
-
-    vLLM: the `--speculative-config` JSON. SGLang: keys that become `--speculative-<key>` flags.
-    """
+    """The engine flags' content for the plan's speculative settings (the engine profile's
+    `speculative_config`: vLLM's `--speculative-config` JSON, SGLang's `--speculative-<key>` keys)."""
     spec = plan.engine.speculative
     if spec is None:
         raise PlanRequestError("the plan sets no engine.speculative: there is no drafter to turn on")
     drafter = plan.drafter
     model = drafter.name if drafter is not None and not drafter.embedded and drafter.name else None
-    if plan.engine.kind == "vllm":
-        cfg: dict[str, Any] = {"method": VLLM_METHOD.get(spec.method, spec.method)}
-        if model:
-            cfg["model"] = model
-        if spec.num_speculative_tokens:
-            cfg["num_speculative_tokens"] = spec.num_speculative_tokens
-        return cfg
-    cfg = {"algorithm": SGLANG_ALGORITHM.get(spec.method, spec.method.upper())}
-    if model:
-        cfg["draft_model_path"] = model
-    for key in ("num_steps", "eagle_topk", "num_draft_tokens"):
-        if getattr(spec, key, None):
-            cfg[key] = getattr(spec, key)
-    return cfg
+    return profile(plan.engine.kind).speculative_config(
+        spec.method, model, num_speculative_tokens=spec.num_speculative_tokens, num_steps=spec.num_steps,
+        eagle_topk=spec.eagle_topk, num_draft_tokens=spec.num_draft_tokens)
 
 
 def strip_speculative(args: list[str]) -> list[str]:
@@ -65,14 +48,4 @@ def strip_speculative(args: list[str]) -> list[str]:
 
 def with_speculative(args: list[str], engine: str, cfg: dict[str, Any]) -> list[str]:
     """The engine args with exactly the plan's speculative flags (any previous ones removed)."""
-    base = strip_speculative(args)
-    if engine == "vllm":
-        return base + ["--speculative-config", json.dumps(cfg, sort_keys=True, separators=(",", ":"))]
-    flags: list[str] = []
-    for k, v in cfg.items():
-        flag = "--speculative-" + k.replace("_", "-")
-        if v is True:
-            flags.append(flag)
-        elif v is not False and v is not None:
-            flags += [flag, str(v)]
-    return base + flags
+    return strip_speculative(args) + profile(engine).speculative_flags(cfg)

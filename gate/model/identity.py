@@ -8,15 +8,15 @@ deployment. So evidence is matched to the plan before any line reads it:
   `model_name` labels of its streams (vLLM and SGLang both label by the served name);
 - the engine kind (detected from the page's families) against `engine.kind`;
 - where the engine tells, the speculative settings: SGLang's `/server_info` names the
-  algorithm (`speculative_algorithm`: EAGLE, EAGLE3, NGRAM, STANDALONE, …); vLLM shows only
-  whether speculation is on (its spec counters exist) and its depth (one per-position
-  counter per draft position).
+  algorithm (`speculative_algorithm`: EAGLE, EAGLE3, NGRAM, STANDALONE, …; which names run which
+  method is the engine profile's `algorithms`); vLLM shows only whether speculation is on (its
+  spec counters exist) and its depth (one per-position counter per draft position).
 
 A mismatch makes the evidence inconclusive with the reason (an `Implausible` of kind
 "mismatch"). The drafter's detected family must match the declared method (a co-design fail),
-and an engine older than a method's general availability is a warning (seed 002: DSpark, DFlash
-and MTP became generally available in SGLang 0.5.18; earlier versions may still run them, as
-seed 000's NEXTN did on SGLang).
+and an engine older than a method's general availability (the profile's `general_availability`) is
+a warning (seed 002: DSpark, DFlash and MTP became generally available in SGLang 0.5.18; earlier
+versions may still run them, as seed 000's NEXTN did on SGLang).
 """
 
 from __future__ import annotations
@@ -24,20 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gate.model.engines import profile
 from gate.model.plausibility import Implausible
-
-# SGLang's speculative_algorithm values that run each plan method (SGLang turns NEXTN into EAGLE
-# internally; STANDALONE is a separate draft model).
-SGLANG_ALGORITHMS: dict[str, frozenset[str]] = {
-    "draft_model": frozenset({"STANDALONE"}),
-    "eagle": frozenset({"EAGLE"}),
-    "eagle3": frozenset({"EAGLE3"}),
-    "mtp": frozenset({"EAGLE", "NEXTN", "MTP"}),
-    "nextn": frozenset({"EAGLE", "NEXTN", "MTP"}),
-    "dflash": frozenset({"DFLASH"}),
-    "dspark": frozenset({"DSPARK"}),
-    "ngram": frozenset({"NGRAM", "LOOKAHEAD"}),
-}
 
 # Drafter families (gate.model.config.drafter_family) each plan method may deploy.
 METHOD_FAMILIES: dict[str, frozenset[str]] = {
@@ -49,15 +37,6 @@ METHOD_FAMILIES: dict[str, frozenset[str]] = {
     "dflash": frozenset({"dflash"}),
     "dspark": frozenset({"dspark"}),
 }
-
-# Seed 002: "SGLang v0.5.18 … In that release, DSpark, DFlash, MegaMoE, and MTP became generally available."
-GENERAL_AVAILABILITY: dict[tuple[str, str], tuple[int, ...]] = {
-    ("sglang", "dspark"): (0, 5, 18),
-    ("sglang", "dflash"): (0, 5, 18),
-    ("sglang", "mtp"): (0, 5, 18),
-    ("sglang", "nextn"): (0, 5, 18),
-}
-
 
 @dataclass(frozen=True)
 class EvidenceIdentity:
@@ -98,10 +77,11 @@ def match(ident: EvidenceIdentity, *, served_model_name: str | None, engine: str
     if ident.speculating is False:
         return Implausible("mismatch", f"{src} runs no speculative decoding; the plan deploys {method}", {})
     if ident.algorithm:
-        allowed = SGLANG_ALGORITHMS.get(method)
+        reporter = profile(ident.engine or engine)
+        allowed = reporter.algorithms(method)
         if allowed is not None and ident.algorithm.upper() not in allowed:
             return Implausible("mismatch", f"{src} runs speculative algorithm {ident.algorithm}, the plan deploys "
-                               f"{method} ({' or '.join(sorted(allowed))} in SGLang)", {})
+                               f"{method} ({' or '.join(sorted(allowed))} in {reporter.name})", {})
     if ident.depth is not None and k is not None and ident.depth != k and method != "ngram":
         return Implausible("mismatch", f"{src} drafts {ident.depth} positions per round, the plan declares k = {k}",
                            {"depth": float(ident.depth), "k": float(k)})
@@ -134,7 +114,7 @@ def before_general_availability(engine: str, method: str | None, version: str | 
     """A warning when the engine version predates the method's general availability (seed 002)."""
     if method is None:
         return None
-    ga = GENERAL_AVAILABILITY.get((engine, method))
+    ga = profile(engine).general_availability(method)
     v = parse_version(version)
     if ga is None or v is None:
         return None

@@ -22,7 +22,8 @@ from typing import Any
 
 from gate.inputs.configs import load_config
 from gate.model.config import ConfigError, drafter_family, mtp_layers, num_hidden_layers
-from gate.model.depth import DRAFTERLESS_METHODS, EMBEDDED_METHODS, METHODS
+from gate.model.depth import BLOCK_METHODS, DRAFTERLESS_METHODS, EMBEDDED_METHODS, METHODS
+from gate.model.engines import PROFILES, profile
 from gate.model.geometry import kv_geometry
 from gate.model.identity import family_mismatch
 from gate.status import InputError
@@ -73,19 +74,14 @@ def _block_size(d: dict[str, Any]) -> int | None:
 
 def choose_depth(engine: str, method: str, target: dict[str, Any], drafter: dict[str, Any] | None,
                  depth: int | None) -> Depth:
-    """k for the family (the co-design rules of gate.checks.codesign), in the engine's own keys."""
+    """k for the family (the co-design rules of gate.checks.codesign), in the engine's own keys
+    (the engine profile's `block_depth_keys` / `chain_depth_keys`)."""
+    prof = profile(engine)
     bs = _block_size(drafter) if drafter is not None else None
     why = "your choice (--num-speculative-tokens)" if depth is not None else ""
-    if method in ("dflash", "dspark") and bs is not None:
-        if engine == "sglang":
-            n = bs if method == "dflash" else bs + 1
-            return Depth({"num_draft_tokens": n},
-                         f"SGLang drafts {'block_size' if method == 'dflash' else 'block_size + 1'} = {n} tokens "
-                         f"per verify for {method} (the drafter's block_size {bs})")
-        k = depth if depth is not None else (bs - 1 if method == "dflash" else bs)
-        return Depth({"num_speculative_tokens": k}, why or (
-            f"vLLM: {method} {'at most block_size - 1' if method == 'dflash' else 'trained at block_size'} "
-            f"= {k} (the drafter's block_size {bs})"))
+    if method in BLOCK_METHODS and bs is not None:
+        keys = prof.block_depth_keys(method, bs, depth)
+        return Depth(dict(keys.keys), keys.why)
     if depth is None and method in EMBEDDED_METHODS:
         n = mtp_layers(target)
         depth, why = (n, f"the target's {n} MTP layer(s)") if n > 0 else (1, "one MTP step (assumed)")
@@ -99,10 +95,8 @@ def choose_depth(engine: str, method: str, target: dict[str, Any], drafter: dict
             depth, why = st, f"the drafter's speculators_config speculative_tokens {st}"
     if depth is None:
         depth, why = 3, "k = 3, a common start: choose it with `specgate tune` on your traffic"
-    if engine == "sglang":
-        return Depth({"num_steps": depth, "eagle_topk": 1, "num_draft_tokens": depth + 1},
-                     f"{why}; SGLang: a chain of {depth} steps, top-k 1, {depth + 1} draft tokens (k = {depth})")
-    return Depth({"num_speculative_tokens": depth}, why)
+    keys = prof.chain_depth_keys(depth, why)
+    return Depth(dict(keys.keys), keys.why)
 
 
 def _rel(path: Path, base: Path) -> str:
@@ -161,8 +155,9 @@ def detect_method(req: InitRequest, target: dict[str, Any], drafter: dict[str, A
 
 def render(req: InitRequest) -> str:
     """The commented plan text (YAML) for one request."""
-    if req.engine not in ("vllm", "sglang"):
-        raise InitError("--engine must be vllm or sglang")
+    if req.engine not in PROFILES:
+        raise InitError(f"--engine must be {' or '.join(PROFILES)}")
+    engine = profile(req.engine)
     target = _load(req.target, "target config")
     drafter = _load(req.drafter, "drafter config") if req.drafter is not None else None
     try:
@@ -212,9 +207,6 @@ def render(req: InitRequest) -> str:
     else:
         L += ["", f"# drafter: none — {method} proposes from the tokens themselves"]
     spec = "\n".join(f"    {k}: {v}" for k, v in depth.keys.items())
-    mem = ("  memory_fraction: null  # TODO: --mem-fraction-static, per GPU (no fixed default: unknown is "
-           "inconclusive)" if req.engine == "sglang" else
-           "  memory_fraction: null  # TODO: --gpu-memory-utilization, per GPU (vLLM's default 0.9 is assumed)")
     L += [
         "",
         "engine:",
@@ -223,10 +215,9 @@ def render(req: InitRequest) -> str:
         f"  tp: {req.tp}",
         "  kv_dtype: auto  # the config's dtype; fp8 halves KV bytes but needs a working kernel path for long",
         "  # prompts: test the requests that matter on the exact image before counting on it (seed 000)",
-        ("  block_size: null  # TODO: --page-size in tokens (SGLang's page)" if req.engine == "sglang" else
-         "  block_size: null  # TODO: --block-size in tokens (vLLM's GPU default 16 is assumed when unset)"),
+        f"  block_size: null  # {engine.init_block_size_comment}",
         "  kv_cache_memory_bytes: null  # TODO: KV memory per GPU the pool is carved from (gives the predicted pool)",
-        mem,
+        f"  memory_fraction: null  # {engine.init_memory_fraction_comment}",
         "  context_cap_tokens: null  # TODO: --max-model-len / --context-length",
         "  speculative:",
         f"    method: {method}",

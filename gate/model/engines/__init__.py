@@ -1,18 +1,23 @@
 """Floor 0: one gate-side profile per engine — what the gate must know of an engine, in one file each.
 
 Why: the gate's lines, the bill, `specgate init` and the controller's engine arguments all need a few
-engine-specific facts (how the engine spells the depth k, …). Each engine's facts live in
+engine-specific facts (how the engine spells the depth k, what it charges for the drafter's KV, its
+memory-fraction default, its speculative flags, its tap convention, …). Each engine's facts live in
 `gate/model/engines/<engine>.py` behind the `EngineProfile` protocol (`base.py`), so a new engine is
 one file here (plus its adapter in `exporter/engines/`) and no other module compares engine names.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from gate.model.engines.base import EngineProfile
 from gate.model.engines.sglang import SGLANG
 from gate.model.engines.vllm import VLLM
 
-PROFILES: dict[str, EngineProfile] = {p.kind: p for p in (VLLM, SGLANG)}
+# The registry: one line per engine (its profile module holds everything else).
+PROFILES: Mapping[str, EngineProfile] = MappingProxyType({p.kind: p for p in (VLLM, SGLANG)})
 
 
 def profile(kind: str) -> EngineProfile:

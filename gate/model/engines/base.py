@@ -1,8 +1,61 @@
-"""The protocol every gate-side engine profile meets (one instance per engine, frozen, no state)."""
+"""The protocol every gate-side engine profile meets (one instance per engine, frozen, no state).
+
+Why a protocol of facts, not of decisions: the lines, the bill, `specgate init` and the controller
+keep their own logic; what differs between engines (how k is spelled, what the engine charges for
+the drafter's KV, the memory-fraction default, the flags that turn speculation on, the tap
+convention, …) is asked of `profile(plan.engine.kind)`. A third engine answers every member below.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from gate.model.geometry import KVGeometry
+from gate.status import Status
+
+
+@dataclass(frozen=True)
+class PoolPrediction:
+    """The pool an engine is predicted to allocate from a KV byte budget, with and without the drafter.
+
+    `block_size` is the block (vLLM) or page (SGLang) the arithmetic used (the engine's default when the
+    plan gave none, said in `notes`); blocks are None where the engine does not count in blocks.
+    """
+
+    block_size: int | None
+    without_drafter: int | None
+    with_drafter: int | None
+    blocks_without_drafter: int | None = None
+    blocks_with_drafter: int | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Eagle3Taps:
+    """How the engine reads EAGLE-3 `eagle_aux_hidden_state_layer_ids`: the valid ids [0, `high`], the
+    convention in words, and the target layers whose outputs the given ids tap."""
+
+    high: int
+    convention: str
+    outputs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One engine rule's verdict on the plan's numbers: pass | warn | fail and the sentence with them."""
+
+    status: Status
+    detail: str
+
+
+@dataclass(frozen=True)
+class DepthKeys:
+    """`specgate init`'s speculative keys for a depth, in the engine's own spelling, and why."""
+
+    keys: Mapping[str, int]
+    why: str
 
 
 class EngineProfile(Protocol):
@@ -13,6 +66,13 @@ class EngineProfile(Protocol):
         """The plan's `engine.kind` (and the exporter adapter's kind)."""
         ...
 
+    @property
+    def name(self) -> str:
+        """The engine's name in sentences ("vLLM", "SGLang")."""
+        ...
+
+    # --- the depth k and the drafter's steps (gate.model.depth) ---------------------------------------
+
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
               num_steps: int | None, eagle_topk: int | None) -> int | None:
         """k from the engine's own spelling of it (None when not declared)."""
@@ -21,4 +81,96 @@ class EngineProfile(Protocol):
     def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
                     num_steps: int | None, eagle_topk: int | None) -> int | None:
         """Drafter forward passes per verify cycle of a chain or tree drafter (None when not declared)."""
+        ...
+
+    # --- evidence identity (gate.model.identity) -------------------------------------------------------
+
+    def algorithms(self, method: str) -> frozenset[str] | None:
+        """The speculative-algorithm names the engine reports for `method` (upper case); None when the
+        engine names no algorithm (vLLM) or the method has no known name."""
+        ...
+
+    def general_availability(self, method: str) -> tuple[int, ...] | None:
+        """The engine version from which `method` is generally available; None when not known to matter."""
+        ...
+
+    # --- the memory bill (gate.bill.budget, gate.bill.gpu_memory) ---------------------------------------
+
+    @property
+    def default_memory_fraction(self) -> float | None:
+        """The memory fraction the engine uses when the plan names none (None: no fixed default)."""
+        ...
+
+    @property
+    def memory_fraction_note(self) -> str:
+        """What the bill says when the plan names no memory fraction."""
+        ...
+
+    @property
+    def kv_pool_note(self) -> str:
+        """How the drafter's KV sits next to the target's, as a parenthesis for the GPU memory sentence."""
+        ...
+
+    def drafter_dtype_note(self, target_dtype: str) -> str | None:
+        """With KV dtype auto: a note when the engine runs the drafter's KV in the target's dtype (the
+        bill then uses `target_dtype` for the drafter too); None when the drafter keeps its own."""
+        ...
+
+    def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
+        """(bytes per target token the engine charges for the drafter's KV when it sizes the pool, a note
+        when that differs from the drafter's own geometry)."""
+        ...
+
+    def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
+                     has_drafter: bool, block_size: int | None,
+                     configured_max_total_tokens: int | None) -> PoolPrediction:
+        """The pool the engine allocates from `kv_cache_memory_bytes` of KV memory (uniform layouts only;
+        `draft_charge` None with a drafter: its geometry is unknown)."""
+        ...
+
+    # --- co-design rules (gate.checks.codesign) ----------------------------------------------------------
+
+    def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
+        """The engine's reading of explicit EAGLE-3 tap ids for a `num_layers`-layer target."""
+        ...
+
+    def block_rule(self, family: str, block_size: int, depth: int | None) -> Rule:
+        """What the engine requires of the depth k for a block drafter (`dflash`, `dspark`)."""
+        ...
+
+    def mtp_rule(self, mtp_layers: int, depth: int | None) -> Rule:
+        """What the engine requires of the depth k for a target with `mtp_layers` (>= 1) MTP layers."""
+        ...
+
+    # --- `specgate init` (gate.plan.init) ------------------------------------------------------------
+
+    def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
+        """The speculative keys of a block drafter trained at `block_size` (`depth`: the user's k, or None)."""
+        ...
+
+    def chain_depth_keys(self, depth: int, why: str) -> DepthKeys:
+        """The speculative keys of a chain of depth k (top-k 1), with `why` the depth was chosen."""
+        ...
+
+    @property
+    def init_block_size_comment(self) -> str:
+        """The plan line `specgate init` writes for `engine.block_size` (a TODO saying the engine's flag)."""
+        ...
+
+    @property
+    def init_memory_fraction_comment(self) -> str:
+        """The plan line `specgate init` writes for `engine.memory_fraction`."""
+        ...
+
+    # --- the controller's engine arguments (gate.kube.engine_args) ---------------------------------------
+
+    def speculative_config(self, method: str, model: str | None, *, num_speculative_tokens: int | None,
+                           num_steps: int | None, eagle_topk: int | None,
+                           num_draft_tokens: int | None) -> dict[str, Any]:
+        """The content of the engine's speculative flags for the plan's settings (`model`: a separate
+        drafter's name, None for drafterless and embedded methods)."""
+        ...
+
+    def speculative_flags(self, cfg: Mapping[str, Any]) -> list[str]:
+        """The command-line flags that carry `cfg` (`speculative_config`'s result)."""
         ...

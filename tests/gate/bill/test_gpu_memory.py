@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gate.bill.gpu_memory import VLLM_DEFAULT_FRACTION, gpu_memory_bill, sentence
+from gate.bill.gpu_memory import gpu_memory_bill, sentence
+from gate.model.engines.vllm import DEFAULT_MEMORY_FRACTION as VLLM_DEFAULT_FRACTION
 
 NEED = 1_706_496 + 410_368 + 6_528 * 1_280  # 10,472,704 B
 

@@ -11,6 +11,7 @@ import pytest
 
 from gate.checks.codesign import CodesignResult, Finding, codesign, worst_status
 from gate.inputs.configs import load_config
+from gate.inputs.weights import has_tensor
 from gate.model.config import ConfigError, drafter_family
 
 CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
@@ -127,13 +128,13 @@ def test_speculators_eagle3_trained_against() -> None:
 def test_dflash_qwen3_compatible() -> None:
     # Taps [1, 9, 17, 25, 33] in [0, 35]; num_target_layers 36 = L; hidden 4096; vocab 151,936;
     # mask_token_id 151,669 < 151,936; vLLM K = 15 <= block_size 16 - 1.
-    r = codesign(QWEN3, DFLASH, engine="vllm", num_speculative_tokens=15)
+    r = codesign(QWEN3, DFLASH, engine="vllm", depth=15)
     f = by_check(r)
     assert r.status == "pass", r.findings
     assert f["dflash_taps"].status == f["num_target_layers"].status == f["block_size"].status == "pass"
     assert "mask_token_id 151669" in f["vocabulary"].detail
-    # SGLang drafts exactly block_size = 16 tokens.
-    assert codesign(QWEN3, DFLASH, engine="sglang", num_speculative_tokens=16).status == "pass"
+    # SGLang drafts exactly block_size = 16 tokens per verify: k = 16 - 1 (the verify block holds the root too).
+    assert codesign(QWEN3, DFLASH, engine="sglang", depth=15).status == "pass"
 
 
 def test_dflash_on_llama_is_incompatible() -> None:
@@ -148,9 +149,10 @@ def test_dflash_on_llama_is_incompatible() -> None:
 
 
 def test_dflash_depth_rules_per_engine() -> None:
-    # vLLM: K <= block_size - 1 = 15, else rejected. SGLang: draft tokens must equal block_size 16.
-    assert by_check(codesign(QWEN3, DFLASH, engine="vllm", num_speculative_tokens=16))["block_size"].status == "fail"
-    assert by_check(codesign(QWEN3, DFLASH, engine="sglang", num_speculative_tokens=15))["block_size"].status == "fail"
+    # vLLM: K <= block_size - 1 = 15, else rejected. SGLang: draft tokens (k + 1) must equal block_size 16.
+    assert by_check(codesign(QWEN3, DFLASH, engine="vllm", depth=16))["block_size"].status == "fail"
+    f = by_check(codesign(QWEN3, DFLASH, engine="sglang", depth=14))["block_size"]
+    assert f.status == "fail" and f.detail == "SGLang requires speculative_num_draft_tokens = block_size 16, got 15"
 
 
 def test_dflash_mutated_taps() -> None:
@@ -165,17 +167,19 @@ def test_dflash_mutated_taps() -> None:
 # --- DSpark ------------------------------------------------------------------------------------
 
 def test_dspark_qwen3_compatible() -> None:
-    # block_size 7: vLLM default K = 7; SGLang draft tokens = block_size + 1 = 8.
-    assert codesign(QWEN3, DSPARK, engine="vllm", num_speculative_tokens=7).status == "pass"
-    assert codesign(QWEN3, DSPARK, engine="sglang", num_speculative_tokens=8).status == "pass"
-    assert by_check(codesign(QWEN3, DSPARK, engine="vllm", num_speculative_tokens=5))["block_size"].status == "warn"
+    # block_size 7: vLLM default K = 7; SGLang draft tokens = block_size + 1 = 8, so k = 7 on both.
+    assert codesign(QWEN3, DSPARK, engine="vllm", depth=7).status == "pass"
+    r = codesign(QWEN3, DSPARK, engine="sglang", depth=7)
+    assert r.status == "pass" and by_check(r)["block_size"].detail == "SGLang draft tokens 8 = block_size + 1 = 8"
+    assert by_check(codesign(QWEN3, DSPARK, engine="vllm", depth=5))["block_size"].status == "warn"
 
 
 def test_dspark_incompatible() -> None:
-    # A Ling-width drafter (hidden 2560, seed 002) against Qwen3-8B's 4096: fail; SGLang with K = 7 != 8: fail.
+    # A Ling-width drafter (hidden 2560, seed 002) against Qwen3-8B's 4096: fail; SGLang with 7 draft tokens
+    # (k = 6) != 8: fail.
     ling_like = copy.deepcopy(DSPARK)
     ling_like["hidden_size"] = 2560
-    f = by_check(codesign(QWEN3, ling_like, engine="sglang", num_speculative_tokens=7))
+    f = by_check(codesign(QWEN3, ling_like, engine="sglang", depth=6))
     assert f["hidden_size"].status == "fail" and "2560" in f["hidden_size"].detail
     assert f["block_size"].status == "fail"
 
@@ -184,7 +188,7 @@ def test_dspark_incompatible() -> None:
 
 def test_mtp_deepseek_v3_compatible() -> None:
     # num_nextn_predict_layers 1: any K is a multiple of 1.
-    r = codesign(DSV3, None, engine="vllm", num_speculative_tokens=3)
+    r = codesign(DSV3, None, engine="vllm", depth=3)
     f = by_check(r)
     assert r.family == "mtp" and r.status == "pass"
     assert f["mtp_depth"].status == "pass" and "n_predict 1" in f["mtp_depth"].detail
@@ -194,8 +198,8 @@ def test_mtp_incompatible() -> None:
     two = copy.deepcopy(DSV3)
     two["num_nextn_predict_layers"] = 2
     # vLLM: K = 3 is neither <= 2 nor a multiple of 2 → fail; K = 4 is a multiple → pass.
-    assert by_check(codesign(two, None, num_speculative_tokens=3))["mtp_depth"].status == "fail"
-    assert by_check(codesign(two, None, num_speculative_tokens=4))["mtp_depth"].status == "pass"
+    assert by_check(codesign(two, None, depth=3))["mtp_depth"].status == "fail"
+    assert by_check(codesign(two, None, depth=4))["mtp_depth"].status == "pass"
     # An MTP drafter config against a target without MTP layers.
     none = copy.deepcopy(DSV3)
     none["num_nextn_predict_layers"] = 0
@@ -234,9 +238,13 @@ def test_draft_vocab_mapping_from_weights(tmp_path: Path) -> None:
     bad.mkdir()
     _safetensors(good / "model.safetensors", ["d2t", "t2d", "fc.weight"])
     _safetensors(bad / "model.safetensors", ["fc.weight"])
-    assert by_check(codesign(LLAMA, EAGLE3_LLAMA, drafter_weights=good))["draft_vocab_mapping"].status == "pass"
-    r = codesign(LLAMA, EAGLE3_LLAMA, drafter_weights=bad)
+    # The line reads no files: the tensor fact is read with the artifact facts (gate.bill.facts), here directly.
+    assert has_tensor(good, "d2t") is True and has_tensor(bad, "d2t") is False
+    ok = codesign(LLAMA, EAGLE3_LLAMA, d2t_tensor=has_tensor(good, "d2t"))
+    assert by_check(ok)["draft_vocab_mapping"].status == "pass"
+    r = codesign(LLAMA, EAGLE3_LLAMA, d2t_tensor=has_tensor(bad, "d2t"))
     assert by_check(r)["draft_vocab_mapping"].status == "fail" and r.status == "fail"
+    assert by_check(codesign(LLAMA, EAGLE3_LLAMA))["draft_vocab_mapping"].status == "warn"  # not verified
 
 
 def test_parallelism() -> None:

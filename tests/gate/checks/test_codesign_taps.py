@@ -34,7 +34,7 @@ def findings(result) -> dict[str, tuple[Status, str]]:
 
 def test_the_tiny_eagle3_head_passes_against_its_target() -> None:
     res = codesign(json.loads(TARGET.read_text()), json.loads(head("eagle3").read_text()), engine="vllm",
-                   num_speculative_tokens=3)
+                   depth=3)
     got = findings(res)
     assert res.family == "eagle3"
     assert got["eagle3_taps"][0] is Status.PASS and "[0, 1]" in got["eagle3_taps"][1]
@@ -44,7 +44,7 @@ def test_the_tiny_eagle3_head_passes_against_its_target() -> None:
 
 def test_an_out_of_range_tap_fails() -> None:
     res = codesign(json.loads(TARGET.read_text()), json.loads(head("eagle3-taps-out-of-range").read_text()),
-                   engine="vllm", num_speculative_tokens=3)
+                   engine="vllm", depth=3)
     got = findings(res)
     assert res.status is Status.FAIL
     assert got["eagle3_taps"][0] is Status.FAIL
@@ -55,7 +55,7 @@ def test_an_out_of_range_tap_fails() -> None:
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_duplicate_tap_ids_fail(engine: str) -> None:
     res = codesign(json.loads(TARGET.read_text()), json.loads(head("eagle3-taps-duplicate").read_text()),
-                   engine=engine, num_speculative_tokens=3)
+                   engine=engine, depth=3)
     got = findings(res)
     assert res.status is Status.FAIL
     status, detail = got["eagle3_tap_duplicates"]
