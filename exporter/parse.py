@@ -35,7 +35,6 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from functools import lru_cache
 from itertools import chain
 
-ENGINE_PREFIXES: tuple[str, ...] = ("vllm:", "vllm_", "sglang:", "sglang_")
 DEFAULT_UNPREFIXED: tuple[str, ...] = ("process_start_time_seconds",)
 _INF = float("inf")
 LABEL_CACHE_ENTRIES = 16_384  # label texts remembered between scrapes (a churning engine clears it)
@@ -56,14 +55,6 @@ _FIRST_LINE_RE = re.compile(r"[a-z_:][a-z0-9_:]*(?:[ \t]*\{|[ \t]+[-+.0-9ni])") 
 
 class ParseError(ValueError):
     """The page is not Prometheus text exposition (one-line message)."""
-
-
-def split_prefix(name: str) -> tuple[str | None, str]:
-    """`vllm:foo` -> ("vllm", "foo"); `sglang_foo` -> ("sglang", "foo"); other -> (None, name)."""
-    for p in ENGINE_PREFIXES:
-        if name.startswith(p):
-            return p[:-1], name[len(p):]
-    return None, name
 
 
 def _unescape(v: str) -> str:

@@ -20,7 +20,6 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
@@ -38,11 +37,6 @@ _PHASE_RANK = {"before": "0", "during": "1", "after": "2"}
 def play_order(name: str) -> str:
     """Sort key: the file name with `before`/`during`/`after` replaced by their rank in time."""
     return _PHASE_RE.sub(lambda m: _PHASE_RANK[m.group(1)], name)
-
-
-@dataclass(frozen=True)
-class Capture:
-    lines: tuple[tuple[str, str | None, float | None], ...]  # (series id or raw line, value text, value)
 
 
 def _series_kinds(text: str) -> tuple[set[str], set[str]]:

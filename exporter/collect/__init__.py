@@ -1,7 +1,7 @@
 """The specgate_* exposition: a prometheus_client custom Collector over a frozen `ExporterView`.
 
-`SpecgateCollector.collect()` takes one view under the state's lock (`ExporterState.view`) and
-yields fresh families outside it, area by area; each area's module shows an example of its output:
+`SpecgateExposition.render()` takes one view under the state's lock (`ExporterState.view`) and
+writes its families outside it, area by area; each area's module shows an example of its output:
 
 - `engine_health.exporter_level`: engine up, scrape duration/errors, info, ready, configured gauges
 - `pools`: KV pool allocated/configured, context cap, usage, running/waiting requests
@@ -12,8 +12,9 @@ yields fresh families outside it, area by area; each area's module shows an exam
 
 That order is the order of the exposition (the goldens in tests/golden pin it byte for byte).
 The areas build `exporter.exposition` rows; the sidecar's `/metrics` writes them with one kept
-`ExpositionWriter` (`SpecgateExposition`), and the registry's collector hands prometheus_client the
-same series as its own families.
+`ExpositionWriter` (`SpecgateExposition`). The same rows as prometheus_client families
+(`Rows.to_metric`) are the tests' oracle: `tests/exporter/oracle.py` registers them with a
+prometheus_client registry, whose `generate_latest` must write the same bytes.
 Names, types and labels come from `exporter.names` (design.md "Exporter output"). Series whose
 source is missing are absent, never 0.
 """
@@ -22,29 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry
-from prometheus_client.core import Metric
-
 from exporter.collect import batch_windows, engine_health, pools, sliding_windows, spec_counters
 from exporter.collect.families import Rows
 from exporter.engines.base import EngineSnapshot
 from exporter.exposition import ExpositionWriter
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState, ExporterView
-
-
-class SpecgateCollector:
-    """prometheus_client custom collector over an `ExporterState`."""
-
-    def __init__(self, state: ExporterState) -> None:
-        self.state = state
-
-    def describe(self) -> list[Metric]:
-        return []  # unchecked collector: families vary with what the engine reports
-
-    def collect(self) -> Iterator[Metric]:
-        for rows in families(self.state.view()):
-            yield rows.to_metric()
 
 
 class SpecgateExposition:
@@ -68,13 +52,6 @@ def families(v: ExporterView) -> Iterator[Rows]:
     yield from batch_windows.families(v)
     yield from engine_health.per_stream(v)
     yield from sliding_windows.families(v)
-
-
-def registry_for(state: ExporterState) -> CollectorRegistry:
-    """A private registry holding only our collector (no process/python collectors: output is exact)."""
-    reg = CollectorRegistry(auto_describe=False)
-    reg.register(SpecgateCollector(state))
-    return reg
 
 
 def exposition(state: ExporterState) -> str:

@@ -45,10 +45,8 @@ from gate.status import InputError
 DRAFTS = names.SPEC_DRAFTS.series
 ACCEPTED = names.SPEC_ACCEPTED.series
 DRAFT_TOKENS = names.SPEC_DRAFT_TOKENS.series
-RESTARTS = names.ENGINE_RESTARTS.series
 KV_POOL = names.KV_POOL.series
 READY = names.ENGINE_READY.series
-UP = names.ENGINE_UP.series
 
 Series = list[dict[str, Any]]
 

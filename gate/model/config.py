@@ -14,8 +14,6 @@ from typing import Any, TypeAlias
 
 from gate.status import InputError
 
-DRAFTER_FAMILIES = ("eagle3", "dflash", "dspark", "mtp", "draft_model")
-
 # Keys of a target config that say it carries its own MTP (next-n) layers.
 MTP_LAYER_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
 

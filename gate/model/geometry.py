@@ -128,11 +128,6 @@ class KVGeometry:
         return "mla" if self.heads.kv_lora_rank is not None else "full_attention"
 
     @property
-    def sliding_bytes_per_token(self) -> int:
-        """Per-token bytes of the sliding-window layers (held only up to their window)."""
-        return sum(x.bytes_per_token for x in self.layers if x.kind == "sliding_attention")
-
-    @property
     def attention_bytes_per_token(self) -> int:
         """Per-token bytes of every attention layer, sliding ones included (MTP layers excluded)."""
         return sum(x.bytes_per_token for x in self.layers if x.kind in ATTENTION_KINDS)
@@ -365,26 +360,6 @@ def mtp_drafter_geometry(target: KVGeometry) -> KVGeometry:
         heads=target.heads,
         view="mtp_head",
     )
-
-
-def resident_kv_bytes(geom: KVGeometry, tokens: int, sequences: int = 1) -> int:
-    """KV bytes held by `sequences` sequences of `tokens` tokens each.
-
-    Growing layers × tokens + sliding layers × min(tokens, window) + constant state per
-    sequence (a state that is not computable counts 0; `geom.state_bytes_per_sequence` is
-    then None). A target's MTP layers are not included (they are the drafter's).
-    """
-    if tokens < 0 or sequences < 0:
-        raise ValueError("tokens and sequences must not be negative")
-    per_sequence = 0
-    for x in geom.layers:
-        if x.kind in GROWING_KINDS:
-            per_sequence += x.bytes_per_token * tokens
-        elif x.kind == "sliding_attention":
-            per_sequence += x.bytes_per_token * min(tokens, x.window or tokens)
-        elif x.kind in STATE_KINDS:
-            per_sequence += x.state_bytes or 0
-    return per_sequence * sequences
 
 
 def _check_scope(scope: str) -> None:

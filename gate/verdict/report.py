@@ -16,8 +16,6 @@ from xml.sax.saxutils import escape, quoteattr
 from gate.evidence.fleet import render as fleet_render
 from gate.verdict.verdict import Verdict
 
-FORMATS = ("text", "json", "junit", "markdown")
-
 ALLOWED_NOTE = "inconclusive allowed by --allow-inconclusive: exit code 0"
 
 

@@ -41,8 +41,9 @@ def registry(families: list) -> CollectorRegistry:
 
 
 def test_real_captures_through_the_exporter_render_the_same_bytes():
-    from exporter.collect import SpecgateExposition, registry_for
+    from exporter.collect import SpecgateExposition
     from exporter.state import ExporterState
+    from tests.exporter.oracle import registry_for
 
     for before, after in [("vllm/metrics-ngram-before.txt", "vllm/metrics-ngram-after.txt"),
                           ("sglang/sglang-0.5.23-before.txt", "sglang/sglang-0.5.23-after.txt"),

@@ -20,8 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.derive import derive_window
 from exporter.engines import adapter
-from exporter.parse import PageParser, ParseError, parse_page, split_prefix
+from exporter.parse import PageParser, ParseError, parse_page
 from exporter.scrape import ScrapeError, snapshot_from_text
+from tests.exporter.oracle import split_prefix
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 PAGES = sorted([*FIXTURES.glob("vllm/*.txt"), *FIXTURES.glob("sglang/*.txt")])

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from exporter.collect import SpecgateCollector, exposition
+from exporter.collect import exposition
 from exporter.scrape import snapshot_from_text
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState
+from tests.exporter.oracle import SpecgateCollector
 
 VLLM = Path(__file__).parents[1] / "fixtures" / "vllm"
 

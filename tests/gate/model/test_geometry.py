@@ -16,7 +16,6 @@ from gate.model.geometry import (
     drafter_kv_bytes_per_token,
     kv_geometry,
     mtp_drafter_geometry,
-    resident_kv_bytes,
 )
 from gate.model.pools import drafter_kv_need
 
@@ -99,10 +98,6 @@ def test_gpt_oss_120b_sliding_layers_are_capped_not_counted() -> None:
     s = g.breakdown()["sliding_attention"]
     assert s["layers"] == 18 and s["window"] == 128 and s["bytes_per_token_per_layer"] == 2_048
     assert s["max_bytes_per_sequence"] == 18 * 2_048 * 128 == 4_718_592
-    # 1,000 tokens: full layers hold all 1,000, sliding layers hold 128.
-    assert resident_kv_bytes(g, 1_000) == 36_864 * 1_000 + 18 * 2_048 * 128
-    # 100 tokens: below the window, sliding layers hold all 100.
-    assert resident_kv_bytes(g, 100, sequences=3) == 3 * (36_864 + 18 * 2_048) * 100
 
 
 def test_qwen3_next_hybrid_linear_layers_hold_constant_state() -> None:
@@ -119,7 +114,6 @@ def test_qwen3_next_hybrid_linear_layers_hold_constant_state() -> None:
     lin = g.breakdown()["linear_attention"]
     assert lin["layers"] == 36 and lin["state_bytes_per_layer"] == per_layer
     assert g.state_bytes_per_sequence == lin["state_bytes_per_sequence"] == 36 * per_layer
-    assert resident_kv_bytes(g, 10) == 24_576 * 10 + 36 * per_layer
 
 
 def test_tiny_vllm_cpu_models() -> None:
