@@ -13,6 +13,8 @@ from gate.checks.codesign import CodesignResult, Finding, codesign, worst_status
 from gate.inputs.configs import load_config
 from gate.inputs.weights import has_tensor
 from gate.model.config import ConfigError, drafter_family
+from gate.plan.model import Plan, load_plan
+from gate.verdict.evaluate import evaluate
 
 CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
 
@@ -296,3 +298,30 @@ def test_cli_non_integer_size_is_one_line_exit_3(tmp_path: Path, capsys: pytest.
     rc = main(["codesign", str(CONFIGS / "target-gqa__meta-llama__Llama-3.1-8B-Instruct.json"), str(d)])
     err = capsys.readouterr().err
     assert rc == 3 and err.count("\n") == 1 and "draft_vocab_size must be an integer" in err
+
+
+# --- the line judges the plan's k (gate.model.depth, the one k rule) ----------------------------------
+
+FAMILIES = Path(__file__).resolve().parents[3] / "examples" / "plans" / "families"
+
+
+def _with_speculative(plan: Plan, **keys: int | None) -> Plan:
+    spec = plan.engine.speculative
+    assert spec is not None
+    engine = plan.engine.model_copy(update={"speculative": spec.model_copy(update=keys)})
+    return plan.model_copy(update={"engine": engine})
+
+
+def test_the_line_reads_sglang_depth_through_the_k_rule() -> None:
+    """Before: the line passed SGLang's num_draft_tokens as k, and a chain given by num_steps alone as no
+    depth at all (pass, "not given"). Now k = plan.depth: 15 steps of top-k 1 are 16 draft tokens = block
+    16 (pass), 16 steps are 17 (fail)."""
+    plan = load_plan(FAMILIES / "dflash-sglang-qwen3-8b.yaml")
+    ok = _with_speculative(plan, num_draft_tokens=None, num_steps=15, eagle_topk=1)
+    assert ok.depth == 15
+    f = {x["check"]: x for x in evaluate(ok).checks["codesign"].values["findings"]}
+    assert f["block_size"] == {"check": "block_size", "status": "pass",
+                               "detail": "SGLang draft tokens 16 = block_size 16"}
+    bad = _with_speculative(plan, num_draft_tokens=None, num_steps=16, eagle_topk=1)
+    f = {x["check"]: x for x in evaluate(bad).checks["codesign"].values["findings"]}
+    assert f["block_size"]["status"] == "fail" and f["block_size"]["detail"].endswith("got 17")
