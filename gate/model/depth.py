@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from gate.model.engines import profile
+
 SpecMethod = Literal["draft_model", "eagle", "eagle3", "mtp", "nextn", "dflash", "dspark", "ngram", "suffix"]
 METHODS: tuple[str, ...] = SpecMethod.__args__  # type: ignore[attr-defined]
 
@@ -54,8 +56,6 @@ def speculative_depth(engine: str, *, num_speculative_tokens: int | None = None,
 
     The engine's profile reads its own spelling (module docstring); an unknown engine is vLLM's.
     """
-    from gate.model.engines import profile
-
     return profile(engine).depth(num_speculative_tokens=num_speculative_tokens,
                                  num_draft_tokens=num_draft_tokens, num_steps=num_steps, eagle_topk=eagle_topk)
 
@@ -75,7 +75,5 @@ def draft_forward_passes(engine: str, method: str | None, *, num_speculative_tok
         return 0
     if method in BLOCK_METHODS:
         return 1
-    from gate.model.engines import profile
-
     return profile(engine).draft_steps(num_speculative_tokens=num_speculative_tokens,
                                        num_draft_tokens=num_draft_tokens, num_steps=num_steps, eagle_topk=eagle_topk)
