@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
     AfterValidator,
@@ -44,6 +44,9 @@ from gate.plan.suggest import one_line
 
 KVDtype = Literal["auto", "bf16", "bfloat16", "fp16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32", "float32"]
 Scope = Literal["full", "window", "block"]
+# slo.target_source's kind: its first word (issue 21 item 6: a pass needs a target whose source is stated)
+TargetSourceKind = Literal["traffic", "benchmark", "assumed"]
+_TARGET_SOURCE = re.compile(r"\s*(traffic|benchmark|assumed)\b", re.IGNORECASE)
 
 
 class PlanError(InputError):
@@ -241,8 +244,9 @@ class SLO(_Strict):
                                   "the break-even L* and be at most 1 + k; set it from your traffic (seed "
                                   "002)")
     target_source: str | None = Field(
-        default=None, description="where the target comes from: your traffic, a benchmark (a drafter card's macro "
-                                  "mean), or a guess")
+        default=None, description="where the target comes from, first word traffic | benchmark | assumed, then "
+                                  "any note (\"benchmark: the drafter card's macro mean\"); any other first "
+                                  "word is a source not stated, and the acceptance line is inconclusive")
     alpha: Annotated[float, Field(gt=0, lt=1)] = Field(
         default=0.05, description="significance level of the one-sided served-rate rank test")
     window_seconds: PositiveFloat = Field(default=60.0, description="one batch window of the SLO")
@@ -262,6 +266,13 @@ class SLO(_Strict):
                                    "record's requests (per-request acceptance the engine reported) at or above "
                                    "the target must reach required_fraction (seed 002: \"checked per request "
                                    "or per batch\")")
+
+    @property
+    def target_source_kind(self) -> TargetSourceKind | None:
+        """`traffic`, `benchmark` or `assumed`: the first word of `target_source` (any case); None when the
+        source is missing or begins with anything else (a source not stated, issue 21 item 6)."""
+        m = _TARGET_SOURCE.match(self.target_source or "")
+        return cast(TargetSourceKind, m.group(1).lower()) if m else None
 
 
 class StepCost(_Strict):
