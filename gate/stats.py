@@ -18,21 +18,27 @@ ties scipy's "exact" ignores them, ours does not. Smallest cases by hand: 3 vs 3
 x above every y → p = 1/C(6,3) = 1/20 = 0.05 (so three repetitions can never be significant
 at α = 0.05 with "p < α"); 5 vs 5 → 1/252 ≈ 0.00397.
 
-Above `EXACT_MAX_PAIRS` (n·m) the enumeration would be slow; the normal approximation with
-tie correction and a continuity correction is used and the result says `method="normal"`.
+The exact count is a dynamic programme over the *smaller* arm (P(U_x ≥ u) = P(U_y ≤ n·m − u), so
+either arm may be counted): subsets of s = min(n, m) of the N = n + m pooled items by their doubled
+rank sum, each sum bounded by the s largest ranks. Its work is about N · Σ_{k≤s} 2N·k = N²·s·(s+1)
+steps (`exact_work`); above `EXACT_MAX_WORK` the normal approximation with tie correction and a
+continuity correction is used instead, and the result says `method="normal"` (3 against 300 cells:
+exact in milliseconds; 40 against 40: normal). The choice depends only on n and m, never on the values.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-# n·m above which the exact DP (cost ~ N · n · N(N+1) steps) gives way to the normal approximation.
-# Measured here: 25 × 25 takes 0.09 s, 50 × 50 1.5 s; probe campaigns (5–10 per arm) are far smaller.
-EXACT_MAX_PAIRS = 900
+# Steps of the exact DP (`exact_work`) above which the normal approximation is used. Measured here
+# (pure Python): 30 × 30 (3.3 M steps) about 0.1 s, 3 × 300 (1.1 M) under 0.05 s; probe campaigns (5–10
+# per arm) are far smaller, so a run of the gate never spends more than a fraction of a second per test.
+EXACT_MAX_WORK = 4_000_000
 # A bootstrap interval means something only with enough repetitions per arm; below this the
 # honest statement is the observed range of ratios.
 BOOTSTRAP_MIN_N = 10
@@ -126,27 +132,38 @@ def _doubled_midranks(pooled: Sequence[float]) -> list[int]:
     return ranks
 
 
+def exact_work(n: int, m: int) -> int:
+    """Steps the exact DP needs for arms of n and m values (an upper bound: N² · s · (s + 1), s = min(n, m))."""
+    big_n, small = n + m, min(n, m)
+    return big_n * big_n * small * (small + 1)
+
+
 def _exact_upper_tail(x: Sequence[float], y: Sequence[float]) -> float:
-    """P(U_x ≥ u_obs) under the permutation null, by counting subsets by their rank sum.
+    """P(U_x ≥ u_obs) under the permutation null, by counting subsets of the smaller arm by their rank sum.
 
     With doubled mid-ranks r, the rank sum of x is R = Σ r/2 and U = R − n(n+1)/2, so
-    P(U ≥ u) = P(2R ≥ 2R_obs). ways[k][s] counts the k-subsets of the pooled items whose
-    doubled rank sum is s; each of the C(N, n) n-subsets is equally likely under H0.
+    P(U_x ≥ u) = P(2R_x ≥ 2R_obs); when y is the smaller arm, the same event is 2R_y ≤ 2R_y,obs
+    (R_x + R_y is fixed). ways[k][s] counts the k-subsets of the pooled items whose doubled rank sum
+    is s (s at most the sum of the k largest ranks); each of the C(N, n) splits is equally likely under H0.
     """
     n, m = len(x), len(y)
     pooled = list(x) + list(y)
     ranks = _doubled_midranks(pooled)
-    observed = sum(ranks[:n])
-    total = sum(ranks)
-    ways: list[list[int]] = [[0] * (total + 1) for _ in range(n + 1)]
+    upper = n <= m  # count x's subsets (upper tail) or y's (lower tail)
+    size = n if upper else m
+    observed = sum(ranks[:n]) if upper else sum(ranks[n:])
+    top = sorted(ranks, reverse=True)
+    caps = [sum(top[:k]) for k in range(size + 1)]
+    ways: list[list[int]] = [[0] * (caps[k] + 1) for k in range(size + 1)]
     ways[0][0] = 1
     for r in ranks:
-        for k in range(n, 0, -1):
+        for k in range(size, 0, -1):
             prev, cur = ways[k - 1], ways[k]
-            for s in range(total, r - 1, -1):
-                if prev[s - r]:
-                    cur[s] += prev[s - r]
-    count = sum(ways[n][observed:])
+            hi = min(caps[k], caps[k - 1] + r)
+            if hi >= r:  # cur[s] += prev[s - r] for s = r .. hi, one slice at a time
+                cur[r:hi + 1] = map(operator.add, cur[r:hi + 1], prev[:hi + 1 - r])
+    last = ways[size]
+    count = sum(last[observed:]) if upper else sum(last[:observed + 1])
     return count / math.comb(n + m, n)
 
 
@@ -180,7 +197,7 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float],
     xs = _check(x, "x")
     ys = _check(y, "y")
     u = u_statistic(xs, ys)
-    exact = len(xs) * len(ys) <= EXACT_MAX_PAIRS
+    exact = exact_work(len(xs), len(ys)) <= EXACT_MAX_WORK
     if alternative is Alternative.GREATER:
         p = _exact_upper_tail(xs, ys) if exact else _normal_upper_tail(xs, ys, u)
     else:

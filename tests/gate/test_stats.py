@@ -133,3 +133,75 @@ def test_bootstrap_only_from_ten_per_arm_and_reproducible() -> None:
     # the bootstrap interval lies inside the observed range and brackets the point
     assert min(x10) / max(y10) <= a.low <= a.speedup <= a.high <= max(x10) / min(y10)
     assert math.isfinite(a.low)
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 21 item 8: the exact test chosen by its cost (smaller arm first, a bound on the work)
+
+
+def classical_upper_tail(n: int, m: int, u: int) -> Fraction:
+    """P(U ≥ u) without ties by Mann and Whitney's recurrence f(n, m, u) = f(n−1, m, u−m) + f(n, m−1, u)
+    (the distribution scipy.stats.mannwhitneyu(method="exact") uses): an oracle independent of ranks."""
+    f: dict[tuple[int, int], list[int]] = {}
+
+    def dist(a: int, b: int) -> list[int]:
+        if (a, b) in f:
+            return f[(a, b)]
+        if a == 0 or b == 0:
+            out = [1]
+        else:
+            left, right = dist(a - 1, b), dist(a, b - 1)
+            out = [0] * (a * b + 1)
+            for i, c in enumerate(left):
+                out[i + b] += c
+            for i, c in enumerate(right):
+                out[i] += c
+        f[(a, b)] = out
+        return out
+
+    counts = dist(n, m)
+    return Fraction(sum(counts[u:]), math.comb(n + m, n))
+
+
+@pytest.mark.parametrize(("n", "m"), [(3, 300), (300, 3), (4, 120), (120, 4), (2, 500)])
+def test_unbalanced_arms_are_exact_and_fast(n: int, m: int) -> None:
+    """3 against 300 cells ran for hours (the DP counted subsets of the larger arm); now the smaller arm
+    is counted, the p-values are exact (the classical recurrence agrees) and both directions answer in
+    well under a second."""
+    import time
+
+    rng = random.Random(n * 1000 + m)
+    x = [rng.uniform(10, 20) for _ in range(n)]
+    y = [rng.uniform(10, 20) + (1.0 if n < m else -1.0) for _ in range(m)]
+    t0 = time.perf_counter()
+    greater = mann_whitney_u(x, y, Alternative.GREATER)
+    less = mann_whitney_u(x, y, Alternative.LESS)
+    assert time.perf_counter() - t0 < 1.0
+    assert greater.method == less.method == "exact"
+    u = round(greater.u)
+    assert greater.p_value == pytest.approx(float(classical_upper_tail(n, m, u)), rel=1e-12, abs=1e-15)
+    assert less.p_value == pytest.approx(float(classical_upper_tail(m, n, n * m - u)), rel=1e-12, abs=1e-15)
+
+
+def test_the_method_is_chosen_by_the_work_and_named() -> None:
+    """Above EXACT_MAX_WORK steps the normal approximation (tie-corrected) answers at once and says so;
+    the choice depends on the sizes alone."""
+    import time
+
+    assert stats.exact_work(3, 300) <= stats.EXACT_MAX_WORK < stats.exact_work(40, 40)
+    assert stats.exact_work(30, 30) <= stats.EXACT_MAX_WORK  # compare's largest usual campaigns stay exact
+    rng = random.Random(3)
+    x = [float(rng.randint(1, 5)) for _ in range(30)]  # heavy ties
+    y = [float(rng.randint(1, 5)) for _ in range(3000)]
+    t0 = time.perf_counter()
+    r = mann_whitney_u(x, y)
+    assert time.perf_counter() - t0 < 1.0
+    assert r.method == "normal" and 0.0 <= r.p_value <= 1.0
+
+
+def test_exact_with_ties_matches_brute_force_when_the_baseline_is_the_smaller_arm() -> None:
+    """The lower-tail path (y counted) against the enumeration, ties included."""
+    x = [2.0, 2.0, 3.0, 5.0, 5.0, 6.0]
+    y = [1.0, 2.0, 5.0]
+    assert mann_whitney_u(x, y).p_value == pytest.approx(float(brute_force_p(x, y)), abs=1e-12)
+    assert mann_whitney_u(x, y, Alternative.LESS).p_value == pytest.approx(float(brute_force_p(y, x)), abs=1e-12)
