@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gate.checks.base import CheckContext
+from gate.evidence.previous import newer_windows
 from gate.model.config import (
     ConfigError,
     ConfigLike,
@@ -493,9 +494,7 @@ def _revision_findings(ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
     old_t, new_t = ch.target_revisions
     if ch.target_changed:
-        since = ch.previous.generated_at
-        newer = [w for w in ctx.metrics.windows if since is not None and w.end is not None and w.end > since
-                 and w.reset is False]
+        newer = newer_windows(ch.previous, ctx.metrics.windows)  # by times measured inside the evidence
         if newer:
             out.append(Finding("target_revision", Status.PASS,
                                f"target changed ({old_t} → {new_t}); {len(newer)} acceptance window(s) are newer "

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         plan = load_plan(args.plan)
-        previous = load_previous(args.previous) if args.previous else None
+        previous = load_previous(args.previous, plan) if args.previous else None  # refused unless this plan's
         verdict = evaluate(plan, phase=args.phase, metrics=args.metrics, prometheus=args.prometheus,
                            allow_inconclusive=args.allow_inconclusive, previous=previous)
     except InputError as e:  # PlanError, ConfigError and every loader's error: one line, exit 3

@@ -85,6 +85,10 @@ class AcceptanceWindow:
     drafts: float | None
     acceptance_length: float | None
     acceptance_rate: float | None = None
+    # Capture files: start/end are the files' mtimes, not times measured inside the evidence (a checkout or
+    # `touch` renews them); `process_start` is the engine's own process_start_time_seconds on the page.
+    file_time: bool = False
+    process_start: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -63,11 +63,12 @@ def side_facts(snap: EngineSnapshot, ev: MetricsEvidence, pool_source: str) -> N
 
 
 def windows_from_snapshots(snaps: Sequence[EngineSnapshot], source: str, point: str | None,
-                           seconds: float | None, min_drafts: float) -> list[AcceptanceWindow]:
+                           seconds: float | None, min_drafts: float, file_times: bool = False) -> list[AcceptanceWindow]:
     """One window per stream between each neighbouring pair of snapshots (exporter.derive).
 
     A window that shows no restart on pages without `process_start_time_seconds` has an unknown
-    restart status (`reset` None): counters that only grew cannot rule a restart out.
+    restart status (`reset` None): counters that only grew cannot rule a restart out. `file_times`:
+    the pages' timestamps are capture files' mtimes (the windows say so; gate.evidence.previous).
     """
     out: list[AcceptanceWindow] = []
     for before, after in zip(snaps, snaps[1:], strict=False):
@@ -79,7 +80,8 @@ def windows_from_snapshots(snaps: Sequence[EngineSnapshot], source: str, point: 
             out.append(AcceptanceWindow(
                 source=source, stream=stream_name(w.model, w.rank), point=point,
                 start=before.timestamp, end=after.timestamp, reset=reset, drafts=w.drafts,
-                acceptance_length=w.acceptance_length, acceptance_rate=w.acceptance_rate))
+                acceptance_length=w.acceptance_length, acceptance_rate=w.acceptance_rate,
+                file_time=file_times, process_start=after.process_start_time))
     return out
 
 
@@ -129,7 +131,7 @@ def from_capture_files(files: Sequence[Path], point: str | None, seconds: float 
     if len(snaps) < 2:
         ev.errors.append(f"{source}: one capture is no window (give two or more, in time order)")
     else:
-        ev.windows = windows_from_snapshots(snaps, source, point, seconds, min_drafts)
+        ev.windows = windows_from_snapshots(snaps, source, point, seconds, min_drafts, file_times=True)
         if not ev.windows:
             ev.errors.append(f"{source}: no speculative-decoding counters in the captures")
     if snaps:

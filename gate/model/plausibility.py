@@ -43,6 +43,9 @@ CLOCK_SKEW_SECONDS = 60.0
 MAX_POOL_TOKENS = 10**11
 # A cold start longer than a day is not a startup, it is a failed deployment.
 MAX_STARTUP_SECONDS = 86_400.0
+# No evidence the gate reads (a run record, a probe record, a capture) predates 2024-01-01T00:00Z: no engine
+# it reads exposed speculative-decoding counters before that; an earlier date is a zero, a unit error or garbage.
+EARLIEST_EVIDENCE_TIME = 1_704_067_200.0
 
 
 
@@ -169,6 +172,24 @@ def recency(end: float | None, now: float, lookback_seconds: float, *, where: st
     if require_recent and end < now - lookback_seconds:
         return Implausible("stale", f"window ended {now - end:,.0f} s before the evaluation time, "
                            f"outside lookback_seconds {lookback_seconds:g}{at}", nums)
+    return None
+
+
+def evidence_time(t: float | None, now: float, what: str, *, skew_seconds: float = CLOCK_SKEW_SECONDS
+                  ) -> Implausible | None:
+    """A time written into a piece of evidence (seconds since the epoch): known, finite, not before
+    EARLIEST_EVIDENCE_TIME and not after `now + skew` (1970, -1e12 and next year are not dates of evidence)."""
+    if t is None:
+        return Implausible("undated", f"{what}: no time, so it cannot be ordered against other evidence")
+    if not math.isfinite(t):
+        return Implausible("non_finite", f"{what}: time {t!r} is not finite", {"time": None})
+    nums: dict[str, float | None] = {"time": t, "now": now, "earliest": EARLIEST_EVIDENCE_TIME}
+    if t < EARLIEST_EVIDENCE_TIME:
+        return Implausible("out_of_range", f"{what}: time {t:.0f} lies before 2024-01-01 "
+                           f"({EARLIEST_EVIDENCE_TIME:.0f}), older than any evidence the gate reads", nums)
+    if t > now + skew_seconds:
+        return Implausible("future", f"{what}: time lies {t - now:,.0f} s after now (clock-skew allowance "
+                           f"{skew_seconds:g} s)", nums)
     return None
 
 

@@ -26,7 +26,7 @@ from gate.checks import CHECKS, LINES
 from gate.checks.base import CheckContext
 from gate.evidence.base import Progress
 from gate.evidence.gather import gather_kube, gather_metrics, request_for
-from gate.evidence.previous import PreviousRecord, compare
+from gate.evidence.previous import PreviousRecord, against
 from gate.plan.model import Plan, PlanError
 from gate.status import decide
 from gate.verdict.record import build as build_record
@@ -49,8 +49,7 @@ def evaluate(plan: Plan, phase: str = "pre", metrics: Iterable[str] = (), promet
     ev = gather_metrics(plan, phase, metrics, prometheus,
                         request_for(plan, progress=progress, sleep=sleep, wait=wait))
     cluster = gather_kube(plan, kube_client)
-    changes = (compare(previous, plan.target.revision, plan.drafter.revision if plan.drafter else None)
-               if previous is not None else None)
+    changes = against(previous, plan) if previous is not None else None  # InputError: not this plan's record
     ctx = CheckContext(plan=plan, phase=phase, facts=facts, budget=bill(plan, facts, ev), metrics=ev,
                        cluster=cluster, previous=changes)
     checks = {line: CHECKS[line](ctx) for line in LINES}
