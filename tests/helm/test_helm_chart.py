@@ -89,7 +89,7 @@ def test_template_fails_without_a_plan_when_a_drafter_is_enabled(helm: Path, tmp
     vfile = write_values(tmp_path, {"engine": {"speculativeConfig": {"method": "ngram", "num_speculative_tokens": 3}}})
     out = template(helm, vfile, api=False)
     assert out.returncode != 0
-    assert "gate.plan.model is required when engine.speculativeConfig enables a drafter" in out.stderr
+    assert "gate.plan is required when engine.speculativeConfig enables a drafter" in out.stderr
 
 
 def test_template_fails_for_serve_without_a_token(helm: Path, tmp_path: Path) -> None:
