@@ -70,7 +70,7 @@ def sources_for(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str 
         # The fleet judges each pod by the plan's SLO and depth; the engine must be up in post (vetting's rule, per pod).
         out.append(PrometheusHistory(prom_src or PrometheusSource(), prom_url, slo=plan.slo, k=plan.depth,
                                      method=plan.method, require_engine_up=phase == "post",
-                                     served_model_name=plan.served_model_name))
+                                     served_model_name=plan.served_model_name, require_recent=phase == "post"))
     return out
 
 

@@ -11,17 +11,31 @@ allocated pool and the slowest cold start among the matched pods (each named); w
 named, the canary's and the stable's samples over the same window (gate.evidence.fleet.cohorts). Tokens and
 passwords come from the environment or files and are never logged; `tenant` is sent as
 `X-Scope-OrgID`. Metric names come from `exporter.names` (the output contract), never spelled here.
+
+Every answer is bounded before it is believed (issue 21): one total deadline per query
+(`timeout_seconds`, headers and body together: a server dripping its headers ends there),
+at most `MAX_ANSWER_BYTES` per answer and `MAX_TOTAL_BYTES` over one evaluation's queries, at
+most `MAX_SERIES` series and `MAX_POINTS` points per answer (the points counted on the bytes
+before any JSON object is built, so a small-points flood cannot cost memory), one answer parsed
+at a time. Sized so a 10,000-pod fleet at the plan defaults (60 windows) is judged: its two range
+answers are ~22 MB and ~600,000 points each. Redirects are not followed; proxies from the
+environment are not used.
 """
 from __future__ import annotations
 
+import base64
+import http.client
+import json
 import os
+import socket
+import ssl
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-import requests
+from urllib.parse import urlencode, urlsplit
 
 from exporter import names
 from gate.evidence.base import (
@@ -50,6 +64,60 @@ READY = names.ENGINE_READY.series
 
 Series = list[dict[str, Any]]
 
+# Answer bounds (design.md "Prometheus evidence"). A 10,000-pod fleet at the plan defaults (1 h in 60 s windows,
+# one row per pod) answers its range queries with ~22 MB and ~600,000 points each; the bounds leave ~3x room
+# (two rows per pod, or ~150 windows) and stop there.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024  # one answer
+MAX_TOTAL_BYTES = 160 * 1024 * 1024  # all answers of one evaluation together
+MAX_SERIES = 20_000  # series in one answer (= rows: gate.evidence.fleet.collect.MAX_ROWS)
+MAX_POINTS = 1_500_000  # points in one answer (~160 B each once parsed: ~240 MB at most, one answer at a time)
+ERROR_BODY_BYTES = 64 * 1024  # of a non-200 answer, read for its error message
+READ_CHUNK = 256 * 1024
+
+
+@dataclass
+class AnswerBudget:
+    """Bytes all answers of one evaluation may still bring, and the one-parse-at-a-time lock (shared by the
+    query threads of one client)."""
+
+    left: int = MAX_TOTAL_BYTES
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    parsing: threading.Lock = field(default_factory=threading.Lock)
+
+    def take(self, n: int) -> bool:
+        with self.lock:
+            self.left -= n
+            return self.left >= 0
+
+
+class _Watchdog:
+    """Shuts the connection's socket at the deadline, so a read blocked on a dripping server returns."""
+
+    def __init__(self, conn: http.client.HTTPConnection, seconds: float) -> None:
+        self.conn = conn
+        self.fired = False
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        sock = self.conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def count_points(body: bytes | bytearray) -> int:
+    """An upper bound on the points (and series) of an answer, from its bytes: every point and every series'
+    list opens a `[` (label values may hold one too: counted, never missed)."""
+    return body.count(b"[")
+
 
 @dataclass(frozen=True)
 class PromClient:
@@ -58,28 +126,94 @@ class PromClient:
     auth: tuple[str, str] | None
     verify: bool | str
     timeout: float
+    budget: AnswerBudget = field(default_factory=AnswerBudget, compare=False)
+
+    def _connection(self) -> tuple[http.client.HTTPConnection, str]:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BadAnswer(f"Prometheus {redact_url(self.url)}: not an http(s) URL")
+        prefix = parts.path.rstrip("/")
+        conn: http.client.HTTPConnection
+        if parts.scheme == "https":
+            ctx = ssl.create_default_context(cafile=self.verify) if isinstance(self.verify, str) else \
+                ssl.create_default_context()
+            if self.verify is False:
+                ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+            conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=self.timeout, context=ctx)
+        else:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout)
+        return conn, prefix
+
+    def _headers(self) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self.auth is not None:
+            headers["Authorization"] = "Basic " + base64.b64encode(f"{self.auth[0]}:{self.auth[1]}".encode()).decode()
+        return headers
+
+    def fetch(self, path: str, params: dict[str, Any]) -> tuple[int, bytearray]:
+        """(status, body) within one deadline for the whole exchange and the answer limits; Unreachable or
+        BadAnswer otherwise."""
+        shown = redact_url(self.url)
+        conn, prefix = self._connection()
+        dog = _Watchdog(conn, self.timeout)
+        try:
+            conn.request("GET", f"{prefix}{path}?{urlencode(params)}", headers=self._headers())
+            r = conn.getresponse()
+            if (r.getheader("Content-Encoding") or "identity").strip().lower() != "identity":
+                raise BadAnswer(f"Prometheus {shown} sent an encoded body although none was asked for")
+            limit = MAX_ANSWER_BYTES if r.status == 200 else ERROR_BODY_BYTES
+            body = bytearray()  # one buffer, never a list of chunks and their join
+            while len(body) <= limit:
+                chunk = r.read(READ_CHUNK)
+                if not chunk:
+                    break
+                body += chunk
+                if not self.budget.take(len(chunk)):
+                    raise BadAnswer(f"Prometheus {shown}: the answers of one evaluation passed "
+                                    f"{MAX_TOTAL_BYTES // 2**20} MiB together")
+            if dog.fired:
+                raise TimeoutError
+            if len(body) > limit:
+                if r.status == 200:
+                    raise BadAnswer(f"Prometheus {shown} sent an answer over {MAX_ANSWER_BYTES // 2**20} MiB")
+                del body[limit:]
+            return r.status, body
+        except EvidenceError:
+            raise
+        except ssl.SSLCertVerificationError:
+            raise Unreachable(f"Prometheus {shown}: TLS verification failed") from None
+        except (TimeoutError, OSError, http.client.HTTPException) as e:
+            if dog.fired or isinstance(e, TimeoutError):
+                raise Unreachable(f"Prometheus {shown} did not answer within {self.timeout:g}s") from None
+            raise Unreachable(f"cannot reach Prometheus {shown}: {no_answer_kind(e)}") from None
+        finally:
+            dog.cancel()
+            conn.close()
 
     def query(self, path: str, params: dict[str, Any]) -> Series:
-        """The `data.result` list; Unreachable when no answer came, BadAnswer when it was not a success."""
+        """The `data.result` list; Unreachable when no answer came, BadAnswer when it was not a success or
+        is larger than the bounds allow."""
         shown = redact_url(self.url)
-        try:
-            r = requests.get(self.url.rstrip("/") + path, params=params, headers=self.headers, auth=self.auth,
-                             verify=self.verify, timeout=(min(self.timeout, 3.0), self.timeout))
-        except requests.exceptions.Timeout:
-            raise Unreachable(f"Prometheus {shown} did not answer within {self.timeout:g}s") from None
-        except requests.exceptions.SSLError:
-            raise Unreachable(f"Prometheus {shown}: TLS verification failed") from None
-        except requests.RequestException as e:
-            raise Unreachable(f"cannot reach Prometheus {shown}: {no_answer_kind(e)}") from None
-        try:
-            doc = r.json()
-        except ValueError:
-            doc = None
-        if r.status_code != 200 or not isinstance(doc, dict) or doc.get("status") != "success":
+        status, body = self.fetch(path, params)
+        if status == 200 and count_points(body) > MAX_POINTS + MAX_SERIES + 2:
+            raise BadAnswer(f"Prometheus {shown} answered with more than {MAX_POINTS:,} points")
+        with self.budget.parsing:  # one parsed answer in memory at a time
+            try:
+                doc = json.loads(body)
+            except (ValueError, RecursionError):
+                doc = None
+        del body
+        if status != 200 or not isinstance(doc, dict) or doc.get("status") != "success":
             detail = doc.get("error") if isinstance(doc, dict) else None
-            raise BadAnswer(f"Prometheus {shown} answered HTTP {r.status_code}" + (f": {detail}" if detail else ""))
-        result = (doc.get("data") or {}).get("result")
-        return result if isinstance(result, list) else []
+            detail = str(detail)[:300] if detail is not None else None
+            raise BadAnswer(f"Prometheus {shown} answered HTTP {status}" + (f": {detail}" if detail else ""))
+        data = doc.get("data")
+        result = data.get("result") if isinstance(data, dict) else None
+        if not isinstance(result, list):
+            return []
+        if len(result) > MAX_SERIES:
+            raise BadAnswer(f"Prometheus {shown} answered with {len(result):,} series, more than {MAX_SERIES:,}")
+        return result
 
 
 def _secret_from(env: str | None, file: Path | None, what: str) -> str | None:
@@ -143,7 +277,7 @@ def _instant_values(result: Series) -> list[tuple[dict[str, str], float]]:
 def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_seconds: float,
             min_drafts: float, slo: SLO | None = None, k: int | None = None, method: str | None = None,
             require_engine_up: bool = True, now: float | None = None,
-            served_model_name: str | None = None) -> MetricsEvidence:
+            served_model_name: str | None = None, require_recent: bool = False) -> MetricsEvidence:
     """The fleet's per-pod table (gate.evidence.fleet) plus the side facts; every failure is an error, never a pass."""
     source = f"Prometheus {redact_url(url)}"
     ev = MetricsEvidence(sources=[source])
@@ -152,7 +286,8 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
     ask = FleetAsk(slo=slo or SLO(window_seconds=window_seconds, lookback_seconds=lookback_seconds),
                    window_seconds=window_seconds, lookback_seconds=lookback_seconds, min_drafts=min_drafts,
                    end=end, k=k, method=method, require_engine_up=require_engine_up,
-                   now=time.time() if now is None else now, served_model_name=served_model_name)
+                   now=time.time() if now is None else now, served_model_name=served_model_name,
+                   require_recent=require_recent)
     sel = _selector(src)
     try:
         result = evaluate_fleet(client, src, ask, source)
@@ -167,7 +302,8 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
     ev.fleet = result
     ev.live = True
     # Canary against stable over the same window (gate.evidence.fleet.cohorts): its own errors, never the fleet's.
-    ev.cohorts = cohort_evidence.collect(client, src, window_seconds, lookback_seconds, end, source)
+    ev.cohorts = cohort_evidence.collect(client, src, window_seconds, lookback_seconds, end, source,
+                                         served_model_name=served_model_name, now=ask.now if require_recent else None)
     ups = [r.engine_up for r in result.rows]
     ev.engine_up = all(u is True for u in ups) if ups else None
     if pool:
@@ -192,6 +328,7 @@ class PrometheusHistory:
     method: str | None = None
     require_engine_up: bool = True
     served_model_name: str | None = None
+    require_recent: bool = False  # post: windows must have ended within lookback_seconds of now
 
     @property
     def name(self) -> str:
@@ -200,4 +337,4 @@ class PrometheusHistory:
     def collect(self, request: EvidenceRequest) -> MetricsEvidence:
         return collect(self.source, self.url, request.window_seconds, request.lookback_seconds, request.min_drafts,
                        slo=self.slo, k=self.k, method=self.method, require_engine_up=self.require_engine_up,
-                       served_model_name=self.served_model_name)
+                       served_model_name=self.served_model_name, require_recent=self.require_recent)

@@ -255,6 +255,9 @@ class SLO(_Strict):
     min_drafts: PositiveInt = Field(
         default=1, description="a window with fewer drafts carries no acceptance value")
     min_windows: PositiveInt = Field(default=1, description="fewer usable windows is inconclusive")
+    min_pods: Annotated[int, Field(ge=2)] = Field(
+        default=3, description="canary against stable: fewer pods in a cohort is inconclusive (each pod is one "
+                               "sample, its median over the windows)")
     min_speedup: PositiveFloat | None = Field(
         default=None, description="served-rate speedup the speculative arm must reach (probes, served-rate "
                                   "comparisons)")
@@ -468,6 +471,15 @@ class Cohorts(_Strict):
     canary: str = Field(description="label matchers added to selector for the canary cohort")
     stable: str | None = Field(
         default=None, description="label matchers added to selector for the stable cohort")
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> Cohorts:
+        # An empty matcher adds nothing to `selector`: that "cohort" is the whole fleet, the other one included.
+        for name in ("canary", "stable"):
+            value = getattr(self, name)
+            if value is not None and not value.strip().strip("{}").strip():
+                raise ValueError(f"cohorts.{name}: an empty selector matches the whole fleet; give its label matchers")
+        return self
 
 
 class PrometheusSource(_Strict):

@@ -3,10 +3,13 @@
 Why this shape: per window only drafts and accepted tokens are needed in full (two range queries);
 restarts come back sparse (`> 0`: only the windows that had one); everything else is one instant
 query over the lookback (the lookback's drafts, accepted and draft tokens give the pod's L and a
-together, for the plausibility check). Eight queries for 10 pods or 5,000. Every row is `sum by` the pod labels
-and the group labels, so the ranks of one pod pool into one row. Exporter-level series
-(`specgate_engine_up`) carry no `model`/`rank`: their selector drops matchers on stream labels.
-Metric names come from `exporter.names`.
+together, for the plausibility check). Nine queries for 10 pods or 5,000 (eight without the targets count when `pod` and `instance` are both row labels). Every row is `sum by` the pod labels
+and the group labels, so the ranks of one pod pool into one row; `model` is always one of the row
+labels (whatever `group_by` says), so a row of another model, or of none, can be told from the
+plan's own. Exporter-level series (`specgate_engine_up`) carry no `model`/`rank`: their selector
+drops matchers on stream labels. One more instant query counts the scrape targets (`pod`,
+`instance`) behind each row: a `pod_labels` that pools several pods into one row shows there
+(issue 21). Metric names come from `exporter.names`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from exporter import names
+
+MODEL_LABEL = "model"  # the stream label naming the served model (exporter.names.STREAM_LABELS)
+TARGET_LABELS = ("pod", "instance")  # what names one scrape target: two values in one row = pods pooled
 
 # One label matcher: name, operator, quoted value (escapes kept as written).
 _MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*")\s*(?:,|$)')
@@ -73,7 +79,16 @@ class FleetQueries:
 
     @property
     def row_labels(self) -> tuple[str, ...]:
-        return (*self.pod_labels, *(g for g in self.group_by if g not in self.pod_labels))
+        """pod_labels, then group_by, then `model` when neither names it (always queried)."""
+        out = [*self.pod_labels, *(g for g in self.group_by if g not in self.pod_labels)]
+        if MODEL_LABEL not in out:
+            out.append(MODEL_LABEL)
+        return tuple(out)
+
+    @property
+    def target_labels(self) -> tuple[str, ...]:
+        """The scrape-target labels that are not row labels (counted per row by the `targets` query)."""
+        return tuple(t for t in TARGET_LABELS if t not in self.row_labels)
 
     def all(self) -> list[Query]:
         by = ", ".join(self.row_labels)
@@ -92,4 +107,14 @@ class FleetQueries:
             Query("draft_tokens", "instant",
                   f"sum by ({by}) (increase({names.SPEC_DRAFT_TOKENS.series}{sel}[{lb}s]))"),
             Query("engine_up", "instant", f"min by ({pod_by}) ({names.ENGINE_UP.series}{exporter_sel})"),
+            *self.targets(),
         ]
+
+    def targets(self) -> list[Query]:
+        """Scrape targets per row at the end: more than one means the row pools several pods."""
+        if not self.target_labels:
+            return []
+        by = ", ".join(self.row_labels)
+        inner = ", ".join((*self.row_labels, *self.target_labels))
+        return [Query("targets", "instant",
+                      f"count by ({by}) (count by ({inner}) ({names.SPEC_DRAFTS.series}{self.selector}))")]

@@ -33,8 +33,12 @@ def test_window_rule_is_the_acceptance_lines() -> None:
 def test_the_query_set_does_not_depend_on_the_fleet() -> None:
     q = FleetQueries('{namespace="llm",model="m"}', ("namespace", "pod"), ("model", "drafter_revision"), 60, 3600)
     qs = q.all()
-    assert len(qs) == 8 and [x.kind for x in qs].count("range") == 3
-    assert all("sum by (namespace, pod, model, drafter_revision)" in x.promql for x in qs if x.key != "engine_up")
+    assert len(qs) == 9 and [x.kind for x in qs].count("range") == 3
+    assert all("sum by (namespace, pod, model, drafter_revision)" in x.promql for x in qs
+               if x.key not in ("engine_up", "targets"))
+    targets = next(x for x in qs if x.key == "targets")
+    assert targets.promql == ('count by (namespace, pod, model, drafter_revision) (count by (namespace, pod, model, '
+                              'drafter_revision, instance) (specgate_spec_drafts_total{namespace="llm",model="m"}))')
     up = next(x for x in qs if x.key == "engine_up")
     assert up.promql == 'min by (namespace, pod) (specgate_engine_up{namespace="llm"})'  # model dropped
 
@@ -60,3 +64,13 @@ def test_text_table_names_failures_and_counts_passing_pods() -> None:
     assert "2 expected pod(s) sent no series at all" in text and "p08" not in text
     md = render.to_markdown(fleet)
     assert "| p07 | m | 60 | 100.0% | 3.000 | 0 | yes | fail | 0/60 windows ≥ 2 |" in md
+
+
+def test_the_model_label_is_always_queried() -> None:
+    """group_by without `model` (or empty) still asks for it: a row of another model, or of none, is told apart."""
+    for group_by in ((), ("drafter_revision",)):
+        q = FleetQueries("{}", ("instance",), group_by, 60, 3600)
+        assert q.row_labels == ("instance", *group_by, "model")
+        assert all(f"by ({', '.join(q.row_labels)})" in x.promql for x in q.all() if x.key not in ("engine_up",))
+    # pod and instance both row labels: nothing can pool behind a row, no targets query
+    assert [x.key for x in FleetQueries("{}", ("pod", "instance"), (), 60, 60).all()][-1] == "engine_up"
