@@ -355,7 +355,6 @@ class Scraper:
         self.base_url, self.metrics_url = split_url(self.url)
         if self.api_key is None:
             self.api_key = os.environ.get("SPECGATE_ENGINE_API_KEY") or None
-        self.shown_url = redact_url(self.base_url)
         self._http = HttpClient(self.base_url)
         parts = urlsplit(self.metrics_url)
         self._metrics_target = parts.path + (f"?{parts.query}" if parts.query else "")

@@ -67,4 +67,3 @@ _.cumulative  # exporter/engines/base.StreamSnapshot: the restart rule's definit
 
 # ---- temporary: in other helpers' files while issue 20 is in progress (the lead removes these after)
 _.COHORTS, _.QUERIES_PER_COHORT  # gate/evidence/fleet/cohorts.py: read by nothing
-_.shown_url  # exporter/scrape.py:~358 (Scraper.shown_url): set, read by nothing
