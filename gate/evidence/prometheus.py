@@ -15,9 +15,9 @@ passwords come from the environment or files and are never logged; `tenant` is s
 Every answer is bounded before it is believed (issue 21): one total deadline per query
 (`timeout_seconds`, headers and body together: a server dripping its headers ends there),
 at most `MAX_ANSWER_BYTES` per answer and `MAX_TOTAL_BYTES` over one evaluation's queries, at
-most `MAX_SERIES` series and `MAX_POINTS` points per answer (the points counted on the bytes
-before any JSON object is built, so a small-points flood cannot cost memory), one answer parsed
-at a time. Sized so a 10,000-pod fleet at the plan defaults (60 windows) is judged: its two range
+most `MAX_SERIES` series and `MAX_POINTS` points per answer and `MAX_TOTAL_POINTS` over the
+evaluation (the points counted on the bytes before any JSON object is built, so a small-points
+flood costs its bytes, not ~160 B of objects a point), one answer parsed at a time. Sized so a 10,000-pod fleet at the plan defaults (60 windows) is judged: its two range
 answers are ~22 MB and ~600,000 points each. Redirects are not followed; proxies from the
 environment are not used.
 """
@@ -70,7 +70,10 @@ Series = list[dict[str, Any]]
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # one answer
 MAX_TOTAL_BYTES = 160 * 1024 * 1024  # all answers of one evaluation together
 MAX_SERIES = 20_000  # series in one answer (= rows: gate.evidence.fleet.collect.MAX_ROWS)
-MAX_POINTS = 1_500_000  # points in one answer (~160 B each once parsed: ~240 MB at most, one answer at a time)
+MAX_POINTS = 1_500_000  # points in one answer (~110-160 B each once parsed)
+# points of all answers of one evaluation: a 10,000-pod fleet with both cohorts (5,000 pods each) brings ~2.4 M
+# at the defaults (two fleet and six cohort range answers); the parsed answers alive at once stay below ~500 MB
+MAX_TOTAL_POINTS = 3_000_000
 ERROR_BODY_BYTES = 64 * 1024  # of a non-200 answer, read for its error message
 READ_CHUNK = 256 * 1024
 
@@ -80,7 +83,8 @@ class AnswerBudget:
     """Bytes all answers of one evaluation may still bring, and the one-parse-at-a-time lock (shared by the
     query threads of one client)."""
 
-    left: int = MAX_TOTAL_BYTES
+    left: int = field(default_factory=lambda: MAX_TOTAL_BYTES)
+    points_left: int = field(default_factory=lambda: MAX_TOTAL_POINTS)
     lock: threading.Lock = field(default_factory=threading.Lock)
     parsing: threading.Lock = field(default_factory=threading.Lock)
 
@@ -88,6 +92,11 @@ class AnswerBudget:
         with self.lock:
             self.left -= n
             return self.left >= 0
+
+    def take_points(self, n: int) -> bool:
+        with self.lock:
+            self.points_left -= n
+            return self.points_left >= 0
 
 
 class _Watchdog:
@@ -195,8 +204,13 @@ class PromClient:
         is larger than the bounds allow."""
         shown = redact_url(self.url)
         status, body = self.fetch(path, params)
-        if status == 200 and count_points(body) > MAX_POINTS + MAX_SERIES + 2:
-            raise BadAnswer(f"Prometheus {shown} answered with more than {MAX_POINTS:,} points")
+        if status == 200:
+            points = count_points(body)
+            if points > MAX_POINTS + MAX_SERIES + 2:
+                raise BadAnswer(f"Prometheus {shown} answered with more than {MAX_POINTS:,} points")
+            if not self.budget.take_points(points):
+                raise BadAnswer(f"Prometheus {shown}: the answers of one evaluation passed {MAX_TOTAL_POINTS:,} "
+                                "points together")
         with self.budget.parsing:  # one parsed answer in memory at a time
             try:
                 doc = json.loads(body)
