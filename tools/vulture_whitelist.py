@@ -27,6 +27,7 @@ _._one_config  # gate/plan/model.py
 _._scope_inputs  # gate/plan/model.py
 _._header_safe  # gate/plan/model.py
 _._coherent  # gate/plan/model.py
+_._not_empty  # gate/plan/model.py (Cohorts)
 
 # ---- http.server / socketserver hooks and class attributes (called or read by the standard library)
 _.log_message

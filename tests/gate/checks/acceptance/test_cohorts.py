@@ -151,7 +151,7 @@ def test_a_pod_in_both_cohorts_is_inconclusive_and_named() -> None:
     """Clearly faster on every number, but one pod (or every stable pod: a canary matcher that also matches
     stable) is in both cohorts: never a pass, the pods named."""
     plan = plan_from_dict(_plan("x"))
-    fast = ([0.010, 0.011, 0.012, 0.013], [0.020, 0.021, 0.022, 0.023], [300.0] * 4, [100.0] * 4, [8] * 4, [8] * 4)
+    fast = ([0.010, 0.011, 0.012, 0.013], [0.020, 0.021, 0.022, 0.023], [300.0] * 4, [100.0] * 4, [8.0] * 4, [8.0] * 4)
     ev = _evidence(*fast)
     assert _judge(plan, "post", ev)[0] == [Status.PASS]  # the control: disjoint, it pays
     ev.cohorts["canary"].pods.append("s2")
