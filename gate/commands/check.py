@@ -45,9 +45,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from gate.evidence.previous import load_previous
+    from gate.inputs.jsontext import dumps
     from gate.plan.model import load_plan
     from gate.status import InputError
     from gate.verdict.evaluate import evaluate
@@ -58,12 +57,15 @@ def run(args: argparse.Namespace) -> int:
         previous = load_previous(args.previous, plan) if args.previous else None  # refused unless this plan's
         verdict = evaluate(plan, phase=args.phase, metrics=args.metrics, prometheus=args.prometheus,
                            allow_inconclusive=args.allow_inconclusive, previous=previous)
+        # No NaN/Infinity in any JSON written (gate.inputs.jsontext.dumps): one line, exit 3 instead.
+        text = render(verdict, args.format)
+        record = (dumps(verdict.run_record.to_json(), "run record", ensure_ascii=False) + "\n"
+                  if args.record else None)
     except InputError as e:  # PlanError, ConfigError and every loader's error: one line, exit 3
         return invalid(str(e))
-    text = render(verdict, args.format)
     try:
-        if args.record:
-            _write(args.record, json.dumps(verdict.run_record.to_json(), indent=2, ensure_ascii=False) + "\n")
+        if args.record and record is not None:
+            _write(args.record, record)
         if args.out:
             _write(args.out, text)
             print(f"specgate: {verdict.decision.value} (exit {verdict.exit_code}); report in {args.out}",

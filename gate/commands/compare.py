@@ -20,7 +20,6 @@ Exit codes: 0 every point pays, 1 some point does not pay, 2 otherwise (some inc
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_float
@@ -39,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gate.inputs.jsontext import dumps
     from gate.probe.compare import CompareError, Verdict, as_text, compare
     from gate.probe.record import ProbeError, load_record
 
@@ -47,8 +47,12 @@ def run(args: argparse.Namespace) -> int:
                          min_speedup=args.min_speedup)
     except (ProbeError, CompareError, InputError) as e:
         return invalid(f"compare: {e}")
+    try:  # no NaN/Infinity in the JSON (gate.inputs.jsontext.dumps): one line, exit 3 instead
+        text = dumps(result.to_json(), "compare") if args.format == "json" else as_text(result)
+    except InputError as e:
+        return invalid(f"compare: {e}")
     try:
-        print(json.dumps(result.to_json(), indent=2) if args.format == "json" else as_text(result), flush=True)
+        print(text, flush=True)
     except BrokenPipeError:  # `specgate compare ... | head`: the reader left; the exit code still counts
         sys.stderr.close()
     verdicts = {p.verdict for p in result.points}

@@ -35,7 +35,6 @@ on stderr; no record is written).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
@@ -97,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gate.probe.record import ProbeError, load_record
+    from gate.probe.record import ProbeError, dump, load_record
     from gate.probe.runner import ProbeConfig, probe, speculative_settings, stderr_progress
     from gate.probe.workload import MixRequest
 
@@ -119,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
     except (ProbeError, InputError) as e:
         return invalid(f"probe: {e}")
     try:
-        out.write_text(json.dumps(record.to_json(), indent=2) + "\n")
+        out.write_text(dump(record))  # no NaN/Infinity in a record (gate.inputs.jsontext): InputError, exit 3
+    except InputError as e:
+        return invalid(f"probe: {e}")
     except OSError as e:
         return invalid(f"probe: cannot write {out}: {e.strerror or e}")
     stderr_progress(f"wrote {out}: {len(record.cells)} cells")

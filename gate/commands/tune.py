@@ -25,11 +25,21 @@ Exit codes: 0 ok, 3 invalid input. With --format json, stdout holds only the JSO
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import sys
 from pathlib import Path
 
+from gate.commands._args import exit_invalid_on_usage_error
+from gate.model.depth import MAX_SPECULATIVE_DEPTH
 from gate.status import EXIT_INVALID
+
+
+def _depth(text: str) -> int:
+    """--k-max: a depth an engine can draft (1 .. MAX_SPECULATIVE_DEPTH); 100000000 was a MemoryError."""
+    v = _positive(text)
+    if v > MAX_SPECULATIVE_DEPTH:
+        raise argparse.ArgumentTypeError(f"{text!r} is deeper than any engine drafts (at most {MAX_SPECULATIVE_DEPTH})")
+    return v
 
 
 def _positive(text: str) -> int:
@@ -47,12 +57,13 @@ def _ms(text: str) -> float:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of milliseconds") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    if not math.isfinite(v) or not v > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
     return v
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    exit_invalid_on_usage_error(parser)  # a bad flag (--k-max 100000000, --target-step-ms nan) is one line, exit 3
     src = parser.add_argument_group("sources (at least one)")
     src.add_argument("--captures", nargs="+", type=Path, metavar="FILE",
                      help="engine /metrics captures BEFORE AFTER (more: consecutive windows, summed)")
@@ -63,7 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--exporter", metavar="URL", help="a specgate exporter: lifetime per-position counters")
     src.add_argument("--prometheus", metavar="URL", help="not supported yet (no per-position counters in its windows)")
     parser.add_argument("--point", help="name of the operating point the captures measured (e.g. 2K)")
-    parser.add_argument("--k-max", type=_positive, metavar="N", help="largest depth to predict (default 8, or the measured or planned k if deeper)")
+    parser.add_argument("--k-max", type=_depth, metavar="N",
+                        help=f"largest depth to predict, 1 .. {MAX_SPECULATIVE_DEPTH} (default 8, or the measured or "
+                             "planned k if deeper)")
     parser.add_argument("--concurrency", nargs="+", type=_positive, default=[], metavar="C",
                         help="report only these concurrencies (from probe cells; tune never extrapolates in B)")
     parser.add_argument("--target-step-ms", type=_ms, metavar="MS", help="declared plain decode step per sequence")
@@ -82,6 +95,7 @@ def _err(msg: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Parse the sources into `TuneInputs`, call `gate.tune.run`, print (the orchestration is there, once)."""
     import gate.tune
+    from gate.inputs.jsontext import dumps
     from gate.status import InputError
     from gate.tune.inputs import sources
     from gate.tune.report import to_json, to_text
@@ -101,12 +115,11 @@ def run(args: argparse.Namespace) -> int:
             from gate.tune.plot import write_png
 
             write_png(result, args.plot)
+        # No NaN/Infinity in the JSON (gate.inputs.jsontext.dumps): one line, exit 3 instead.
+        text = dumps(to_json(result), "tune") + "\n" if args.format == "json" else to_text(result)
     except InputError as e:
         return _err(str(e))
-    if args.format == "json":
-        sys.stdout.write(json.dumps(to_json(result), indent=2) + "\n")
-    else:
-        sys.stdout.write(to_text(result))
+    sys.stdout.write(text)
     if args.plot:
         print(f"specgate: picture written to {args.plot}", file=sys.stderr)
     return 0

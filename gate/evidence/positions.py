@@ -144,6 +144,11 @@ def counters_between(before: EngineSnapshot, after: EngineSnapshot, point: str |
             raise CountersError(f"{source}: the engine restarted between the captures; that window is no evidence")
         if not w.drafts:
             continue
+        total = sum(w.accepted_per_position)
+        if w.accepted_per_position and w.accepted_tokens is not None and abs(total - w.accepted_tokens) > max(
+                0.5, 1e-6 * w.accepted_tokens):  # both count the same accepted tokens (vLLM increments them together)
+            raise CountersError(f"{source}: the per-position counters sum to {total:g} accepted tokens, the total "
+                                f"counter says {w.accepted_tokens:g}: contradictory counters, no acceptance by depth")
         if w.accepted_per_position:
             out.append(PositionCounters(point, len(w.accepted_per_position), w.drafts,
                                         tuple(w.accepted_per_position), source))

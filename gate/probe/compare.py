@@ -42,6 +42,7 @@ from enum import StrEnum
 from typing import Any
 
 from gate.evidence.probes import Cell, ProbeRecord
+from gate.inputs.jsontext import printable
 from gate.stats import Alternative, StatsError, mann_whitney_u, speedup
 
 DEFAULT_ALPHA = 0.05
@@ -285,13 +286,18 @@ def as_text(c: Comparison) -> str:
         lines.append(f"crossover ({mix}): " + (f"concurrency {at:.3g} (between {b[0]} and {b[1]})" if at is not None
                                                and b else "none measured"))
     kind = {p.interval_kind for p in c.points if p.interval_kind}
-    lines.append(f"test: {TEST_NAME}, alpha {c.alpha:g}"
+    normal = [f"{p.mix} at {p.concurrency}" for p in c.points if p.test_method == "normal"]
+    test = TEST_NAME if not normal else (  # gate.stats chooses the exact test by its cost
+        f"{TEST_NAME.replace('exact ', '')}: exact, except the normal approximation with tie correction "
+        f"at {', '.join(normal)} (the exact count would cost too much there)")
+    lines.append(f"test: {test}, alpha {c.alpha:g}"
                  + (f", min_speedup {c.min_speedup:g}" if c.min_speedup is not None else "")
                  + ("; range = observed min-max of the ratios, not a confidence interval"
                     if "observed_range" in kind else ""))
     for p in c.points:
         lines.append(f"- {p.reason}")
-    return "\n".join(lines)
+    # Mix names come from the records: a line break or an escape in one must not forge a row (printable).
+    return "\n".join(printable(line) for line in lines)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,6 @@ record is written as.
 
 from __future__ import annotations
 
-import json
-
 from gate.evidence.probes import (
     SCHEMA,
     Cell,
@@ -20,10 +18,12 @@ from gate.evidence.probes import (
     Quantiles,
     load_record,
 )
+from gate.inputs.jsontext import dumps
 
 __all__ = ["SCHEMA", "Cell", "MixSpec", "NonNeg", "ProbeError", "ProbeRecord", "Quantiles", "dump", "load_record"]
 
 
 def dump(record: ProbeRecord) -> str:
-    """The record as the probe writes it: indented JSON with a final newline (what `load_record` reads back)."""
-    return json.dumps(record.to_json(), indent=2) + "\n"
+    """The record as the probe writes it: indented JSON with a final newline (what `load_record` reads back);
+    a non-finite number is InputError (gate.inputs.jsontext), never `NaN` in a record."""
+    return dumps(record.to_json(), "probe record") + "\n"

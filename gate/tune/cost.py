@@ -28,6 +28,7 @@ Two ways to know it:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -35,6 +36,9 @@ from typing import Literal
 from gate.tune.depth import TuneInputError
 
 CostKind = Literal["measured", "fitted", "declared"]
+
+# No decode step or verify cycle of one sequence takes ten minutes: beyond it the number is a unit error.
+MAX_STEP_MS = 600_000.0
 
 
 @dataclass(frozen=True)
@@ -48,8 +52,11 @@ class CostSample:
     source: str
 
     def __post_init__(self) -> None:
-        if not self.ms > 0:
-            raise TuneInputError(f"{self.source}: a step or cycle time must be positive (got {self.ms:g} ms)")
+        if not math.isfinite(self.ms) or not self.ms > 0:
+            raise TuneInputError(f"{self.source}: a step or cycle time must be a positive number (got {self.ms:g} ms)")
+        if self.ms > MAX_STEP_MS:
+            raise TuneInputError(f"{self.source}: a step or cycle of {self.ms:g} ms is over {MAX_STEP_MS:g} ms: "
+                                 "not one decode step (a unit error?)")
         if self.k < 0:
             raise TuneInputError(f"{self.source}: depth k must be >= 0")
 
@@ -161,6 +168,11 @@ def cycle_models(samples: Sequence[CostSample], band: DraftBand | None = None) -
         step = _median(steps)
         measured = tuple(sorted((k, _median(v), min(v), max(v)) for k, v in cycles.items()))
         source = "; ".join(sorted({s.source for s in group}))
+        for k, mid, _, _ in measured:
+            if mid < step:
+                raise TuneInputError(f"{source}: the verify cycle at k = {k} ({mid:g} ms) is cheaper than the plain "
+                                     f"step ({step:g} ms) at {_where(point, conc)[3:]}: a cycle holds one target "
+                                     "forward, so it cannot cost less than a step")
         if len(measured) >= 2:
             v, d, res = _fit([float(m[0]) for m in measured], [m[1] for m in measured])
             out.append(CycleModel(point, conc, step, v, d, d, d, measured, res, "fitted", source))

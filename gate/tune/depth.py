@@ -25,6 +25,16 @@ token (low: L stays L(1)) to that.
 
 Where only L is known (SGLang's gauges, a probe cell) the depth cannot be resolved: the curve
 holds the measured point alone.
+
+Sampling (issue 21, item 8): the counters are a sample of drafts, so even the measured L has a band.
+Each p_i is a binomial proportion (accepted_i of n drafts); its 95 % Wilson interval
+
+    centre = (p + z²/2n) / (1 + z²/n),   half = z · sqrt(p(1 − p)/n + z²/4n²) / (1 + z²/n),   z = 1.96
+
+never has zero width (one draft accepted in full is not "L = 1 + k for sure"), and L's band at k' is
+the sum of its positions' ends (conservative: the positions are nested). Beyond the measured k the
+decay band is widened by the measured depth's sampling half-widths. Fewer than `MIN_DRAFTS` drafts at
+an operating point give no L(k) at all (TuneInputError): a handful of drafts says nothing about the next.
 """
 
 from __future__ import annotations
@@ -36,10 +46,16 @@ from typing import Literal
 
 from gate.evidence.positions import CountersError, PositionCounters, pooled
 
-__all__ = ["AcceptanceCurve", "Basis", "DepthAcceptance", "PositionCounters", "TuneInputError", "acceptance_curve",
-           "conditional_rates", "curve_for_point", "model_statement", "pooled"]
+__all__ = ["MIN_DRAFTS", "AcceptanceCurve", "Basis", "DepthAcceptance", "PositionCounters", "TuneInputError",
+           "acceptance_curve", "conditional_rates", "curve_for_point", "model_statement", "pooled", "wilson"]
 
 Basis = Literal["measured", "exact", "extrapolated"]
+
+# Drafts an operating point's per-position counters need before tune states any L(k) (a 95 % Wilson band
+# of one position is then at most ±0.1 wide).
+MIN_DRAFTS = 100
+# The normal quantile of the 95 % band.
+Z_95 = 1.96
 
 
 # Unusable tune input (one line, exit 3): the evidence layer's counters error, under tune's name, so a bad counter
@@ -56,6 +72,10 @@ class DepthAcceptance:
     low: float
     high: float
     basis: Basis
+    # The band without the sampling part (the model's alone). Every depth of one curve shares the same drafts,
+    # so comparing two depths of it (predict.dominating) compares these: the sampling moves both alike.
+    model_low: float | None = None
+    model_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +92,7 @@ class AcceptanceCurve:
     decay_ratio_high: float | None
     points: tuple[DepthAcceptance, ...]
     notes: tuple[str, ...] = field(default=())
+    drafts: float | None = None  # drafts behind a resolved curve (its bands reflect them)
 
     def at(self, k: int) -> DepthAcceptance | None:
         for p in self.points:
@@ -88,6 +109,15 @@ def conditional_rates(rates: Sequence[float]) -> tuple[float, ...]:
         out.append(p / prev if prev > 0 else 0.0)
         prev = p
     return tuple(out)
+
+
+def wilson(successes: float, n: float, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion successes / n (module docstring)."""
+    p = min(max(successes / n, 0.0), 1.0)
+    denom = (n + z * z) / n  # 1 + z²/n
+    centre = (p + z * z / (2.0 * n)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _extend(rates: Sequence[float], cond_last: float, ratio: float, upto: int) -> list[float]:
@@ -113,7 +143,12 @@ def acceptance_curve(c: PositionCounters, k_max: int) -> AcceptanceCurve:
             points=(DepthAcceptance(c.k, L, L, L, "measured"),),
             notes=(f"{c.source}: only the acceptance length is known (no per-position counters): "
                    f"depth cannot be resolved, L is known at the measured k = {c.k} only",))
+    if c.drafts < MIN_DRAFTS:
+        at = f" at {c.point}" if c.point else ""
+        raise TuneInputError(f"{c.source}: {c.drafts:g} drafts{at}; acceptance by depth needs at least {MIN_DRAFTS} "
+                             "(a handful of drafts says nothing about the next)")
     rates = c.position_rates
+    bands = [wilson(a, c.drafts) for a in c.accepted_per_position]
     cond = conditional_rates(rates)
     ratios = [cond[j] / cond[j - 1] for j in range(1, len(cond)) if cond[j - 1] > 0]
     notes: list[str] = []
@@ -126,22 +161,29 @@ def acceptance_curve(c: PositionCounters, k_max: int) -> AcceptanceCurve:
             notes.append(f"{c.source}: one measured position gives no decay ratio: beyond k = {c.k} the point "
                          "assumes constant conditional acceptance, the band runs from no further accepted token to that")
     pts: list[DepthAcceptance] = []
-    cum = 1.0
+    cum = cum_lo = cum_hi = 1.0
     for i, p in enumerate(rates):
         cum += p
+        cum_lo += bands[i][0]
+        cum_hi += bands[i][1]
         k = i + 1
-        pts.append(DepthAcceptance(k, cum, cum, cum, "measured" if k == c.k else "exact"))
+        pts.append(DepthAcceptance(k, cum, min(cum_lo, cum), max(cum_hi, cum), "measured" if k == c.k else "exact",
+                                   cum, cum))
     if top > c.k:
         ext = {name: _extend(rates, cond[-1], r, top) for name, r in (("mid", r_mid), ("lo", r_lo), ("hi", r_hi))}
         base = pts[-1].acceptance_length
+        below, above = base - pts[-1].low, pts[-1].high - base  # the measured depth's sampling half-widths
         for j in range(top - c.k):
+            kk = c.k + j + 1
             mid = base + sum(ext["mid"][: j + 1])
-            lo = base + sum(ext["lo"][: j + 1])
-            hi = base + sum(ext["hi"][: j + 1])
-            pts.append(DepthAcceptance(c.k + j + 1, mid, min(lo, mid), max(hi, mid), "extrapolated"))
+            m_lo = min(base + sum(ext["lo"][: j + 1]), mid)
+            m_hi = max(base + sum(ext["hi"][: j + 1]), mid)
+            pts.append(DepthAcceptance(kk, mid, max(1.0, m_lo - below), min(1.0 + kk, m_hi + above), "extrapolated",
+                                       m_lo, m_hi))
     return AcceptanceCurve(point=c.point, measured_k=c.k, source=c.source, resolved=True, conditional=cond,
                            decay_ratio=r_mid if ratios else None, decay_ratio_low=r_lo if ratios else None,
-                           decay_ratio_high=r_hi if ratios else None, points=tuple(pts), notes=tuple(notes))
+                           decay_ratio_high=r_hi if ratios else None, points=tuple(pts), notes=tuple(notes),
+                           drafts=c.drafts)
 
 
 def model_statement(curve: AcceptanceCurve) -> str:
@@ -150,6 +192,12 @@ def model_statement(curve: AcceptanceCurve) -> str:
         ks = ", ".join(str(p.k) for p in curve.points)
         return f"{_where(curve)}: L known at the measured k = {ks} only (no per-position counters)"
     cond = "/".join(f"{x:.3f}" for x in curve.conditional)
+    sampled = (f"; L bands are 95 % Wilson intervals of each position's rate over the {curve.drafts:g} drafts "
+               "measured" if curve.drafts is not None else "")
+    return _decay_statement(curve, cond) + sampled
+
+
+def _decay_statement(curve: AcceptanceCurve, cond: str) -> str:
     if curve.decay_ratio is None:
         return (f"{_where(curve)}: conditional acceptance c = {cond}; beyond k = {curve.measured_k}: constant c "
                 "(point) down to no further acceptance (low) - one position gives no decay ratio")

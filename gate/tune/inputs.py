@@ -12,6 +12,7 @@ the draft step's declared band and k_max, each with its source.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from gate.evidence.positions import (
     counters_from_snapshots,
 )
 from gate.inputs.loading import PLAN_LIMITS, parse_yaml, read_text
+from gate.model.depth import MAX_SPECULATIVE_DEPTH
 from gate.plan.model import Plan, PlanError, load_plan
 from gate.status import InputError
 from gate.tune.cost import CostSample, DraftBand
@@ -125,13 +127,15 @@ def parse_draft_band(text: str | None) -> DraftBand | None:
         hi = float(hi_s) if hi_s.strip() else None
     except ValueError:
         raise TuneInputError(f"--draft-step-ms {text!r}: expected LOW or LOW:HIGH in milliseconds") from None
+    if any(v is not None and not math.isfinite(v) for v in (lo, hi)):
+        raise TuneInputError(f"--draft-step-ms {text!r}: not a finite number of milliseconds")
     if (lo is not None and lo < 0) or (hi is not None and hi < 0):
         raise TuneInputError(f"--draft-step-ms {text!r}: a draft step cannot cost less than 0 ms")
     return DraftBand(lo, hi, "--draft-step-ms")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DraftStepDecl(_Strict):
@@ -144,7 +148,7 @@ class TuneFile(_Strict):
     """A tune input file: the plan, and what a plan has no key for (each with its source)."""
 
     plan: Path
-    k_max: Annotated[int, Field(ge=1, le=64)] | None = None
+    k_max: Annotated[int, Field(ge=1, le=MAX_SPECULATIVE_DEPTH)] | None = None
     draft_step_ms: DraftStepDecl | None = None
     description: str | None = None
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gate.evidence.positions import PositionCounters, PositionEvidence, point_name
+from gate.model.depth import MAX_SPECULATIVE_DEPTH
 from gate.plan.model import Plan
 from gate.tune.cost import CostSample, DraftBand, cycle_models
 from gate.tune.depth import TuneInputError, curve_for_point
@@ -99,7 +100,14 @@ def run(inputs: TuneInputs, k_max: int | None = None, band: DraftBand | None = N
     if not inputs.counters:
         raise TuneInputError("no acceptance counters in the sources (a plan needs evidence.captures)")
     notes = list(inputs.notes)
+    deep = [c for c in inputs.counters if c.k > MAX_SPECULATIVE_DEPTH]
+    if deep:
+        raise TuneInputError(f"{deep[0].source}: counters at depth {deep[0].k}, deeper than any engine drafts "
+                             f"(at most {MAX_SPECULATIVE_DEPTH})")
     top = k_max or default_k_max(inputs)
+    if not 1 <= top <= MAX_SPECULATIVE_DEPTH:
+        raise TuneInputError(f"k_max {top} is outside 1 .. {MAX_SPECULATIVE_DEPTH} (gate.model.depth."
+                             "MAX_SPECULATIVE_DEPTH: no engine drafts deeper)")
     by_point: dict[str | None, list[PositionCounters]] = {}
     for c in inputs.counters:
         by_point.setdefault(c.point, []).append(c)

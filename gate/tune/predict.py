@@ -5,7 +5,8 @@
 (L tokens per cycle against one token per plain step). Its band combines the two bands at their
 extremes: low = L_low * t_step / t_cycle_high, high = L_high * t_step / t_cycle_low. The best k at
 an operating point is the one with the largest point speedup; `dominating` lists the depths whose
-whole band lies above another depth's band (the gate's acceptance line warns with it).
+whole band lies above another depth's band (the gate's acceptance line warns with it) — the bands
+without the counters' sampling, which every depth of one point shares (the same drafts move them alike).
 
 The crossover concurrency is where the best depth's point speedup falls through 1, interpolated
 linearly between the last concurrency that pays and the first that does not (null when no cost
@@ -41,6 +42,9 @@ class Prediction:
     speedup_low: float | None = None
     speedup_high: float | None = None
     draft_break_even_ms: float | None = None
+    # The speedup band without the counters' sampling (shared by every depth of a point): what `dominating` compares.
+    speedup_model_low: float | None = None
+    speedup_model_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -91,11 +95,19 @@ EXTRAPOLATION_PROOF = ("extrapolated L is a model, never a measurement; on real 
 def dominating(result: TuneResult, point: str | None, concurrency: int | None, k: int) -> list[Prediction]:
     """Depths whose predicted speedup band lies wholly above depth k's band at this operating point."""
     base = result.at(point, concurrency, k)
-    if base is None or base.speedup_high is None:
+    if base is None or _model_band(base)[1] is None:
         return []
+    top = _model_band(base)[1]
     return [p for p in result.points
             if p.point == point and p.concurrency == concurrency and p.k != k
-            and p.speedup_low is not None and p.speedup_low > base.speedup_high]
+            and (low := _model_band(p)[0]) is not None and top is not None and low > top]
+
+
+def _model_band(p: Prediction) -> tuple[float | None, float | None]:
+    """A prediction's band without the sampling every depth of its point shares (else its whole band)."""
+    if p.speedup_model_low is not None and p.speedup_model_high is not None:
+        return p.speedup_model_low, p.speedup_model_high
+    return p.speedup_low, p.speedup_high
 
 
 def _curve_for(curves: Sequence[AcceptanceCurve], point: str | None) -> AcceptanceCurve | None:
@@ -164,7 +176,9 @@ def predict(curves: Sequence[AcceptanceCurve], models: Sequence[CycleModel], k_m
                 speedup=a.acceptance_length * m.target_step_ms / c.ms,
                 speedup_low=a.low * m.target_step_ms / c.high_ms,
                 speedup_high=a.high * m.target_step_ms / c.low_ms,
-                draft_break_even_ms=draft_break_even(m, curve, a.k)))
+                draft_break_even_ms=draft_break_even(m, curve, a.k),
+                speedup_model_low=None if a.model_low is None else a.model_low * m.target_step_ms / c.high_ms,
+                speedup_model_high=None if a.model_high is None else a.model_high * m.target_step_ms / c.low_ms))
     for curve in curves:
         if id(curve) in used:
             continue

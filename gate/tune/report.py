@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gate.inputs.jsontext import printable
 from gate.tune.predict import Prediction, TuneResult
 
 
@@ -89,4 +90,5 @@ def to_text(result: TuneResult) -> str:
         out.append(f"crossover: speculation stops paying near concurrency {result.crossover_concurrency:.1f}")
     out.append("assumptions:")
     out += [f"  - {a}" for a in result.assumptions]
-    return "\n".join(out) + "\n"
+    # Point names come from inputs (probe mix names, plan points): one name stays one cell (printable).
+    return "\n".join(printable(line) for line in out) + "\n"

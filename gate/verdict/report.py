@@ -8,12 +8,12 @@ says when `--allow-inconclusive` turned an inconclusive exit into 0.
 
 from __future__ import annotations
 
-import json
 import textwrap
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from gate.evidence.fleet import render as fleet_render
+from gate.inputs.jsontext import dumps, printable
 from gate.verdict.verdict import Verdict
 
 ALLOWED_NOTE = "inconclusive allowed by --allow-inconclusive: exit code 0"
@@ -31,23 +31,23 @@ def _fleet(v: Verdict) -> dict[str, Any] | None:
 
 
 def to_json(v: Verdict) -> str:
-    return json.dumps(v.to_json(), indent=2, ensure_ascii=False) + "\n"
+    return dumps(v.to_json(), "check report", ensure_ascii=False) + "\n"
 
 
 def to_text(v: Verdict, width: int = 110) -> str:
-    lines = [f"specgate check — plan {v.plan_name or '?'} — phase {v.phase}", ""]
+    lines = [f"specgate check — plan {printable(v.plan_name or '?')} — phase {v.phase}", ""]
     name_w = max(len(n) for n in v.checks) if v.checks else 10
     stat_w = max(len(r.status.value) for r in v.checks.values()) if v.checks else 12
     head = f"{'line':<{name_w}}  {'status':<{stat_w}}  reason"
     lines += [head, "-" * min(width, max(len(head), 60))]
     indent = name_w + stat_w + 4
     for name, r in v.checks.items():
-        wrapped = textwrap.wrap(r.reason, width=max(width - indent, 40)) or [""]
+        wrapped = textwrap.wrap(printable(r.reason), width=max(width - indent, 40)) or [""]
         lines.append(f"{name:<{name_w}}  {r.status.value:<{stat_w}}  {wrapped[0]}")
         lines += [" " * indent + w for w in wrapped[1:]]
     fleet = _fleet(v)
     if fleet is not None:
-        lines += ["", fleet_render.to_text(fleet).rstrip("\n")]
+        lines += ["", *(printable(x) for x in fleet_render.to_text(fleet).rstrip("\n").split("\n"))]
     lines += ["", f"decision: {v.decision.value.upper()} (exit {v.exit_code})"]
     if _notice(v):
         lines.append(f"note: {_notice(v)}")
@@ -59,12 +59,12 @@ def to_text(v: Verdict, width: int = 110) -> str:
 
 def to_markdown(v: Verdict) -> str:
     icon = {"pass": "✅", "warn": "⚠️", "fail": "❌", "inconclusive": "❔", "n/a": "➖"}
-    out = [f"### specgate: **{v.decision.value}** — plan `{v.plan_name or '?'}` ({v.phase})", ""]
+    out = [f"### specgate: **{v.decision.value}** — plan `{printable(v.plan_name or '?')}` ({v.phase})", ""]
     if _notice(v):
         out += [f"> {_notice(v)}", ""]
     out += ["| line | status | reason |", "|---|---|---|"]
     for name, r in v.checks.items():
-        reason = r.reason.replace("|", "\\|").replace("\n", " ")
+        reason = printable(r.reason.replace("|", "\\|").replace("\n", " "))
         out.append(f"| {name} | {icon.get(r.status.value, '')} {r.status.value} | {reason} |")
     fleet = _fleet(v)
     if fleet is not None:

@@ -14,7 +14,14 @@ import pytest
 
 from gate.cli import main
 from gate.tune.cost import CostSample, DraftBand, cycle_models
-from gate.tune.depth import PositionCounters, TuneInputError, acceptance_curve, conditional_rates, pooled
+from gate.tune.depth import (
+    PositionCounters,
+    TuneInputError,
+    acceptance_curve,
+    conditional_rates,
+    pooled,
+    wilson,
+)
 from gate.tune.inputs import from_captures, parse_draft_band
 from gate.tune.predict import crossover, dominating, predict
 
@@ -43,7 +50,11 @@ def test_real_ngram_capture_gives_exact_lengths_and_marks_beyond_k3_extrapolated
     assert all(got[k][1] == "extrapolated" for k in range(4, 9))
     for p in curve.points:
         if p.basis != "extrapolated":
-            assert p.low == p.high == p.acceptance_length  # exact arithmetic has no band
+            # exact arithmetic on a sample of 522 drafts: the band is the positions' Wilson intervals
+            assert p.model_low == p.model_high == p.acceptance_length
+            assert p.low < p.acceptance_length < p.high
+    lo, hi = wilson(446, 522)
+    assert (curve.at(1).low, curve.at(1).high) == pytest.approx((1 + lo, 1 + hi))
 
 
 def test_extrapolation_is_the_geometric_decay_of_the_conditional_acceptance():
@@ -61,8 +72,12 @@ def test_extrapolation_is_the_geometric_decay_of_the_conditional_acceptance():
     lo_r, hi_r = c1 / c0, c2 / c1  # smallest and largest measured ratio: the band's ends
     lo5 = 1 + (434 + 371 + 298) / 467 + 298 / 467 * c2 * lo_r * (1 + c2 * lo_r * lo_r)
     hi5 = 1 + (434 + 371 + 298) / 467 + 298 / 467 * c2 * hi_r * (1 + c2 * hi_r * hi_r)
-    assert curve.at(5).low == pytest.approx(lo5)
-    assert curve.at(5).high == pytest.approx(hi5)
+    assert curve.at(5).model_low == pytest.approx(lo5)
+    assert curve.at(5).model_high == pytest.approx(hi5)
+    # the whole band adds the measured depth's sampling half-widths (467 drafts)
+    k3 = curve.at(3)
+    assert curve.at(5).low == pytest.approx(lo5 - (k3.acceptance_length - k3.low))
+    assert curve.at(5).high == pytest.approx(hi5 + (k3.high - k3.acceptance_length))
 
 
 def test_conditional_acceptance_is_capped_at_one():
@@ -77,7 +92,8 @@ def test_one_measured_position_band_runs_from_no_further_acceptance_to_constant_
     curve = acceptance_curve(c, 3)
     p3 = curve.at(3)
     assert p3.basis == "extrapolated"
-    assert p3.low == pytest.approx(1.8)
+    assert p3.model_low == pytest.approx(1.8)
+    assert p3.low == pytest.approx(1 + wilson(80, 100)[0])
     assert p3.acceptance_length == pytest.approx(1 + 0.8 + 0.64 + 0.512)
     assert curve.notes and "no decay ratio" in curve.notes[0]
 
