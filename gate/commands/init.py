@@ -18,6 +18,9 @@ existing --out without --force).
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -44,12 +47,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="overwrite an existing --out")
 
 
+def _write_regular(path: Path, text: str) -> None:
+    """Write `text` to a regular file only: opened without blocking (a FIFO put there since the check has no
+    reader: ENXIO at once, never a wait) and refused unless it is a regular file."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.ftruncate(fd, 0)
+        data = text.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
+
+
 def run(args: argparse.Namespace) -> int:
     from gate.plan.init import InitRequest, render
     from gate.plan.model import load_plan
 
-    if args.out is not None and args.out.exists() and not args.force:
-        return invalid(f"{args.out} exists (use --force to overwrite)")
+    if args.out is not None and (args.out.exists() or args.out.is_symlink()):
+        if not args.out.is_file():  # a FIFO would block the write, a device or a directory is no plan file
+            return invalid(f"{args.out} exists and is not a regular file: give a plan file path")
+        if not args.force:
+            return invalid(f"{args.out} exists (use --force to overwrite)")
     req = InitRequest(target=args.target, engine=args.engine, method=args.method, drafter=args.drafter,
                       out=args.out, name=args.name, tp=args.tp, depth=args.depth)
     try:
@@ -60,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return EXIT_PASS
     try:
-        args.out.write_text(text, encoding="utf-8")
+        _write_regular(args.out, text)
     except OSError as e:
         return invalid(f"cannot write {args.out}: {e.strerror or e}")
     try:

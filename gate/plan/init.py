@@ -99,6 +99,22 @@ def choose_depth(engine: str, method: str, target: dict[str, Any], drafter: dict
     return Depth(dict(keys.keys), keys.why)
 
 
+def check_depth(method: str, depth: Depth) -> None:
+    """InitError unless the plan's own loader takes these speculative keys (gate.plan.model.Speculative: k at most
+    MAX_SPECULATIVE_DEPTH, SGLang's draft tokens at most 16 × that): init never writes a plan it would refuse
+    (`--num-speculative-tokens 100`, a drafter's block_size 100000)."""
+    from pydantic import ValidationError
+
+    from gate.plan.model import Speculative
+    from gate.plan.suggest import one_line
+
+    try:
+        Speculative.model_validate({"method": method, **depth.keys})
+    except ValidationError as e:
+        raise InitError(f"the plan would not load: engine.speculative {one_line(Speculative, e.errors())} "
+                        f"({depth.why})") from None
+
+
 def _rel(path: Path, base: Path) -> str:
     try:
         return os.path.relpath(path.resolve(), base.resolve())
@@ -166,6 +182,7 @@ def render(req: InitRequest) -> str:
         raise InitError(str(e)) from None
     method, family = detect_method(req, target, drafter)
     depth = choose_depth(req.engine, method, target, drafter, req.depth)
+    check_depth(method, depth)
     base = (req.out.parent if req.out is not None else Path.cwd())
     tname = req.name or _model_name(req.target, target)
     schema = (_rel(REPO_SCHEMA, base) if REPO_SCHEMA.exists() else "plan.schema.json")
