@@ -176,6 +176,20 @@ def test_an_empty_cohort_selector_is_invalid_input(cohorts: dict[str, str]) -> N
         plan_from_dict(data)
 
 
+def test_an_empty_canary_selector_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from gate.cli import main
+
+    data = _plan("x")
+    data["evidence"]["prometheus"]["cohorts"] = {"canary": "", "stable": 'drafter_revision="r0"'}
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump(data))
+    assert main(["check", "--plan", str(plan), "--phase", "post"]) == 3
+    err = capsys.readouterr().err
+    assert "empty selector" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
 def test_min_pods_is_at_least_two() -> None:
     from gate.plan.model import PlanError
 
