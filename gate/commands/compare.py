@@ -14,7 +14,10 @@ one that does not (null when there is none). Records come from `specgate probe`.
   specgate compare base.json spec.json --format json --min-speedup 1.1
 
 Exit codes: 0 every point pays, 1 some point does not pay, 2 otherwise (some inconclusive),
-3 invalid input (unreadable record, the arms in the wrong order, different engines/models).
+3 invalid input (unreadable record, the arms in the wrong order, records that are not one consistent
+experiment: another engine, build or model or one left unknown, mixes of another shape, a copied cell,
+a rate that is not tokens / wall, acceptance on the wrong arm or beyond 1 + k, dates unknown, in the
+future or more than a day apart; --alpha outside (0, 0.2]).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import sys
 
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_float
+from gate.model.plausibility import MAX_ALPHA
 from gate.status import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, InputError
 
 
@@ -31,10 +35,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("baseline", metavar="BASELINE.json", help="probe record of the arm without speculation")
     parser.add_argument("speculative", metavar="SPECULATIVE.json", help="probe record of the speculative arm")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
-    parser.add_argument("--alpha", type=positive_float, default=0.05, metavar="A",
-                        help="significance level of each one-sided test (default 0.05)")
+    parser.add_argument("--alpha", type=alpha_level, default=0.05, metavar="A",
+                        help=f"significance level of each one-sided test, in (0, {MAX_ALPHA:g}] (default 0.05)")
     parser.add_argument("--min-speedup", type=positive_float, metavar="X",
                         help="a point pays only if its speedup (point estimate) is at least X")
+
+
+def alpha_level(value: str) -> float:
+    """A significance level in (0, MAX_ALPHA] (gate.model.plausibility): 0.9 would call most noise a speedup."""
+    x = positive_float(value)
+    if x > MAX_ALPHA:
+        raise argparse.ArgumentTypeError(f"must be in (0, {MAX_ALPHA:g}], got {value!r}")
+    return x
 
 
 def run(args: argparse.Namespace) -> int:

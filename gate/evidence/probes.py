@@ -6,7 +6,10 @@ by `gate.evidence.gather` onto the evidence the lines are given, like every othe
 probe tool (floor 2½, `gate.probe`) writes them and imports the type from here.
 
 A file that is not exactly this shape (a missing arm, a non-finite rate, a cell without its
-wall clock) is refused when it is read, not half-used. Unknown values are null, never 0.
+wall clock) is refused when it is read, not half-used. Unknown values are null, never 0. Whether a
+well-formed record is consistent with itself, with the other arm and with the plan (identity, cells,
+dates) is `gate.evidence.probe_vetting`, applied by `compare` and the acceptance line: the reader keeps
+accepting every `specgate.probe/1` file, so tune and `--append` read what they always read.
 
 Shape (docs/design.md "Probe and compare"):
 `{"schema", "arm": "baseline"|"speculative", "engine", "engine_version", "model",
@@ -30,8 +33,9 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -158,18 +162,22 @@ class ProbeEvidence:
     files: tuple[str, ...]
     records: tuple[ProbeRecord, ...] = ()
     error: str | None = None
+    # When they were read: the evaluation's "now" for their dates (not in the future; in `post`, recent).
+    read_at: float = field(default_factory=time.time)
 
     def arm(self, name: str) -> list[ProbeRecord]:
         return [r for r in self.records if r.arm == name]
 
 
-def gather_probes(paths: Sequence[str | Path]) -> ProbeEvidence | None:
+def gather_probes(paths: Sequence[str | Path], now: float | None = None) -> ProbeEvidence | None:
     """Read every probe record the plan names; None when it names none. A bad record is the evidence's
-    error (the line turns inconclusive with it), never an exception."""
+    error (the line turns inconclusive with it), never an exception. `now` (default: the time of reading)
+    is what the records' dates are judged against (`gate.evidence.probe_vetting`)."""
     if not paths:
         return None
     files = tuple(str(p) for p in paths)
+    read_at = time.time() if now is None else now
     try:
-        return ProbeEvidence(files, tuple(load_record(p) for p in paths))
+        return ProbeEvidence(files, tuple(load_record(p) for p in paths), read_at=read_at)
     except ProbeError as e:
-        return ProbeEvidence(files, error=str(e))
+        return ProbeEvidence(files, error=str(e), read_at=read_at)

@@ -43,6 +43,22 @@ CLOCK_SKEW_SECONDS = 60.0
 MAX_POOL_TOKENS = 10**11
 # A cold start longer than a day is not a startup, it is a failed deployment.
 MAX_STARTUP_SECONDS = 86_400.0
+# No deployment serves this many tokens per second (the largest serve 10^5–10^6 summed over every
+# request; 10^7 leaves an order of magnitude): a probe cell's rate above it is a unit error or garbage.
+MAX_SERVED_TOKENS_PER_SECOND = 1e7
+# A probe cell's served rate is written as output_tokens / wall_seconds; rounding or re-serialising moves
+# the two apart by far less than this share, a rate from elsewhere by more.
+RATE_CONSISTENCY = 0.01
+# Two probe arms are one experiment, measured one after the other on one host: a day holds a campaign
+# of many mixes and repetitions run arm after arm; further apart, another build, another load or another
+# machine may have come between them, and the difference would measure that instead of the speculation.
+PROBE_ARMS_MAX_APART_SECONDS = 86_400.0
+# A post-phase pass speaks of the deployment now: probe records older than a day are history (as
+# pre-rollout captures are), not evidence of the rollout.
+PROBE_MAX_AGE_SECONDS = 86_400.0
+# The rank test's significance level (`slo.alpha`, `specgate compare --alpha`): the usual levels are
+# 0.01–0.1; above 0.2 more than one no-difference point in five would be called a speedup (or a slowdown).
+MAX_ALPHA = 0.2
 # No evidence the gate reads (a run record, a probe record, a capture) predates 2024-01-01T00:00Z: no engine
 # it reads exposed speculative-decoding counters before that; an earlier date is a zero, a unit error or garbage.
 EARLIEST_EVIDENCE_TIME = 1_704_067_200.0

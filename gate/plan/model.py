@@ -39,7 +39,7 @@ from gate.model.depth import (
     SpecMethod,
     speculative_depth,
 )
-from gate.model.plausibility import pool_tokens, startup_seconds
+from gate.model.plausibility import MAX_ALPHA, pool_tokens, startup_seconds
 from gate.plan.suggest import one_line
 
 KVDtype = Literal["auto", "bf16", "bfloat16", "fp16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32", "float32"]
@@ -247,8 +247,8 @@ class SLO(_Strict):
         default=None, description="where the target comes from, first word traffic | benchmark | assumed, then "
                                   "any note (\"benchmark: the drafter card's macro mean\"); any other first "
                                   "word is a source not stated, and the acceptance line is inconclusive")
-    alpha: Annotated[float, Field(gt=0, lt=1)] = Field(
-        default=0.05, description="significance level of the one-sided served-rate rank test")
+    alpha: Annotated[float, Field(gt=0, le=MAX_ALPHA)] = Field(
+        default=0.05, description="significance level of the one-sided served-rate rank test, in (0, 0.2]")
     window_seconds: PositiveFloat = Field(default=60.0, description="one batch window of the SLO")
     required_fraction: Annotated[float, Field(gt=0, le=1)] = Field(
         default=0.95, description="fraction of windows that must meet the target")

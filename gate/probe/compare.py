@@ -29,20 +29,26 @@ that does not, interpolated linearly where the speedup crosses the threshold (1,
 c1 + (s1 − t) / (s1 − s2) · (c2 − c1); null when there is no such pair.
 
 Fail closed: a point with a failed request, a cell whose engine restarted, a non-finite or zero
-rate, or cells in only one arm is inconclusive with its reason; records of different engines or
-models, or two records of the same arm, are refused (CompareError).
+rate, or cells in only one arm is inconclusive with its reason; two records of the same arm, and
+records that are not one consistent experiment (gate.evidence.probe_vetting: another engine, build or
+model, or one left unknown; mixes of another shape; a copied cell; a rate that is not tokens / wall;
+acceptance on the wrong arm or beyond 1 + k; dates unknown, in the future or over a day apart) are
+refused (CompareError); α must lie in (0, 0.2] (gate.model.plausibility.MAX_ALPHA).
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from gate.evidence.probes import Cell, ProbeRecord
+from gate.evidence.probe_vetting import pair_defects, record_defects
+from gate.evidence.probes import Cell, MixSpec, ProbeRecord
 from gate.inputs.jsontext import printable
+from gate.model.plausibility import MAX_ALPHA
 from gate.stats import Alternative, StatsError, mann_whitney_u, speedup
 
 DEFAULT_ALPHA = 0.05
@@ -127,26 +133,17 @@ def _about(r: ProbeRecord) -> dict[str, Any]:
             "speculative": r.speculative, "repetitions": r.repetitions, "warmup_requests": r.warmup_requests}
 
 
-def _check_pair(base: ProbeRecord, spec: ProbeRecord) -> None:
+def _check_pair(base: ProbeRecord, spec: ProbeRecord, now: float) -> None:
+    """The arms in order, each consistent with itself, and the two one experiment (gate.evidence.probe_vetting):
+    the first defect is the CompareError, with how many more were found."""
     if base.arm != "baseline":
         raise CompareError(f"the first record is the {base.arm} arm; expected BASELINE then SPECULATIVE")
     if spec.arm != "speculative":
         raise CompareError(f"the second record is the {spec.arm} arm; expected BASELINE then SPECULATIVE")
-    if base.engine and spec.engine and base.engine != spec.engine:
-        raise CompareError(f"different engines: baseline {base.engine}, speculative {spec.engine}")
-    if base.engine_version and spec.engine_version and base.engine_version != spec.engine_version:
-        raise CompareError(f"different engine versions: baseline {base.engine_version}, speculative "
-                           f"{spec.engine_version} (the version would be compared, not the speculation)")
-    if base.model and spec.model and base.model != spec.model:
-        raise CompareError(f"different models: baseline {base.model!r}, speculative {spec.model!r}")
-    mixes_b = {m.name: m for m in base.workload}
-    for m in spec.workload:
-        b = mixes_b.get(m.name)
-        if b is not None and (b.prompt_tokens, b.output_tokens, b.temperature) != (
-                m.prompt_tokens, m.output_tokens, m.temperature):
-            raise CompareError(f"mix {m.name!r} differs between the arms: prompt/output tokens, temperature "
-                               f"{b.prompt_tokens}/{b.output_tokens}, {b.temperature:g} vs "
-                               f"{m.prompt_tokens}/{m.output_tokens}, {m.temperature:g}")
+    defects = [*record_defects(base), *record_defects(spec), *pair_defects(base, spec, now)]
+    if defects:
+        more = f" (and {len(defects) - 1} more)" if len(defects) > 1 else ""
+        raise CompareError(defects[0] + more)
 
 
 def _group(cells: Sequence[Cell]) -> dict[tuple[str, int], list[Cell]]:
@@ -249,13 +246,14 @@ def crossover(points: Sequence[PointResult], threshold: float = 1.0) -> tuple[fl
 
 
 def compare(base: ProbeRecord, spec: ProbeRecord, alpha: float = DEFAULT_ALPHA,
-            min_speedup: float | None = None) -> Comparison:
-    """Judge every point either record measured."""
-    if not 0 < alpha < 1:
-        raise CompareError(f"alpha must be between 0 and 1, got {alpha!r}")
+            min_speedup: float | None = None, now: float | None = None) -> Comparison:
+    """Judge every point either record measured, once the pair is vetted (`now`, default the clock: what the
+    records' dates are judged against)."""
+    if not 0 < alpha <= MAX_ALPHA:
+        raise CompareError(f"alpha must be in (0, {MAX_ALPHA:g}], got {alpha!r}")
     if min_speedup is not None and not min_speedup > 0:
         raise CompareError(f"min_speedup must be positive, got {min_speedup!r}")
-    _check_pair(base, spec)
+    _check_pair(base, spec, time.time() if now is None else now)
     gb, gs = _group(base.cells), _group(spec.cells)
     keys = sorted(set(gb) | set(gs), key=lambda k: (k[0], k[1]))
     points = tuple(judge_point(m, c, gb.get((m, c), []), gs.get((m, c), []), alpha, min_speedup) for m, c in keys)
@@ -319,29 +317,51 @@ class MixAnswer:
                                                         "speculative_tokens_per_second")} for p in self.points]}
 
 
-def probe_mix_for(comparison: Comparison, base: ProbeRecord, spec: ProbeRecord, name: str,
-                  prompt_tokens: int | None, output_tokens: int | None) -> str | None:
-    """The probe mix standing for a plan mix: the same name, else the same prompt and output lengths."""
-    mixes = {p.mix for p in comparison.points}
-    if name in mixes:
-        return name
-    shapes = {m.name: (m.prompt_tokens, m.output_tokens) for m in (*base.workload, *spec.workload)}
-    same = sorted(m for m in mixes if shapes.get(m) == (prompt_tokens, output_tokens))
-    return same[0] if len(same) == 1 else None
+def _described(base: ProbeRecord, spec: ProbeRecord) -> dict[str, MixSpec]:
+    return {m.name: m for m in (*spec.workload, *base.workload)}
 
 
-def answer_for_mix(comparison: Comparison, probe_mix: str | None, plan_mix: str, concurrency: int) -> MixAnswer:
+def _tokens(prompt: int | None, output: int | None) -> str:
+    return f"{'unknown' if prompt is None else prompt} prompt / {'unknown' if output is None else output} output tokens"
+
+
+def match_mix(comparison: Comparison, base: ProbeRecord, spec: ProbeRecord, name: str,
+              prompt_tokens: int | None, output_tokens: int | None) -> tuple[str | None, str | None]:
+    """The probe mix standing for a plan mix, matched by shape (prompt and output tokens), the name only
+    choosing among mixes of that shape; else None and why (a same-named mix of another shape is other
+    requests, and a probe mix whose prompt tokens are unknown has no shape to match)."""
+    measured = {p.mix for p in comparison.points}
+    shapes = {m: (d.prompt_tokens, d.output_tokens) for m, d in _described(base, spec).items() if m in measured}
+    want = (prompt_tokens, output_tokens)
+    same = sorted(m for m, shape in shapes.items() if shape == want and None not in shape)
+    if name in same:
+        return name, None
+    if len(same) == 1:
+        return same[0], None
+    if same:
+        return None, f"several probe mixes have its shape ({', '.join(same)}), none of its name"
+    if name in shapes:
+        got = shapes[name]
+        why = ("its prompt tokens are unknown (the probe's own prompts), so its shape cannot be shown to be the "
+               "plan's" if got[0] is None else "other requests")
+        return None, (f"probe mix {name} is {_tokens(*got)}, the plan's mix {_tokens(*want)}: {why}")
+    return None, None
+
+
+def answer_for_mix(comparison: Comparison, probe_mix: str | None, plan_mix: str, concurrency: int,
+                   unmatched: str | None = None) -> MixAnswer:
     """The verdict at a plan mix's concurrency, failing closed.
 
     Measured at that concurrency: that point's verdict. Between two measured concurrencies with the
     same decisive verdict: that verdict. Between one that pays and one that does not: does_not_pay
     at or past the interpolated crossover, inconclusive below it (an interpolation never passes).
-    Outside the measured range, or no probe mix for the plan mix: inconclusive.
+    Outside the measured range, or no probe mix for the plan mix (`unmatched`: why): inconclusive.
     """
     if probe_mix is None:
         have = ", ".join(sorted({p.mix for p in comparison.points})) or "none"
+        why = f"; {unmatched}" if unmatched else ""
         return MixAnswer(Verdict.INCONCLUSIVE, f"mix {plan_mix}: no probe cells of this mix (probe mixes: {have}; "
-                         "matched by name or by prompt and output tokens)")
+                         f"matched by prompt and output tokens){why}")
     pts = sorted((p for p in comparison.points if p.mix == probe_mix), key=lambda p: p.concurrency)
     cross = comparison.crossovers.get(probe_mix)
     where = f"mix {plan_mix} at concurrency {concurrency}"

@@ -8,13 +8,16 @@ rates change the decision only when min_speedup is set: a measured slowdown at t
 operating point is a fact about the rollout, not a preference); a mix where they say it pays
 passes; where they cannot tell (no cell of that mix, a concurrency outside the probed range or
 between a paying and a non-paying one below the crossover, a noisy point) it is inconclusive.
-The statistics and the placement are `gate.probe.compare` (compare, probe_mix_for, answer_for_mix);
+The statistics and the placement are `gate.probe.compare` (compare, match_mix, answer_for_mix);
 its verdict becomes the line's status through `verdicts` (the line's one "does it pay" rule). The
 records were read once by the evidence layer (`gate.evidence.probes`, `MetricsEvidence.probes`).
 
-Fail closed: an unreadable or malformed record, records that cannot be compared (the same arm
-twice, different engines, models, versions), or a plan without request mixes is inconclusive
-with its reason, never a pass.
+Fail closed: an unreadable or malformed record, records that are not this plan's deployment
+(`gate.evidence.probe_vetting.plan_defects`: its engine kind and version, served model, method and
+depth k, each known; in `post` measured within the last day), records that cannot be compared (the
+same arm twice, not one consistent experiment: `compare`'s vetting), or a plan without request mixes
+is inconclusive with its reason, never a pass. A plan mix is judged only by a probe mix of its prompt
+and output tokens: a same-named mix of another shape measured other requests.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from typing import Any
 from gate.checks.acceptance import verdicts
 from gate.checks.acceptance.finding import Finding
 from gate.checks.base import CheckContext
+from gate.evidence.probe_vetting import plan_defects
 from gate.evidence.probes import ProbeRecord
 from gate.plan.model import Plan
-from gate.probe.compare import CompareError, answer_for_mix, compare, probe_mix_for
+from gate.probe.compare import CompareError, answer_for_mix, compare, match_mix
 from gate.status import Status
 
 
@@ -51,8 +55,12 @@ def _judge(ctx: CheckContext) -> tuple[list[Status], list[str], dict[str, Any] |
         return ([Status.INCONCLUSIVE],
                 [f"probes not judged: evidence.probes needs one baseline and one speculative record "
                  f"(got {len(base)} and {len(spec)})"], values)
+    defects = plan_defects(plan, base[0], spec[0], ctx.phase, ev.read_at)
+    if defects:
+        more = f" (and {len(defects) - 1} more)" if len(defects) > 1 else ""
+        return [Status.INCONCLUSIVE], [f"probes not judged: {defects[0]}{more}"], values
     try:
-        cmp = compare(base[0], spec[0], alpha=plan.slo.alpha, min_speedup=plan.slo.min_speedup)
+        cmp = compare(base[0], spec[0], alpha=plan.slo.alpha, min_speedup=plan.slo.min_speedup, now=ev.read_at)
     except CompareError as e:
         return [Status.INCONCLUSIVE], [f"probes not judged: {e}"], values
     values["comparison"] = cmp.to_json()
@@ -68,8 +76,8 @@ def _judge(ctx: CheckContext) -> tuple[list[Status], list[str], dict[str, Any] |
                 values)
     mixes: dict[str, Any] = {}
     for m in plan.workload:
-        pm = probe_mix_for(cmp, base[0], spec[0], m.name, m.prompt_tokens, m.output_tokens)
-        ans = answer_for_mix(cmp, pm, m.name, m.concurrency)
+        pm, unmatched = match_mix(cmp, base[0], spec[0], m.name, m.prompt_tokens, m.output_tokens)
+        ans = answer_for_mix(cmp, pm, m.name, m.concurrency, unmatched)
         statuses.append(verdicts.status(ans.verdict))
         parts.append(f"probes: {ans.reason}")
         mixes[m.name] = ans.values()

@@ -12,6 +12,7 @@ that the expected speedup, range and exact p-value can be computed by hand:
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 
 from gate.cli import main
 from gate.probe.compare import CompareError, Verdict, compare, crossover, judge_point
-from gate.probe.record import Cell, ProbeRecord, Quantiles
+from gate.probe.record import Cell, MixSpec, ProbeRecord, Quantiles
 
 TOKENS = 512
 
@@ -32,11 +33,22 @@ def cell(mix: str, conc: int, rep: int, rate: float, *, tpot: float | None = 0.0
                 chunk_gap_seconds=Quantiles(), acceptance_length=length, metrics_reset=reset)
 
 
+def now_iso(offset_seconds: float = 0.0) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=offset_seconds)).isoformat(timespec="seconds")
+
+
 def record(arm: str, points: dict[tuple[str, int], list[float]], **kw: Any) -> ProbeRecord:
+    """A complete record as `specgate probe` writes it: engine, build, model, each mix's shape, the date, and
+    the speculative arm's settings and acceptance (L 2.0 per cell unless `length` is given)."""
+    if arm == "speculative":
+        kw.setdefault("length", 2.0)
     cells = [cell(m, c, i + 1, r, **kw) for (m, c), rates in points.items() for i, r in enumerate(rates)]
+    mixes = [MixSpec(name=m, prompt_tokens=256, output_tokens=TOKENS, prompts_from="engine_tokenizer")
+             for m in dict.fromkeys(m for m, _ in points)]
     return ProbeRecord(arm=arm, engine="vllm", engine_version="0.32.0", model="m",
                        speculative={"method": "ngram", "num_speculative_tokens": 3} if arm == "speculative" else None,
-                       repetitions=max(len(v) for v in points.values()), cells=cells)
+                       workload=mixes, repetitions=max(len(v) for v in points.values()), created_at=now_iso(),
+                       cells=cells)
 
 
 BASE = [20.0, 21.0, 22.0, 23.0, 24.0]
@@ -97,7 +109,7 @@ def test_break_even_from_tpot_and_acceptance() -> None:
     assert p.break_even_acceptance_length == pytest.approx(1.875)
     # no acceptance in the baseline-style record: L* unknown, not 0
     q = judge_point("chat", 1, record("baseline", {("chat", 1): BASE}).cells,
-                    record("speculative", {("chat", 1): FAST}).cells)
+                    record("speculative", {("chat", 1): FAST}, length=None).cells)
     assert q.acceptance_length is None and q.break_even_acceptance_length is None
 
 
@@ -154,9 +166,9 @@ def test_refuses_swapped_arms_and_different_models() -> None:
     base, spec = record("baseline", {("chat", 1): BASE}), record("speculative", {("chat", 1): FAST})
     with pytest.raises(CompareError, match="expected BASELINE then SPECULATIVE"):
         compare(spec, base)
-    with pytest.raises(CompareError, match="different models"):
+    with pytest.raises(CompareError, match="different model: baseline 'm', speculative 'other'"):
         compare(base, spec.model_copy(update={"model": "other"}))
-    with pytest.raises(CompareError, match="different engine versions"):
+    with pytest.raises(CompareError, match="different engine_version"):
         compare(base, spec.model_copy(update={"engine_version": "0.33.0"}))
 
 
@@ -230,7 +242,7 @@ def _crossing() -> tuple[ProbeRecord, ProbeRecord]:
 
 
 def test_plan_mix_answers_exact_between_and_outside() -> None:
-    from gate.probe.compare import answer_for_mix, probe_mix_for
+    from gate.probe.compare import answer_for_mix, match_mix
 
     base, spec = _crossing()
     c = compare(base, spec)  # pays at 1, does not pay at 4 and 8, inconclusive at 16; crossover 3.5
@@ -246,8 +258,11 @@ def test_plan_mix_answers_exact_between_and_outside() -> None:
     assert answer_for_mix(c, "chat", "chat", 12).verdict is Verdict.INCONCLUSIVE  # 8 dnp, 16 inconclusive
     assert answer_for_mix(c, "chat", "chat", 32).verdict is Verdict.INCONCLUSIVE  # outside the measured range
     assert answer_for_mix(c, None, "long", 1).verdict is Verdict.INCONCLUSIVE
-    assert probe_mix_for(c, base, spec, "chat", None, None) == "chat"
-    assert probe_mix_for(c, base, spec, "other", 1, 2) is None
+    assert match_mix(c, base, spec, "chat", 256, TOKENS) == ("chat", None)
+    assert match_mix(c, base, spec, "other", 256, TOKENS) == ("chat", None)  # matched by its shape
+    assert match_mix(c, base, spec, "other", 1, 2) == (None, None)
+    name, why = match_mix(c, base, spec, "chat", 8192, 2048)  # the name alone is not the requests
+    assert name is None and why is not None and "probe mix chat is 256 prompt / 512 output tokens" in why
 
 
 def test_past_the_crossover_between_pays_and_does_not() -> None:

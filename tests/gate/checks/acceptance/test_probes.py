@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,12 +16,18 @@ from tests.gate.checks.acceptance import judge
 from tests.gate.probe.test_compare import BASE, FAST, SLOW, record
 
 
-def plan(tmp: Path, mixes: list[tuple[str, int]], files: list[str], min_speedup: float | None = None):
-    data = {"name": "p", "target": {"name": "t"},
+def plan(tmp: Path, mixes: list[tuple[str, int]], files: list[str], min_speedup: float | None = None,
+         shape: tuple[int, int] = (256, 512), **over: Any):
+    """A vLLM ngram k = 3 plan serving `m`, each mix of `shape` (the records' 256/512), `over` merged in."""
+    data = {"name": "p", "target": {"name": "m"},  # the records' served model (tests/gate/probe/test_compare.py)
             "engine": {"kind": "vllm", "speculative": {"method": "ngram", "num_speculative_tokens": 3}},
-            "workload": [{"name": n, "concurrency": c, "prompt_tokens": 256, "output_tokens": 512} for n, c in mixes],
-            "slo": {"target_acceptance_length": 2.0, **({"min_speedup": min_speedup} if min_speedup else {})},
+            "workload": [{"name": n, "concurrency": c, "prompt_tokens": shape[0], "output_tokens": shape[1]}
+                         for n, c in mixes],
+            "slo": {"target_acceptance_length": 2.0, "target_source": "traffic",
+                    **({"min_speedup": min_speedup} if min_speedup else {})},
             "evidence": {"probes": files}}
+    for key, value in over.items():
+        data[key] = {**data.get(key, {}), **value}
     return plan_from_dict(data, base_dir=tmp)
 
 
@@ -57,7 +64,7 @@ def test_where_probes_cannot_tell_is_inconclusive(tmp_path: Path, files: list[st
     # past the crossover, between the two measured points
     assert judge(plan(tmp_path, [("chat", 6)], files), "pre", [], []).status is Status.FAIL
     # a mix the probes never measured (other name, other shape)
-    r = judge(plan(tmp_path, [("long", 1)], files), "pre", [], [])
+    r = judge(plan(tmp_path, [("long", 1)], files, shape=(4096, 512)), "pre", [], [])
     assert r.status is Status.INCONCLUSIVE and "no probe cells of this mix" in r.reason
 
 
