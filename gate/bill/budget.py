@@ -240,7 +240,8 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
     pool = _pool(plan, tgeom, dgeom if plan.has_drafter else None, drafter is not None, live_pool,
                  live_pool_without_drafter, drafter.engine_charge_bytes_per_token if drafter else None)
     dcfg = facts.drafter.config if facts.drafter else None
-    mixes = [_mix(plan, m, dgeom, dcfg) for m in plan.workload]
+    mixes = [_mix(plan, m, dgeom, dcfg, drafter.engine_charge_bytes_per_token if drafter else None)
+             for m in plan.workload]
     return Budget(target=target, drafter=drafter, pool=pool, mixes=mixes)
 
 
@@ -291,7 +292,11 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
     )
 
 
-def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: ModelConfig | None) -> MixBill:
+def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: ModelConfig | None,
+         engine_charge: int | None = None) -> MixBill:
+    """One request mix's demand, and the drafter's KV for it: its geometric need under its scope and what
+    the engine charges (`engine_charge` per token: the profile's draft_charge, e.g. SGLang's target-shaped
+    charge for an EAGLE-3 head, not the head's own bytes), both × concurrency."""
     need = charged = None
     d = plan.drafter
     if dgeom is not None and plan.has_drafter:
@@ -299,6 +304,7 @@ def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: ModelConfig | None)
         block = _block_tokens(d, dcfg) if scope == "block" else None
         try:
             n = drafter_kv_need(dgeom, scope, m.request_tokens, engine=plan.engine.kind,
+                                note=profile(plan.engine.kind).draft_kv_note, charge_bytes_per_token=engine_charge,
                                 window=d.window_tokens if d else None, sink=d.sink_tokens if d else 0,
                                 block_size=block)
             need, charged = n.need_bytes * m.concurrency, n.charged_bytes * m.concurrency

@@ -10,7 +10,9 @@ a rule that only erodes acceptance warns. A rule whose fields could not be read 
 checked** (status inconclusive, detail "not checked: …") and makes the line inconclusive, never
 passing; n/a is only for a rule that cannot apply to the family (an MTP head inside the target
 shares its hidden size and vocabulary by construction). bos/eos/mask token ids that differ
-between drafter and target warn.
+between drafter and target warn. An EAGLE / EAGLE-3 head with more than 8 decoder layers, or with half
+the target's layers or more (a single layer excepted), fails: it "looks like a target config" (real
+heads have 1–4), and served as a head its KV would shrink the pool as a second target's would.
 
 The line (`check`) adds what only the plan can tell: the drafter's detected family must be
 the declared method's (fail otherwise); an engine older than the method's general
@@ -36,6 +38,7 @@ from gate.model.config import (
     drafter_family,
     mtp_layers,
     num_hidden_layers,
+    reduced_draft_vocab,
 )
 from gate.model.depth import BLOCK_METHODS
 from gate.model.engines import PROFILES, profile
@@ -48,6 +51,11 @@ _RANK = {Status.PASS: 0, Status.WARN: 1, Status.INCONCLUSIVE: 2, Status.FAIL: 3}
 NOT_CHECKED = "not checked: "
 # Special token ids a drafter must share with its target (a mismatch erodes acceptance: warn).
 SPECIAL_TOKENS = ("bos_token_id", "eos_token_id", "mask_token_id")
+# EAGLE / EAGLE-3 heads are 1–4 decoder layers (SafeAILab's and SpecForge's heads: 1). A "head" with more
+# than this many layers, or with half the target's layers or more, is a target's config under a head's
+# name: both engines would hold its KV per token next to the target's (the pool silently shrinks).
+EAGLE_HEAD_MAX_LAYERS = 8
+EAGLE_METHODS = frozenset({"eagle", "eagle3"})
 
 
 @dataclass(frozen=True)
@@ -176,6 +184,27 @@ def _dflash_taps(d: dict[str, Any], L: int) -> tuple[Finding, list[int]]:
         return (Finding("dflash_taps", Status.FAIL,
                         f"target_layer_ids {ids} for a {L}-layer target: {', '.join(problems)} ({convention})"), taps)
     return Finding("dflash_taps", Status.PASS, f"target_layer_ids {ids} valid for a {L}-layer target ({convention})"), taps
+
+
+def _head_layers(family: str, method: str | None, dm: ModelConfig | None, L: int) -> Finding | None:
+    """An EAGLE / EAGLE-3 head's decoder layers: more than EAGLE_HEAD_MAX_LAYERS, or half the target's L or
+    more, fails ("looks like a target config"). Applies to the eagle3 family and to a plain-looking config
+    deployed as an EAGLE head (EAGLE-1/2 heads have no marker of their own). A 1-layer head is the smallest
+    there is, so only its absolute size is judged (a toy 2-layer target would put it at half); None when
+    the rule does not apply."""
+    if dm is None or not (family == "eagle3" or (family == "draft_model" and method in EAGLE_METHODS)):
+        return None
+    try:
+        n = num_hidden_layers(dm, "drafter config")
+    except ConfigError as e:
+        return Finding("head_layers", Status.INCONCLUSIVE, f"{NOT_CHECKED}{e}")
+    limit = f"at most {EAGLE_HEAD_MAX_LAYERS}, and under half the target's {L} unless a single one"
+    if n > EAGLE_HEAD_MAX_LAYERS or (n > 1 and 2 * n >= L):
+        return Finding("head_layers", Status.FAIL,
+                       f"the EAGLE head has {n} decoder layers ({limit} expected; real heads have 1-4): looks like "
+                       "a target config, not a head — served as one, the engine would keep its KV per token next to "
+                       "the target's and the pool would shrink accordingly")
+    return Finding("head_layers", Status.PASS, f"the EAGLE head has {n} decoder layer(s) ({limit})")
 
 
 def _num_target_layers(d: dict[str, Any], L: int) -> Finding | None:
@@ -377,7 +406,7 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
              depth: int | None = None, draft_tp: int | None = None,
              target_tp: int | None = None, max_model_len: int | None = None,
              deployed_target: str | None = None, d2t_tensor: bool | None = None,
-             expect_mtp: bool = False) -> CodesignResult:
+             expect_mtp: bool = False, method: str | None = None) -> CodesignResult:
     """Run design.md's co-design table for one target/drafter pair on one engine.
 
     `depth` is k, the draft tokens one verify can accept (gate.model.depth.speculative_depth: vLLM's
@@ -386,7 +415,7 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
     no weights read). `drafter_cfg` None means no separate drafter: MTP when the target carries
     next-n layers, otherwise nothing to co-design (ngram) and the result is n/a — unless
     `expect_mtp` (the plan runs method mtp/nextn), when a target without next-n layers has no head
-    to load: fail.
+    to load: fail. `method` (the plan's, when known) tells a plain-looking EAGLE-1/2 head from a draft model.
     """
     if engine not in PROFILES:
         raise ConfigError(f"engine must be {' or '.join(PROFILES)}, got {engine!r}")
@@ -402,7 +431,11 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
     d = dm.text if dm is not None else None
     k = depth
     source = "the target's MTP layers" if dm is None else f"architectures {dm.raw.get('architectures')}"
-    findings: list[Finding | None] = [Finding("family", Status.PASS, f"{family} drafter ({source}); target L = {L}")]
+    if dm is not None and family == "eagle3" and reduced_draft_vocab(dm.raw) and \
+            "eagle" not in str(dm.raw.get("architectures")).lower():
+        source += ", draft_vocab_size < vocab_size: SafeAILab's EAGLE-3 layout"
+    findings: list[Finding | None] = [Finding("family", Status.PASS, f"{family} drafter ({source}); target L = {L}"),
+                                      _head_layers(family, method, dm, L)]
     taps: list[int] = []
     if family == "eagle3" and d is not None:
         f, taps = _eagle3_taps(d, L, engine)
@@ -454,7 +487,7 @@ def check(ctx: CheckContext) -> LineResult:
                        max_model_len=plan.engine.context_cap_tokens or ctx.metrics.context_cap_tokens,
                        deployed_target=plan.target.name or None,
                        d2t_tensor=facts.drafter.d2t_tensor if facts.drafter else None,
-                       expect_mtp=plan.drafter_embedded and d is None)
+                       expect_mtp=plan.drafter_embedded and d is None, method=plan.method)
     except ConfigError as e:
         return LineResult(Status.INCONCLUSIVE, f"co-design cannot be checked: {e}", {})
     findings = list(res.findings)

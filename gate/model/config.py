@@ -117,7 +117,8 @@ def drafter_family(drafter: ConfigLike | None, target_cfg: ConfigLike | None = N
     """One of eagle3 | dflash | dspark | mtp | draft_model.
 
     Detection order (design.md): `architectures`, `eagle_config`, `dflash_config`,
-    `speculators_config`, an MTP `model_type`; with no drafter config, the target's
+    `speculators_config`, an MTP `model_type`, a reduced draft vocabulary (`reduced_draft_vocab`:
+    SafeAILab's EAGLE-3 training layout); with no drafter config, the target's
     `num_nextn_predict_layers` / `mtp_num_hidden_layers`. Anything else that is a causal
     LM is a plain draft model.
     """
@@ -150,4 +151,22 @@ def drafter_family(drafter: ConfigLike | None, target_cfg: ConfigLike | None = N
     model_type = str(drafter_cfg.get("model_type", "")).lower()
     if model_type.endswith("_mtp") or model_type.endswith("nextn") or "mtp" in joined or "nextn" in joined:
         return "mtp"
+    if reduced_draft_vocab(drafter_cfg):
+        return "eagle3"
     return "draft_model"
+
+
+def reduced_draft_vocab(cfg: dict[str, Any]) -> bool:
+    """`draft_vocab_size` below `vocab_size` (both positive integers): an EAGLE-3 head's reduced output vocabulary.
+
+    Why it names the family: SafeAILab's EAGLE-3 trainer writes a plain 1-layer `LlamaForCausalLM` config
+    with `draft_vocab_size` 32,000 < `vocab_size` 128,256 (SafeAILab/EAGLE eagle/traineagle3/config.json;
+    tests/fixtures/configs/eagle3-safeailab__SafeAILab__EAGLE-traineagle3.json), which vLLM serves under
+    `method: eagle3` by renaming the architecture (vllm/transformers_utils/configs/eagle.py:55-62 in 0.32:
+    LlamaForCausalLM → Eagle3LlamaForCausalLM) and whose d2t tensor maps the draft vocabulary back. A plain
+    draft model has its own full vocabulary and no such key, so the marker does not name one.
+    """
+    dvs, vs = cfg.get("draft_vocab_size"), cfg.get("vocab_size")
+    if not (isinstance(dvs, int) and isinstance(vs, int)) or isinstance(dvs, bool) or isinstance(vs, bool):
+        return False
+    return 0 < dvs < vs

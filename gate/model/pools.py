@@ -47,9 +47,11 @@ def sglang_max_total_num_tokens(available_bytes: int, target_cell_bytes: int, dr
 
 
 # SGLang 0.5.23 sizes the pool of these algorithms' drafts as if the draft had the target's per-layer
-# KV (srt/model_executor/pool_configurator.py, DefaultPoolConfigurator: "assumes the draft shares the
-# target's per-layer KV size"): draft_cell = int(target_cell × draft_layers / target_layers).
-# SGLang's names: STANDALONE = draft_model, EAGLE/EAGLE3, NEXTN = mtp/nextn.
+# KV (srt/model_executor/pool_configurator.py:259-260, DefaultPoolConfigurator: "assumes the draft shares the
+# target's per-layer KV size"): draft_cell = int(target_cell × draft_layers / target_layers) (:311-314), with
+# target_layers the layers that hold KV (the full-attention ones of a hybrid, :229-237; the profile's
+# `draft_charge`, gate.model.engines.sglang, says which). SGLang's names: STANDALONE = draft_model,
+# EAGLE/EAGLE3, NEXTN = mtp/nextn.
 SGLANG_TARGET_SHAPED_DRAFTS: frozenset[str] = frozenset({"draft_model", "eagle", "eagle3", "mtp", "nextn"})
 
 
@@ -57,7 +59,8 @@ def sglang_draft_cell_bytes(method: str | None, target_cell_bytes: int, target_l
                             draft_geometry_bytes: int) -> tuple[int, str]:
     """(bytes per token SGLang charges the draft when it sizes the pool, why).
 
-    For STANDALONE / EAGLE / EAGLE3 / NEXTN it is the target's cell scaled by the layer count,
+    `target_layers`: the target layers whose KV makes up `target_cell_bytes` (on a hybrid, its
+    full-attention layers). For STANDALONE / EAGLE / EAGLE3 / NEXTN it is the target's cell scaled by the layer count,
     whatever the draft's own heads: a real SGLang 0.5.23 on CPU gave a 1-layer, 1-KV-head draft
     (256 B/token of its own) a 512 B/token charge next to a 2-layer 1,024 B target
     (tests/e2e/test_sglang_membound.py). Other methods (DFlash/DSpark) are charged their geometry.
@@ -103,27 +106,24 @@ class DrafterKVNeed:
     note: str
 
 
-ENGINE_DRAFT_KV_NOTES = {
-    "vllm": "vLLM puts the drafter's layers in the same KV pool: every token of the request "
-            "holds a slot in every drafter layer, whatever the drafter's scope",
-    "sglang": "SGLang keeps a separate draft pool with a draft slot per target token "
-              "(max_total_num_tokens = available // (target_cell + draft_cell))",
-}
-
-
 def drafter_kv_need(geom: KVGeometry, scope: Scope, request_tokens: int, *, engine: str = "vllm",
-                    window: int | None = None, sink: int = 0, block_size: int | None = None) -> DrafterKVNeed:
+                    note: str = "", charge_bytes_per_token: int | None = None, window: int | None = None,
+                    sink: int = 0, block_size: int | None = None) -> DrafterKVNeed:
     """Geometric need under the drafter's scope versus the engine's per-token charge.
 
     Both engines charge the drafter per target token (vLLM in the shared pool, SGLang in its
-    draft pool), so a window- or block-scoped drafter is over-reserved by the difference.
+    draft pool), so a window- or block-scoped drafter is over-reserved by the difference. The
+    charge per token is the engine's (`charge_bytes_per_token`: the profile's `draft_charge`,
+    which for SGLang's target-shaped drafts is not the drafter's own geometry), else the
+    drafter's own; `note` is the engine profile's `draft_kv_note`.
     """
-    if engine not in ENGINE_DRAFT_KV_NOTES:
-        raise ConfigError(f"engine must be vllm or sglang, got {engine!r}")
     per_token = drafter_kv_bytes_per_token(geom, scope)
+    charge = per_token if charge_bytes_per_token is None else charge_bytes_per_token
+    if charge < 0:
+        raise ConfigError(f"the engine's draft charge must not be negative, got {charge}")
     need_tokens = drafter_context_tokens(scope, request_tokens, window=window, sink=sink, block_size=block_size)
     need_bytes = need_tokens * per_token
-    charged_bytes = request_tokens * per_token
+    charged_bytes = request_tokens * charge
     return DrafterKVNeed(
         scope=scope,
         engine=engine,
@@ -134,5 +134,5 @@ def drafter_kv_need(geom: KVGeometry, scope: Scope, request_tokens: int, *, engi
         charged_tokens=request_tokens,
         charged_bytes=charged_bytes,
         over_reserved_bytes=max(0, charged_bytes - need_bytes),
-        note=ENGINE_DRAFT_KV_NOTES[engine],
+        note=note,
     )

@@ -111,6 +111,12 @@ class EngineProfile(Protocol):
         """How the drafter's KV sits next to the target's, as a parenthesis for the GPU memory sentence."""
         ...
 
+    @property
+    def draft_kv_note(self) -> str:
+        """Where the drafter's KV lives and what the engine charges per target token: the note of the bill's
+        need-versus-charge per mix (gate.model.pools.DrafterKVNeed.note)."""
+        ...
+
     def drafter_dtype_note(self, target_dtype: str) -> str | None:
         """With KV dtype auto: a note when the engine runs the drafter's KV in the target's dtype (the
         bill then uses `target_dtype` for the drafter too); None when the drafter keeps its own."""

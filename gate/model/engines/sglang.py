@@ -4,7 +4,8 @@ Sources: SGLang's `ServerArgs` (`--speculative-num-draft-tokens` counts the veri
 k = num_draft_tokens − 1; a chain of `num_steps` drafts `num_steps + 1`; DFlash requires
 num_draft_tokens = block_size, DSpark sets block_size + 1; `--mem-fraction-static` is computed at start,
 no fixed default; `--page-size`), `/server_info` `speculative_algorithm` names, the pool configurator
-(a draft slot per target token; `gate.model.pools`), the EAGLE-3 capture (id k = the output of layer k),
+(a draft slot per target token, charged as `draft_charge` says with file:line; `gate.model.pools`), the
+EAGLE-3 capture (id k = the output of layer k),
 and seed 002 (DSpark, DFlash and MTP generally available in 0.5.18).
 """
 
@@ -16,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule
-from gate.model.geometry import KVGeometry
+from gate.model.geometry import GROWING_KINDS, KVGeometry
 from gate.model.pools import sglang_draft_cell_bytes, sglang_pool_tokens
 from gate.status import Status
 
@@ -56,6 +57,8 @@ class SglangProfile:
                                  "default (it computes one from the GPU's memory and the parallelism at start), so "
                                  "the usable memory is unknown")
     kv_pool_note: str = " (SGLang's draft pool holds a slot per target token)"
+    draft_kv_note: str = ("SGLang keeps a separate draft pool with a draft slot per target token "
+                          "(max_total_num_tokens = available // (target_cell + draft_cell))")
     init_block_size_comment: str = "TODO: --page-size in tokens (SGLang's page)"
     init_memory_fraction_comment: str = ("TODO: --mem-fraction-static, per GPU (no fixed default: unknown is "
                                          "inconclusive)")
@@ -90,11 +93,37 @@ class SglangProfile:
         return None
 
     def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
-        """STANDALONE/EAGLE/EAGLE3/NEXTN drafts are charged the target's per-layer cell (gate.model.pools)."""
+        """STANDALONE/EAGLE/EAGLE3/NEXTN drafts are charged the target's KV per full-attention layer, times the
+        draft's layers, whatever the draft's own heads; DFlash/DSpark their own geometry.
+
+        As SGLang 0.5.23 computes it (srt/model_executor/pool_configurator.py, DefaultPoolConfigurator):
+        `num_layers` is the target's full-attention layers on a hybrid linear/Mamba target (:229-235, only
+        `full_attention_layer_ids` hold KV) and all its layers otherwise (:237); the cell counts those layers
+        only (:239); an EAGLE/STANDALONE draft then adds `int(cell * draft_num_layers / num_layers)` (:259-260
+        "assumes the draft shares the target's per-layer KV size", :311-314). A sliding-window target's
+        HybridSWAPoolConfigurator charges each draft layer the target's full-layer bytes the same way
+        (:734-760, :772-779). `draft_num_layers` is the draft config's layer count, or the target's
+        `num_nextn_predict_layers` for a path-less MTP head (model_runner_components/spec_aux_hidden_state.py:
+        155-176). So the charge is the target's full-attention bytes over its full-attention layers — never
+        over all layers of a hybrid — times the draft's layers (`gate.model.pools.sglang_draft_cell_bytes`).
+
+        The draft worker then takes the target's pool config, i.e. its token count
+        (mem_cache/kv_cache_configurator.py:470-474), and shapes its own pool from its own config: a head
+        whose own KV per token exceeds the charge (an MHA EAGLE-3 head on an MLA target: DeepSeek-V3's head
+        4,096 B vs 1,152 B charged at TP 1) holds more than the sizing reserved, which the note says.
+        """
         own = drafter.attention_bytes_per_token
-        charge, why = sglang_draft_cell_bytes(method, target.bytes_per_token, target.num_layers, drafter.num_layers,
-                                              own)
-        return charge, (why if charge != own else None)
+        full_layers = sum(1 for x in target.layers if x.kind in GROWING_KINDS) or target.num_layers
+        charge, why = sglang_draft_cell_bytes(method, target.bytes_per_token, full_layers, drafter.num_layers, own)
+        if charge == own:
+            return charge, None
+        if full_layers != target.num_layers:
+            why += (f" ({full_layers} of the target's {target.num_layers} layers hold KV: SGLang divides by its "
+                    "full-attention layers only)")
+        if charge < own:
+            why += (f"; the draft pool then holds the draft's own {own:,} B for each of those tokens, "
+                    f"{own - charge:,} B/token more than SGLang's sizing reserved")
+        return charge, why
 
     def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
                      has_drafter: bool, block_size: int | None,

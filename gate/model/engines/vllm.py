@@ -33,6 +33,8 @@ class VllmProfile:
     memory_fraction_note: str = ("engine.memory_fraction not given: vLLM's documented --gpu-memory-utilization "
                                  "default 0.9 assumed")
     kv_pool_note: str = " (the drafter's layers share vLLM's one pool)"
+    draft_kv_note: str = ("vLLM puts the drafter's layers in the same KV pool: every token of the request "
+                          "holds a slot in every drafter layer, whatever the drafter's scope")
     init_block_size_comment: str = "TODO: --block-size in tokens (vLLM's GPU default 16 is assumed when unset)"
     init_memory_fraction_comment: str = "TODO: --gpu-memory-utilization, per GPU (vLLM's default 0.9 is assumed)"
 

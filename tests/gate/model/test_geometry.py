@@ -10,6 +10,7 @@ import pytest
 from gate.inputs.configs import load_config
 from gate.model.config import ConfigError, resolve_text_config
 from gate.model.dtypes import DTYPE_BYTES
+from gate.model.engines import VLLM
 from gate.model.geometry import (
     classify_layers,
     drafter_context_tokens,
@@ -177,7 +178,7 @@ def test_drafter_scopes_need_versus_engine_charge() -> None:
     # SGLang gives the draft a slot per target token: 30,697 × 51,200 charged.
     assert need.charged_bytes == 30_697 * 51_200
     assert need.over_reserved_bytes == (30_697 - 8) * 51_200
-    full = drafter_kv_need(ling, "full", 30_697, engine="vllm")
+    full = drafter_kv_need(ling, "full", 30_697, engine="vllm", note=VLLM.draft_kv_note)  # the note: the profile's
     assert full.over_reserved_bytes == 0 and "same KV pool" in full.note
 
 
