@@ -206,7 +206,8 @@ def _plan(path: Path, arm: str, view: Path, concurrency: int, files: list[Path])
     import yaml
 
     plan: dict = {"name": f"pays-{arm}-c{concurrency}", "target": {"name": TARGET, "config": str(view / "target/config.json")},
-                  "engine": {"kind": "vllm", "version": "0.32.0", "kv_dtype": "float32"},
+                  "engine": {"kind": "vllm", "version": "0.32.0", "kv_dtype": "float32",
+                             "served_model_name": harness.SERVED_MODEL_NAME},  # the probe records' model
                   "workload": [{"name": f"c{concurrency}", "concurrency": concurrency, "prompt_tokens": 32,
                                 "output_tokens": 32, "source": "tests/e2e/test_pays.py probe mix"}],
                   "slo": {"target_acceptance_length": 2.0, "target_source": "e2e"},

@@ -116,3 +116,32 @@ def test_compare_refuses_alpha_above_the_bound_as_a_function_too() -> None:
     with pytest.raises(CompareError, match=r"alpha must be in \(0, 0.2\]"):
         compare(base, spec, alpha=0.5)
     assert compare(base, spec, alpha=0.2).alpha == 0.2
+
+
+def test_records_the_probe_writes_pass_every_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The control: both arms probed by `specgate probe` (the replayed real vLLM 0.32.0 streams of
+    tests/gate/probe/test_probe.py) are one consistent experiment about a vLLM ngram k = 3 plan serving `m`."""
+    from gate.evidence.probe_vetting import pair_defects, plan_defects, record_defects
+    from gate.plan.model import plan_from_dict
+    from gate.probe.record import load_record
+    from tests.gate.probe.probe_replay import ReplayEngine
+    from tests.gate.probe.test_probe import NGRAM
+
+    out = {}
+    for arm, capture in (("baseline", "nospec"), ("speculative", "ngram")):
+        out[arm] = tmp_path / f"{arm}.json"
+        args = ["probe", "--arm", arm, "--out", str(out[arm]), "--prompt-tokens", "8", "--output-tokens", "16",
+                "--concurrency", "1", "--repetitions", "2", "--requests", "1", "--warmup", "0"]
+        with ReplayEngine(capture) as eng:
+            extra = ["--speculative-config", NGRAM] if arm == "speculative" else []
+            assert main([*args, "--engine-url", eng.url, *extra]) == 0, capsys.readouterr().err
+    base, spec = load_record(out["baseline"]), load_record(out["speculative"])
+    assert record_defects(base) == [] and record_defects(spec) == []
+    assert pair_defects(base, spec, time.time()) == []
+    plan = plan_from_dict({"name": "p", "target": {"name": "m"},
+                           "engine": {"kind": "vllm", "version": "0.32.0",
+                                      "speculative": {"method": "ngram", "num_speculative_tokens": 3}},
+                           "workload": [{"name": "w", "concurrency": 1, "prompt_tokens": 8, "output_tokens": 16}]})
+    assert plan_defects(plan, base, spec, "post", time.time()) == []
+    assert main(["compare", str(out["baseline"]), str(out["speculative"])]) == 2  # 2 vs 2: never significant
+    capsys.readouterr()
