@@ -17,6 +17,11 @@ from gate.plan.model import Plan
 from gate.status import LineResult, Status
 
 
+def _keys(unknown: list[str]) -> str:
+    """The plan keys that would make the unknown sizes known."""
+    return ", ".join("target.weights" if u == "target weights" else "drafter.weights" for u in unknown)
+
+
 def _b(x: int | None) -> str:
     return "unknown" if x is None else f"{x:,} B"
 
@@ -57,11 +62,12 @@ def check(ctx: CheckContext) -> LineResult:
     sum_txt = (f"target {_b(t.weights_bytes)} + drafter {_b(d.weights_bytes if d else None)}"
                + (f" + image {_b(image)}" if image is not None else ""))
     if storage is None:
-        findings.append((Status.INCONCLUSIVE, f"no storage budget set ({sum_txt}; two downloads)"))
+        findings.append((Status.INCONCLUSIVE, f"no storage budget set (budgets.storage_bytes; {sum_txt}; two downloads)"))
     elif known_total > storage:
         findings.append((Status.FAIL, f"{sum_txt} = {known_total:,} B > storage budget {storage:,} B"))
     elif unknown:
-        findings.append((Status.INCONCLUSIVE, f"{', '.join(unknown)} unknown: {sum_txt} vs storage budget {storage:,} B"))
+        findings.append((Status.INCONCLUSIVE, f"{', '.join(unknown)} unknown ({_keys(unknown)}): {sum_txt} vs storage "
+                                                  f"budget {storage:,} B"))
     else:
         findings.append((Status.PASS, f"{sum_txt} = {known_total:,} B ≤ storage budget {storage:,} B "
                                       f"({storage - known_total:,} B left; two downloads)"))
@@ -80,7 +86,7 @@ def _image_finding(plan: Plan, image: int | None) -> tuple[Status, str] | None:
     if plan.budgets.image_bytes is None:
         return None
     if image is None:
-        return Status.INCONCLUSIVE, "image size unknown (engine.image_bytes) for the image budget"
+        return Status.INCONCLUSIVE, "image size unknown (engine.image_bytes) for the image budget (budgets.image_bytes)"
     if image > plan.budgets.image_bytes:
         return Status.FAIL, f"image {image:,} B > image budget {plan.budgets.image_bytes:,} B"
     return Status.PASS, f"image {image:,} B ≤ image budget {plan.budgets.image_bytes:,} B"
@@ -99,7 +105,8 @@ def _one_download(plan: Plan, target_bytes: int | None, image: int | None, value
         if total > storage:
             findings.append((Status.FAIL, f"{sum_txt} = {total:,} B > storage budget {storage:,} B ({why})"))
         elif target_bytes is None:
-            findings.append((Status.INCONCLUSIVE, f"target weights unknown: {sum_txt} vs storage budget {storage:,} B "
+            findings.append((Status.INCONCLUSIVE, f"target weights unknown (target.weights): {sum_txt} vs storage "
+                                                  f"budget {storage:,} B "
                                                   f"({why})"))
         else:
             findings.append((Status.PASS, f"{sum_txt} = {total:,} B ≤ storage budget {storage:,} B ({why})"))

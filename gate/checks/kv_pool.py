@@ -30,6 +30,11 @@ ASSUMPTION = ("assuming all {c} requests are resident at once with every prompt 
               "and all {o} output tokens")
 
 
+# What decides the pool (issue 21 item 6): an allocation, observed or reported, or the input that predicts one.
+POOL_KEYS = ("a live engine's allocation (evidence.exporter_url, engine_url or prometheus), "
+             "evidence.reported.kv_pool_tokens, or engine.kv_cache_memory_bytes for a prediction")
+
+
 def _n(x: float | int | None) -> str:
     return "unknown" if x is None else f"{int(x):,}"
 
@@ -142,12 +147,13 @@ def _pool_line(ctx: CheckContext) -> LineResult:
         return LineResult(Status.FAIL, "; ".join(fails + cap_fails) + ok + drafter_clause, values)
     if not budget.mixes:
         pool_txt = f"the {judged:,}-token {basis} pool" if judged is not None else "the pool (unknown)"
-        return LineResult(Status.INCONCLUSIVE, f"no request mix in the plan's workload: nothing to fit against "
+        return LineResult(Status.INCONCLUSIVE, f"no request mix in the plan's workload (workload[]): nothing to fit against "
                           f"{pool_txt}" + drafter_clause, values)
     if judged is None:
         missing = "; ".join(pool.notes) or "no allocated pool reported and none predicted"
         return LineResult(Status.INCONCLUSIVE, f"pool unknown — no allocated pool (live or evidence.reported) and "
-                          f"no prediction ({missing}); largest mix needs {largest:,} tokens" + drafter_clause, values)
+                          f"no prediction ({missing}); largest mix needs {largest:,} tokens; give {POOL_KEYS}"
+                          + drafter_clause, values)
     if basis == "allocated":
         src = _sourced(plan, pool.allocated) if pool.allocated else ""
         pred = ""

@@ -147,7 +147,8 @@ def judge(plan: Plan, measured: StartupObservation | None, kube_note: str | None
 
     if budget is None:
         m = f"measured {measured.seconds:g} s ({measured.source})" if measured else "nothing measured"
-        return LineResult(Status.INCONCLUSIVE, f"no startup budget set; {m}{pred_txt}{tax_txt}{notes}", values)
+        return LineResult(Status.INCONCLUSIVE, f"no startup budget set (budgets.startup_seconds) for the second "
+                          f"artifact; {m}{pred_txt}{tax_txt}{notes}", values)
     if measured is None:
         if pred is not None and pred > budget:
             return LineResult(Status.FAIL, f"predicted cold start {pred:g} s > budget {budget:g} s even before "

@@ -38,8 +38,8 @@ def tiny_plan(arm: str = "draft", **over: Any) -> dict[str, Any]:
         "engine": {"kind": "vllm", "version": "0.32.0", "kv_dtype": "fp32", "block_size": BLOCK,
                    "kv_cache_memory_bytes": KV_BYTES, "context_cap_tokens": 512, "served_model_name": "tiny"},
         "workload": [{"name": "w", "concurrency": 4, "prompt_tokens": 32, "output_tokens": 64}],
-        "slo": {"target_acceptance_length": 2.0, "window_seconds": 5, "required_fraction": 0.5,
-                "min_drafts": 1, "min_windows": 1},
+        "slo": {"target_acceptance_length": 2.0, "target_source": "assumed: the tests' bar", "window_seconds": 5,
+                "required_fraction": 0.5, "min_drafts": 1, "min_windows": 1},
         "budgets": {"storage_bytes": 10_000_000, "startup_seconds": 120},
         # vLLM loads the draft after the target (serial: the staging line warns, seed 002).
         "staging": {"mode": "serial", "order": ["target", "drafter"],

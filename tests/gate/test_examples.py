@@ -12,9 +12,10 @@ EXPECTED = {
     # seed 000 names no acceptance target: since issue 10 that is a fail before rollout (seed 002 line 3).
     "seed000-qwen38-flash-next-nextn": ("fail", {"artifacts": "n/a", "kv_pool": "fail", "acceptance": "fail",
                                                  "staging": "n/a", "codesign": "inconclusive"}),
-    # seed 002's plan takes the drafter card's 5.29 macro mean as its target and says where it comes from.
+    # seed 002's plan takes the drafter card's 5.29 macro mean as its target and says where it comes from
+    # (a benchmark); it declares no step costs, so L* is unknown and acceptance decides nothing (issue 21 item 6).
     "seed002-ling-3.0-flash-dspark": ("inconclusive", {"artifacts": "inconclusive", "kv_pool": "inconclusive",
-                                                       "acceptance": "pass", "staging": "inconclusive",
+                                                       "acceptance": "inconclusive", "staging": "inconclusive",
                                                        "codesign": "inconclusive"}),
     "seed004-qwen3.6-35b-a3b-mtp": ("pass", {"artifacts": "n/a", "kv_pool": "pass", "acceptance": "pass",
                                              "staging": "n/a", "codesign": "pass"}),

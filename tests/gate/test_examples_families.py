@@ -20,14 +20,20 @@ FAMILIES = Path(__file__).resolve().parents[2] / "examples" / "plans" / "familie
 
 EXPECTED = {
     # name: (method, engine, decision, {line: status})
-    "eagle3-vllm-llama3.1-8b": ("eagle3", "vllm", "inconclusive", {"acceptance": "pass", "codesign": "warn"}),
-    "dflash-sglang-qwen3-8b": ("dflash", "sglang", "inconclusive", {"acceptance": "pass", "codesign": "pass"}),
-    "dspark-sglang-qwen3-8b": ("dspark", "sglang", "inconclusive", {"acceptance": "pass", "codesign": "pass"}),
-    "mtp-sglang-deepseek-v3": ("mtp", "sglang", "pass", {"kv_pool": "pass", "codesign": "pass", "artifacts": "n/a"}),
+    # The illustrative ones declare no step costs and label their target a guess: acceptance decides
+    # nothing (L* unknown, source not stated as traffic | benchmark | assumed; issue 21 item 6).
+    "eagle3-vllm-llama3.1-8b": ("eagle3", "vllm", "inconclusive", {"acceptance": "inconclusive", "codesign": "warn"}),
+    "dflash-sglang-qwen3-8b": ("dflash", "sglang", "inconclusive", {"acceptance": "inconclusive", "codesign": "pass"}),
+    "dspark-sglang-qwen3-8b": ("dspark", "sglang", "inconclusive", {"acceptance": "inconclusive", "codesign": "pass"}),
+    # passed before issue 21 on a predicted pool and an unjudged target; now it decides nothing, as it is
+    "mtp-sglang-deepseek-v3": ("mtp", "sglang", "inconclusive",
+                               {"kv_pool": "pass", "codesign": "pass", "artifacts": "n/a", "acceptance": "inconclusive",
+                                "staging": "n/a"}),
     # real: L 3.24 <= L* 5.80 from the same traffic's served rates (773.1 vs 431.9 tokens/s)
     "ngram-vllm-tiny": ("ngram", "vllm", "fail", {"acceptance": "fail", "kv_pool": "pass", "codesign": "n/a"}),
-    # real: a random draft accepts nothing (L 1.00 < target 2)
-    "draft-model-vllm-tiny": ("draft_model", "vllm", "fail", {"acceptance": "fail", "kv_pool": "pass"}),
+    # real: a random draft accepts nothing (L 1.00 < target 2, and ≤ L* 2.354 from the decode rates)
+    "draft-model-vllm-tiny": ("draft_model", "vllm", "fail", {"acceptance": "fail", "kv_pool": "pass",
+                                                              "artifacts": "pass"}),
 }
 
 
@@ -56,3 +62,19 @@ def test_ngram_does_not_pay_on_its_real_numbers() -> None:
     v = evaluate(load_plan(FAMILIES / "ngram-vllm-tiny.yaml"))
     reason = v.checks["acceptance"].reason
     assert "speculation does not pay at serve-sh traffic: measured L 3.241 ≤ L* 5.801" in reason
+
+
+def test_mtp_example_decides_nothing_and_says_which_keys() -> None:
+    """Issue 21 item 6: no step costs (L* unknown) and a target labelled a guess: inconclusive, naming the keys."""
+    v = evaluate(load_plan(FAMILIES / "mtp-sglang-deepseek-v3.yaml"))
+    reason = v.checks["acceptance"].reason
+    assert v.decision.value == "inconclusive" and v.checks["acceptance"].status.value == "inconclusive"
+    assert "L* unknown" in reason and "costs[]" in reason and "evidence.probes" in reason
+    assert "not stated as traffic, benchmark or assumed" in reason
+
+
+def test_draft_model_l_star_from_its_decode_rates() -> None:
+    v = evaluate(load_plan(FAMILIES / "draft-model-vllm-tiny.yaml"))
+    (point,) = v.checks["acceptance"].values["break_even"]
+    assert round(point["break_even_length"], 3) == 2.354 and point["kind"] == "measured"
+    assert "speculation does not pay" in v.checks["acceptance"].reason

@@ -67,7 +67,7 @@ def window(end: float, length: float = 3.0, rate: float | None = 0.7, drafts: fl
 
 
 def post_plan(tmp_path: Path, **slo: Any) -> Path:
-    data = tiny_plan("draftself")
+    data = tiny_plan("draftself", costs=[{"verify_cycle_ms": 30, "target_step_ms": 20}])  # L* 1.5 (issue 21 item 6)
     data["slo"].update(slo)
     return write_plan(tmp_path / "p.yaml", data)
 
@@ -266,6 +266,7 @@ def test_target_above_one_plus_k_is_invalid(tmp_path: Path, capsys: pytest.Captu
 
 def test_target_source_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tiny_plan("draft")
+    data["slo"].pop("target_source")
     _, doc, _ = check(capsys, write_plan(tmp_path / "p.yaml", data))
     assert doc is not None and "no source given for the target" in doc["checks"]["acceptance"]["reason"]
     data["slo"]["target_source"] = "a guess"

@@ -136,3 +136,41 @@ def test_startup_tax_and_its_payback() -> None:
     r = staging.judge(plan_from_dict(data), staging.StartupObservation(40.7, "draft arm ready"))
     assert r.values["payback"]["tokens_needed"] == pytest.approx(4 * 3200 / (14.14 - 31.16 / 3.362), rel=1e-6)
     assert "won back after 2,627 output tokens at w" in r.reason
+
+
+# Issue 21 item 6: a missing input makes the line inconclusive, naming the key; n/a only where the line
+# cannot apply (no drafter, no second artifact).
+
+@pytest.mark.parametrize("arm", ["draft", "draftself"])
+def test_a_second_artifact_without_a_storage_budget_names_the_key(arm: str) -> None:
+    data = tiny_plan(arm)
+    data["budgets"].pop("storage_bytes")
+    r = artifacts.check(context(plan_from_dict(data)))
+    assert r.status is Status.INCONCLUSIVE and "budgets.storage_bytes" in r.reason
+
+
+def test_unknown_weights_against_a_storage_budget_name_the_keys() -> None:
+    data = tiny_plan("draft")
+    data["drafter"].pop("weights")
+    r = artifacts.check(context(plan_from_dict(data)))
+    assert r.status is Status.INCONCLUSIVE and "drafter.weights" in r.reason
+    data = tiny_plan("ngram")
+    data["target"].pop("weights")
+    r = artifacts.check(context(plan_from_dict(data)))
+    assert r.status is Status.INCONCLUSIVE and "target.weights" in r.reason
+
+
+def test_no_second_artifact_and_no_budget_is_the_only_na() -> None:
+    data = tiny_plan("ngram")
+    data["budgets"] = {}
+    assert artifacts.check(context(plan_from_dict(data))).status is Status.NA
+    assert staging.check(context(plan_from_dict(data))).status is Status.NA
+
+
+@pytest.mark.parametrize("arm", ["draft", "draftself"])
+def test_a_second_artifact_without_a_startup_budget_names_the_key(arm: str) -> None:
+    data = tiny_plan(arm)
+    data["budgets"].pop("startup_seconds")
+    data["evidence"] = {"reported": {"startup_seconds": {"value": 33.0, "source": "a run"}}}
+    r = staging.check(context(plan_from_dict(data)))
+    assert r.status is Status.INCONCLUSIVE and "budgets.startup_seconds" in r.reason

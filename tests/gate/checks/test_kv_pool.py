@@ -76,3 +76,22 @@ def test_no_mix_is_inconclusive() -> None:
     data["workload"] = []
     r = _line(plan_from_dict(data))
     assert r.status is Status.INCONCLUSIVE
+
+
+# Issue 21 item 6: the pool line needs an allocated pool (observed or reported) or the input that predicts
+# one; without them, or without a request mix, it is inconclusive and names the keys.
+
+def test_no_pool_input_is_inconclusive_naming_the_keys() -> None:
+    data = tiny_plan("draft")
+    data["engine"].pop("kv_cache_memory_bytes")
+    r = kv_pool.check(context(plan_from_dict(data)))
+    assert r.status is Status.INCONCLUSIVE
+    assert all(k in r.reason for k in ("evidence.reported.kv_pool_tokens", "engine.kv_cache_memory_bytes"))
+    data["evidence"] = {"reported": {"kv_pool_tokens": {"value": 5000, "source": "a run's log"}}}
+    r = kv_pool.check(context(plan_from_dict(data)))  # control: a reported pool decides
+    assert r.status is Status.PASS and "reported: a run's log" in r.reason
+
+
+def test_no_request_mix_names_the_key() -> None:
+    r = kv_pool.check(context(plan_from_dict(tiny_plan("ngram", workload=[]))))
+    assert r.status is Status.INCONCLUSIVE and "workload[]" in r.reason

@@ -24,7 +24,8 @@ def test_decision_rule() -> None:
 
 
 def _plan(arm: str, **evidence):
-    data = tiny_plan(arm)
+    # declared step costs (L* 1.5 < target 2): a pass needs a known L* (issue 21 item 6)
+    data = tiny_plan(arm, costs=[{"verify_cycle_ms": 30, "target_step_ms": 20}])
     data["evidence"] = {"reported": {"startup_seconds": {"value": 40.7, "source": "reference NOTES ready time"}},
                         **evidence}
     return plan_from_dict(data)

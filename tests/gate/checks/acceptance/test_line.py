@@ -19,7 +19,8 @@ def _w(length: float | None, drafts: float = 100, reset: bool = False, stream: s
 
 
 def _plan(**slo):
-    data = tiny_plan("draft")
+    # declared step costs (L* 30 / 20 = 1.5): a pass needs a known L* (issue 21 item 6)
+    data = tiny_plan("draft", costs=[{"point": "p", "verify_cycle_ms": 30, "target_step_ms": 20}])
     data["slo"].update(slo)
     return plan_from_dict(data)
 
@@ -44,9 +45,10 @@ def test_target_below_break_even_fails() -> None:
     assert r.status is Status.FAIL and "does not exceed L* 2.500" in r.reason
 
 
-def test_no_costs_skips_break_even_and_says_so() -> None:
-    r = judge(_plan(), "pre", [], [])
-    assert r.status is Status.PASS and "L* unknown" in r.reason and "skipped" in r.reason
+def test_no_costs_is_inconclusive_and_names_the_keys() -> None:
+    """Issue 21 item 6: L* unknown decides nothing (was a pass that skipped the comparison)."""
+    r = judge(plan_from_dict(tiny_plan("draft")), "pre", [], [])
+    assert r.status is Status.INCONCLUSIVE and "L* unknown" in r.reason and "costs[]" in r.reason
 
 
 def test_no_target_fails_in_both_phases() -> None:
@@ -133,9 +135,10 @@ def test_served_rates_go_through_the_rank_test() -> None:
 def test_min_speedup_changes_the_line() -> None:
     plan = load_plan(PLANS / "seed000-qwen38-flash-next-nextn.yaml")
     data = plan.model_dump(exclude={"plan_path"}, exclude_none=True, mode="json")
-    data["slo"] = {"target_acceptance_length": 1.5}
+    data["costs"] = [{"verify_cycle_ms": 12, "target_step_ms": 10}]  # L* 1.2 known (issue 21 item 6)
+    data["slo"] = {"target_acceptance_length": 1.5, "target_source": "assumed"}
     assert judge(plan_from_dict(data), "pre", [], []).status is Status.PASS  # reported only
-    data["slo"] = {"target_acceptance_length": 1.5, "min_speedup": 1.1}
+    data["slo"] = {"target_acceptance_length": 1.5, "target_source": "assumed", "min_speedup": 1.1}
     r = judge(plan_from_dict(data), "pre", [], [])
     assert r.status is Status.INCONCLUSIVE  # 3 vs 3 is never significant at α 0.05 (p ≥ 0.05)
 
@@ -162,7 +165,7 @@ def test_measured_rates_without_a_length_say_what_is_missing() -> None:
     data = tiny_plan("draft", costs=[{"point": "2K", "baseline_tokens_per_second": 70.7,
                                       "speculative_tokens_per_second": 107.9}])
     r = judge(plan_from_dict(data), "pre", [], [])
-    assert r.status is Status.PASS
+    assert r.status is Status.INCONCLUSIVE  # issue 21 item 6: L* unknown decides nothing
     assert "no step costs declared or measured" not in r.reason
     assert "L* unknown at 2K" in r.reason and "acceptance length" in r.reason
 
@@ -182,7 +185,10 @@ def test_measured_rates_that_show_a_slowdown_fail() -> None:
 
 
 def test_target_source_is_shown_or_missing_said() -> None:
-    r = judge(_plan(), "pre", [], [])
-    assert "no source given for the target" in r.reason
+    """Issue 21 item 6: a source not stated as traffic | benchmark | assumed is inconclusive."""
+    r = judge(_plan(target_source=None), "pre", [], [])
+    assert r.status is Status.INCONCLUSIVE and "no source given for the target" in r.reason
     r = judge(_plan(target_source="drafter card macro mean 5.29 over nine benchmarks"), "pre", [], [])
-    assert "target source: drafter card macro mean 5.29" in r.reason
+    assert r.status is Status.INCONCLUSIVE and "target source: drafter card macro mean 5.29" in r.reason
+    r = judge(_plan(target_source="benchmark: drafter card macro mean 5.29 over nine benchmarks"), "pre", [], [])
+    assert r.status is Status.PASS and "target source: benchmark: drafter card macro mean 5.29" in r.reason
