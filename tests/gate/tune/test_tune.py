@@ -423,7 +423,7 @@ def test_acceptance_line_warns_when_another_depths_whole_band_lies_above_the_pla
     plan = plan_from_dict({
         "name": "cheap-draft", "target": {"name": "unsloth/Qwen3.6-35B-A3B-NVFP4-Fast"},
         "engine": {"kind": "vllm", "speculative": {"method": "mtp", "num_speculative_tokens": 3}},
-        "slo": {"target_acceptance_length": 2.0, "target_source": "test"},
+        "slo": {"target_acceptance_length": 2.0, "target_source": "assumed for this test"},
         "costs": [{"point": "2K", "verify_cycle_ms": 14.5, "target_step_ms": 14.14, "source": "test"}],
         "evidence": {"captures": [{"point": "2K", "files": [str(caps / "seed004-0-start.txt"),
                                                            str(caps / "seed004-1-after-2k.txt")]}]},
@@ -443,7 +443,7 @@ def test_acceptance_line_gives_no_depth_advice_on_evidence_it_rejected():
     plan = plan_from_dict({
         "name": "foreign", "target": {"name": "another-model"},
         "engine": {"kind": "vllm", "speculative": {"method": "mtp", "num_speculative_tokens": 3}},
-        "slo": {"target_acceptance_length": 2.0, "target_source": "test"},
+        "slo": {"target_acceptance_length": 2.0, "target_source": "assumed for this test"},
         "costs": [{"point": "2K", "verify_cycle_ms": 14.5, "target_step_ms": 14.14, "source": "test"}],
         "evidence": {"captures": [{"point": "2K", "files": [str(caps / "seed004-0-start.txt"),
                                                            str(caps / "seed004-1-after-2k.txt")]}]},
