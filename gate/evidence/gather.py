@@ -101,7 +101,7 @@ def gather_metrics(plan: Plan, phase: str, metrics: Iterable[str], prometheus: s
         ev.merge(got)
     ev.windows, errors = vet_windows(ev.windows, rules, lambda w: w.source in live)
     ev.errors += errors
-    ev.probes = gather_probes(plan.evidence.probes)
+    ev.probes = gather_probes(plan.evidence.probes, now=rules.now)
     return ev
 
 
