@@ -15,8 +15,21 @@ says why (`acceptance_refused`); nothing is made up.
 Times are `time.monotonic()`: `sent` before the POST, one entry per chunk that carries a
 choice (the first one is the first token: TTFT = first − sent), `end` after `[DONE]`.
 TPOT of a request = (last chunk − first chunk) / (completion_tokens − 1), the engines' own
-definition. Every request is bounded by a connect/read timeout and a total deadline checked
-between chunks; a failure is a result with `error` set, never an exception.
+definition. Every request is one bounded exchange (`gate.inputs.fetch.stream`): one total deadline
+(the request timeout, or the campaign's time limit when that comes first: a request in flight is
+cut there, `stopped`), at most `stream_bytes(max_tokens, prompt)` of answer and `event_bytes(prompt)`
+a line; a failure is a result with `error` set, never an exception.
+
+The token count is not taken on trust (issue 21: an engine claiming 10x `max_tokens` made a record
+"pay" 10x). The body asks for `return_token_ids` (vLLM and SGLang stream each chunk's new token
+ids; an engine that ignores it streams none), so the client counts the tokens it was sent itself:
+- with `ignore_eos` (the probe's requests are fixed-length) the reported `completion_tokens` must
+  equal `max_tokens`; without it, it may not exceed `max_tokens`;
+- either way it must equal the streamed token ids where the engine sent them on every chunk, and
+  it may never be fewer than the chunks that carried text (each carries at least one new token);
+- more token chunks than `max_tokens` (+ `SPARE_CHUNKS`) ends the request at once.
+A request that breaks one of these failed (it counts as failed, never as output). The cell's total
+is then held to the engine's own generation counter (gate.probe.runner).
 """
 
 from __future__ import annotations
@@ -24,14 +37,44 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import requests
-
+from gate.inputs.fetch import FetchError, stream
+from gate.inputs.loading import Limits, parse_json
 from gate.probe.per_request import PerRequestError, streamed_acceptance
+from gate.status import InputError
 
 ERROR_CHARS = 200
+SPARE_CHUNKS = 8  # token chunks past max_tokens before a stream is cut (a last chunk may carry none)
+
+
+def event_bytes(prompt: str | Sequence[int]) -> int:
+    """The longest event line: 1 MiB, plus the prompt's ids the engines echo on the first chunk with
+    `return_token_ids` (at most ~12 bytes an id; a text prompt has no more ids than characters)."""
+    return (1 << 20) + 12 * len(prompt)
+
+
+def stream_bytes(max_tokens: int, prompt: str | Sequence[int]) -> int:
+    """The whole stream: the first event, then at most 4 KiB an output token (a vLLM chunk is ~300 bytes)."""
+    return event_bytes(prompt) + 4096 * max(max_tokens, 1)
+
+
+def token_problem(reported: int, max_tokens: int, streamed_ids: int | None, text_chunks: int,
+                  ignore_eos: bool) -> str | None:
+    """Why a request's reported completion tokens cannot be true, or None (module docstring: the rules)."""
+    if ignore_eos and reported != max_tokens:
+        return f"usage.completion_tokens is {reported}, but the request asked for exactly {max_tokens} (ignore_eos)"
+    if reported > max_tokens:
+        return f"usage.completion_tokens is {reported}, more than max_tokens {max_tokens}"
+    if streamed_ids is not None and streamed_ids != reported:
+        return f"usage.completion_tokens is {reported}, but the stream carried {streamed_ids} token ids"
+    if text_chunks > reported:
+        return f"usage.completion_tokens is {reported}, but {text_chunks} chunks carried text"
+    return None
+
+
+EVENT_LIMITS = Limits(max_bytes=1 << 30, max_depth=16)  # one event's JSON (its size is the stream's line limit)
 
 
 @dataclass(frozen=True)
@@ -46,6 +89,7 @@ class RequestResult:
     acceptance_length: float | None = None
     acceptance_refused: str | None = None  # why the per-request parser refused the engine's numbers
     error: str | None = None
+    stopped: bool = False  # cut in flight by the campaign's time limit
 
     @property
     def ok(self) -> bool:
@@ -71,52 +115,54 @@ class RequestResult:
 
 @dataclass
 class CompletionClient:
-    """Posts streaming completions to one engine; one instance per worker thread (a Session is not shared)."""
+    """Posts streaming completions to one engine; holds no connection (each request is its own exchange)."""
 
     base_url: str
     model: str
     timeout: float = 300.0
     api_key: str | None = None
     temperature: float = 0.0  # 0: greedy, so both arms serve the same tokens; > 0: sampled traffic
-    session: requests.Session = field(default_factory=requests.Session)
+    ignore_eos: bool = True  # fixed-length requests (the probe's); False: the engine may stop early
 
     def _headers(self) -> dict[str, str]:
-        h = {"Content-Type": "application/json"}
+        h = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self.api_key:
             h["Authorization"] = f"Bearer {self.api_key}"
         return h
 
     def body(self, prompt: str | Sequence[int], max_tokens: int) -> dict[str, Any]:
         """Fixed length (ignore_eos); greedy by default (temperature 0: both arms serve the same tokens)."""
-        # return_spec_tokens_details: SGLang's per-request acceptance (sglext); vLLM accepts and ignores it
+        # return_spec_tokens_details: SGLang's per-request acceptance (sglext); vLLM accepts and ignores it.
+        # return_token_ids: each chunk's new token ids (vLLM, SGLang), so the client counts the tokens itself.
         return {"model": self.model, "prompt": prompt if isinstance(prompt, str) else list(prompt),
-                "max_tokens": max_tokens, "temperature": self.temperature, "ignore_eos": True, "stream": True,
-                "stream_options": {"include_usage": True}, "return_spec_tokens_details": True}
+                "max_tokens": max_tokens, "temperature": self.temperature, "ignore_eos": self.ignore_eos,
+                "stream": True, "stream_options": {"include_usage": True}, "return_spec_tokens_details": True,
+                "return_token_ids": True}
 
-    def complete(self, prompt: str | Sequence[int], max_tokens: int) -> RequestResult:
+    def complete(self, prompt: str | Sequence[int], max_tokens: int, stop_at: float | None = None) -> RequestResult:
+        """One request, ended by the request timeout or by `stop_at` (monotonic; the campaign's time limit),
+        whichever comes first; a request cut at `stop_at` is `stopped`."""
         sent = time.monotonic()
-        deadline = sent + self.timeout
+        own = sent + self.timeout
+        deadline = own if stop_at is None else min(own, stop_at)
         chunks: list[float] = []
         usage: dict[str, Any] | None = None
         usage_chunk: dict[str, Any] | None = None
         details: Any = None
+        ids: int | None = 0  # token ids streamed; None once a chunk came without its ids
+        text_chunks = 0
 
-        def failed(msg: str) -> RequestResult:
-            return RequestResult(sent, time.monotonic(), tuple(chunks), error=msg[:ERROR_CHARS])
+        def failed(msg: str, stopped: bool = False) -> RequestResult:
+            return RequestResult(sent, time.monotonic(), tuple(chunks), error=msg[:ERROR_CHARS], stopped=stopped)
 
         try:
-            with self.session.post(f"{self.base_url}/v1/completions", json=self.body(prompt, max_tokens),
-                                   headers=self._headers(), stream=True,
-                                   timeout=(min(10.0, self.timeout), self.timeout)) as r:
-                if r.status_code != 200:
-                    return failed(f"HTTP {r.status_code}: {_error_message(r.text)}")
+            with stream(f"{self.base_url}/v1/completions", deadline=deadline,
+                        max_bytes=stream_bytes(max_tokens, prompt), max_line=event_bytes(prompt),
+                        headers=self._headers(), body=json.dumps(self.body(prompt, max_tokens)).encode()) as r:
+                if r.status != 200:
+                    return failed(f"HTTP {r.status}: {_error_message(r.error_text())}")
                 done = False
-                # chunk_size=None: yield each HTTP chunk as it arrives (a fixed size would block until
-                # that many bytes came and time several engine steps as one).
-                for raw in r.iter_lines(chunk_size=None):
-                    now = time.monotonic()
-                    if now > deadline:
-                        return failed(f"no [DONE] within {self.timeout:g} s")
+                for raw, now in r.lines():
                     line = raw.decode("utf-8", "replace").strip()
                     if not line.startswith("data:"):
                         continue
@@ -125,38 +171,55 @@ class CompletionClient:
                         done = True
                         break
                     try:
-                        event = json.loads(data)
-                    except json.JSONDecodeError:
-                        return failed(f"stream chunk is not JSON: {data[:60]!r}")
+                        event = parse_json(data, "stream chunk", EVENT_LIMITS)
+                    except InputError as e:
+                        return failed(f"{e}"[:ERROR_CHARS])
                     if not isinstance(event, dict):
                         return failed("stream chunk is not a JSON object")
                     if "error" in event:
                         return failed(f"engine error in stream: {_error_message(json.dumps(event['error']))}")
-                    if event.get("choices"):
+                    choices = event.get("choices")
+                    if choices:
                         chunks.append(now)
+                        if len(chunks) > max_tokens + SPARE_CHUNKS:
+                            return failed(f"more than {max_tokens} token chunks for max_tokens {max_tokens}")
+                        choice = choices[0] if isinstance(choices, list) and isinstance(choices[0], dict) else {}
+                        text, got = choice.get("text"), choice.get("token_ids")
+                        if isinstance(text, str) and text:
+                            text_chunks += 1
+                        if ids is not None and isinstance(got, list) and all(
+                                isinstance(t, int) and not isinstance(t, bool) for t in got):
+                            ids += len(got)
+                        else:
+                            ids = None
                     if isinstance(event.get("sglext"), dict) and "spec_tokens_details" in event["sglext"]:
                         details = event["sglext"]["spec_tokens_details"]
                     if isinstance(event.get("usage"), dict):
                         usage, usage_chunk = event["usage"], event
                 if not done:
                     return failed("stream ended without [DONE]")
-        except requests.Timeout:
-            return failed(f"timed out after {self.timeout:g} s")
-        except requests.RequestException as e:
-            return failed(f"request failed: {type(e).__name__}: {e}")
+        except FetchError as e:
+            if e.reason == "timeout":
+                if stop_at is not None and stop_at < own:
+                    return failed("stopped at the campaign's time limit", stopped=True)
+                return failed(f"timed out after {self.timeout:g} s")
+            return failed(f"request failed: {e}")
         end = time.monotonic()
         if usage is None:
             return RequestResult(sent, end, tuple(chunks), error="no usage in the stream (include_usage ignored)")
         n = usage.get("completion_tokens")
         p = usage.get("prompt_tokens")
-        if not isinstance(n, int) or n < 0:
-            return RequestResult(sent, end, tuple(chunks), error=f"usage.completion_tokens is {n!r}")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            return RequestResult(sent, end, tuple(chunks), error=f"usage.completion_tokens is {n!r}"[:ERROR_CHARS])
         if not chunks:
             return RequestResult(sent, end, (), error="no token chunks in the stream")
+        problem = token_problem(n, max_tokens, ids, text_chunks, self.ignore_eos)
+        if problem is not None:
+            return RequestResult(sent, end, tuple(chunks), error=problem)
         length, refused = _acceptance(usage_chunk, details, n)
         return RequestResult(sent, end, tuple(chunks), completion_tokens=n,
-                             prompt_tokens=p if isinstance(p, int) else None, acceptance_length=length,
-                             acceptance_refused=refused)
+                             prompt_tokens=p if isinstance(p, int) and not isinstance(p, bool) else None,
+                             acceptance_length=length, acceptance_refused=refused)
 
 
 def _acceptance(usage_chunk: dict[str, Any] | None, details: Any, tokens: int) -> tuple[float | None, str | None]:
@@ -178,6 +241,6 @@ def _error_message(text: str) -> str:
             msg = err.get("message") if isinstance(err, dict) else err
             if msg:
                 return " ".join(str(msg).split())
-    except (json.JSONDecodeError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # not JSON, or nested past the parser's depth
         pass
     return " ".join(text.split())[:ERROR_CHARS] or "(empty body)"

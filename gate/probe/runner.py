@@ -10,9 +10,22 @@ a notice on stderr. A cell inside which the engine restarted is marked `metrics_
 no acceptance either.
 
 Concurrency C means exactly C requests in flight: C worker threads take the cell's requests
-one after another. A cell's wall clock runs from the first send to the last `[DONE]`.
-Repetitions are the outer loop (rep 1 of every concurrency, then rep 2, ...), so a slow drift
-of a shared machine spreads over all cells instead of biasing the last ones.
+one after another, so a cell has at least C requests (`--requests` ≥ every concurrency). A cell's
+wall clock runs from the first send to the last `[DONE]`. Repetitions are the outer loop (rep 1 of
+every concurrency, then rep 2, ...), so a slow drift of a shared machine spreads over all cells
+instead of biasing the last ones.
+
+What the engine says is checked, not believed (issue 21): each request's reported tokens against
+what it asked for and what it streamed (gate.probe.client), and each cell's token total against
+the engine's own generation counter over the cell — fewer generated tokens than the requests
+report is a lying engine, and the campaign ends without a record (exit 3). An engine whose page
+has no generation counter for the model gets a notice: its cells are then checked against the
+streams alone.
+
+Bounds are hard and checked before any work: the campaign's request count against
+`--max-requests` and `--requests` against the concurrencies before the first request or
+`/tokenize` call (`check_bounds`); `--time-limit` is one deadline for the whole run — model
+lookup, tokenizing, every `/metrics` read and every request in flight end there.
 """
 
 from __future__ import annotations
@@ -28,15 +41,16 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-import requests
-
 from exporter.derive import derive_window
 from exporter.engines.base import EngineSnapshot
 from exporter.formulas import acceptance_length, acceptance_rate
-from exporter.scrape import ScrapeError, scrape_once, split_url
+from exporter.scrape import ScrapeError, Scraper, split_url
+from gate.inputs.fetch import SIDE_BYTES, FetchError, get_json
+from gate.inputs.loading import Limits
+from gate.inputs.redact import redact_url
 from gate.probe.client import CompletionClient, RequestResult
 from gate.probe.record import Cell, ProbeError, ProbeRecord, Quantiles
-from gate.probe.workload import Mix, MixRequest, mixes_for, wanted_mixes
+from gate.probe.workload import Mix, MixRequest, PromptShape, mixes_for, wanted_mixes
 from gate.status import InputError
 
 Progress = Callable[[str], None]
@@ -75,16 +89,49 @@ class ProbeConfig:
             raise ProbeError("a mix without a concurrency of its own needs --concurrency")
         return max(self.cell_requests(c) for c in concurrencies)
 
-    def concurrencies_of(self, mix: Mix) -> tuple[int, ...]:
+    def concurrencies_for(self, name: str, own: int | None) -> tuple[int, ...]:
+        """The concurrencies a mix runs at: --concurrency, else its own (plan) concurrency."""
         if self.concurrencies:
             return self.concurrencies
-        if mix.spec.concurrency is None:
-            raise ProbeError(f"mix {mix.name!r} has no concurrency of its own: pass --concurrency")
-        return (mix.spec.concurrency,)
+        if own is None:
+            raise ProbeError(f"mix {name!r} has no concurrency of its own: pass --concurrency")
+        return (own,)
 
-    def total_requests(self, mixes: Sequence[Mix]) -> int:
-        return sum(sum(self.cell_requests(c) for c in self.concurrencies_of(m)) * self.repetitions
-                   + self.warmup_requests for m in mixes)
+    def concurrencies_of(self, mix: Mix) -> tuple[int, ...]:
+        return self.concurrencies_for(mix.name, mix.spec.concurrency)
+
+    def total_requests(self, mixes: Sequence[tuple[str, int | None]]) -> int:
+        """Requests of the whole campaign for mixes given as (name, own concurrency): cells and warm-up."""
+        return sum(sum(self.cell_requests(c) for c in self.concurrencies_for(name, own)) * self.repetitions
+                   + self.warmup_requests for name, own in mixes)
+
+    def check_bounds(self, mixes: Sequence[tuple[str, int | None]]) -> None:
+        """The campaign's bounds, before any request or `/tokenize` call: every cell holds at least its
+        concurrency in requests (else the record would state a width never reached), and the whole
+        campaign at most `max_requests` requests."""
+        for name, own in mixes:
+            for c in self.concurrencies_for(name, own):
+                if self.cell_requests(c) < c:
+                    raise InputError(f"--requests {self.cell_requests(c)} is fewer than concurrency {c} (mix {name}): "
+                                     f"a cell would never have {c} requests in flight")
+        total = self.total_requests(mixes)
+        if total > self.max_requests:
+            raise ProbeError(f"the campaign needs {total} requests, more than --max-requests {self.max_requests}")
+
+
+def _own(mix: Mix | PromptShape) -> tuple[str, int | None]:
+    return (mix.name, mix.spec.concurrency) if isinstance(mix, Mix) else (mix.name, mix.concurrency)
+
+
+class TimeUp(ProbeError):
+    """The campaign's time limit passed (a request, a read or a tokenize call was cut there)."""
+
+
+def until(stop_at: float, seconds: float) -> float:
+    """The deadline of one exchange: `seconds` from now, or the campaign's end when that comes first."""
+    if time.monotonic() >= stop_at:
+        raise TimeUp("no time left")
+    return min(time.monotonic() + seconds, stop_at)
 
 
 def quantiles(values: Sequence[float]) -> Quantiles:
@@ -101,37 +148,68 @@ def quantiles(values: Sequence[float]) -> Quantiles:
     return Quantiles(p50=q(0.5), p90=q(0.9), p99=q(0.99))
 
 
-def served_model(base_url: str, timeout: float, api_key: str | None) -> str:
-    """The first model `/v1/models` lists (what requests must name)."""
+SIDE_LIMITS = Limits(max_bytes=SIDE_BYTES)  # /v1/models, /version, /server_info: small JSON documents
+MAX_MODEL_NAME = 512
+
+
+def served_model(base_url: str, deadline: float, api_key: str | None) -> str:
+    """The first model `/v1/models` lists (what requests must name); one bounded read by `deadline`."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    shown = redact_url(f"{base_url}/v1/models")
     try:
-        r = requests.get(f"{base_url}/v1/models", headers=headers, timeout=timeout)
-        r.raise_for_status()
-        data = r.json()["data"]
-        return str(data[0]["id"])
-    except (requests.RequestException, ValueError, KeyError, IndexError, TypeError) as e:
-        raise ProbeError(f"{base_url}/v1/models gave no model ({type(e).__name__}); pass --model") from None
+        status, doc = get_json(f"{base_url}/v1/models", deadline=deadline, max_bytes=SIDE_BYTES, what=shown,
+                               limits=SIDE_LIMITS, headers=headers)
+    except FetchError as e:
+        raise ProbeError(f"{shown} gave no model ({e}); pass --model") from None
+    if status != 200:
+        raise ProbeError(f"{shown} gave no model (HTTP {status}); pass --model")
+    try:
+        name = doc["data"][0]["id"]
+    except (KeyError, IndexError, TypeError):
+        raise ProbeError(f"{shown} gave no model (no data[0].id); pass --model") from None
+    if not isinstance(name, str) or not name or len(name) > MAX_MODEL_NAME or not name.isprintable():
+        raise ProbeError(f"{shown} gave no usable model name; pass --model")
+    return name
 
 
-def engine_version(base_url: str, snap: EngineSnapshot, timeout: float) -> str | None:
-    """vLLM `GET /version`, else SGLang `/get_server_info` / `/server_info` `version`, else the page's."""
+def engine_version(base_url: str, snap: EngineSnapshot, deadline: float) -> str | None:
+    """vLLM `GET /version`, else SGLang `/get_server_info` / `/server_info` `version`, else the page's; every
+    read bounded by `deadline` (a read that fails or times out is skipped)."""
     for path in ("/version", "/server_info", "/get_server_info"):
+        if time.monotonic() >= deadline:
+            break
         try:
-            r = requests.get(base_url + path, timeout=timeout)
-            if r.status_code == 200:
-                v = r.json().get("version")
-                if isinstance(v, str) and v:
-                    return v
-        except (requests.RequestException, ValueError, AttributeError):
+            status, doc = get_json(base_url + path, deadline=deadline, max_bytes=SIDE_BYTES, what=path,
+                                   limits=SIDE_LIMITS)
+        except FetchError:
             continue
+        v = doc.get("version") if status == 200 and isinstance(doc, dict) else None
+        if isinstance(v, str) and v and len(v) <= MAX_MODEL_NAME and v.isprintable():
+            return v
     return snap.version
 
 
-def _scrape(url: str, engine: str, timeout: float, api_key: str | None) -> EngineSnapshot:
-    try:
-        return scrape_once(url, engine=engine, timeout=min(timeout, 30.0), api_key=api_key)
-    except ScrapeError as e:
-        raise ProbeError(f"cannot read the engine's /metrics: {e}") from None
+@dataclass
+class Pages:
+    """The engine's `/metrics`, read through one exporter Scraper for the whole campaign (side information —
+    SGLang's draft-token setting, the version — asked once, again after a restart); every read bounded by
+    the request timeout (at most 30 s) and the campaign's end."""
+
+    scraper: Scraper
+    request_timeout: float
+    stop_at: float
+
+    def read(self) -> EngineSnapshot:
+        left = self.stop_at - time.monotonic()
+        if left <= 0:
+            raise TimeUp("no time left to read /metrics")
+        self.scraper.timeout = min(self.request_timeout, 30.0, left)
+        try:
+            return self.scraper.scrape()
+        except ScrapeError as e:
+            if time.monotonic() >= self.stop_at:
+                raise TimeUp(f"reading /metrics: {e}") from None
+            raise ProbeError(f"cannot read the engine's /metrics: {e}") from None
 
 
 def _check_arm(snap: EngineSnapshot, arm: str, model: str) -> None:
@@ -145,23 +223,28 @@ def _check_arm(snap: EngineSnapshot, arm: str, model: str) -> None:
                          "(it is running with speculation)")
 
 
-def run_batch(clients: Sequence[CompletionClient], mix: Mix, count: int, offset: int = 0) -> tuple[
-        list[RequestResult], float]:
-    """`count` requests, len(clients) in flight at a time; returns results and the wall clock."""
+def run_batch(clients: Sequence[CompletionClient], mix: Mix, count: int, offset: int = 0,
+              stop_at: float | None = None) -> tuple[list[RequestResult], float]:
+    """`count` requests, len(clients) in flight at a time; returns results and the wall clock. With `stop_at`
+    (the campaign's end) no request starts after it and those in flight are cut there (raises TimeUp)."""
     todo = list(range(count))
     results: list[RequestResult | None] = [None] * count
     lock_free_next = iter(todo)
 
     def worker(client: CompletionClient) -> None:
         for i in lock_free_next:  # iterator shared by threads: next() on a list iterator is atomic in CPython
+            if stop_at is not None and time.monotonic() >= stop_at:
+                return
             prompt = mix.prompts[(offset + i) % len(mix.prompts)]
-            results[i] = client.complete(prompt, mix.output_tokens)
+            results[i] = client.complete(prompt, mix.output_tokens, stop_at)
 
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=len(clients)) as pool:
         for f in [pool.submit(worker, c) for c in clients]:
             f.result()
     done = [r for r in results if r is not None]
+    if len(done) < count or any(r.stopped for r in done):
+        raise TimeUp(f"requests of mix {mix.name} in flight were stopped")
     end = max((r.end for r in done), default=time.monotonic())
     return done, end - start
 
@@ -219,6 +302,14 @@ def build_cell(mix: Mix, concurrency: int, repetition: int, results: Sequence[Re
     out_tokens = sum(r.completion_tokens or 0 for r in ok)
     prompt = [r.prompt_tokens for r in ok]
     acc = cell_acceptance(before, after, model)
+    where = f"mix {mix.name} c={concurrency} rep {repetition}"
+    if acc is None or (not acc.reset and acc.generation_tokens is None):
+        progress(f"notice: the engine's /metrics has no generation-token counter for model {model}: the cells' "
+                 "tokens are checked against the streams only (usage = max_tokens = streamed ids)")
+    elif not acc.reset and acc.generation_tokens is not None and acc.generation_tokens + 0.5 < out_tokens:
+        raise ProbeError(f"{where}: the requests report {out_tokens} completion tokens, the engine's own "
+                         f"generation counter rose by {acc.generation_tokens:g}: its answers contradict its counters; "
+                         "no record written")
     length = rate = drafts = draft_tokens = accepted = None
     if acc is not None and not acc.reset:
         if acc.generation_tokens is not None and acc.generation_tokens > out_tokens + 0.5:
@@ -274,61 +365,76 @@ SETTLE_SECONDS = 2.0
 SETTLE_POLL = 0.05
 
 
-def _settled_after(metrics_url: str, cfg: ProbeConfig, before: EngineSnapshot, results: Sequence[RequestResult],
+def _settled_after(pages: Pages, before: EngineSnapshot, results: Sequence[RequestResult],
                    model: str) -> EngineSnapshot:
     """The `/metrics` page after a cell, once the engine's counters hold every token the cell's requests
     received. Engines update their counters beside the stream, so the last step of a cell can land on
-    the page a moment after the client saw `[DONE]`; read again (every 50 ms, at most 2 s) until the
-    generated tokens cover the cell's, else take the last page (build_cell then sees the shortfall)."""
+    the page a moment after the client saw `[DONE]`; read again (every 50 ms, at most 2 s, never past the
+    campaign's end) until the generated tokens cover the cell's, else take the last page (build_cell then
+    sees the shortfall)."""
     want = sum(r.completion_tokens or 0 for r in results if r.ok)
-    deadline = time.monotonic() + SETTLE_SECONDS
+    deadline = min(time.monotonic() + SETTLE_SECONDS, pages.stop_at)
     while True:
-        after = _scrape(metrics_url, cfg.engine, cfg.request_timeout, cfg.api_key)
+        after = pages.read()
         acc = cell_acceptance(before, after, model)
         if acc is None or acc.reset or acc.generation_tokens is None or acc.generation_tokens + 0.5 >= want \
-                or time.monotonic() > deadline:
+                or time.monotonic() + SETTLE_POLL > deadline:
             return after
         time.sleep(SETTLE_POLL)
 
 
+def _once(progress: Progress) -> Progress:
+    """`progress` that says each distinct line once (a notice true of every cell is told once)."""
+    said: set[str] = set()
+
+    def say(msg: str) -> None:
+        if msg not in said:
+            said.add(msg)
+            progress(msg)
+
+    return say
+
+
 def run_probe(cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Progress = stderr_progress,
-              first: EngineSnapshot | None = None) -> ProbeRecord:
-    """The whole campaign; raises ProbeError when a bound is hit or the engine cannot be probed."""
+              first: EngineSnapshot | None = None, stop_at: float | None = None) -> ProbeRecord:
+    """The whole campaign; raises ProbeError when a bound is hit or the engine cannot be probed. `stop_at`
+    (monotonic): the campaign's end, default `time_limit` from now."""
     base, metrics_url = split_url(cfg.engine_url)
-    total = cfg.total_requests(mixes)
-    if total > cfg.max_requests:
-        raise ProbeError(f"the campaign needs {total} requests, more than --max-requests {cfg.max_requests}")
-    started = time.monotonic()
-    snap = first or _scrape(metrics_url, cfg.engine, cfg.request_timeout, cfg.api_key)
-    _check_arm(snap, cfg.arm, model)
-    version = engine_version(base, snap, min(cfg.request_timeout, 10.0))
-    width = max(max(cfg.concurrencies_of(m)) for m in mixes)
-    temps = {m.spec.temperature for m in mixes}
-    if len(temps) != 1:
-        raise ProbeError("one probe run sends one temperature; probe sampled and greedy mixes separately")
-    temperature = temps.pop()
-    clients = [CompletionClient(base, model, timeout=cfg.request_timeout, api_key=cfg.api_key,
-                                temperature=temperature) for _ in range(width)]
+    cfg.check_bounds([_own(m) for m in mixes])
+    stop_at = time.monotonic() + cfg.time_limit if stop_at is None else stop_at
+    progress = _once(progress)
+    pages = Pages(Scraper(metrics_url, engine=cfg.engine, api_key=cfg.api_key), cfg.request_timeout, stop_at)
     cells: list[Cell] = []
     n_cells = sum(len(cfg.concurrencies_of(m)) for m in mixes) * cfg.repetitions
     try:
+        snap = first or pages.read()
+        _check_arm(snap, cfg.arm, model)
+        version = engine_version(base, snap, until(stop_at, min(cfg.request_timeout, 10.0)))
+        width = max(max(cfg.concurrencies_of(m)) for m in mixes)
+        temps = {m.spec.temperature for m in mixes}
+        if len(temps) != 1:
+            raise ProbeError("one probe run sends one temperature; probe sampled and greedy mixes separately")
+        temperature = temps.pop()
+        clients = [CompletionClient(base, model, timeout=cfg.request_timeout, api_key=cfg.api_key,
+                                    temperature=temperature) for _ in range(width)]
+        warmed: list[RequestResult] = []
         for mix in mixes:
             if cfg.warmup_requests:
                 progress(f"warm-up: {cfg.warmup_requests} request(s) of mix {mix.name} (not counted)")
-                res, _ = run_batch(clients[:min(width, cfg.warmup_requests)], mix, cfg.warmup_requests)
+                res, _ = run_batch(clients[:min(width, cfg.warmup_requests)], mix, cfg.warmup_requests,
+                                   stop_at=stop_at)
                 bad = [r for r in res if not r.ok]
                 if len(bad) == len(res):
                     raise ProbeError(f"every warm-up request failed: {bad[0].error}")
+                warmed += res
+        if warmed:  # the warm-up's last tokens on the page before the first cell's `before` is read
+            _settled_after(pages, snap, warmed, model)
         for rep in range(1, cfg.repetitions + 1):
             for mix in mixes:
                 for conc in cfg.concurrencies_of(mix):
-                    elapsed = time.monotonic() - started
-                    if elapsed > cfg.time_limit:
-                        raise ProbeError(f"time limit {cfg.time_limit:g} s reached after {len(cells)} of "
-                                         f"{n_cells} cells; no record written")
-                    before = _scrape(metrics_url, cfg.engine, cfg.request_timeout, cfg.api_key)
-                    res, wall = run_batch(clients[:conc], mix, cfg.cell_requests(conc))
-                    after = _settled_after(metrics_url, cfg, before, res, model)
+                    before = pages.read()
+                    res, wall = run_batch(clients[:conc], mix, cfg.cell_requests(conc), stop_at=stop_at)
+                    after = _settled_after(pages, before, res, model)
                     cell = build_cell(mix, conc, rep, res, wall, before, after, model, progress)
                     cells.append(cell)
                     length = f", L {cell.acceptance_length:.2f}" if cell.acceptance_length is not None else ""
@@ -339,9 +445,11 @@ def run_probe(cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Prog
                     if cell.failed_requests == cell.requests:
                         err = next(r.error for r in res if r.error)
                         raise ProbeError(f"every request of a cell failed: {err}")
+    except TimeUp as e:
+        raise TimeUp(f"time limit {cfg.time_limit:g} s reached after {len(cells)} of {n_cells} cells ({e}); "
+                     "no record written") from None
     finally:
-        for c in clients:
-            c.session.close()
+        pages.scraper.close()
     return ProbeRecord(
         arm=cfg.arm, engine=snap.engine, engine_version=version, model=model, speculative=cfg.speculative,
         workload=[m.spec for m in mixes], warmup_requests=cfg.warmup_requests, repetitions=cfg.repetitions,
@@ -366,12 +474,22 @@ def speculative_settings(arm: str, config: str | None) -> dict[str, Any] | None:
 
 def probe(cfg: ProbeConfig, request: MixRequest, previous: ProbeRecord | None = None,
           progress: Progress = stderr_progress) -> ProbeRecord:
-    """`specgate probe`: the mixes read first (flags and files, nothing sent), then the engine's model, the
-    prompts, the campaign, and `previous`'s cells before the new ones (`--append`)."""
+    """`specgate probe`: the mixes read first (flags and files, nothing sent) and the campaign's bounds checked
+    (`check_bounds`), then the engine's model, the prompts, the campaign, and `previous`'s cells before the
+    new ones (`--append`); all of it inside one `--time-limit`."""
+    stop_at = time.monotonic() + cfg.time_limit
     wanted = wanted_mixes(request)
+    cfg.check_bounds([_own(w) for w in wanted])
     base, _ = split_url(cfg.engine_url)
-    model = cfg.model or served_model(base, min(cfg.request_timeout, 10.0), cfg.api_key)
-    cfg = replace(cfg, model=model)
-    mixes = mixes_for(wanted, base, model, min(cfg.request_timeout, 30.0), cfg.api_key, cfg.prompts_needed)
-    record = run_probe(cfg, mixes, model, progress)
+    try:
+        model = cfg.model or served_model(base, until(stop_at, min(cfg.request_timeout, 10.0)), cfg.api_key)
+        cfg = replace(cfg, model=model)
+        mixes = mixes_for(wanted, base, model, min(cfg.request_timeout, 30.0), cfg.api_key, cfg.prompts_needed,
+                          stop_at)
+    except ProbeError as e:  # cut at the campaign's end: the time limit is the reason
+        if isinstance(e, TimeUp) or time.monotonic() >= stop_at:
+            raise TimeUp(f"time limit {cfg.time_limit:g} s reached before the first cell ({e}); no record written") \
+                from None
+        raise
+    record = run_probe(cfg, mixes, model, progress, stop_at=stop_at)
     return append_record(previous, record) if previous is not None else record

@@ -10,19 +10,26 @@ The text repeats, so prompt lookup (ngram) has something to find — as real cha
 traffic does; use `--prompts FILE.jsonl` to probe with your own traffic (seed 002: "Set the
 acceptance target from your traffic").
 
-Each request index gets its own prompt (the text is rotated by the index), so requests of one
-cell do not share a prefix; repetitions reuse the same prompts in both arms.
+Each request index gets its own prompt (the text is rotated by the index, 32 rotations), so
+requests of one cell do not share a prefix; repetitions reuse the same prompts in both arms.
+
+`/tokenize` is an engine answer like any other, so it is bounded (issue 21: a lying one drove the
+probe to 2 GB): one read per distinct text (at most 32 rotations a mix, however many requests),
+each under the campaign's deadline and `gate.inputs.fetch.tokenize_bytes` of its text, and a text
+grown to find enough ids stops at `MAX_WORDS_PER_TOKEN` words per wanted token.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import requests
-
-from gate.inputs.loading import PROMPTS_LIMITS, read_jsonl
+from gate.inputs.fetch import FetchError, fetch, tokenize_bytes
+from gate.inputs.loading import PROMPTS_LIMITS, Limits, read_jsonl
+from gate.inputs.redact import redact_url
 from gate.probe.record import MixSpec, ProbeError
 from gate.status import InputError
 
@@ -31,6 +38,7 @@ WORDS = ("the quick brown fox jumps over the lazy dog speculative decoding draft
          "nine ten").split()
 MAX_JSONL_LINES = 10_000
 MAX_TEMPERATURE = 10.0
+MAX_WORDS_PER_TOKEN = 8  # a text of 8 words per wanted id that still tokenizes short is not a tokenizer's answer
 
 
 @dataclass(frozen=True)
@@ -55,42 +63,61 @@ def base_text(index: int, words: int) -> str:
     return " ".join(seq[j % len(seq)] for j in range(words))
 
 
-def tokenize(base_url: str, model: str, text: str, timeout: float,
+def tokenize(base_url: str, model: str, text: str, deadline: float,
              api_key: str | None = None) -> list[int] | None:
-    """vLLM's `POST /tokenize` → token ids; None when the engine has no such endpoint."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    """vLLM's `POST /tokenize` → token ids; None when the engine has no such endpoint. One bounded exchange:
+    by `deadline`, at most `tokenize_bytes(words of text)` of answer (ProbeError otherwise)."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    shown = redact_url(f"{base_url}/tokenize")
+    words = text.count(" ") + 1
     try:
-        r = requests.post(f"{base_url}/tokenize", json={"model": model, "prompt": text},
-                          headers=headers, timeout=timeout)
-    except requests.RequestException as e:
-        raise ProbeError(f"{base_url}/tokenize: {type(e).__name__}: {e}") from None
-    if r.status_code in (404, 405):
-        return None
-    if r.status_code != 200:
-        raise ProbeError(f"{base_url}/tokenize answered HTTP {r.status_code}: {r.text[:200]}")
-    try:
-        tokens = r.json()["tokens"]
-    except (ValueError, KeyError, TypeError):
-        raise ProbeError(f"{base_url}/tokenize: no 'tokens' list in the answer") from None
-    if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
-        raise ProbeError(f"{base_url}/tokenize: 'tokens' is not a list of ids")
+        r = fetch(f"{base_url}/tokenize", deadline=deadline, max_bytes=tokenize_bytes(words), method="POST",
+                  headers=headers, body=json.dumps({"model": model, "prompt": text}).encode())
+        if r.status in (404, 405):
+            return None
+        if r.status != 200:
+            raise ProbeError(f"{shown} answered HTTP {r.status}: {' '.join(r.text().split())[:200]}")
+        doc = r.json(shown, Limits(max_bytes=tokenize_bytes(words), max_depth=8))
+    except FetchError as e:
+        raise ProbeError(str(e)) from None
+    tokens = doc.get("tokens") if isinstance(doc, dict) else None
+    if not isinstance(tokens, list):
+        raise ProbeError(f"{shown}: no 'tokens' list in the answer")
+    if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens):
+        raise ProbeError(f"{shown}: 'tokens' is not a list of ids")
     return tokens
 
 
 def token_prompts(base_url: str, model: str, prompt_tokens: int, count: int, timeout: float,
-                  api_key: str | None = None) -> tuple[tuple[str | tuple[int, ...], ...], str]:
-    """`count` prompts of exactly `prompt_tokens` ids (or words where the engine cannot tokenize)."""
+                  api_key: str | None = None, stop_at: float | None = None) -> tuple[
+        tuple[str | tuple[int, ...], ...], str]:
+    """`count` prompts of exactly `prompt_tokens` ids (or words where the engine cannot tokenize). Each
+    distinct text is tokenized once; each call ends by `timeout` from its start or `stop_at`."""
+    cache: dict[str, list[int] | None] = {}
+
+    def ids_of(text: str) -> list[int] | None:
+        if text not in cache:
+            deadline = time.monotonic() + timeout if stop_at is None else min(time.monotonic() + timeout, stop_at)
+            cache[text] = tokenize(base_url, model, text, deadline, api_key)
+        return cache[text]
+
     prompts: list[str | tuple[int, ...]] = []
+    most = MAX_WORDS_PER_TOKEN * prompt_tokens + 8
     for i in range(count):
         words = prompt_tokens + 8
-        ids = tokenize(base_url, model, base_text(i, words), timeout, api_key)
+        ids = ids_of(base_text(i, words))
         if ids is None:
             return tuple(base_text(j, prompt_tokens) for j in range(count)), "approximate_words"
         while len(ids) < prompt_tokens:  # BPE merges: fewer ids than words; grow and retry
             words *= 2
-            longer = tokenize(base_url, model, base_text(i, words), timeout, api_key) or []
+            if words > most:
+                raise ProbeError(f"{redact_url(base_url)}/tokenize returns {len(ids)} ids for {words // 2} words; "
+                                 f"cannot build a {prompt_tokens}-token prompt")
+            longer = ids_of(base_text(i, words)) or []
             if len(longer) <= len(ids):
-                raise ProbeError(f"{base_url}/tokenize returns {len(ids)} ids however long the text; "
+                raise ProbeError(f"{redact_url(base_url)}/tokenize returns {len(ids)} ids however long the text; "
                                  f"cannot build a {prompt_tokens}-token prompt")
             ids = longer
         prompts.append(tuple(ids[:prompt_tokens]))
@@ -204,15 +231,18 @@ def _plan_shapes(req: MixRequest, path: Path) -> list[Mix | PromptShape]:
 
 
 def mixes_for(wanted: Sequence[Mix | PromptShape], base_url: str, model: str, timeout: float,
-              api_key: str | None, prompts_needed: Callable[[int | None], int]) -> list[Mix]:
+              api_key: str | None, prompts_needed: Callable[[int | None], int],
+              stop_at: float | None = None) -> list[Mix]:
     """Every wanted mix with its prompts: a shape gets `prompts_needed(its concurrency)` prompts of exactly its
-    length from the engine's `/tokenize` (else words, and the record says so); a finished mix is kept."""
+    length from the engine's `/tokenize` (else words, and the record says so); a finished mix is kept.
+    `stop_at`: the campaign's end (monotonic), which no tokenize call runs past."""
     mixes = []
     for w in wanted:
         if isinstance(w, Mix):
             mixes.append(w)
             continue
-        prompts, how = token_prompts(base_url, model, w.prompt_tokens, prompts_needed(w.concurrency), timeout, api_key)
+        prompts, how = token_prompts(base_url, model, w.prompt_tokens, prompts_needed(w.concurrency), timeout, api_key,
+                                     stop_at)
         mixes.append(Mix(MixSpec(name=w.name, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
                                  prompts_from=how, concurrency=w.concurrency, temperature=w.temperature), prompts))
     return mixes

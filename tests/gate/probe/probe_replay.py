@@ -11,7 +11,10 @@ What is made up, and why: a probe sends many requests, the capture holds one. Th
 `/metrics` page are therefore served as `before + k × (after − before)` after k completed
 requests (one real request's increments, k times; gauges as in `after`), so a cell of n requests
 shows n times the real request's drafts and accepted tokens and the same L. Faults (a stream cut
-before `[DONE]`, no `/tokenize`) are switched on per test.
+before `[DONE]`, no `/tokenize`) are switched on per test, and so are lies and stalls (issue 21: the probe
+trusts nothing the engine says): `edit_event` rewrites each streamed line (a usage that claims other counts, token
+ids), `edit_page` each `/metrics` page, `frozen` keeps the counters where they started, `drip` sends the answers of
+the named paths one byte every 20 ms, `slow` stretches the stream's timing, `tokenize` replaces `/tokenize`'s answer.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -61,6 +65,14 @@ class ReplayState:
     completions_started: int = 0
     cut_every: int = 0  # cut every n-th stream before [DONE] (0: never)
     no_tokenize: bool = False
+    edit_event: Callable[[str], str] | None = None  # each streamed line, rewritten
+    edit_page: Callable[[str], str] | None = None  # each /metrics page, rewritten
+    frozen: bool = False  # the counters never move (an engine whose answers claim tokens it never counted)
+    drip: frozenset[str] = frozenset()  # paths whose answers come one byte every 20 ms
+    slow: float = 1.0  # the stream's event times stretched by this factor
+    tokenize: Callable[[dict[str, Any]], bytes] | None = None  # the /tokenize answer's body for a request body
+    tokenize_calls: int = 0
+    gets: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -74,6 +86,14 @@ def make_handler(state: ReplayState) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
+            if self.path in state.drip:
+                head = (f"HTTP/1.1 {code} OK\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n"
+                        ).encode()
+                for b in head + body:
+                    self.wfile.write(bytes([b]))
+                    self.wfile.flush()
+                    time.sleep(0.02)
+                return
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
@@ -81,10 +101,14 @@ def make_handler(state: ReplayState) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def do_GET(self) -> None:
+            with state.lock:
+                state.gets.append(self.path)
             if self.path == "/metrics":
                 with state.lock:
-                    k = state.completed
+                    k = 0 if state.frozen else state.completed
                 page = scaled_page(cap["metrics_before"], cap["metrics_after"], k)
+                if state.edit_page is not None:
+                    page = state.edit_page(page)
                 self._send(200, page.encode(), "text/plain; version=0.0.4; charset=utf-8")
             elif self.path == "/version":
                 self._send(200, json.dumps(cap["version"]).encode())
@@ -96,7 +120,11 @@ def make_handler(state: ReplayState) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             if self.path == "/tokenize":
-                if state.no_tokenize:
+                with state.lock:
+                    state.tokenize_calls += 1
+                if state.tokenize is not None:
+                    self._send(200, state.tokenize(body))
+                elif state.no_tokenize:
                     self._send(404, b'{"detail": "Not Found"}')
                 else:
                     self._send(200, json.dumps(cap["tokenize_response"]).encode())
@@ -122,19 +150,34 @@ def make_handler(state: ReplayState) -> type[BaseHTTPRequestHandler]:
                     break
                 if cut and '"usage"' in line:
                     continue
-                delay = start + at - time.monotonic()
+                delay = start + at * state.slow - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
+                if line.startswith("data: [DONE]"):  # the engine counted the request before it said so
+                    with state.lock:
+                        state.completed += 1
+                if state.edit_event is not None:
+                    line = state.edit_event(line)
                 data = (line + "\n").encode()
+                if self.path in state.drip:
+                    for b in data:
+                        self.wfile.write(b"1\r\n" + bytes([b]) + b"\r\n")
+                        self.wfile.flush()
+                        time.sleep(0.02)
+                    continue
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
-            if not cut:  # the engine has counted the request once it generated it, whatever the client does next
-                with state.lock:
-                    state.completed += 1
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
 
     return Handler
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up on purpose (a deadline, a refused answer) is not a server error worth a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
 
 
 class ReplayEngine:
@@ -142,7 +185,7 @@ class ReplayEngine:
 
     def __init__(self, arm: str, **faults: Any) -> None:
         self.state = ReplayState(load_capture(arm), **faults)
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self.state))
+        self.server = _QuietServer(("127.0.0.1", 0), make_handler(self.state))
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

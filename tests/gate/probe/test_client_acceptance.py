@@ -97,7 +97,7 @@ def test_client_reads_sglangs_chunks_through_the_parser() -> None:
         i = _usage_index(events)
         at = events[i][0]
         eng.state.capture["events"] = events[:i] + [[at, line] for line in stream["events"]] + events[i + 1:]
-        r = CompletionClient(eng.url, "m").complete([1, 2, 3], 16)
+        r = CompletionClient(eng.url, "m").complete([1, 2, 3], 32)  # SGLang's usage says 32 tokens: ask for 32
     assert r.ok and r.completion_tokens == 32 and r.acceptance_refused is None
     assert r.acceptance_length == stream["meta_info_spec"]["spec_accept_length"] == 1.6
 

@@ -222,7 +222,8 @@ def test_client_request_body_is_greedy_fixed_length() -> None:
     body = CompletionClient("http://x", "m").body([1, 2, 3], 16)
     # return_spec_tokens_details asks SGLang (0.5.23) for its per-request acceptance; vLLM allows extra fields
     assert body == {"model": "m", "prompt": [1, 2, 3], "max_tokens": 16, "temperature": 0.0, "ignore_eos": True,
-                    "stream": True, "stream_options": {"include_usage": True}, "return_spec_tokens_details": True}
+                    "stream": True, "stream_options": {"include_usage": True}, "return_spec_tokens_details": True,
+                    "return_token_ids": True}
 
 
 def test_record_refuses_unknown_keys_and_non_finite(tmp_path: Path) -> None:
