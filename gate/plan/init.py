@@ -251,7 +251,7 @@ def render(req: InitRequest) -> str:
         "",
         "slo:",
         "  target_acceptance_length: null  # TODO: L per batch window (incl. bonus token), above break-even L*",
-        "  target_source: null  # TODO: where it comes from — your traffic (seed 002), a benchmark, a guess",
+        "  target_source: null  # TODO: first word traffic | benchmark | assumed, then a note (seed 002: set it from your traffic)",
         "",
         "costs: []  # TODO (for break-even L*): step costs per point, declared or measured, e.g.",
         "#  - {point: 2K, target_step_ms: 14.1, verify_cycle_ms: 31.2, source: \"specgate probe\"}",

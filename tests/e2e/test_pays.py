@@ -210,7 +210,7 @@ def _plan(path: Path, arm: str, view: Path, concurrency: int, files: list[Path])
                              "served_model_name": harness.SERVED_MODEL_NAME},  # the probe records' model
                   "workload": [{"name": f"c{concurrency}", "concurrency": concurrency, "prompt_tokens": 32,
                                 "output_tokens": 32, "source": "tests/e2e/test_pays.py probe mix"}],
-                  "slo": {"target_acceptance_length": 2.0, "target_source": "e2e"},
+                  "slo": {"target_acceptance_length": 2.0, "target_source": "assumed: e2e"},
                   "evidence": {"probes": [str(f) for f in files]}}
     if arm == "ngram":
         plan["engine"]["speculative"] = {"method": "ngram", "num_speculative_tokens": 3}
