@@ -29,6 +29,8 @@ POINTS = [
 def page(drafts: int, draft_tokens: int, per_pos: tuple[int, ...], prompt: int, generation: int) -> str:
     labels = f'engine="0",model_name="{MODEL}"'
     lines = [
+        # the counters are the seed's reported numbers, not a measurement: the gate shows their L as reported
+        "# specgate: reported: seed 004's counters, rebuilt as a /metrics page by make_seed004_captures.py",
         "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.",
         "# TYPE process_start_time_seconds gauge",
         "process_start_time_seconds 1.7856e+09",

@@ -89,6 +89,20 @@ class AcceptanceWindow:
     # `touch` renews them); `process_start` is the engine's own process_start_time_seconds on the page.
     file_time: bool = False
     process_start: float | None = None
+    # Numbers someone reported, rebuilt as pages (a `# specgate: reported: SOURCE` line in a capture file,
+    # gate.evidence.captures.REPORTED_MARK): the source in words. Reported stays reported wherever the
+    # window's L is shown (`basis`), never "measured" nor "observed".
+    reported: str | None = None
+
+    @property
+    def basis(self) -> str:
+        """How this window's L came to the gate, in the words every reason uses: reported (with its source),
+        measured from capture files, or observed live."""
+        if self.reported is not None:
+            return f"reported ({self.reported})"
+        if self.file_time or self.source.startswith(("captures", "file ")):
+            return "measured from capture files"
+        return "observed live"
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -5,6 +5,12 @@ Why through `exporter`: the gate never re-derives what the exporter knows. Each 
 `exporter.derive.derive_window` (restart-aware: a window spanning a restart is `reset`). A file
 that cannot be read is invalid input (PlanError, exit 3); pages without speculative counters are
 an evidence error (the line turns inconclusive).
+
+A capture file may say its numbers are reported, not measured: a comment line
+`# specgate: reported: SOURCE` (Prometheus parsers skip it; examples/plans/make_seed004_captures.py
+writes one for seed 004's counters rebuilt as pages). Every window from such a group carries SOURCE
+(`AcceptanceWindow.reported`), so its L is shown as reported wherever it appears (`AcceptanceWindow.basis`).
+The mark can only lower a label (reported is weaker than measured), so it is taken as written.
 """
 
 from __future__ import annotations
@@ -22,6 +28,22 @@ from gate.evidence.sidecar import stream_name, windows_document
 from gate.inputs.loading import WINDOWS_LIMITS, InputError, load_json, read_capture
 from gate.model.identity import EvidenceIdentity
 from gate.plan.model import PlanError
+
+# The comment line that says a capture's numbers are reported (the rest of the line: where from).
+REPORTED_MARK = "# specgate: reported:"
+# A mark's source is shown in reasons: one line of printable text, this long at most.
+MAX_REPORTED_SOURCE = 300
+
+
+def reported_source(text: str) -> str | None:
+    """The SOURCE of a `# specgate: reported: SOURCE` comment line in a capture's text (the first one), or
+    None when the page does not say it is reported. Non-printable characters are dropped and the source cut
+    to MAX_REPORTED_SOURCE characters; an empty source still marks the page ("source not given")."""
+    for line in text.splitlines():
+        if line.startswith(REPORTED_MARK):
+            src = "".join(c for c in line[len(REPORTED_MARK):] if c.isprintable()).strip()
+            return src[:MAX_REPORTED_SOURCE] or "source not given"
+    return None
 
 
 def pool_of(snap: EngineSnapshot, source: str) -> PoolObservation | None:
@@ -63,12 +85,14 @@ def side_facts(snap: EngineSnapshot, ev: MetricsEvidence, pool_source: str) -> N
 
 
 def windows_from_snapshots(snaps: Sequence[EngineSnapshot], source: str, point: str | None,
-                           seconds: float | None, min_drafts: float, file_times: bool = False) -> list[AcceptanceWindow]:
+                           seconds: float | None, min_drafts: float, file_times: bool = False,
+                           reported: str | None = None) -> list[AcceptanceWindow]:
     """One window per stream between each neighbouring pair of snapshots (exporter.derive).
 
     A window that shows no restart on pages without `process_start_time_seconds` has an unknown
     restart status (`reset` None): counters that only grew cannot rule a restart out. `file_times`:
     the pages' timestamps are capture files' mtimes (the windows say so; gate.evidence.previous).
+    `reported`: the pages' numbers are reported (their source), not measured.
     """
     out: list[AcceptanceWindow] = []
     for before, after in zip(snaps, snaps[1:], strict=False):
@@ -81,7 +105,7 @@ def windows_from_snapshots(snaps: Sequence[EngineSnapshot], source: str, point: 
                 source=source, stream=stream_name(w.model, w.rank), point=point,
                 start=before.timestamp, end=after.timestamp, reset=reset, drafts=w.drafts,
                 acceptance_length=w.acceptance_length, acceptance_rate=w.acceptance_rate,
-                file_time=file_times, process_start=after.process_start_time))
+                file_time=file_times, process_start=after.process_start_time, reported=reported))
     return out
 
 
@@ -91,16 +115,21 @@ def read_snapshot(path: str | Path) -> EngineSnapshot:
 
     The one capture reader of the gate (`check`'s evidence, `tune --captures`); InputError in one line.
     """
+    return read_page(path)[0]
+
+
+def read_page(path: str | Path) -> tuple[EngineSnapshot, str | None]:
+    """`read_snapshot`, and the page's reported source (`reported_source`; None: not marked reported)."""
     text, mtime = read_capture(path)
     try:
-        return snapshot_from_text(text, timestamp=mtime)
+        return snapshot_from_text(text, timestamp=mtime), reported_source(text)
     except ScrapeError as e:
         raise InputError(f"capture {path}: {e}") from None
 
 
-def _read_capture(path: Path) -> EngineSnapshot:
+def _read_capture(path: Path) -> tuple[EngineSnapshot, str | None]:
     try:
-        return read_snapshot(path)
+        return read_page(path)
     except InputError as e:
         raise PlanError(str(e)) from None
 
@@ -124,14 +153,19 @@ def from_capture_files(files: Sequence[Path], point: str | None, seconds: float 
         if positions:
             ev.positions.append(PositionEvidence.of([], positions_point, source))
         return ev
-    snaps = [_read_capture(Path(f)) for f in files]
+    pages = [_read_capture(Path(f)) for f in files]
+    snaps = [snap for snap, _ in pages]
+    # one reported page makes every window of the group reported (a window's L is a difference of two pages)
+    marks = list(dict.fromkeys(src for _, src in pages if src is not None))
+    reported = "; ".join(marks) if marks else None
     ev = MetricsEvidence(sources=[source])
     if positions:
         ev.positions.append(PositionEvidence.of(snaps, positions_point, source))
     if len(snaps) < 2:
         ev.errors.append(f"{source}: one capture is no window (give two or more, in time order)")
     else:
-        ev.windows = windows_from_snapshots(snaps, source, point, seconds, min_drafts, file_times=True)
+        ev.windows = windows_from_snapshots(snaps, source, point, seconds, min_drafts, file_times=True,
+                                            reported=reported)
         if not ev.windows:
             ev.errors.append(f"{source}: no speculative-decoding counters in the captures")
     if snaps:

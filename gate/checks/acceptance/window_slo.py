@@ -93,8 +93,7 @@ def _slo(plan: Plan, phase: str, groups: dict[GroupKey, list[AcceptanceWindow]],
         + (f" (L {p.lengths[0]:.3f})" if p.windows == 1 else f" (min L {p.min_length:.3f})")
         for p in per_stream)
     thin = [p for p in per_stream if p.status is Status.INCONCLUSIVE]
-    kinds = sorted({"measured from capture files" if src.startswith(("captures", "file ")) else "observed live"
-                    for (_, _, src) in groups})
+    kinds = sorted({ws[0].basis for ws in groups.values() if ws})  # reported | measured from capture files | observed live
     txt = (f"per-window SLO {'held' if st == Status.PASS else 'not held' if st == Status.FAIL else 'undecided'} "
            f"in {met}/{total} windows of ≥ {slo.min_drafts} drafts, required {slo.required_fraction:g} per stream "
            f"[{detail}] (L {' and '.join(kinds)})")
