@@ -26,7 +26,7 @@ from gate.evidence import base
 from gate.evidence.base import EvidenceRequest, EvidenceSource, MetricsEvidence
 from gate.evidence.captures import CaptureFiles
 from gate.evidence.metrics import LiveUrl, is_url
-from gate.evidence.pods import KubeEvidence
+from gate.evidence.pods import KubeEvidence, PodsSource
 from gate.evidence.positions import capture_point_name
 from gate.evidence.probes import gather_probes
 from gate.evidence.vetting import VetRules, vet_source, vet_windows
@@ -119,21 +119,17 @@ class ClusterEvidence:
 
 
 def gather_kube(plan: Plan, kube_client: Any = None) -> ClusterEvidence | None:
-    """Cold start and image digest from pod status (gate.evidence.pods; the client is imported lazily).
+    """Cold start and image digest from pod status (`gate.evidence.pods.PodsSource`).
 
-    None when the plan names no Kubernetes source. Any client or config failure is no evidence,
-    with the reason (the staging line turns inconclusive), never an exception.
+    None when the plan names no Kubernetes source. A source with no answer (`EvidenceError`) is no
+    evidence, with the reason (the staging line turns inconclusive), never an exception.
     """
     k = plan.evidence.kubernetes
     if k is None:
         return None
+    source = PodsSource(k.namespace, k.selector or "", container=k.container, client=kube_client)
     try:
-        from gate.evidence import pods
-
-        client = kube_client if kube_client is not None else pods.default_api_client()
-        return ClusterEvidence(found=pods.collect(client, k.namespace, k.selector or "", container=k.container))
-    except Exception as e:  # noqa: BLE001 - any client/config failure means: no kube evidence
-        first = str(e).splitlines()[0][:160] if str(e) else ""
-        log.debug("Kubernetes evidence unavailable", exc_info=True)
-        return ClusterEvidence(error=f"Kubernetes evidence unavailable: {type(e).__name__}: {first}")
-
+        return ClusterEvidence(found=source.collect())
+    except base.EvidenceError as e:
+        log.debug("Kubernetes evidence unavailable from %s", source.name, exc_info=True)
+        return ClusterEvidence(error=f"Kubernetes evidence unavailable: {e}")

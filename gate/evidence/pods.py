@@ -6,6 +6,12 @@ cold start to first ready request that seed 002's staging line budgets, measured
 The `imageID` the kubelet reports is what actually runs, so the run record's `image_digest` comes from
 there, not from the tag in the plan.
 
+The backend has the evidence sources' shape (Flagger's providers: one small interface, typed "no
+answer"): `PodsSource` is bound to its address (namespace, selector, container) and its
+`collect(request)` returns the pods' facts or raises `Unreachable` (the client or its config failed,
+the API server did not answer) or `BadAnswer` (an answer that is not a pod list). It returns facts,
+never a verdict: the staging line judges the cold start.
+
 The `kubernetes` client is imported lazily (it is an optional dependency). Functions take a
 `kubernetes.client.ApiClient`, so tests point them at a loopback fake API server.
 """
@@ -16,6 +22,8 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
+
+from gate.evidence.base import BadAnswer, EvidenceRequest, Unreachable
 
 if TYPE_CHECKING:  # pragma: no cover
     from kubernetes.client import ApiClient
@@ -127,3 +135,32 @@ def default_api_client() -> ApiClient:
     except config.ConfigException:
         config.load_kube_config()
     return client.ApiClient()
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).splitlines()[0][:160] if str(e) else ""
+    return f"{type(e).__name__}: {text}"
+
+
+@dataclass(frozen=True)
+class PodsSource:
+    """The Kubernetes backend bound to its pods; `client` None means the default client (in-cluster, else kubeconfig)."""
+
+    namespace: str
+    selector: str
+    container: str | None = None
+    client: Any = None
+
+    @property
+    def name(self) -> str:
+        return f"kubernetes pods {self.selector!r} in {self.namespace!r}"
+
+    def collect(self, request: EvidenceRequest | None = None) -> KubeEvidence:
+        """The pods' cold starts and image digests; `Unreachable` / `BadAnswer` when there is no answer to read."""
+        try:
+            api = self.client if self.client is not None else default_api_client()
+            return collect(api, self.namespace, self.selector, container=self.container)
+        except (ValueError, KeyError, TypeError) as e:
+            raise BadAnswer(_first_line(e)) from None
+        except Exception as e:  # noqa: BLE001 - any client, config or transport failure is no answer
+            raise Unreachable(_first_line(e)) from None

@@ -71,3 +71,29 @@ def test_a_plan_without_a_container_reads_the_engine_not_the_sidecar() -> None:
     # the engine started at 10:00:05 and was Ready at 10:01:52 (objects.pod): 107 s, and its image digest
     assert st.container == "engine"
     assert st.seconds == 107.0 and st.image_id.startswith("docker.io/vllm/vllm-openai@")
+
+
+def test_the_pods_source_has_the_evidence_sources_shape(fake_kube: FakeKube, api_client) -> None:
+    """`PodsSource` is bound to its pods, returns facts, and has no answer as a typed error: an API server that is
+    not there is `Unreachable` (real client, a closed loopback port), never an exception the gate has to guess at."""
+    import socket
+
+    import pytest
+    from kubernetes import client
+
+    from gate.evidence.base import EvidenceError, Unreachable
+    from gate.evidence.pods import PodsSource
+
+    fake_kube.seed(pod())
+    src = PodsSource(NAMESPACE, "app.kubernetes.io/instance=qwen", container="engine", client=api_client)
+    assert src.collect().staging_seconds == 107.0 and "qwen" in src.name
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{port}"
+    cfg.retries = 0
+    gone = PodsSource(NAMESPACE, "app=x", client=client.ApiClient(cfg))
+    with pytest.raises(Unreachable) as err:
+        gone.collect()
+    assert isinstance(err.value, EvidenceError) and "\n" not in str(err.value)
