@@ -46,7 +46,8 @@ class MeasuredPoint:
 
 def sub(ctx: CheckContext) -> Finding:
     ev = line_evidence(ctx)
-    measured, statuses, parts = _pays(ctx.plan, ev.points, ev.measured_l)
+    measured, statuses, parts = _pays(ctx.plan, ev.points, ev.measured_l,
+                                      {k[0]: ws[0].basis for k, ws in ev.groups.items() if ws and ws[0].reported})
     values: dict[str, Any] = {"measured_vs_break_even": [m.to_json() for m in measured]}
     if not ev.points and ev.measured_l:
         values["measured_vs_break_even"] = [MeasuredPoint(k, v, None, None).to_json() for k, v in ev.measured_l.items()]
@@ -70,8 +71,10 @@ def sub(ctx: CheckContext) -> Finding:
     return Finding.of(statuses, parts, values)
 
 
-def _pays(plan: Plan, points: list[BreakEvenPoint], measured_l: dict[str | None, float]
-          ) -> tuple[list[MeasuredPoint], list[Status], list[str]]:
+def _pays(plan: Plan, points: list[BreakEvenPoint], measured_l: dict[str | None, float],
+          reported: dict[str | None, str] | None = None) -> tuple[list[MeasuredPoint], list[Status], list[str]]:
+    """`reported`: per point, the label of windows whose numbers are reported (reported stays reported)."""
+    rep = reported or {}
     measured: list[MeasuredPoint] = []
     statuses: list[Status] = []
     parts: list[str] = []
@@ -89,7 +92,8 @@ def _pays(plan: Plan, points: list[BreakEvenPoint], measured_l: dict[str | None,
         if verdict is Verdict.DOES_NOT_PAY and length is not None and star is not None:
             statuses.append(verdicts.status(verdict))
             txt = (f"speculation does not pay at {p.point}: measured L {length:.3f} ≤ L* {star:.3f}"
-                   + (" (L observed in the evidence windows" if src == "windows" else
+                   + (f" (L {(rep.get(p.point) if p.point in measured_l else rep.get(None)) or 'observed'} in the "
+                      "evidence windows" if src == "windows" else
                       " (L as measured with the plan's rates"))
             c = costs.get(p.point)
             if p.kind == "measured" and c is not None and c.speculative_tokens_per_second and \

@@ -86,3 +86,13 @@ def test_metrics_files_say_reported_too(tmp_path: Path) -> None:
     v = evaluate(plan_from_dict(data), metrics=[str(f) for f in files])
     reason = v.checks["acceptance"].reason
     assert "(L reported (seed-like counters))" in reason and "observed live" not in reason
+
+
+def test_does_not_pay_says_reported_too(tmp_path: Path) -> None:
+    """L ≤ L* from reported windows: the fail names the L as reported, not "observed in the evidence windows"."""
+    data = _plan(_copy(tmp_path, (True, True, True), source="a vendor's table"))
+    data["costs"] = [{"point": "w", "target_step_ms": 10.0, "verify_cycle_ms": 90.0, "source": "declared"}]
+    v = evaluate(plan_from_dict(data))
+    reason = v.checks["acceptance"].reason
+    assert "speculation does not pay at w" in reason
+    assert "(L reported (a vendor's table) in the evidence windows" in reason and "observed" not in reason
