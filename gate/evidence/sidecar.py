@@ -4,13 +4,16 @@ Why the sidecar first: it already keeps every batch window (`/api/v1/windows`), 
 so the gate answers from its history without waiting; its own `/metrics` adds the allocated
 pool, the context cap, the engine version and the cold start (names from `exporter.names`).
 A URL that answers 404 there is not a sidecar: `metrics.from_live` then scrapes it as an engine.
+
+Both reads are bounded (`gate.inputs.fetch`, issue 21): each has one total deadline (`timeout`
+for the whole exchange, so an endpoint dripping its headers is cut off like one dripping its
+body — a per-read timeout never fires on either) and a size limit (`WINDOWS_BYTES`, `PAGE_BYTES`);
+the windows document is parsed under `gate.inputs.loading`'s JSON limits.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import requests
 
 from exporter import names
 from exporter.scrape import split_url
@@ -20,8 +23,9 @@ from gate.evidence.base import (
     MetricsEvidence,
     PoolObservation,
     Unreachable,
-    no_answer_kind,
 )
+from gate.inputs.fetch import PAGE_BYTES, WINDOWS_BYTES, FetchError, deadline_in, fetch
+from gate.inputs.loading import WINDOWS_LIMITS
 from gate.inputs.redact import redact_url
 from gate.model.identity import EvidenceIdentity
 
@@ -60,16 +64,25 @@ def windows_document(doc: dict[str, Any], source: str, min_drafts: float) -> Met
 
 
 def _gauges(base: str, timeout: float, ev: MetricsEvidence) -> None:
-    """Allocated pool, context cap, version and ready seconds from the sidecar's own /metrics."""
+    """Allocated pool, context cap, version and ready seconds from the sidecar's own /metrics (one bounded
+    read; an answer that fails adds nothing)."""
+    try:
+        r = fetch(base + "/metrics", deadline=deadline_in(timeout), max_bytes=PAGE_BYTES,
+                  headers={"Accept": "text/plain; version=0.0.4"})
+    except FetchError:
+        return
+    if r.status == 200:
+        read_gauges(r.text(), base, ev)
+
+
+def read_gauges(page: str, base: str, ev: MetricsEvidence) -> None:
+    """The sidecar's gauges out of its /metrics page `page` onto `ev` (a page that is not Prometheus text adds
+    nothing)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     try:
-        r = requests.get(base + "/metrics", timeout=(min(timeout, 3.0), timeout),
-                         headers={"Accept": "text/plain; version=0.0.4"})
-        if r.status_code != 200:
-            return
-        families = list(text_string_to_metric_families(r.text))
-    except (requests.RequestException, ValueError):
+        families = list(text_string_to_metric_families(page))
+    except ValueError:
         return
     pools: list[float] = []
     ups: list[float] = []
@@ -113,19 +126,23 @@ def from_exporter(url: str, timeout: float, min_drafts: float) -> MetricsEvidenc
     base, _ = split_url(url)
     source = source_name(url)
     try:
-        r = requests.get(base + WINDOWS_PATH, timeout=(min(timeout, 3.0), timeout))
-    except requests.exceptions.Timeout:
-        raise Unreachable(f"{source} did not answer within {timeout:g}s") from None
-    except requests.RequestException as e:
-        raise Unreachable(f"cannot reach {source}: {no_answer_kind(e)}") from None
-    if r.status_code == 404:
+        r = fetch(base + WINDOWS_PATH, deadline=deadline_in(timeout), max_bytes=WINDOWS_BYTES,
+                  headers={"Accept": "application/json"})
+    except FetchError as e:
+        if e.reason == "timeout":
+            raise Unreachable(f"{source} did not answer within {timeout:g}s") from None
+        if e.reason == "connect":
+            kind = "connection refused" if "connection refused" in str(e) else str(e)
+            raise Unreachable(f"cannot reach {source}: {kind}") from None
+        raise BadAnswer(f"{source}: {WINDOWS_PATH}: {e}") from None
+    if r.status == 404:
         return None
-    if r.status_code != 200:
-        raise BadAnswer(f"{source} answered HTTP {r.status_code} on {WINDOWS_PATH}")
+    if r.status != 200:
+        raise BadAnswer(f"{source} answered HTTP {r.status} on {WINDOWS_PATH}")
     try:
-        doc = r.json()
-    except ValueError:
-        raise BadAnswer(f"{source}: {WINDOWS_PATH} is not JSON") from None
+        doc = r.json(f"{source}: {WINDOWS_PATH}", WINDOWS_LIMITS)
+    except FetchError as e:
+        raise BadAnswer(str(e)) from None
     if not isinstance(doc, dict):
         raise BadAnswer(f"{source}: {WINDOWS_PATH} is not a JSON object")
     ev = windows_document(doc, source, min_drafts)

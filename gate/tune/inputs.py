@@ -192,27 +192,29 @@ def from_exporter(url: str, timeout: float = 10.0, point: str | None = None) -> 
     The sidecar's counters are monotonic across engine restarts and summed here over its streams,
     so they describe every draft since the sidecar started; if the engine's k changed in that time
     the positions mix depths (a deeper run's positions count in the shallower ones' too).
+    The page is one bounded read (`gate.inputs.fetch`: `timeout` for the whole exchange, at most
+    `PAGE_BYTES`), so a dripping or oversized answer is one line, exit 3, never a hang.
     """
-    import requests
     from prometheus_client.parser import text_string_to_metric_families
 
     from exporter.names import SPEC_ACCEPTED_PER_POSITION, SPEC_DRAFTS
     from exporter.scrape import split_url
+    from gate.inputs.fetch import PAGE_BYTES, FetchError, deadline_in, fetch
     from gate.inputs.redact import redact_url
 
     base, _ = split_url(url)
     source = f"exporter {redact_url(base)}"
     try:
-        r = requests.get(base + "/metrics", timeout=(min(timeout, 3.0), timeout),
-                         headers={"Accept": "text/plain; version=0.0.4"})
-    except requests.RequestException as e:
-        raise TuneInputError(f"{source}: {type(e).__name__}") from None
-    if r.status_code != 200:
-        raise TuneInputError(f"{source}: HTTP {r.status_code} from /metrics")
+        r = fetch(base + "/metrics", deadline=deadline_in(timeout), max_bytes=PAGE_BYTES,
+                  headers={"Accept": "text/plain; version=0.0.4"})
+    except FetchError as e:
+        raise TuneInputError(f"{source}: {e}") from None
+    if r.status != 200:
+        raise TuneInputError(f"{source}: HTTP {r.status} from /metrics")
     drafts = 0.0
     per_pos: dict[int, float] = {}
     try:
-        for fam in text_string_to_metric_families(r.text):
+        for fam in text_string_to_metric_families(r.text()):
             for s in fam.samples:
                 if s.name == SPEC_DRAFTS.series:
                     drafts += s.value

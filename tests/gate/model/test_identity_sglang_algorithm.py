@@ -2,7 +2,7 @@
 
 Pages and /server_info are the real SGLang 0.5.23 NGRAM capture (tests/fixtures/sglang/0.5.23/ngram/).
 From the engine: `gate.evidence.captures.identity_of` (what `gate.evidence.engine.from_engine` uses) reads
-`EngineSnapshot.speculative`; from the exporter: `gate.evidence.sidecar._gauges` reads the exporter's
+`EngineSnapshot.speculative`; from the exporter: `gate.evidence.sidecar.read_gauges` reads the exporter's
 `specgate_engine_speculative_info{algorithm}`. `gate.model.identity.match` then holds it to the plan.
 """
 
@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from exporter.collect import exposition_of_snapshot
 from exporter.engines.base import EngineSnapshot, SideInfo
@@ -42,20 +39,10 @@ def test_engine_evidence_names_the_algorithm_and_k_from_server_info() -> None:
     assert wrong is not None and "NGRAM" in wrong.reason
 
 
-class _Answer:
-    def __init__(self, text: str) -> None:
-        self.status_code, self.text = 200, text
-
-
-def test_exporter_evidence_names_the_algorithm(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exporter_evidence_names_the_algorithm() -> None:
     page = exposition_of_snapshot(_snap("after"))
     assert 'specgate_engine_speculative_info{algorithm="NGRAM"' in page
 
-    def fake_get(url: str, **_: Any) -> _Answer:
-        assert url.endswith("/metrics")
-        return _Answer(page)
-
-    monkeypatch.setattr(sidecar.requests, "get", fake_get)
     ev = MetricsEvidence(sources=["exporter http://x"])
-    sidecar._gauges("http://x", 5.0, ev)
+    sidecar.read_gauges(page, "http://x", ev)
     assert ev.identity is not None and ev.identity.algorithm == "NGRAM"

@@ -369,12 +369,18 @@ def test_depth_advice_is_silent_without_per_position_evidence():
 
 
 @pytest.fixture
-def exporter_page():
-    """The exporter's own exposition of the real ngram capture (tests/golden/vllm-ngram.prom), served over HTTP."""
-    import responses
-    with responses.RequestsMock() as rsps:
-        rsps.get("http://exporter.test:9400/metrics", body=(REPO / "tests" / "golden" / "vllm-ngram.prom").read_text())
-        yield rsps
+def exporter_page(monkeypatch):
+    """The exporter's own exposition of the real ngram capture (tests/golden/vllm-ngram.prom), as the bounded fetch's
+    answer (gate.inputs.fetch; its own tests serve real sockets)."""
+    from gate.inputs import fetch
+
+    page = (REPO / "tests" / "golden" / "vllm-ngram.prom").read_bytes()
+
+    def answer(url, **_):
+        assert url == "http://exporter.test:9400/metrics"
+        return fetch.Answer(url, 200, {}, page)
+
+    monkeypatch.setattr(fetch, "fetch", answer)
 
 
 def test_exporter_lifetime_counters_give_the_same_exact_lengths(capsys, exporter_page):
