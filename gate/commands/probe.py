@@ -25,8 +25,15 @@ Two engines measured one after the other see different machine load (a shared ma
 more than many speedups): keep both up and alternate, `--repetitions 1 --append` per turn, so the
 drift spreads over both arms (`--append` adds the cells to FILE's record of the same arm, engine,
 model and mix, numbering repetitions on). The probe must be the engine's only client while it
-runs. It is bounded: --max-requests,
---time-limit, --request-timeout. Progress goes to stderr.
+runs. It is bounded, and the bounds are checked before anything is sent: a campaign needing more
+than --max-requests requests, or cells of fewer --requests than their concurrency, is refused
+before the first request or /tokenize call; --time-limit is one deadline for the whole run (model
+lookup, tokenizing, every /metrics read and the requests in flight end there); --request-timeout
+bounds each request as one exchange (a dripping stream ends there). Every answer is size-limited.
+It believes nothing the engine reports without a check: with ignore_eos each request's
+usage.completion_tokens must equal --output-tokens and the token ids it streamed (a request that
+breaks this failed, it is never output), and each cell's tokens must be held by the engine's own
+generation counter over the cell (else exit 3, no record). Progress goes to stderr.
 
 Exit codes: 0 record written, 3 invalid input or an engine that could not be probed (one line
 on stderr; no record is written).
@@ -78,16 +85,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=3, metavar="N",
                         help="warm-up requests per mix, not counted (default 3)")
     parser.add_argument("--requests", type=positive_int, metavar="N",
-                        help="requests per cell (default 2 x concurrency, at least 4)")
+                        help="requests per cell, at least the concurrency (default 2 x concurrency, at least 4)")
     parser.add_argument("--speculative-config", metavar="JSON",
                         help="the engine's speculative config, recorded as is (speculative arm)")
     parser.add_argument("--model", metavar="NAME", help="model name for requests (default: first of /v1/models)")
     parser.add_argument("--engine", choices=("auto", "vllm", "sglang"), default="auto",
                         help="engine kind of /metrics (default: detect)")
     parser.add_argument("--request-timeout", type=positive_float, default=300.0, metavar="S",
-                        help="bound on one request (default 300)")
+                        help="bound on one request, its whole stream (default 300)")
     parser.add_argument("--time-limit", type=positive_float, default=3600.0, metavar="S",
-                        help="bound on the whole campaign; exceeding it writes no record (default 3600)")
+                        help="bound on the whole run, requests in flight included; exceeding it writes no record "
+                             "(default 3600)")
     parser.add_argument("--max-requests", type=positive_int, default=5000, metavar="N",
                         help="refuse campaigns needing more requests (default 5000)")
     parser.add_argument("--append", action="store_true",

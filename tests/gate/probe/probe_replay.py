@@ -187,7 +187,7 @@ class ReplayEngine:
         self.state = ReplayState(load_capture(arm), **faults)
         self.server = _QuietServer(("127.0.0.1", 0), make_handler(self.state))
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def url(self) -> str:

@@ -70,7 +70,7 @@ def test_a_usage_that_is_not_max_tokens_fails_the_request(tmp_path: Path, capsys
                                                           claimed: int) -> None:
     """ignore_eos: the engine must serve exactly max_tokens; 10x (or 3x, or one short) is a failed request, so
     the record cannot carry the claimed output (issue 21: 10x max_tokens "paid" 10.2x)."""
-    with ReplayEngine("ngram") as eng:
+    with ReplayEngine("ngram", slow=0.1) as eng:
         eng.state.capture["events"] = edited(eng.state.capture["events"], usage={"completion_tokens": claimed})
         rc, out = probe(tmp_path, eng.url, *ONE_CELL, "--warmup", "1", arm="speculative")
     err = one_line(capsys.readouterr().err)
@@ -80,7 +80,7 @@ def test_a_usage_that_is_not_max_tokens_fails_the_request(tmp_path: Path, capsys
 
 def test_a_usage_that_is_not_the_streamed_ids_fails_and_a_true_one_passes(tmp_path: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    with ReplayEngine("nospec") as eng:
+    with ReplayEngine("nospec", slow=0.1) as eng:
         events = eng.state.capture["events"]
         eng.state.capture["events"] = edited(events, ids=13)  # usage says 16
         rc, out = probe(tmp_path, eng.url, *ONE_CELL)
