@@ -19,7 +19,9 @@ most `MAX_SERIES` series and `MAX_POINTS` points per answer and `MAX_TOTAL_POINT
 evaluation (the points counted on the bytes before any JSON object is built, so a small-points
 flood costs its bytes, not ~160 B of objects a point), one answer parsed at a time. Sized so a 10,000-pod fleet at the plan defaults (60 windows) is judged: its two range
 answers are ~22 MB and ~600,000 points each. Redirects are not followed; proxies from the
-environment are not used.
+environment are not used. Why not `gate.inputs.fetch` (the gate's other bounded fetch): it has no
+CA bundle (the plan's `ca_file`, private CAs of Thanos/Mimir) and counts bytes per answer, not
+against one budget shared by the evaluation's parallel queries while they read.
 """
 from __future__ import annotations
 
@@ -167,6 +169,8 @@ class PromClient:
         dog = _Watchdog(conn, self.timeout)
         try:
             conn.request("GET", f"{prefix}{path}?{urlencode(params)}", headers=self._headers())
+            if dog.fired:  # it fired while connecting, before there was a socket to shut
+                raise TimeoutError
             r = conn.getresponse()
             if (r.getheader("Content-Encoding") or "identity").strip().lower() != "identity":
                 raise BadAnswer(f"Prometheus {shown} sent an encoded body although none was asked for")
