@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,18 @@ def _write(tmp: Path, name: str, doc: dict[str, Any]) -> str:
     return str(p)
 
 
+@dataclass(frozen=True)
+class Ago:
+    """A date `seconds` before the test runs (not before it was collected: the run may start minutes later)."""
+
+    seconds: float
+
+
 def _pair(tmp: Path, base: dict[str, Any] | None = None, spec: dict[str, Any] | None = None,
           spec_doc: Any = None) -> tuple[str, str]:
     b = record("baseline", {("chat", 1): BASE, ("chat", 4): BASE}).to_json()
     s = record("speculative", {("chat", 1): FAST, ("chat", 4): SLOW}).to_json()
-    b.update(base or {})
+    b.update({k: now_iso(-v.seconds) if isinstance(v, Ago) else v for k, v in (base or {}).items()})
     s.update(spec or {})
     if spec_doc is not None:
         spec_doc(s)
@@ -80,7 +88,7 @@ def _cell(**update: Any) -> Any:
     ({"created_at": "2018-11-02T08:00:00+00:00"}, None, None, "lies before 2024-01-01"),
     (None, {"created_at": "2101-01-01T00:00:00+00:00"}, None, "after now"),
     (None, {"created_at": "not a date"}, None, "'not a date' is not an ISO 8601 date"),
-    ({"created_at": now_iso(-26 * 3600)}, None, None, "measured 26.0 h apart"),
+    ({"created_at": Ago(26 * 3600)}, None, None, "measured 26.0 h apart"),
 ])
 def test_inconsistent_records_are_one_line_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                  base: dict | None, spec: dict | None, spec_doc: Any,
