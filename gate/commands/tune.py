@@ -25,40 +25,19 @@ Exit codes: 0 ok, 3 invalid input. With --format json, stdout holds only the JSO
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
-from gate.commands._args import exit_invalid_on_usage_error
+from gate.commands._args import exit_invalid_on_usage_error, positive_float, positive_int
 from gate.model.depth import MAX_SPECULATIVE_DEPTH
 from gate.status import EXIT_INVALID
 
 
 def _depth(text: str) -> int:
     """--k-max: a depth an engine can draft (1 .. MAX_SPECULATIVE_DEPTH); 100000000 was a MemoryError."""
-    v = _positive(text)
+    v = positive_int(text)
     if v > MAX_SPECULATIVE_DEPTH:
         raise argparse.ArgumentTypeError(f"{text!r} is deeper than any engine drafts (at most {MAX_SPECULATIVE_DEPTH})")
-    return v
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return v
-
-
-def _ms(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of milliseconds") from None
-    if not math.isfinite(v) or not v > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
     return v
 
 
@@ -77,10 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k-max", type=_depth, metavar="N",
                         help=f"largest depth to predict, 1 .. {MAX_SPECULATIVE_DEPTH} (default 8, or the measured or "
                              "planned k if deeper)")
-    parser.add_argument("--concurrency", nargs="+", type=_positive, default=[], metavar="C",
+    parser.add_argument("--concurrency", nargs="+", type=positive_int, default=[], metavar="C",
                         help="report only these concurrencies (from probe cells; tune never extrapolates in B)")
-    parser.add_argument("--target-step-ms", type=_ms, metavar="MS", help="declared plain decode step per sequence")
-    parser.add_argument("--verify-cycle-ms", type=_ms, metavar="MS", help="declared verify cycle at the measured k")
+    parser.add_argument("--target-step-ms", type=positive_float, metavar="MS", help="declared plain decode step per sequence")
+    parser.add_argument("--verify-cycle-ms", type=positive_float, metavar="MS", help="declared verify cycle at the measured k")
     parser.add_argument("--draft-step-ms", metavar="LOW[:HIGH]",
                         help="declared band of one draft step (ms) where costs are known at one k only")
     parser.add_argument("--format", choices=("text", "json"), default="text")
