@@ -27,6 +27,7 @@ import json
 import os
 import socket
 import ssl
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -315,19 +316,50 @@ def snapshot_from_text(text: str, engine: str = "auto", timestamp: float | None 
     return check_snapshot(ad.snapshot(page, time.time() if timestamp is None else timestamp, side), dropped)
 
 
-def read_file_snapshot(path: str | Path, engine: str = "auto") -> EngineSnapshot:
-    """A recorded `/metrics` page from disk; its timestamp is the file's modification time."""
+def read_page_file(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, float]:
+    """A recorded page's bytes and modification time: regular files only, at most `max_bytes`.
+
+    Why here and so: `exporter once --from-file` and `exporter window` take paths from a user, and a
+    FIFO blocks `open()` until a writer appears while `/dev/zero` never ends. So the path is `stat`ed
+    first, opened with `O_NONBLOCK`, the descriptor checked again (it may have been swapped), and the
+    read stops one byte past the limit — the same rules as the gate's `gate.inputs.loading` (which the
+    exporter may not import), with the scrape's own size cap.
+    """
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        if not stat.S_ISREG(os.stat(p).st_mode):
+            raise ScrapeError("parse", f"{p} is not a regular file")
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise ScrapeError("parse", f"cannot read {p}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ScrapeError("parse", f"{p} is not a regular file")
+        chunks: list[bytes] = []
+        total = 0
+        while chunk := os.read(fd, min(1 << 20, max_bytes + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise ScrapeError("parse", f"{p} is over the {max_bytes:,}-byte page limit")
+    except OSError as e:
+        raise ScrapeError("parse", f"cannot read {p}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks), st.st_mtime
+
+
+def read_file_snapshot(path: str | Path, engine: str = "auto") -> EngineSnapshot:
+    """A recorded `/metrics` page from disk (`read_page_file`); its timestamp is the file's modification time."""
+    p = Path(path)
+    raw, mtime = read_page_file(p)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ScrapeError("parse", f"{p}: not UTF-8 text, not a Prometheus exposition") from None
     try:
-        return snapshot_from_text(text, engine, timestamp=p.stat().st_mtime)
+        return snapshot_from_text(text, engine, timestamp=mtime)
     except ScrapeError as e:
         raise ScrapeError(e.reason, f"{p}: {e}") from None
 
