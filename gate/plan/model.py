@@ -453,9 +453,9 @@ class FleetRule(_Strict):
     """
 
     pod_labels: Annotated[LabelNames, Field(min_length=1)] = Field(
-        default_factory=lambda: ["namespace", "pod"],
+        default=["namespace", "pod"],  # a default (pydantic copies it per instance), so the schema shows it
         description="labels naming one pod (the last one is required on every series); [instance] outside Kubernetes")
-    group_by: LabelNames = Field(default_factory=lambda: ["model"],
+    group_by: LabelNames = Field(default=["model"],
                                  description="further labels splitting a pod's rows, e.g. [model, drafter_revision]")
     max_failed_fraction: Fraction = Field(
         default=0.0, description="the fleet fails when more than this fraction of its rows fail")

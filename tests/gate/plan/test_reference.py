@@ -112,3 +112,26 @@ def test_runbooks_acceptance_key_exists() -> None:
     data["acceptance"] = {"slo": 2}
     with pytest.raises(PlanError, match=r"acceptance: unknown key \(did you mean slo\?\)"):
         plan_from_dict(data)
+
+
+def test_no_default_is_hidden_from_the_reference() -> None:
+    """A key whose default is a non-empty list or a value must show it in the schema (and so in the reference):
+    a `default_factory` is invisible to the JSON Schema, which made `fleet.pod_labels` read "(empty)"."""
+    from pydantic import BaseModel
+
+    hidden: list[str] = []
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        props = model.model_json_schema(mode="validation").get("properties", {})
+        for name, info in model.model_fields.items():
+            sub = model_in(info.annotation)
+            if sub is not None:
+                walk(sub, f"{prefix}{name}.")
+                continue
+            if info.default_factory is not None:
+                value = info.default_factory()  # type: ignore[call-arg]
+                if value not in ([], {}, None) and "default" not in props.get(info.alias or name, {}):
+                    hidden.append(prefix + name)
+
+    walk(Plan, "")
+    assert hidden == []
