@@ -44,10 +44,8 @@ from gate.model.depth import BLOCK_METHODS
 from gate.model.engines import PROFILES, profile
 from gate.model.geometry import STATE_KINDS, classify_layers
 from gate.model.identity import before_general_availability, family_mismatch
-from gate.status import LineResult, Status
+from gate.status import LineResult, Status, combine
 
-# fail > not checked (inconclusive) > warn > pass; n/a findings do not count.
-_RANK = {Status.PASS: 0, Status.WARN: 1, Status.INCONCLUSIVE: 2, Status.FAIL: 3}
 NOT_CHECKED = "not checked: "
 # Special token ids a drafter must share with its target (a mismatch erodes acceptance: warn).
 SPECIAL_TOKENS = ("bos_token_id", "eos_token_id", "mask_token_id")
@@ -80,9 +78,10 @@ class CodesignResult:
 
 
 def worst_status(findings: list[Finding]) -> Status:
-    """fail > not checked (inconclusive) > warn > pass over the findings that apply; pass when none applies."""
-    ranked = [f.status for f in findings if f.status in _RANK]
-    return max(ranked, key=_RANK.__getitem__, default=Status.PASS)
+    """fail > not checked (inconclusive) > warn > pass over the findings that apply (`gate.status.combine`,
+    the one status order); n/a findings do not count, and pass when none applies."""
+    applicable = [Status(f.status) for f in findings if f.status != Status.NA]
+    return combine(applicable) if applicable else Status.PASS
 
 
 def _int_list(value: Any) -> list[int] | None:
