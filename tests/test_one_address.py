@@ -5,6 +5,7 @@
 | the acceptance length `1 + accepted / drafts` (and `1 + Σ p_i`) | `exporter/formulas.py` |
 | the drafterless method set (`ngram`, `suffix`) | `gate/model/depth.py` |
 | exit codes (`EXIT_*`; no bare `return 3` / `sys.exit(3)` in a command) | `exporter/exits.py`, `gate/status.py` |
+| the order of statuses (fail > inconclusive > warn > pass > n/a) | `gate/status.py` |
 | reading a file (`read_bytes`, `read_text`, `open(` for reading) | `gate/inputs/`, the exporter's capture readers |
 | comparing an engine's name (`== "vllm"`, `in ("sglang", …)`, `case "vllm"`) | `exporter/engines/`, `gate/model/engines/` |
 
@@ -82,6 +83,17 @@ def exit_code_rule(tree: ast.AST) -> Iterator[int]:
             yield from (r.lineno for r in ast.walk(n) if isinstance(r, ast.Return) and _int_constant(r.value))
 
 
+def status_order_rule(tree: ast.AST) -> Iterator[int]:
+    """A ranking of statuses written again: a dict or a list naming three or more `Status.…` members (a tuple
+    after `in` is a set of statuses, not an order, and is left alone)."""
+    for n in ast.walk(tree):
+        items = n.keys if isinstance(n, ast.Dict) else n.elts if isinstance(n, ast.List) else []
+        members = [k for k in items if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name)
+                   and k.value.id == "Status"]
+        if len(members) >= 3:
+            yield n.lineno
+
+
 def _reads(call: ast.Call) -> bool:
     """`open(path)` or `open(path, "r…")` (writing a file is not reading one)."""
     mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
@@ -117,6 +129,7 @@ RULES = {
     "acceptance length": (length_rule, ("exporter/formulas.py",)),
     "drafterless methods": (drafterless_rule, ("gate/model/depth.py",)),
     "exit codes": (exit_code_rule, ("exporter/exits.py", "gate/status.py")),
+    "status order": (status_order_rule, ("gate/status.py",)),
     # gate/inputs/ reads every file a user hands the gate; the exporter reads its own captures (replay,
     # `exporter once --file`); gate/plan/reference.py is `make plan-reference`'s writer, reading the
     # generated files it compares (a developer tool, no user input).
@@ -154,6 +167,7 @@ def test_rule_lives_at_one_address(rule: str) -> None:
     ("engine names", "if kind == 'sglang':\n    pass\n"),
     ("engine names", "if kind in ('vllm', 'x'):\n    pass\n"),
     ("engine names", "match kind:\n    case 'vllm':\n        pass\n"),
+    ("status order", "R = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}\n"),
 ])
 def test_each_rule_sees_a_copy(rule: str, code: str) -> None:
     assert list(RULES[rule][0](ast.parse(code)))

@@ -14,7 +14,7 @@ from typing import Any
 
 from gate.checks.base import CheckContext
 from gate.plan.model import Plan
-from gate.status import LineResult, Status
+from gate.status import LineResult, Status, combine
 
 
 def _keys(unknown: list[str]) -> str:
@@ -74,8 +74,7 @@ def check(ctx: CheckContext) -> LineResult:
     img = _image_finding(plan, image)
     if img is not None:
         findings.append(img)
-    order = [Status.FAIL, Status.INCONCLUSIVE, Status.PASS]
-    status = next(s for s in order if any(f[0] == s for f in findings))
+    status = combine([f[0] for f in findings])
     reason = "; ".join(f[1] for f in findings)
     if plan.drafter and not plan.drafter.revision:
         reason += "; drafter revision not pinned"
@@ -113,6 +112,5 @@ def _one_download(plan: Plan, target_bytes: int | None, image: int | None, value
     img = _image_finding(plan, image)
     if img is not None:
         findings.append(img)
-    order = [Status.FAIL, Status.INCONCLUSIVE, Status.PASS]
-    status = next(s for s in order if any(f[0] == s for f in findings))
+    status = combine([f[0] for f in findings])
     return LineResult(status, "; ".join(f[1] for f in findings), values)
