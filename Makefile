@@ -14,7 +14,7 @@ help:
 	@echo "make bench   - exporter benchmark (ratios vs prometheus_client's parser, side by side with Prometheus, RSS soak)"
 	@echo "make fuzz    - the parser's differential tests against prometheus_client, 20,000 pages each (FUZZ_EXAMPLES=N)"
 	@echo "make e2e     - real vLLM and real SGLang on CPU, scraped by the exporter, judged by the gate"
-	@echo "make plan-reference - regenerate docs/plan-reference.md and examples/plans/plan.schema.json from gate/plan.py"
+	@echo "make plan-reference - regenerate docs/plan-reference.md and examples/plans/plan.schema.json from gate/plan/model.py"
 	@echo "make lock    - regenerate deploy/image/requirements.lock, the image's hash-pinned dependencies (UPGRADE=1: newest)"
 
 venv: $(STAMP)
@@ -66,7 +66,7 @@ e2e: venv tools
 	SGLANG_PY=$$(bash tools/sglang_cpu.sh) && $$SGLANG_PY -m pytest -q -p no:cacheprovider tests/tools/test_sgl_kernel_stand_in.py
 	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests/e2e
 
-# The plan reference and JSON Schema are generated from gate/plan.py: run this whenever the plan model
+# The plan reference and JSON Schema are generated from gate/plan/model.py: run this whenever the plan model
 # changes (tests/gate/plan/test_reference.py fails on drift).
 plan-reference: venv
 	$(BIN)/python -m gate.plan.reference

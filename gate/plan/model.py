@@ -525,7 +525,7 @@ class Evidence(_Strict):
     kubernetes: KubernetesSource | None = Field(default=None, description="pod status (startup time)")
     reported: Reported = Field(
         default_factory=Reported, description="facts from a run that is not live, each with its source")
-    # probe records (`specgate probe`) of the baseline and the speculative arm: where it pays (gate.checks.probes)
+    # probe records (`specgate probe`) of the baseline and the speculative arm: where it pays (gate.checks.acceptance.probes)
     probes: list[PlanPath] = Field(
         default_factory=list, description="probe records (specgate probe) of the baseline and the "
                                           "speculative arm: where speculation pays")

@@ -160,7 +160,7 @@ def _median_or_none(values: Sequence[float | None]) -> float | None:
 
 def decide(p_faster: float, p_slower: float, point_speedup: float, alpha: float,
            min_speedup: float | None) -> Verdict:
-    """The verdict rule of the module docstring, on its own (gate.checks.cohorts judges canary against
+    """The verdict rule of the module docstring, on its own (gate.checks.acceptance.cohorts judges canary against
     stable by it too): pays when faster at p < α and at least min_speedup; does not pay when slower at
     p < α, or faster but below min_speedup; inconclusive otherwise."""
     if p_faster < alpha:
