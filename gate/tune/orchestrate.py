@@ -120,7 +120,7 @@ def run(inputs: TuneInputs, k_max: int | None = None, band: DraftBand | None = N
         if missing:
             notes.append("no cost data at concurrency " + ", ".join(map(str, missing))
                          + " (tune does not extrapolate in concurrency)")
-    models = cycle_models(costs, band)
+    models = cycle_models(costs, band, notes)
     if band is not None:
         declared = any(m.kind == "declared" for m in models)
         notes.append(f"draft step band from {band.source}" if declared else

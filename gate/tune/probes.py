@@ -54,13 +54,14 @@ def from_probe_records(paths: Sequence[Path]) -> TuneInputs:
                 continue
             per_token_ms = 1000.0 * c.concurrency * c.wall_seconds / c.output_tokens
             if k == 0:
-                out.costs.append(CostSample(c.mix, c.concurrency, 0, per_token_ms, src))
+                out.costs.append(CostSample(c.mix, c.concurrency, 0, per_token_ms, src, measured=True))
                 continue
             if c.acceptance_length is None:
                 out.notes.append(f"{src}: cell {c.mix} B={c.concurrency} rep {c.repetition} has no acceptance "
                                  "length: no cycle time")
                 continue
-            out.costs.append(CostSample(c.mix, c.concurrency, k, c.acceptance_length * per_token_ms, src))
+            out.costs.append(CostSample(c.mix, c.concurrency, k, c.acceptance_length * per_token_ms, src,
+                                        measured=True))
             out.counters.append(PositionCounters(c.mix, k, c.drafts or 0.0, (), src,
                                                  acceptance_length=c.acceptance_length))
     return out
