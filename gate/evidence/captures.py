@@ -109,17 +109,13 @@ def windows_from_snapshots(snaps: Sequence[EngineSnapshot], source: str, point: 
     return out
 
 
-def read_snapshot(path: str | Path) -> EngineSnapshot:
-    """One capture file as a snapshot: read by `gate.inputs.loading.read_capture` (a FIFO or a device is
-    refused at once, never waited on), parsed by `exporter.scrape`; its timestamp is the file's mtime.
-
-    The one capture reader of the gate (`check`'s evidence, `tune --captures`); InputError in one line.
-    """
-    return read_page(path)[0]
-
-
 def read_page(path: str | Path) -> tuple[EngineSnapshot, str | None]:
-    """`read_snapshot`, and the page's reported source (`reported_source`; None: not marked reported)."""
+    """One capture file as a snapshot, and its reported source (`reported_source`; None: not marked reported).
+
+    The one capture reader of the gate (`check`'s evidence, `tune --captures`): read by
+    `gate.inputs.loading.read_capture` (a FIFO or a device is refused at once, never waited on), parsed by
+    `exporter.scrape`; the snapshot's timestamp is the file's mtime. InputError in one line.
+    """
     text, mtime = read_capture(path)
     try:
         return snapshot_from_text(text, timestamp=mtime), reported_source(text)
@@ -127,11 +123,17 @@ def read_page(path: str | Path) -> tuple[EngineSnapshot, str | None]:
         raise InputError(f"capture {path}: {e}") from None
 
 
-def _read_capture(path: Path) -> tuple[EngineSnapshot, str | None]:
-    try:
-        return read_page(path)
-    except InputError as e:
-        raise PlanError(str(e)) from None
+def read_group(files: Sequence[Path]) -> tuple[list[EngineSnapshot], str | None]:
+    """One capture group's pages and their reported source: one reported page makes the whole group reported (a
+    window's L is a difference of two pages); None when no page is marked."""
+    pages = [read_page(Path(f)) for f in files]
+    marks = list(dict.fromkeys(src for _, src in pages if src is not None))
+    return [snap for snap, _ in pages], "; ".join(marks) if marks else None
+
+
+def counters_source(source: str, reported: str | None) -> str:
+    """What per-position counters are shown under: the files, and "(reported: SOURCE)" when they are reported."""
+    return source if reported is None else f"{source} (reported: {reported})"
 
 
 def from_capture_files(files: Sequence[Path], point: str | None, seconds: float | None,
@@ -153,14 +155,13 @@ def from_capture_files(files: Sequence[Path], point: str | None, seconds: float 
         if positions:
             ev.positions.append(PositionEvidence.of([], positions_point, source))
         return ev
-    pages = [_read_capture(Path(f)) for f in files]
-    snaps = [snap for snap, _ in pages]
-    # one reported page makes every window of the group reported (a window's L is a difference of two pages)
-    marks = list(dict.fromkeys(src for _, src in pages if src is not None))
-    reported = "; ".join(marks) if marks else None
+    try:
+        snaps, reported = read_group(files)
+    except InputError as e:
+        raise PlanError(str(e)) from None
     ev = MetricsEvidence(sources=[source])
     if positions:
-        ev.positions.append(PositionEvidence.of(snaps, positions_point, source))
+        ev.positions.append(PositionEvidence.of(snaps, positions_point, counters_source(source, reported)))
     if len(snaps) < 2:
         ev.errors.append(f"{source}: one capture is no window (give two or more, in time order)")
     else:

@@ -1,6 +1,6 @@
 """Where tune's numbers come from: capture files, a rollout plan, declared costs, tune input files.
 
-Why through the evidence layer: capture pages are read by `gate.evidence.captures.read_snapshot`
+Why through the evidence layer: capture pages are read by `gate.evidence.captures.read_page`
 (`gate.inputs.loading.read_capture`: a FIFO or a device is refused at once) and turned into
 per-position counters by `gate.evidence.positions` — the same reader and the same counters the
 gate's acceptance line gets from `gate.evidence.gather`, so `tune` and `check` see one set of
@@ -20,7 +20,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gate.evidence.captures import read_snapshot
+from exporter.engines.base import EngineSnapshot
+from gate.evidence.captures import counters_source, read_group
 from gate.evidence.positions import (
     PositionCounters,
     PositionEvidence,
@@ -40,8 +41,15 @@ def from_captures(files: Sequence[Path], point: str | None = None) -> PositionCo
     """Windows between consecutive capture files, summed into one sample (gate.evidence.positions)."""
     if len(files) < 2:
         raise TuneInputError("--captures needs BEFORE and AFTER (two capture files in time order)")
-    snaps = [read_snapshot(Path(f)) for f in files]
-    return counters_from_snapshots(snaps, point, "captures " + ", ".join(Path(f).name for f in files))
+    snaps, source = _pages(files)
+    return counters_from_snapshots(snaps, point, source)
+
+
+def _pages(files: Sequence[Path]) -> tuple[list[EngineSnapshot], str]:
+    """The capture pages and the source their counters are shown under (`captures.counters_source`: reported
+    stays reported in tune's output, as in check's)."""
+    snaps, reported = read_group(files)
+    return snaps, counters_source("captures " + ", ".join(Path(f).name for f in files), reported)
 
 
 def plan_positions(plan: Plan) -> list[PositionEvidence]:
@@ -51,8 +59,8 @@ def plan_positions(plan: Plan) -> list[PositionEvidence]:
     out = []
     for i, g in enumerate(groups):
         point = capture_point_name(g, i, len(groups))
-        source = "captures " + ", ".join(Path(f).name for f in g.files)
-        snaps = [read_snapshot(Path(f)) for f in g.files] if len(g.files) >= 2 else []
+        snaps, source = _pages(g.files) if len(g.files) >= 2 else ([], "captures " + ", ".join(
+            Path(f).name for f in g.files))
         out.append(PositionEvidence.of(snaps, point, source))
     return out
 
