@@ -109,7 +109,7 @@ class _DeadlineSSLSocket(ssl.SSLSocket):
         super().sendall(data, flags)
 
 
-def _create_connection(address: tuple[str, int], timeout: float | None, source_address: Any = None,
+def deadline_connection(address: tuple[str, int], timeout: float | None, source_address: Any = None,
                        *args: Any) -> socket.socket:
     """`socket.create_connection` with a `_DeadlineSocket` (connect waits at most `timeout`)."""
     host, port = address
@@ -126,7 +126,7 @@ def _create_connection(address: tuple[str, int], timeout: float | None, source_a
     raise err if err is not None else OSError(f"getaddrinfo returned nothing for {host}")
 
 
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     ctx = ssl.create_default_context()
     ctx.sslsocket_class = _DeadlineSSLSocket
     return ctx
@@ -172,7 +172,7 @@ class HttpClient:
         if parts.username is not None:
             cred = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
             self._auth = "Basic " + base64.b64encode(cred).decode()
-        self._tls = _tls_context() if self.https else None
+        self._tls = tls_context() if self.https else None
 
     def close(self) -> None:
         if self._fp is not None:
@@ -194,7 +194,7 @@ class HttpClient:
         left = deadline - time.monotonic()
         if left <= 0:
             raise _Expired("deadline passed")
-        sock = _create_connection((self.host, self.port), min(left, 3.0))
+        sock = deadline_connection((self.host, self.port), min(left, 3.0))
         if self._tls is not None:
             try:
                 sock = self._tls.wrap_socket(sock, server_hostname=self.host)

@@ -56,7 +56,7 @@ _.below_slo_share, _.min_acceptance_length  # gate/evidence/fleet/table.py: the 
 _.last_error  # exporter/state.ExporterState: the last scrape error, for a reader of the state (tests, a debugger)
 
 # ---- an argument a caller passes by position or keyword: the signature is socket.create_connection's
-_.source_address  # exporter/scrape._create_connection
+_.source_address  # exporter/scrape.deadline_connection
 
 # ---- contracts read from outside exporter/ and gate/
 _.SERIES, _.RECORDED  # exporter/names.py: the recording rules' and the mixin's names (tests/observability)

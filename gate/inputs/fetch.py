@@ -42,9 +42,12 @@ from urllib.parse import unquote, urlsplit
 
 from exporter import http1
 from exporter.redact import redact_url
-from exporter.scrape import DEFAULT_MAX_BYTES, SIDE_MAX_BYTES
-from exporter.scrape import _create_connection as _deadline_connection  # the exporter's deadline sockets
-from exporter.scrape import _tls_context as _deadline_tls
+from exporter.scrape import (  # the exporter's deadline sockets and TLS
+    DEFAULT_MAX_BYTES,
+    SIDE_MAX_BYTES,
+    deadline_connection,
+    tls_context,
+)
 from gate.inputs.loading import WINDOWS_LIMITS, Limits, parse_json
 from gate.status import InputError
 
@@ -199,10 +202,10 @@ def _open(url: str, method: str, headers: Mapping[str, str] | None, body: bytes 
     with _failures(target.shown, seconds):
         if seconds <= 0:
             raise TimeoutError
-        sock = _deadline_connection((target.host, target.port), min(seconds, CONNECT_SECONDS))
+        sock = deadline_connection((target.host, target.port), min(seconds, CONNECT_SECONDS))
         try:
             if target.https:
-                sock = _deadline_tls().wrap_socket(sock, server_hostname=target.host)
+                sock = tls_context().wrap_socket(sock, server_hostname=target.host)
             sock.deadline = deadline  # type: ignore[attr-defined]
             sock.sendall(request)
             fp = sock.makefile("rb")

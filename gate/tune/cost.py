@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gate.stats import median
 from gate.tune.depth import TuneInputError
 
 CostKind = Literal["measured", "fitted", "declared"]
@@ -134,12 +135,6 @@ def _where(point: str | None, concurrency: int | None) -> str:
     return "at " + ", ".join(parts) if parts else "(one operating point)"
 
 
-def _median(xs: Sequence[float]) -> float:
-    v = sorted(xs)
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-
-
 def _fit(ks: Sequence[float], ts: Sequence[float]) -> tuple[float, float, float]:
     """Least squares t = v + k * d; returns (v, d, largest absolute residual)."""
     n = len(ks)
@@ -172,8 +167,8 @@ def cycle_models(samples: Sequence[CostSample], band: DraftBand | None = None,
                 cycles.setdefault(s.k, []).append(s.ms)
         if not steps or not cycles:
             continue
-        step = _median(steps)
-        measured = tuple(sorted((k, _median(v), min(v), max(v)) for k, v in cycles.items()))
+        step = median(steps)
+        measured = tuple(sorted((k, median(v), min(v), max(v)) for k, v in cycles.items()))
         source = "; ".join(sorted({s.source for s in group}))
         cheaper = [(k, mid) for k, mid, _, _ in measured if mid < step]
         if cheaper:
