@@ -50,9 +50,9 @@ def alpha_level(value: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gate.evidence.probes import ProbeError, load_record
     from gate.inputs.jsontext import dumps
     from gate.probe.compare import CompareError, Verdict, as_text, compare
-    from gate.probe.record import ProbeError, load_record
 
     try:
         result = compare(load_record(args.baseline), load_record(args.speculative), alpha=args.alpha,

@@ -104,7 +104,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gate.probe.record import ProbeError, dump, load_record
+    from gate.evidence.probes import ProbeError, load_record
+    from gate.probe.record import dump
     from gate.probe.runner import ProbeConfig, probe, speculative_settings, stderr_progress
     from gate.probe.workload import MixRequest
 

@@ -2,25 +2,14 @@
 
 The record type and its validated reader are evidence (`gate.evidence.probes`, floor 2): the gate's
 acceptance line and tune read the same files, and the tools (floor 2½) sit above the evidence they
-write. This module re-exports them for the probe tool and adds the writer's one rule: the text a
-record is written as.
+write. Import them from there; this module holds only the writer's one rule: the text a record is
+written as.
 """
 
 from __future__ import annotations
 
-from gate.evidence.probes import (
-    SCHEMA,
-    Cell,
-    MixSpec,
-    NonNeg,
-    ProbeError,
-    ProbeRecord,
-    Quantiles,
-    load_record,
-)
+from gate.evidence.probes import ProbeRecord
 from gate.inputs.jsontext import dumps
-
-__all__ = ["SCHEMA", "Cell", "MixSpec", "NonNeg", "ProbeError", "ProbeRecord", "Quantiles", "dump", "load_record"]
 
 
 def dump(record: ProbeRecord) -> str:

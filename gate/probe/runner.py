@@ -45,11 +45,11 @@ from exporter.derive import derive_window
 from exporter.engines.base import EngineSnapshot
 from exporter.formulas import acceptance_length, acceptance_rate
 from exporter.scrape import ScrapeError, Scraper, split_url
+from gate.evidence.probes import Cell, ProbeError, ProbeRecord, Quantiles
 from gate.inputs.fetch import SIDE_BYTES, FetchError, get_json
 from gate.inputs.loading import Limits
 from gate.inputs.redact import redact_url
 from gate.probe.client import CompletionClient, RequestResult
-from gate.probe.record import Cell, ProbeError, ProbeRecord, Quantiles
 from gate.probe.workload import Mix, MixRequest, PromptShape, mixes_for, wanted_mixes
 from gate.status import InputError
 

@@ -27,10 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gate.evidence.probes import MixSpec, ProbeError
 from gate.inputs.fetch import FetchError, fetch, tokenize_bytes
 from gate.inputs.loading import PROMPTS_LIMITS, Limits, read_jsonl
 from gate.inputs.redact import redact_url
-from gate.probe.record import MixSpec, ProbeError
 from gate.status import InputError
 
 WORDS = ("the quick brown fox jumps over the lazy dog speculative decoding draft target token accept "

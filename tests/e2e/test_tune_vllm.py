@@ -152,7 +152,7 @@ def test_depth_prediction_errors_against_real_runs_at_each_k(method, request, e2
 def test_speedup_predicted_against_measured(runs, e2e_record):
     assert runs["probe"], "no probe records: the measured speedup cannot be compared"
     arms = runs["arms"]
-    from gate.probe.record import load_record
+    from gate.evidence.probes import load_record
 
     def served(k: int) -> dict[int, float]:  # median served rate per concurrency
         rec = load_record(arms[k]["probe"])

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from gate.cli import main
+from gate.evidence.probes import load_record
 from gate.probe.client import CompletionClient
 from gate.probe.per_request import PerRequestError, sglang_request_acceptance, streamed_acceptance
-from gate.probe.record import load_record
 from tests.gate.probe.probe_replay import ReplayEngine
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "probe"

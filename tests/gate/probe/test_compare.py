@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from gate.cli import main
+from gate.evidence.probes import Cell, MixSpec, ProbeRecord, Quantiles
 from gate.probe.compare import CompareError, Verdict, compare, crossover, judge_point
-from gate.probe.record import Cell, MixSpec, ProbeRecord, Quantiles
 
 TOKENS = 512
 

@@ -130,8 +130,8 @@ def test_records_the_probe_writes_pass_every_rule(tmp_path: Path, capsys: pytest
     """The control: both arms probed by `specgate probe` (the replayed real vLLM 0.32.0 streams of
     tests/gate/probe/test_probe.py) are one consistent experiment about a vLLM ngram k = 3 plan serving `m`."""
     from gate.evidence.probe_vetting import pair_defects, plan_defects, record_defects
+    from gate.evidence.probes import load_record
     from gate.plan.model import plan_from_dict
-    from gate.probe.record import load_record
     from tests.gate.probe.probe_replay import ReplayEngine
     from tests.gate.probe.test_probe import NGRAM
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from gate.cli import main
+from gate.evidence.probes import load_record
 from gate.probe import runner
 from gate.probe.client import CompletionClient, token_problem
-from gate.probe.record import load_record
 from gate.probe.workload import token_prompts
 from tests.gate.probe.probe_replay import ReplayEngine
 

@@ -43,7 +43,8 @@ def test_check_json_never_holds_nan() -> None:
 
 
 def test_probe_record_dump_never_holds_nan() -> None:
-    from gate.probe.record import ProbeRecord, dump
+    from gate.evidence.probes import ProbeRecord
+    from gate.probe.record import dump
 
     rec = ProbeRecord.model_validate({
         "schema": "specgate.probe/1", "arm": "baseline", "engine": "vllm", "speculative": None,
