@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from gate.evidence.probe_vetting import record_depth as vetted_depth
 from gate.evidence.probes import ProbeError, ProbeRecord, load_record
 from gate.tune.cost import CostSample
 from gate.tune.depth import PositionCounters, TuneInputError
@@ -23,15 +24,15 @@ from gate.tune.orchestrate import TuneInputs
 
 
 def record_depth(rec: ProbeRecord, path: Path) -> int:
-    spec = rec.speculative or {}
-    for key in ("num_speculative_tokens", "speculative_num_steps"):
-        v = spec.get(key)
-        if isinstance(v, int) and v >= 1:
-            return v
-    v = spec.get("speculative_num_draft_tokens") or spec.get("num_draft_tokens")
-    if isinstance(v, int) and v > 1:
-        return v - 1
-    raise TuneInputError(f"{path}: a speculative probe record without num_speculative_tokens: its depth is unknown")
+    """k of a speculative record: the one depth rule (`gate.evidence.probe_vetting.record_depth`, the engine's own
+    spelling through `gate.model.depth`), the same k the gate's vetting reads from the record."""
+    k, defect = vetted_depth(rec)
+    if defect is not None:
+        raise TuneInputError(f"{path}: {defect}")
+    if k is None or k < 1:
+        raise TuneInputError(f"{path}: a speculative probe record without its depth (num_speculative_tokens, or "
+                             "SGLang's num_draft_tokens / num_steps) and engine: its depth is unknown")
+    return k
 
 
 def from_probe_records(paths: Sequence[Path]) -> TuneInputs:
