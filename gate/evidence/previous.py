@@ -31,7 +31,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +80,9 @@ def _time(value: Any) -> float | None:
         return float(value)
     if isinstance(value, str):
         try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            return pl.instant(value)  # a naive time is no instant: its zone is unknown
         except ValueError:
             return None
-        if parsed.tzinfo is None:  # a naive time is no instant: its zone is unknown
-            return None
-        return parsed.timestamp()
     return None
 
 

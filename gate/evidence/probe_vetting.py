@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from exporter.formulas import acceptance_length
@@ -95,12 +94,9 @@ def created_at(rec: ProbeRecord) -> tuple[float | None, str | None]:
     if rec.created_at is None:
         return None, f"{where} is unknown (null): when it was measured cannot be shown"
     try:
-        dt = datetime.fromisoformat(rec.created_at)
-    except ValueError:
-        return None, f"{where} {rec.created_at!r} is not an ISO 8601 date"
-    if dt.tzinfo is None:
-        return None, f"{where} {rec.created_at!r} has no time zone, so it names no instant"
-    return dt.timestamp(), None
+        return pl.instant(rec.created_at), None
+    except ValueError as e:
+        return None, f"{where} {rec.created_at!r} {e}"
 
 
 def _has_acceptance(c: Cell) -> bool:

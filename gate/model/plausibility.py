@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol, TypeVar
 
 from gate.model.depth import VARIABLE_LENGTH_METHODS
@@ -189,6 +190,21 @@ def recency(end: float | None, now: float, lookback_seconds: float, *, where: st
         return Implausible("stale", f"window ended {now - end:,.0f} s before the evaluation time, "
                            f"outside lookback_seconds {lookback_seconds:g}{at}", nums)
     return None
+
+
+def instant(text: str) -> float:
+    """An ISO 8601 date and time with a zone as seconds since the epoch (`Z` or an offset).
+
+    ValueError with the reason when it is no date, or names no instant (a naive time: its zone is unknown);
+    whether the instant is plausible is `evidence_time`'s question.
+    """
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError("is not an ISO 8601 date") from None
+    if dt.tzinfo is None:
+        raise ValueError("has no time zone, so it names no instant")
+    return dt.timestamp()
 
 
 def evidence_time(t: float | None, now: float, what: str, *, skew_seconds: float = CLOCK_SKEW_SECONDS

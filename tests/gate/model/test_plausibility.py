@@ -129,3 +129,12 @@ def test_served_rates() -> None:
     assert pl.served_rates([432.0, 431.9], "baseline") is None
     assert pl.served_rates([432.0, float("nan")], "baseline") is not None
     assert pl.served_rates([0.0], "baseline") is not None
+
+
+def test_an_instant_is_a_zoned_iso_date() -> None:
+    """One parser for the dates written into evidence (probe records' created_at, a previous record's generated_at)."""
+    assert pl.instant("2026-12-01T10:00:00Z") == pl.instant("2026-12-01T11:00:00+01:00") == 1796119200.0
+    with pytest.raises(ValueError, match="no time zone"):
+        pl.instant("2026-12-01T10:00:00")
+    with pytest.raises(ValueError, match="not an ISO 8601 date"):
+        pl.instant("not a date")
