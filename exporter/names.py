@@ -114,6 +114,13 @@ SPEC_DRAFT_TOKENS = Family("specgate_spec_draft_tokens", "counter",
     /
     (sum by (namespace, model, engine) (rate(specgate_spec_draft_tokens_total[5m])) > 0)
 """
+"""Mean proposed depth k̄ = proposed / drafts, `model:specgate_spec_depth_mean:ratio_rate5m` (what
+`SpecgateSpeculationShallow` compares with a quarter of `specgate_spec_depth_max`):
+
+    sum by (namespace, model, engine) (rate(specgate_spec_draft_tokens_total[5m]))
+    /
+    (sum by (namespace, model, engine) (rate(specgate_spec_drafts_total[5m])) > 0)
+"""
 SPEC_ACCEPTED = Family("specgate_spec_accepted_tokens", "counter",
                        "Draft tokens accepted, monotonic across restarts", STREAM_LABELS)
 """Acceptance length L = 1 + accepted / drafts (bonus token included),
@@ -126,7 +133,8 @@ SPEC_ACCEPTED = Family("specgate_spec_accepted_tokens", "counter",
 """
 SPEC_ACCEPTED_PER_POSITION = Family("specgate_spec_accepted_tokens_per_position", "counter",
                                     "Accepted draft tokens by draft position", (*STREAM_LABELS, "position"))
-"""Per-position rate p_i = accepted at position i / drafts,
+"""Per-position rate p_i = accepted at position i / drafts (a lower bound when the depth varies: see
+`POSITION_ACCEPTANCE_RATE`),
 `model_position:specgate_spec_position_acceptance:ratio_rate5m`:
 
     sum by (namespace, model, engine, position) (rate(specgate_spec_accepted_tokens_per_position_total[5m]))
@@ -170,7 +178,59 @@ ACCEPTANCE_LENGTH = Family("specgate_spec_acceptance_length", "gauge",
 ACCEPTANCE_RATE = Family("specgate_spec_acceptance_rate", "gauge", "Accepted / proposed draft tokens over the window",
                          WINDOW_LABELS)
 POSITION_ACCEPTANCE_RATE = Family("specgate_spec_position_acceptance_rate", "gauge",
-                                  "Accepted at draft position i / drafts over the window", (*WINDOW_LABELS, "position"))
+                                  "Accepted at draft position i / drafts over the window (basis: exact, or "
+                                  "lower_bound when the depth varied)", (*WINDOW_LABELS, "position", "basis"))
+"""vLLM only (SGLang has no per-position counter). `basis="exact"` when every draft of the window had the
+configured depth (`specgate_spec_depth_mean` equals `specgate_spec_depth_max`), else `basis="lower_bound"`.
+The exact reason: vLLM's denominator is `num_drafts`, every draft of the window, including the drafts that
+proposed fewer than i + 1 tokens (a batch-size schedule at a lower k, ngram or suffix finding a shorter
+match) and so never had a position i. The rate of position i among the drafts that reached it is
+accepted_i / drafts_reaching_i >= accepted_i / drafts; how many drafts reached position i is not in the
+counters, so only the bound is known. Mean equal to the maximum means every draft was full length (no draft
+exceeds the maximum), so then the denominator is exact. The recording rule over the per-position counter
+(`SPEC_ACCEPTED_PER_POSITION`) divides by the same drafts and is the same lower bound when depth varies."""
+SPEC_DEPTH_MEAN = Family("specgate_spec_depth_mean", "gauge",
+                         "Mean draft tokens proposed per draft over the window (vLLM)", WINDOW_LABELS)
+"""k̄ = Δdraft_tokens / Δdrafts over the window, `exporter.formulas.mean_depth` (vLLM's counters). Absent when
+the window has fewer drafts than `--min-drafts`, and on SGLang, which has no proposed-token counter (its
+draft tokens are verify calls × (spec_num_draft_tokens − 1), a fixed k by construction). Below the maximum
+whenever a batch-size schedule lowered k or a drafterless proposer found a shorter match (real vLLM 0.32,
+schedule [[1,1,3],[2,8,1]], ngram: 2.76 at one request in flight, 1.77 at eight)."""
+SPEC_DEPTH_MAX = Family("specgate_spec_depth_max", "gauge",
+                        "Configured largest speculation depth k, by where it was read (source)",
+                        (*STREAM_LABELS, "source"))
+"""One series per speculating stream, `source` naming where k came from, first found wins:
+`positions` (vLLM: the number of `position` series of `vllm:spec_decode_num_accepted_tokens_per_pos`, which
+vLLM creates for exactly `num_speculative_tokens` positions; vLLM serves its speculative config on no HTTP
+endpoint outside dev mode), `server_info` (SGLang `/server_info`: `speculative_num_draft_tokens − 1`, or
+`speculative_num_steps` for a top-k 1 chain, `exporter.engines.sglang.depth`; under `speculative_adaptive`
+with SGLang's default tiers, their largest candidate step), `schedule` (the exporter was told the schedule:
+`--speculative-config` / `--speculative-adaptive-config`, `exporter.schedule`'s `max_k`), `gauge` (SGLang's
+current `spec_num_draft_tokens` / `spec_num_steps`, when nothing else says; adaptive speculation moves them,
+so then it is the current depth). Absent when speculation is not configured, and on SGLang under
+`--speculative-adaptive` with a config file the exporter was not given (its `/server_info` steps are the
+starting point, not the largest candidate)."""
+SPEC_NUM_STEPS = Family("specgate_spec_num_steps", "gauge", "SGLang's current spec_num_steps as reported",
+                        STREAM_LABELS)
+SPEC_NUM_DRAFT_TOKENS = Family("specgate_spec_num_draft_tokens", "gauge",
+                               "SGLang's current spec_num_draft_tokens as reported", STREAM_LABELS)
+"""SGLang's gauges on speculating streams, as the engine reports them: `--speculative-adaptive` moves them
+(the real EAGLE3 arm went 3 -> 1 steps, 4 -> 2 draft tokens within three requests). SGLang refreshes them
+once per decode-log interval, so they read 0 before the first one; NGRAM takes no steps (0)."""
+SPEC_DEPTH_VARIES = Family("specgate_spec_depth_varies", "gauge",
+                           "1 when the speculation depth varied over the window, else 0", WINDOW_LABELS)
+"""vLLM: 1 when `specgate_spec_depth_mean` is below `specgate_spec_depth_max` (some draft was shorter than the
+maximum: a schedule's lower k, or a drafterless proposer's shorter match; a mean equal to the maximum means
+every draft was full, so ngram and suffix windows read 0 exactly when that held). SGLang: 1 for a proposer
+that varies by construction (NGRAM), or when `spec_num_steps` / `spec_num_draft_tokens` moved at any scrape
+within the window (adaptive speculation). Absent when the window has too few drafts or the maximum is unknown."""
+SPEC_DEPTH_SCHEDULED = Family("specgate_spec_depth_scheduled", "gauge",
+                              "The k the declared schedule gives at the current batch (requests running)",
+                              STREAM_LABELS)
+"""Only when the exporter was given the schedule (`--speculative-config JSON`, vLLM's own string;
+`--speculative-adaptive-config FILE`, SGLang's file, or `default` for SGLang's built-in tiers):
+`exporter.schedule.DepthSchedule.k_at(specgate_requests_running)` (for an SGLang tier, its largest candidate).
+0 means the schedule itself turned speculation off at this batch (an intended stop, not a failure)."""
 TTFT = Family("specgate_ttft_seconds", "gauge", "Time to first token quantile over the window",
               (*WINDOW_LABELS, "quantile"))
 TPOT = Family("specgate_tpot_seconds", "gauge",
@@ -201,6 +261,7 @@ EXPORTER_FAMILIES: tuple[Family, ...] = (
     SPEC_CAP_LENGTH, ENGINE_RESTARTS, PREEMPTIONS,
     WINDOW_ACCEPTANCE_LENGTH, SPEC_WINDOWS, SPEC_WINDOWS_BELOW_SLO, ACCEPTANCE_LENGTH, ACCEPTANCE_RATE,
     POSITION_ACCEPTANCE_RATE, TTFT, TPOT, ITL, DECODE_RATE, VERIFY_CYCLE,
+    SPEC_DEPTH_MAX, SPEC_NUM_STEPS, SPEC_NUM_DRAFT_TOKENS, SPEC_DEPTH_SCHEDULED, SPEC_DEPTH_MEAN, SPEC_DEPTH_VARIES,
 )
 GATE_FAMILIES: tuple[Family, ...] = (GATE_DECISIONS, GATE_LINE_STATUS)
 
@@ -222,6 +283,7 @@ DRAFTS_RATE_RULE = "model:specgate_spec_drafts:rate5m"
 ACCEPTANCE_LENGTH_RULE = "model:specgate_spec_acceptance_length:ratio_rate5m"
 ACCEPTANCE_RATE_RULE = "model:specgate_spec_acceptance_rate:ratio_rate5m"
 POSITION_ACCEPTANCE_RULE = "model_position:specgate_spec_position_acceptance:ratio_rate5m"
+DEPTH_MEAN_RULE = "model:specgate_spec_depth_mean:ratio_rate5m"
 # Fleet rules by drafter revision (docs/scale.md; `drafter_revision` comes from the scrape config).
 REVISION_ACCEPTANCE_LENGTH_RULE = "model_revision:specgate_spec_acceptance_length:ratio_rate5m"
 REVISION_BELOW_SLO_RULE = "model_revision:specgate_spec_windows_below_slo:ratio_rate1h"
@@ -239,7 +301,7 @@ REVISION_BELOW_SLO_RULE = "model_revision:specgate_spec_windows_below_slo:ratio_
 
 RECORDED: frozenset[str] = frozenset({
     SLO_OBJECTIVE_RULE, *(windows_below_slo_rule(w) for w in BURN_WINDOWS), DRAFTS_RATE_RULE,
-    ACCEPTANCE_LENGTH_RULE, ACCEPTANCE_RATE_RULE, POSITION_ACCEPTANCE_RULE,
+    ACCEPTANCE_LENGTH_RULE, ACCEPTANCE_RATE_RULE, POSITION_ACCEPTANCE_RULE, DEPTH_MEAN_RULE,
     REVISION_ACCEPTANCE_LENGTH_RULE, REVISION_BELOW_SLO_RULE,
 })
 """Every recording rule the shipped rules file defines (a test compares the two)."""

@@ -43,13 +43,15 @@ EXPORTER_SERIES = frozenset({
     "specgate_gate_line_status", "specgate_engine_speculative_info", "specgate_kv_available_tokens",
     "specgate_kv_used_tokens", "specgate_kv_cache_memory_bytes", "specgate_weight_memory_bytes",
     "specgate_spec_block_accept_length", "specgate_spec_cap_length",
+    "specgate_spec_depth_mean", "specgate_spec_depth_max", "specgate_spec_num_steps", "specgate_spec_num_draft_tokens",
+    "specgate_spec_depth_varies", "specgate_spec_depth_scheduled",
 })
 # Labels DESIGN.md gives our series, plus Prometheus' own (job, instance), the Operator's namespace and le,
 # and the drafter revision the scrape config relabels from a pod label (the fleet rules, docs/scale.md).
 ALLOWED_LABELS = frozenset({
     "model", "engine", "rank", "window", "pool", "quantile", "position", "reason", "version", "decision",
     "line", "status", "deployment", "le", "namespace", "job", "instance", "drafter_revision",
-    "algorithm", "num_draft_tokens", "num_steps",
+    "algorithm", "num_draft_tokens", "num_steps", "source", "basis",
 })
 # Grafana variables -> values that make a query plain PromQL. `.*` is what "All" expands to.
 GRAFANA_VARIABLES = {"$namespace": ".*", "$model": ".*", "$engine": ".*"}
