@@ -13,11 +13,14 @@ one `DepthSchedule` of contiguous inclusive batch bands starting at batch 1, the
   routes a batch to the largest tier key <= batch (the smallest tier below it), and the tier's EMA
   picks one of its candidates at run time. With topk 1 (adaptive requires it) a step proposes one
   token, so k = steps and a band carries the candidates' range [k_min, k_max].
-- TensorRT-LLM `draft_len_schedule` (`{batch_threshold: draft_len}`): `DecodingBaseConfig`'s
-  validator in `tensorrt_llm/llmapi/llm_args.py` (thresholds >= 1, lengths >= 0, key 1 present and
-  equal to `max_draft_len`, no length above it; sorted) and `Drafter.get_draft_len_for_batch_size`
-  in `tensorrt_llm/_torch/speculative/drafter.py` (bisect_right over the sorted thresholds: the
-  largest threshold <= batch wins).
+- TensorRT-LLM `draft_len_schedule` (`{batch_size: draft_len}`), as it reads since PR #10860 (merged 2026-03-13,
+  "Dynamic draft length on spec decode one-model path"; the 1.4.0rc API reference carries the field):
+  `DecodingBaseConfig.validate_draft_len_schedule_and_sort` in `tensorrt_llm/llmapi/llm_args.py` (keys >= 1,
+  lengths >= 0, the smallest key's length equal to `max_draft_len`, none above it; sorted) and
+  `get_draft_len_for_batch_size` in `tensorrt_llm/_torch/speculative/utils.py` (bisect_left: a key is the last
+  batch size of its band, so batch b runs the length of the smallest key >= b, and every batch above the largest
+  key runs 0, speculation off). Older releases read keys as lower thresholds (the drafter's bisect_right,
+  `{1: max_draft_len}` required); a schedule whose keys are {1} reads the same either way only at batch 1.
 """
 
 from __future__ import annotations
@@ -213,15 +216,15 @@ def sglang_adaptive_schedule(config: Mapping[str, object] | None) -> DepthSchedu
 
 
 def trtllm_schedule(schedule: Mapping[int, int], max_draft_len: int) -> DepthSchedule:
-    """TensorRT-LLM's draft_len_schedule: its config validator, then the drafter's bisect_right lookup as bands.
+    """TensorRT-LLM's draft_len_schedule: its config validator, then get_draft_len_for_batch_size as bands.
 
-    Threshold t_i runs draft_len_i for batches [t_i, t_{i+1} − 1]; the largest threshold covers every larger
-    batch. ValueError with TensorRT-LLM's wording.
+    Sorted keys t_1 < … < t_n: batches [t_{i−1} + 1, t_i] run draft_len_i (t_0 = 0), batches above t_n run 0.
+    ValueError with TensorRT-LLM's wording.
     """
     if isinstance(max_draft_len, bool) or not isinstance(max_draft_len, int) or max_draft_len < 0:
         raise ValueError(f"max_draft_len must be a non-negative integer, got {max_draft_len!r}")
     if not isinstance(schedule, Mapping) or not schedule:
-        raise ValueError("draft_len_schedule must be a non-empty mapping of batch size threshold to draft length")
+        raise ValueError("draft_len_schedule must be a non-empty mapping of batch size to draft length")
     items: dict[int, int] = {}
     for batch_size, draft_len in schedule.items():
         if isinstance(batch_size, bool) or not isinstance(batch_size, int):
@@ -233,16 +236,13 @@ def trtllm_schedule(schedule: Mapping[int, int], max_draft_len: int) -> DepthSch
         if draft_len < 0:
             raise ValueError(f"draft_len_schedule: draft length must be >= 0, got {draft_len}")
         items[batch_size] = draft_len
-    if 1 not in items:
+    smallest = min(items)
+    if items[smallest] != max_draft_len:
         raise ValueError(
-            "draft_len_schedule must include batch_size=1. "
-            "All systems can have batch_size=1. Add {1: <max_draft_len>} to your schedule."
-        )
-    if items[1] != max_draft_len:
-        raise ValueError(
-            f"draft_len_schedule[1] must equal max_draft_len for consistency. "
-            f"Got schedule[1]={items[1]}, but max_draft_len={max_draft_len}. "
-            f"batch_size=1 should use maximum draft length."
+            f"draft_len_schedule[{smallest}] must equal max_draft_len "
+            f"because it is the smallest batch-size key. "
+            f"Got schedule[{smallest}]={items[smallest]}, "
+            f"but max_draft_len={max_draft_len}."
         )
     for batch_size, draft_len in items.items():
         if draft_len > max_draft_len:
@@ -251,11 +251,12 @@ def trtllm_schedule(schedule: Mapping[int, int], max_draft_len: int) -> DepthSch
                 f"Got draft_len={draft_len} for batch_size={batch_size}, "
                 f"but max_draft_len={max_draft_len}."
             )
-    keys = sorted(items)
     pieces: list[tuple[int, int | None, int, int]] = []
-    for i, key in enumerate(keys):
-        end = keys[i + 1] - 1 if i + 1 < len(keys) else None
-        pieces.append((key, end, items[key], items[key]))
+    previous = 0
+    for key in sorted(items):
+        pieces.append((previous + 1, key, items[key], items[key]))
+        previous = key
+    pieces.append((previous + 1, None, 0, 0))  # above the largest key: speculation disabled (implicit)
     return _normalised(TRTLLM_SOURCE, pieces)
 
 

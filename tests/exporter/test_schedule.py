@@ -4,7 +4,8 @@ Expected lookups come from the engines' own code: the vLLM cases were checked ba
 vLLM 0.32's `build_dynamic_sd_schedule_lookup(ranges, 200, k)` run in the cached CPU venv, and every vLLM error
 message below is the one that function raised for the same input (same text, same branch). SGLang's routing is
 0.5.23's `AdaptiveSpeculativeParams._find_closest_bs` (bisect_right over the tier keys, minus one, floored at 0);
-TensorRT-LLM's is `Drafter.get_draft_len_for_batch_size` (bisect_right over the sorted thresholds).
+TensorRT-LLM's is `get_draft_len_for_batch_size` in `tensorrt_llm/_torch/speculative/utils.py` since PR #10860
+(bisect_left: the smallest key >= batch, 0 above the largest key).
 """
 
 from __future__ import annotations
@@ -156,13 +157,13 @@ def test_sglang_validation(config: dict[str, object], message: str) -> None:
 # --- TensorRT-LLM -------------------------------------------------------------------------------------------------
 
 
-def test_trtllm_thresholds_are_lower_bounds() -> None:
-    """The field's own example {1: 4, 4: 2, 8: 0}: batch >= 1 → 4, >= 4 → 2, >= 8 → 0."""
-    schedule = trtllm_schedule({8: 0, 1: 4, 4: 2}, 4)
+def test_trtllm_keys_end_their_bands() -> None:
+    """PR #10860's example {4: 4, 8: 2, 32: 1}: batches 1-4 → 4, 5-8 → 2, 9-32 → 1, 33+ → 0 (implicit)."""
+    schedule = trtllm_schedule({32: 1, 4: 4, 8: 2}, 4)
     assert schedule.source == TRTLLM_SOURCE
-    assert [schedule.k_at(b) for b in (1, 3, 4, 7, 8, 500)] == [4, 4, 2, 2, 0, 0]
-    assert _bands(schedule) == [(1, 3, 4, 4), (4, 7, 2, 2), (8, None, 0, 0)]
-    assert schedule.max_k == 4
+    assert [schedule.k_at(b) for b in (1, 4, 5, 8, 9, 32, 33, 500)] == [4, 4, 2, 2, 1, 1, 0, 0]
+    assert _bands(schedule) == [(1, 4, 4, 4), (5, 8, 2, 2), (9, 32, 1, 1), (33, None, 0, 0)]
+    assert schedule.max_k == 4 and schedule.varies
 
 
 @pytest.mark.parametrize(
@@ -170,8 +171,8 @@ def test_trtllm_thresholds_are_lower_bounds() -> None:
     [
         ({0: 4, 1: 4}, "draft_len_schedule: batch size threshold must be >= 1, got 0"),
         ({1: 4, 2: -1}, "draft_len_schedule: draft length must be >= 0, got -1"),
-        ({2: 4}, "draft_len_schedule must include batch_size=1."),
-        ({1: 3}, "draft_len_schedule[1] must equal max_draft_len for consistency. Got schedule[1]=3, but max_draft_len=4."),
+        ({2: 3, 8: 1}, "draft_len_schedule[2] must equal max_draft_len because it is the smallest batch-size key. "
+         "Got schedule[2]=3, but max_draft_len=4."),
         ({1: 4, 8: 5}, "all draft lengths must be <= max_draft_len. Got draft_len=5 for batch_size=8"),
     ],
 )
