@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from exporter.formulas import acceptance_length
-from gate.evidence.probes import Cell, MixSpec, ProbeRecord
+from gate.evidence.probes import CLIENT_BOUND_FACTOR, Cell, MixSpec, ProbeRecord
 from gate.model import plausibility as pl
 from gate.model.depth import MAX_SPECULATIVE_DEPTH, speculative_depth
 from gate.model.engines import profile
@@ -97,6 +97,24 @@ def created_at(rec: ProbeRecord) -> tuple[float | None, str | None]:
         return pl.instant(rec.created_at), None
     except ValueError as e:
         return None, f"{where} {rec.created_at!r} {e}"
+
+
+def client_bound(rec: ProbeRecord, c: Cell) -> str | None:
+    """Why a cell's rate may be the client's, not the engine's, or None: marked `client_bound` by the probe, or its
+    served tokens/s at least 1/`CLIENT_BOUND_FACTOR` of the record's `client_ceiling` at its point
+    (`ClientCeiling.at`; recomputed here, so a record cannot unmark itself). Unknown ceiling: None (not assessed)."""
+    where = (f"the {rec.arm} record's cell {c.mix!r} at "
+             + (f"request rate {c.request_rate:g}/s" if c.request_rate is not None else f"concurrency {c.concurrency}")
+             + f", repetition {c.repetition}")
+    ceiling = rec.client_ceiling.at(c.concurrency, c.request_rate) if rec.client_ceiling is not None else None
+    if ceiling is not None and c.served_tokens_per_second * CLIENT_BOUND_FACTOR >= ceiling:
+        return (f"{where} is client-bound: {c.served_tokens_per_second:.4g} tok/s is within {CLIENT_BOUND_FACTOR:g}x "
+                f"of the probe client's own ceiling {ceiling:.4g} tok/s on this machine (client_ceiling): the client "
+                "may have set the rate, not the engine; no evidence")
+    if c.client_bound:
+        return (f"{where} is marked client-bound by the probe ({c.served_tokens_per_second:.4g} tok/s): the client "
+                "may have set the rate, not the engine; no evidence")
+    return None
 
 
 def _has_acceptance(c: Cell) -> bool:
@@ -160,13 +178,28 @@ def record_defects(rec: ProbeRecord) -> list[str]:
     if dup:
         out.append(f"the {rec.arm} record describes mix {', '.join(map(repr, dup))} more than once")
     mixes = {m.name: m for m in rec.workload}
-    cells = Counter((c.mix, c.concurrency, c.repetition) for c in rec.cells)
-    copied = sorted(key for key, n in cells.items() if n > 1)
+    cells = Counter((*c.point, c.repetition) for c in rec.cells)
+    copied = sorted((key for key, n in cells.items() if n > 1), key=lambda k: (k[0], k[1], k[2] or 0.0, k[3]))
     if copied:
-        m, conc, rep = copied[0]
-        out.append(f"the {rec.arm} record holds cell {m!r} at concurrency {conc}, repetition {rep} "
+        m, conc, rate, rep = copied[0]
+        at = f"request rate {rate:g}/s" if rate is not None else f"concurrency {conc}"
+        out.append(f"the {rec.arm} record holds cell {m!r} at {at}, repetition {rep} "
                    f"{cells[copied[0]]} times ({len(copied)} repeated cell(s)): a copied cell is not another "
                    "measurement")
+    for c in rec.cells:
+        arrivals = c.arrival_offsets_seconds
+        if c.request_rate is None and (arrivals is not None or c.arrival_seed is not None):
+            out.append(f"the {rec.arm} record's cell {c.mix!r} at concurrency {c.concurrency} carries arrival times "
+                       "but no request_rate: open or closed loop cannot be told")
+            break
+        if arrivals is not None and (len(arrivals) != c.requests or any(b < a for a, b in zip(
+                arrivals, arrivals[1:], strict=False))):
+            out.append(f"the {rec.arm} record's cell {c.mix!r} at request rate {c.request_rate:g}/s has "
+                       f"{len(arrivals)} arrival times for {c.requests} requests, or out of order")
+            break
+        if c.client_bound is False and rec.client_ceiling is not None and client_bound(rec, c) is not None:
+            out.append(f"{client_bound(rec, c)}; the record marks it not client-bound")
+            break
     undescribed = sorted({c.mix for c in rec.cells} - set(mixes))
     if undescribed:
         out.append(f"the {rec.arm} record's cells of mix {', '.join(map(repr, undescribed))} have no workload "

@@ -19,7 +19,12 @@ Shape (docs/design.md "Probe and compare"):
              "wall_seconds", "served_tokens_per_second", "failed_requests",
              "ttft_seconds": {"p50", "p90", "p99"}, "tpot_seconds": {...}, "chunk_gap_seconds": {...},
              "acceptance_length", "acceptance_rate", "drafts", "draft_tokens", "accepted_tokens",
-             "per_request_acceptance_length": [...] | null, "metrics_reset"}]}`
+             "per_request_acceptance_length": [...] | null, "metrics_reset",
+             "request_rate"?, "arrival_seed"?, "arrival_offsets_seconds"?, "started_at"?,
+             "pair_apart_seconds"?, "client_bound"?}],
+  "client_ceiling"?: {"method", "output_tokens", "points": [{"concurrency", "tokens_per_second",
+                      "server_tokens_per_second"}]},
+  "pairing"?: {"order": "ABBA", "partner"}}`  (? = optional: added by issue 23, unknown in older records)
 
 served_tokens_per_second = output_tokens / wall_seconds, where wall_seconds runs from the first
 request's send to the last request's end (first-token waiting included, as seed 000's served
@@ -85,10 +90,20 @@ class MixSpec(_Strict):
     prompts_from: str  # "engine_tokenizer", "approximate_words" or "jsonl:<file name>"
     concurrency: int | None = Field(default=None, ge=1)  # the plan's own concurrency, if from a plan
     temperature: float = Field(default=0.0, ge=0)  # 0: greedy; sampled traffic accepts differently
+    request_rate: float | None = Field(default=None, gt=0)  # the plan's own arrival rate (requests/s), if declared
 
 
 class Cell(_Strict):
-    """One repetition of one (mix, concurrency): `requests` requests, `concurrency` at a time."""
+    """One repetition of one (mix, concurrency) — `requests` requests, `concurrency` at a time — or, open loop,
+    of one (mix, request_rate): `requests` requests sent at seeded Poisson arrival times, whatever is in flight
+    (`concurrency` is then the most that can be: the cell's requests).
+
+    Optional fields added by issue 23 (records written before it load with them unknown): `request_rate`,
+    `arrival_seed`, `arrival_offsets_seconds` (open loop), `started_at` (epoch seconds of the first send, so
+    two arms can be set against each other), `pair_apart_seconds` (`probe ab`: seconds between this cell's
+    start and its partner's in the other arm), `client_bound` (the rate is within `CLIENT_BOUND_FACTOR` of
+    the record's `client_ceiling`: the client, not the engine, may have set it; None: not assessed).
+    """
 
     mix: str
     concurrency: int = Field(ge=1)
@@ -109,6 +124,55 @@ class Cell(_Strict):
     accepted_tokens: NonNeg | None = None
     per_request_acceptance_length: list[Annotated[float, Field(ge=1)]] | None = None
     metrics_reset: bool = False  # the engine restarted inside the cell: its counters are no evidence
+    request_rate: float | None = Field(default=None, gt=0)  # open loop: Poisson arrivals per second; None: closed
+    arrival_seed: int | None = Field(default=None, ge=0)
+    arrival_offsets_seconds: list[NonNeg] | None = None  # scheduled sends, seconds after the cell's start
+    started_at: NonNeg | None = None  # time.time() of the cell's first send
+    pair_apart_seconds: NonNeg | None = None  # probe ab: |this cell's start - its partner's| in the other arm
+    client_bound: bool | None = None
+
+    @property
+    def point(self) -> tuple[str, int, float | None]:
+        """The operating point the cell measures: (mix, concurrency, request_rate); repetitions share it."""
+        return self.mix, self.concurrency, self.request_rate
+
+
+# A cell whose rate is within this factor of the client's own ceiling is client-bound: no evidence.
+CLIENT_BOUND_FACTOR = 2.0
+
+
+class CeilingPoint(_Strict):
+    """The probe's own client against a loopback null engine at one concurrency (gate.probe.null_engine)."""
+
+    concurrency: int = Field(ge=1)
+    tokens_per_second: float = Field(gt=0)  # what the client received, one token per chunk
+    server_tokens_per_second: NonNeg | None = None  # what the null engine sent (its own clock)
+
+
+class ClientCeiling(_Strict):
+    """The most tokens/s the probe's client could time on this machine when the probe started: a null engine on
+    loopback streams pre-made one-token chunks as fast as it can (`gate.probe.null_engine`). Tokens/s of a
+    real cell are at least its chunks/s (a speculative arm streams several tokens a chunk), so holding a cell's
+    tokens/s to this chunk-bound figure is conservative."""
+
+    method: str
+    output_tokens: int = Field(ge=1)
+    points: list[CeilingPoint] = Field(min_length=1)
+
+    def at(self, concurrency: int, request_rate: float | None = None) -> float:
+        """The ceiling a cell is held to: measured at its concurrency (closed loop), else the lowest measured."""
+        if request_rate is None:
+            exact = [p.tokens_per_second for p in self.points if p.concurrency == concurrency]
+            if exact:
+                return min(exact)
+        return min(p.tokens_per_second for p in self.points)
+
+
+class Pairing(_Strict):
+    """`specgate probe ab`: the two arms measured interleaved by one command."""
+
+    order: Literal["ABBA"] = "ABBA"  # repetition r: baseline then speculative for odd r, the reverse for even
+    partner: str | None = None  # the other arm's record file (its name)
 
 
 class ProbeRecord(_Strict):
@@ -126,6 +190,8 @@ class ProbeRecord(_Strict):
     created_at: str | None = None
     source: str | None = None
     cells: list[Cell] = Field(min_length=1)
+    client_ceiling: ClientCeiling | None = None  # issue 23; None: not measured (records written before)
+    pairing: Pairing | None = None  # issue 23: set by `specgate probe ab`
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from gate.evidence.probe_vetting import pair_defects, record_defects
+from gate.evidence.probe_vetting import client_bound, pair_defects, record_defects
 from gate.evidence.probes import Cell, MixSpec, ProbeRecord
 from gate.inputs.jsontext import printable
 from gate.model.plausibility import MAX_ALPHA
@@ -89,6 +89,8 @@ class PointResult:
     speculative_tpot_seconds: float | None = None
     acceptance_length: float | None = None
     break_even_acceptance_length: float | None = None
+    request_rate: float | None = None  # open loop: arrivals per second (concurrency is then the cells' request cap)
+    pair_apart_seconds: float | None = None  # probe ab: the largest gap between paired cells of this point
 
     def to_json(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -107,6 +109,16 @@ class Comparison:
     min_speedup: float | None
     baseline: dict[str, Any] = field(default_factory=dict)
     speculative: dict[str, Any] = field(default_factory=dict)
+    # Open loop (issue 23): per mix, where speculation stops paying in requests per second.
+    rate_crossovers: dict[str, float | None] = field(default_factory=dict)
+    rate_crossover_between: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    pairing: dict[str, Any] | None = None  # probe ab: order and how far apart the paired cells were measured
+
+    @property
+    def crossover_request_rate(self) -> float | None:
+        """The lowest request-rate crossover over the mixes; None when none (or no open-loop points)."""
+        found = [c for c in self.rate_crossovers.values() if c is not None]
+        return min(found) if found else None
 
     @property
     def crossover_concurrency(self) -> float | None:
@@ -115,7 +127,11 @@ class Comparison:
         return min(found) if found else None
 
     def point(self, mix: str, concurrency: int) -> PointResult | None:
-        return next((p for p in self.points if p.mix == mix and p.concurrency == concurrency), None)
+        return next((p for p in self.points if p.mix == mix and p.concurrency == concurrency
+                     and p.request_rate is None), None)
+
+    def rate_point(self, mix: str, rate: float) -> PointResult | None:
+        return next((p for p in self.points if p.mix == mix and p.request_rate == rate), None)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,8 +139,11 @@ class Comparison:
             "crossover_concurrency": self.crossover_concurrency,
             "crossovers": {m: {"concurrency": c, "between": list(b) if (b := self.crossover_between[m]) else None}
                            for m, c in self.crossovers.items()},
+            "crossover_request_rate": self.crossover_request_rate,
+            "rate_crossovers": {m: {"request_rate": c, "between": list(rb) if (rb := self.rate_crossover_between[m])
+                                    else None} for m, c in self.rate_crossovers.items()},
             "alpha": self.alpha, "min_speedup": self.min_speedup, "test": TEST_NAME,
-            "baseline": self.baseline, "speculative": self.speculative,
+            "baseline": self.baseline, "speculative": self.speculative, "pairing": self.pairing,
         }
 
 
@@ -146,10 +165,13 @@ def _check_pair(base: ProbeRecord, spec: ProbeRecord, now: float) -> None:
         raise CompareError(defects[0] + more)
 
 
-def _group(cells: Sequence[Cell]) -> dict[tuple[str, int], list[Cell]]:
-    out: dict[tuple[str, int], list[Cell]] = {}
+Point = tuple[str, int, float | None]  # (mix, concurrency, request_rate): Cell.point
+
+
+def _group(cells: Sequence[Cell]) -> dict[Point, list[Cell]]:
+    out: dict[Point, list[Cell]] = {}
     for c in cells:
-        out.setdefault((c.mix, c.concurrency), []).append(c)
+        out.setdefault(c.point, []).append(c)
     return out
 
 
@@ -171,23 +193,32 @@ def decide(p_faster: float, p_slower: float, point_speedup: float, alpha: float,
 
 
 def judge_point(mix: str, concurrency: int, base: Sequence[Cell], spec: Sequence[Cell],
-                alpha: float = DEFAULT_ALPHA, min_speedup: float | None = None) -> PointResult:
-    """The verdict of one point from its cells (the formulas are in the module docstring)."""
-    name = f"{mix} at concurrency {concurrency}"
+                alpha: float = DEFAULT_ALPHA, min_speedup: float | None = None,
+                request_rate: float | None = None, bound: Sequence[str] = ()) -> PointResult:
+    """The verdict of one point from its cells (the formulas are in the module docstring); `bound`: why cells
+    of the point are client-bound (gate.evidence.probe_vetting.client_bound): then inconclusive, no evidence."""
+    name = f"{mix} at " + (f"request rate {request_rate:g}/s" if request_rate is not None
+                           else f"concurrency {concurrency}")
+    apart = [c.pair_apart_seconds for c in (*base, *spec) if c.pair_apart_seconds is not None]
+    extra: dict[str, Any] = {"request_rate": request_rate, "pair_apart_seconds": max(apart) if apart else None}
     if not base or not spec:
         missing = "baseline" if not base else "speculative"
         return PointResult(mix, concurrency, Verdict.INCONCLUSIVE, f"{name}: no {missing} cells",
-                           n_baseline=len(base), n_speculative=len(spec))
+                           n_baseline=len(base), n_speculative=len(spec), **extra)
     for arm, cells in (("baseline", base), ("speculative", spec)):
         failed = sum(c.failed_requests for c in cells)
         if failed:
             return PointResult(mix, concurrency, Verdict.INCONCLUSIVE,
                                f"{name}: {failed} failed request(s) in the {arm} arm; its rates are not comparable",
-                               n_baseline=len(base), n_speculative=len(spec))
+                               n_baseline=len(base), n_speculative=len(spec), **extra)
         if any(c.metrics_reset for c in cells):
             return PointResult(mix, concurrency, Verdict.INCONCLUSIVE,
                                f"{name}: the {arm} engine restarted during a cell",
-                               n_baseline=len(base), n_speculative=len(spec))
+                               n_baseline=len(base), n_speculative=len(spec), **extra)
+    if bound:
+        more = f" (and {len(bound) - 1} more)" if len(bound) > 1 else ""
+        return PointResult(mix, concurrency, Verdict.INCONCLUSIVE, f"{name}: {bound[0]}{more}",
+                           n_baseline=len(base), n_speculative=len(spec), **extra)
     x = [c.served_tokens_per_second for c in spec]
     y = [c.served_tokens_per_second for c in base]
     try:
@@ -196,7 +227,7 @@ def judge_point(mix: str, concurrency: int, base: Sequence[Cell], spec: Sequence
         slower = mann_whitney_u(x, y, Alternative.LESS)
     except StatsError as e:
         return PointResult(mix, concurrency, Verdict.INCONCLUSIVE, f"{name}: {e}",
-                           n_baseline=len(base), n_speculative=len(spec))
+                           n_baseline=len(base), n_speculative=len(spec), **extra)
     tpot_b = _median_or_none([c.tpot_seconds.p50 for c in base])
     tpot_s = _median_or_none([c.tpot_seconds.p50 for c in spec])
     length = _median_or_none([c.acceptance_length for c in spec])
@@ -225,17 +256,24 @@ def judge_point(mix: str, concurrency: int, base: Sequence[Cell], spec: Sequence
         test_method=faster.method, n_baseline=len(base), n_speculative=len(spec),
         baseline_tokens_per_second=s.median_y, speculative_tokens_per_second=s.median_x,
         baseline_tpot_seconds=tpot_b, speculative_tpot_seconds=tpot_s, acceptance_length=length,
-        break_even_acceptance_length=l_star)
+        break_even_acceptance_length=l_star, **extra)
 
 
-def crossover(points: Sequence[PointResult], threshold: float = 1.0) -> tuple[float | None, tuple[int, int] | None]:
-    """Where one mix stops paying: between the last paying concurrency and the next measured one that
-    does not pay (inconclusive points in between are skipped, not counted as either)."""
-    decisive = sorted((p for p in points if p.verdict is not Verdict.INCONCLUSIVE), key=lambda p: p.concurrency)
+def _load(p: PointResult) -> float:
+    """Where a point sits on its axis: its request rate (open loop), else its concurrency."""
+    return p.request_rate if p.request_rate is not None else float(p.concurrency)
+
+
+def crossover(points: Sequence[PointResult], threshold: float = 1.0) -> tuple[float | None, tuple[Any, Any] | None]:
+    """Where one mix stops paying: between the last paying load and the next measured one that does not pay
+    (inconclusive points in between are skipped, not counted as either). The load is the concurrency, or for
+    open-loop points (pass those of one kind only) the request rate."""
+    decisive = sorted((p for p in points if p.verdict is not Verdict.INCONCLUSIVE), key=_load)
     for p, q in zip(decisive, decisive[1:], strict=False):
         if p.verdict is not Verdict.PAYS or q.verdict is not Verdict.DOES_NOT_PAY:
             continue
-        c1, c2 = p.concurrency, q.concurrency
+        c1, c2 = (p.request_rate, q.request_rate) if p.request_rate is not None and q.request_rate is not None \
+            else (p.concurrency, q.concurrency)
         s1, s2 = p.speedup, q.speedup
         if s1 is None or s2 is None or s1 <= s2 or not (s2 <= threshold <= s1):
             at = (c1 + c2) / 2.0
@@ -255,13 +293,42 @@ def compare(base: ProbeRecord, spec: ProbeRecord, alpha: float = DEFAULT_ALPHA,
         raise CompareError(f"min_speedup must be positive, got {min_speedup!r}")
     _check_pair(base, spec, time.time() if now is None else now)
     gb, gs = _group(base.cells), _group(spec.cells)
-    keys = sorted(set(gb) | set(gs), key=lambda k: (k[0], k[1]))
-    points = tuple(judge_point(m, c, gb.get((m, c), []), gs.get((m, c), []), alpha, min_speedup) for m, c in keys)
+    keys = sorted(set(gb) | set(gs), key=lambda k: (k[0], k[2] is not None, k[2] or 0.0, k[1]))
+
+    def bound(key: Point) -> list[str]:
+        return [why for rec, g in ((base, gb), (spec, gs)) for c in g.get(key, [])
+                if (why := client_bound(rec, c)) is not None]
+
+    points = tuple(judge_point(m, c, gb.get((m, c, r), []), gs.get((m, c, r), []), alpha, min_speedup,
+                               request_rate=r, bound=bound((m, c, r))) for m, c, r in keys)
     crossovers: dict[str, float | None] = {}
     between: dict[str, tuple[int, int] | None] = {}
-    for mix in dict.fromkeys(m for m, _ in keys):
-        crossovers[mix], between[mix] = crossover([p for p in points if p.mix == mix], min_speedup or 1.0)
-    return Comparison(points, crossovers, between, alpha, min_speedup, _about(base), _about(spec))
+    rate_cross: dict[str, float | None] = {}
+    rate_between: dict[str, tuple[float, float] | None] = {}
+    for mix in dict.fromkeys(m for m, _, _ in keys):
+        closed = [p for p in points if p.mix == mix and p.request_rate is None]
+        # open-loop points of a mix are on another axis (requests/s): their own crossover
+        opened = [p for p in points if p.mix == mix and p.request_rate is not None]
+        if closed:
+            crossovers[mix], between[mix] = crossover(closed, min_speedup or 1.0)
+        if opened:
+            rate_cross[mix], rate_between[mix] = crossover(opened, min_speedup or 1.0)
+    return Comparison(points, crossovers, between, alpha, min_speedup, _about(base), _about(spec),
+                      rate_crossovers=rate_cross, rate_crossover_between=rate_between, pairing=_pairing(base, spec))
+
+
+def _pairing(base: ProbeRecord, spec: ProbeRecord) -> dict[str, Any] | None:
+    """How the arms were interleaved (`probe ab`: ABBA) and how far apart paired cells were measured: the
+    largest and median |start_spec − start_base| over cells of one point and repetition, from the cells'
+    `started_at` (the records' own clocks; None when either arm did not record it)."""
+    starts = {(*c.point, c.repetition): c.started_at for c in base.cells if c.started_at is not None}
+    gaps = [abs(c.started_at - starts[k]) for c in spec.cells
+            if c.started_at is not None and (k := (*c.point, c.repetition)) in starts]
+    order = base.pairing.order if base.pairing is not None and spec.pairing is not None else None
+    if not gaps and order is None:
+        return None
+    return {"order": order, "pairs": len(gaps), "max_apart_seconds": max(gaps) if gaps else None,
+            "median_apart_seconds": statistics.median(gaps) if gaps else None}
 
 
 def _fmt(v: float | None, spec: str = ".3g") -> str:
@@ -275,7 +342,8 @@ def as_text(c: Comparison) -> str:
     lines = [head]
     for p in c.points:
         rng = f"{_fmt(p.speedup_low)}-{_fmt(p.speedup_high)}" if p.speedup_low is not None else "-"
-        lines.append(f"{p.mix:<16} {p.concurrency:>4} {_fmt(p.baseline_tokens_per_second, '.1f'):>10} "
+        load = str(p.concurrency) if p.request_rate is None else f"{p.request_rate:g}/s"
+        lines.append(f"{p.mix:<16} {load:>4} {_fmt(p.baseline_tokens_per_second, '.1f'):>10} "
                      f"{_fmt(p.speculative_tokens_per_second, '.1f'):>10} {_fmt(p.speedup):>8} {rng:>13} "
                      f"{_fmt(p.p_value):>8} {_fmt(p.acceptance_length):>5} "
                      f"{_fmt(p.break_even_acceptance_length):>5}  {p.verdict.value}")
@@ -283,8 +351,19 @@ def as_text(c: Comparison) -> str:
         b = c.crossover_between[mix]
         lines.append(f"crossover ({mix}): " + (f"concurrency {at:.3g} (between {b[0]} and {b[1]})" if at is not None
                                                and b else "none measured"))
+    for mix, at in c.rate_crossovers.items():
+        rb = c.rate_crossover_between[mix]
+        lines.append(f"crossover ({mix}, open loop): " + (
+            f"request rate {at:.3g}/s (between {rb[0]:g} and {rb[1]:g}/s)" if at is not None and rb
+            else "none measured"))
+    if c.pairing is not None:
+        pr = c.pairing
+        apart = (f"paired cells measured {pr['median_apart_seconds']:.3g} s apart (median; at most "
+                 f"{pr['max_apart_seconds']:.3g} s) over {pr['pairs']} pairs" if pr["pairs"] else "no paired cells")
+        lines.append(f"pairing: {'ABBA by specgate probe ab, ' if pr['order'] else ''}{apart}")
     kind = {p.interval_kind for p in c.points if p.interval_kind}
-    normal = [f"{p.mix} at {p.concurrency}" for p in c.points if p.test_method == "normal"]
+    normal = [f"{p.mix} at {p.concurrency if p.request_rate is None else f'{p.request_rate:g}/s'}"
+              for p in c.points if p.test_method == "normal"]
     test = TEST_NAME if not normal else (  # gate.stats chooses the exact test by its cost
         f"{TEST_NAME.replace('exact ', '')}: exact, except the normal approximation with tie correction "
         f"at {', '.join(normal)} (the exact count would cost too much there)")
