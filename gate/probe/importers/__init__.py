@@ -1,0 +1,129 @@
+"""Other benchmarks' results as probe records: `specgate probe import --from TOOL FILE...` (issue 23 item 5).
+
+Why: users already run `vllm bench serve`, guidellm or AIPerf against their engines; those runs time
+every request the way the probe does (client-side TTFT = first streamed chunk − send, TPOT =
+(last chunk − first chunk) / (output tokens − 1), served rate = output tokens / benchmark wall clock),
+so their per-request numbers can be evidence — once they are held to the same rules as a native record.
+
+One module per tool reads one result file into one cell (`ImportedCell`): `vllm_bench` (the JSON of
+`vllm bench serve --save-result --save-detailed`), `aiperf` (AIPerf's per-request
+`profile_export.jsonl`). `build_record` turns the cells into a `specgate.probe/1` record:
+
+- every file is one cell; cells of one concurrency are numbered as repetitions in the order given;
+- what the file cannot say (the engine's kind and version, the arm, the speculative config, the
+  temperature the tool sent where its file does not record it) comes from the user's flags
+  (`ImportSettings`) and is otherwise null: the identity rules of `gate.evidence.probe_vetting` then
+  refuse to compare such a record, exactly as a native one with the same nulls;
+- `source` names the tool, its version where the file records it, and the files;
+- the record is vetted by `gate.evidence.probe_vetting.record_defects` before it is written: a rate that
+  is not tokens / wall, acceptance on a baseline, … is a ProbeError (one line, exit 3), as is a file
+  whose own numbers are impossible (each importer's checks: a TTFT longer than its request, more
+  chunks than tokens, totals that are not the sum of the requests, a request outside the benchmark's
+  wall clock, non-finite or negative times).
+
+Files are read through `gate.inputs.loading` (regular files only, size-limited, duplicate keys refused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gate.evidence.probe_vetting import record_defects
+from gate.evidence.probes import Cell, MixSpec, ProbeError, ProbeRecord
+from gate.probe.importers.aiperf import read_aiperf
+from gate.probe.importers.common import ImportedCell
+from gate.probe.importers.vllm_bench import read_vllm_bench
+
+
+@dataclass(frozen=True)
+class ImportSettings:
+    """What the user says about the run that its file does not record (module docstring)."""
+
+    arm: str  # "baseline" | "speculative"
+    engine: str | None = None  # "vllm" | "sglang"
+    engine_version: str | None = None
+    model: str | None = None  # None: the model name the file records
+    speculative: dict[str, Any] | None = None
+    temperature: float | None = None  # None: the file's own, where it records one
+    concurrency: int | None = None  # for files that do not record it (AIPerf's per-request export)
+    mix: str = "imported"
+    tool_version: str | None = None  # where the file does not record the tool's version
+
+
+Reader = Callable[[Path, ImportSettings], ImportedCell]
+
+# --from NAME -> the reader of one file of that tool
+READERS: dict[str, Reader] = {
+    "vllm-bench": lambda p, s: read_vllm_bench(p, concurrency=s.concurrency),
+    "aiperf": lambda p, s: read_aiperf(p, concurrency=s.concurrency),
+}
+
+
+def _one(values: Sequence[Any], what: str, default: Any = None) -> Any:
+    """The one value all cells agree on; several different ones are a ProbeError naming them."""
+    got = sorted({v for v in values if v is not None}, key=str)
+    if len(got) > 1:
+        raise ProbeError(f"the imported files disagree on {what}: {', '.join(map(str, got))}; import them separately")
+    return got[0] if got else default
+
+
+def build_record(tool: str, cells: Sequence[ImportedCell], settings: ImportSettings,
+                 names: Sequence[str]) -> ProbeRecord:
+    """One probe record from one tool's cells (module docstring); vetted, else ProbeError with the first defect."""
+    if not cells:
+        raise ProbeError("no files to import")
+    temperature = settings.temperature if settings.temperature is not None else _one(
+        [c.temperature for c in cells], "the temperature")
+    if temperature is None:
+        raise ProbeError(f"the {tool} files do not record the sampling temperature; pass --temperature "
+                         "(the one the benchmark sent: greedy 0 for arms that must serve the same tokens)")
+    model = settings.model or _one([c.model for c in cells], "the model")
+    # One prompt length in every file, else unknown (the mix's shape cannot be shown).
+    prompts = {c.prompt_tokens_per_request for c in cells}
+    prompt = prompts.pop() if len(prompts) == 1 else None
+    out_tokens = max(c.output_tokens_per_request for c in cells)
+    version = settings.tool_version or _one([c.tool_version for c in cells], "the tool's version")
+    mix = MixSpec(name=settings.mix, prompt_tokens=prompt, output_tokens=out_tokens,
+                  prompts_from=f"{tool}:{_one([c.prompts_from for c in cells], 'the prompts', 'unknown')}",
+                  temperature=temperature)
+    reps: dict[int, int] = {}
+    out: list[Cell] = []
+    for c in cells:
+        reps[c.concurrency] = reps.get(c.concurrency, 0) + 1
+        out.append(c.cell(settings.mix, reps[c.concurrency]))
+    dates = [c.created_at for c in cells if c.created_at is not None]
+    created = max(dates) if dates else None
+    files = ", ".join(Path(n).name for n in names)
+    source = f"{tool} {version or '(version not recorded)'}: imported from {files}"
+    try:
+        record = ProbeRecord(
+            arm=settings.arm, engine=settings.engine, engine_version=settings.engine_version,
+            model=model, speculative=settings.speculative, workload=[mix],
+            warmup_requests=_one([c.warmup_requests for c in cells], "warm-up requests", 0),
+            repetitions=max(reps.values()),
+            created_at=(datetime.fromtimestamp(created, UTC).isoformat(timespec="seconds")
+                        if created is not None else None),
+            source=source, cells=out)
+    except ValueError as e:  # pydantic's ValidationError is a ValueError: a number out of the record's range
+        raise ProbeError(f"the imported cells are not a probe record: {str(e).splitlines()[0]}") from None
+    defects = record_defects(record)
+    if defects:
+        more = f" (and {len(defects) - 1} more)" if len(defects) > 1 else ""
+        raise ProbeError(f"the imported record is not consistent: {defects[0]}{more}")
+    return record
+
+
+def import_files(tool: str, paths: Sequence[str | Path], settings: ImportSettings) -> ProbeRecord:
+    """Read every file with the tool's reader and build the vetted record; any problem is ProbeError (exit 3)."""
+    reader = READERS.get(tool)
+    if reader is None:
+        raise ProbeError(f"unknown --from {tool!r}; expected one of {', '.join(sorted(READERS))}")
+    cells = [reader(Path(p), settings) for p in paths]
+    return build_record(tool, cells, settings, [str(p) for p in paths])
+
+
+__all__ = ["READERS", "ImportSettings", "ImportedCell", "build_record", "import_files"]
