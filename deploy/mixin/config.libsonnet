@@ -41,6 +41,20 @@
     ttftRegressionFactor: 1.5,
     ttftFloorSeconds: 0.25,
 
+    // Speculation that switched itself off (SpecgateSpeculationOff): a stream configured to speculate
+    // (specgate_spec_depth_max > 0) with requests running proposed no draft over `speculationOffWindow`, and
+    // that held for `speculationOffFor`: it fires about window + for (15 minutes) after the last draft.
+    // Critical, or warning where the declared schedule sets k = 0 at the running batch
+    // (specgate_spec_depth_scheduled == 0). A test or an e2e shortens both with an override, e.g.
+    // `jsonnet -S -J deploy/mixin --tla-code 'config={speculationOffWindow: "5s", speculationOffFor: "10s"}'
+    // deploy/mixin/rules.jsonnet` (tests.observability.sources.render_rules does the same from Python).
+    speculationOffWindow: '5m',
+    speculationOffFor: '10m',
+    // Shallow speculation (SpecgateSpeculationShallow): the 5m mean proposed depth (draft tokens per draft)
+    // below this fraction of the configured maximum k, for `speculationShallowFor`.
+    speculationShallowFraction: 0.25,
+    speculationShallowFor: '30m',
+
     runbookURL: 'https://github.com/specgate/specgate/blob/main/docs/runbook.md',
 
     // The dashboard (built by dashboards/generate.py; the mixin imports the generated JSON).

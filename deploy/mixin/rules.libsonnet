@@ -58,6 +58,50 @@
     },
   },
 
+  // SpecgateSpeculationOff, one rule per severity (the same name, as mixins do): critical unless the declared
+  // schedule gives k = 0 at the running batch (specgate_spec_depth_scheduled == 0), warning where it does.
+  local stream = 'job, instance, model, rank',
+  local speculationOff(severity) = {
+    local scheduledOff = '(%s == 0)' % sel('specgate_spec_depth_scheduled'),
+    alert: 'SpecgateSpeculationOff',
+    expr: |||
+      (
+        max without (source) (%(max)s > 0)
+        and on (%(stream)s)
+        (%(running)s > 0)
+        and on (%(stream)s)
+        (rate(%(drafts)s[%(window)s]) == 0)
+      )
+      %(op)s on (%(stream)s)
+      %(scheduled)s
+    ||| % {
+      max: sel('specgate_spec_depth_max'), running: sel('specgate_requests_running'),
+      drafts: sel('specgate_spec_drafts_total'), window: c.speculationOffWindow, stream: stream,
+      op: if severity == 'critical' then 'unless' else 'and', scheduled: scheduledOff,
+    },
+    'for': c.speculationOffFor,
+    labels: { severity: severity },
+    annotations: {
+      summary: if severity == 'critical' then 'Speculation switched itself off while requests are running.'
+               else 'Speculation is off at this batch, as the declared schedule says.',
+      description: (
+        'Model {{ $labels.model }} rank {{ $labels.rank }} ({{ $labels.engine }}, instance {{ $labels.instance }}) '
+        + 'is configured to speculate up to k = {{ $value | printf "%%.0f" }} tokens and has '
+        + '{{ with printf "specgate_requests_running{job=%%q, instance=%%q, model=%%q, rank=%%q}" '
+        + '$labels.job $labels.instance $labels.model $labels.rank | query }}{{ . | first | value | printf "%%.0f" }}'
+        + '{{ else }}(unknown){{ end }} requests running, but proposed no drafts over the last %(window)s '
+        + '(0 drafts/s), for %(for)s. '
+        + (if severity == 'critical' then
+             'Nothing the deployment declares sets k = 0 here: speculation switched itself off (dynamic depth, '
+             + 'a schedule floor, an acceptance threshold) and every request decodes one token per step.'
+           else
+             'The declared schedule (specgate_spec_depth_scheduled) sets k = 0 at this batch: intended, unless '
+             + 'plain decoding at this batch is not what the rollout wanted.')
+      ) % { window: spoken(c.speculationOffWindow), 'for': spoken(c.speculationOffFor) },
+      runbook_url: runbook('SpecgateSpeculationOff'),
+    },
+  },
+
   prometheusRules+:: { groups+: [] },
 
   prometheusAlerts+:: {
@@ -168,6 +212,54 @@
                            + 'target (wrong drafter, tokenizer, taps or revision). Every verify step now costs more than '
                            + 'plain decoding.',
               runbook_url: runbook('SpecgateAcceptanceCollapse'),
+            },
+          },
+        ],
+      },
+      // Speculation that switched itself off, or runs far shallower than configured (issue 22): dynamic depth
+      // going to k = 0 above a batch threshold (vLLM num_speculative_tokens_per_batch_size), a TensorRT-LLM
+      // draft_len_schedule at its floor, TensorRT-LLM's acceptance_rate_threshold. SpecgateAcceptanceCollapse
+      // cannot see these: it needs drafts to flow. Per stream (job, instance, model, rank): one pod that
+      // stopped speculating matters even when the fleet's model-level rate still flows. Silent on an idle
+      // engine (no request running) and on one without speculation (no specgate_spec_depth_max: the exporter
+      // exports it only where the engine is configured to speculate).
+      {
+        name: 'specgate.speculation',
+        rules: [
+          // Mean proposed depth = draft tokens / drafts (the k actually run, averaged over verify steps).
+          {
+            record: 'model:specgate_spec_depth_mean:ratio_rate5m',
+            expr: |||
+              sum by (%(by)s) (rate(%(draft_tokens)s[5m]))
+              /
+              (sum by (%(by)s) (rate(%(drafts)s[5m])) > 0)
+            ||| % { by: by, draft_tokens: sel('specgate_spec_draft_tokens_total'), drafts: sel('specgate_spec_drafts_total') },
+          },
+        ] + [
+          speculationOff(severity)
+          for severity in ['critical', 'warning']
+        ] + [
+          {
+            alert: 'SpecgateSpeculationShallow',
+            expr: |||
+              model:specgate_spec_depth_mean:ratio_rate5m
+                < on (%(by)s)
+              (%(fraction)s * max by (%(by)s) (%(max)s))
+            ||| % { by: by, fraction: num(c.speculationShallowFraction), max: sel('specgate_spec_depth_max') },
+            'for': c.speculationShallowFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Speculation runs far shallower than configured.',
+              description: (
+                'Drafts of model {{ $labels.model }} ({{ $labels.engine }}, namespace {{ $labels.namespace }}) '
+                + 'proposed {{ $value | printf "%%.2f" }} tokens each on average over the last 5 minutes, below '
+                + '%(fraction)s x the configured maximum k = '
+                + '{{ with printf "max(specgate_spec_depth_max{namespace=%%q, model=%%q, engine=%%q})" '
+                + '$labels.namespace $labels.model $labels.engine | query }}{{ . | first | value | printf "%%.0f" }}'
+                + '{{ else }}(unknown){{ end }}, for %(for)s. A dynamic schedule or an adaptive controller has '
+                + 'moved to its floor: most of the configured depth is not used.'
+              ) % { fraction: num(c.speculationShallowFraction), 'for': spoken(c.speculationShallowFor) },
+              runbook_url: runbook('SpecgateSpeculationShallow'),
             },
           },
         ],

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import promql_parser
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+MIXIN = REPO / "deploy" / "mixin"
 RULES = REPO / "deploy" / "prometheus" / "specgate-rules.yaml"
 RULE_TESTS = REPO / "deploy" / "prometheus" / "tests"
 DASHBOARD = REPO / "dashboards" / "specgate.json"
@@ -178,3 +180,27 @@ def find_tool(name: str) -> Path | None:
     if found:
         return Path(found)
     return local if local.is_file() and os.access(local, os.X_OK) else None
+
+
+def render_rules(config: Mapping[str, object] | None = None) -> str:
+    """The rules file as `make mixin` renders it (deploy/mixin/rules.jsonnet), with `config` replacing fields of
+    the mixin's `_config` (deploy/mixin/config.libsonnet): rules.jsonnet's top-level argument `config`, the same
+    as `jsonnet -S -J deploy/mixin --tla-code 'config={...}' deploy/mixin/rules.jsonnet`.
+
+    Why: a live test (tests/observability/test_speculation_live.py, the e2e's k = 0 run) must see an alert reach
+    firing in seconds, so it shortens the mixin's own `for:` and windows, e.g.
+    `render_rules({"speculationOffWindow": "4s", "speculationOffFor": "5s"})`, instead of rewriting rendered
+    YAML. No config renders the shipped file byte for byte. A key the mixin does not have is refused
+    (ValueError): a misspelt override would otherwise leave the shipped minutes in place without a word.
+    """
+    import _jsonnet
+
+    overrides = dict(config or {})
+    known = set(json.loads(_jsonnet.evaluate_snippet(
+        "fields.jsonnet", "std.objectFieldsAll((import 'mixin.libsonnet')._config)", jpathdir=str(MIXIN))))
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"not in the mixin's _config (deploy/mixin/config.libsonnet): {', '.join(unknown)}")
+    text = _jsonnet.evaluate_file(str(MIXIN / "rules.jsonnet"), jpathdir=str(MIXIN),
+                                  tla_codes={"config": json.dumps(overrides)})
+    return str(json.loads(text))

@@ -21,6 +21,8 @@ local yaml = import 'yaml.libsonnet';
   #   - collapse: acceptance rate below %(collapse)s while more than %(drafts)s drafts/s flow.
   #   - KV saturation: usage above %(kv)s with requests waiting; preemptions: more than %(pre)s in 10 minutes.
   #   - TTFT regression: p90 (10m mean) above %(ttft)sx its mean over the previous day (offset 1h), and above %(floor)s s.
+  #   - speculation off: configured to speculate, requests running, no draft over %(offWindow)s, for %(offFor)s;
+  #     shallow: 5m mean proposed depth below %(shallow)s x the configured maximum, for %(shallowFor)s.
   #
   # No traffic means no acceptance alert: every acceptance ratio divides by a rate that must be > 0, so it is
   # absent (not 0, not NaN) when no batch window / no draft completed. Counters are read with rate() and
@@ -38,6 +40,10 @@ local yaml = import 'yaml.libsonnet';
   pre: '%g' % c.preemptionsPer10m,
   ttft: '%g' % c.ttftRegressionFactor,
   floor: '%g' % c.ttftFloorSeconds,
+  offWindow: c.speculationOffWindow,
+  offFor: c.speculationOffFor,
+  shallow: '%g' % c.speculationShallowFraction,
+  shallowFor: c.speculationShallowFor,
     };
     header + yaml.manifest({ groups: mixin.prometheusRules.groups + mixin.prometheusAlerts.groups }),
 }
