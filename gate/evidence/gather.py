@@ -68,7 +68,7 @@ def sources_for(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str 
         from gate.evidence.prometheus import PrometheusHistory
 
         # The fleet judges each pod by the plan's SLO and depth; the engine must be up in post (vetting's rule, per pod).
-        out.append(PrometheusHistory(prom_src or PrometheusSource(), prom_url, slo=plan.slo, k=plan.depth,
+        out.append(PrometheusHistory(prom_src or PrometheusSource(), prom_url, slo=plan.slo, k=plan.bound_depth,
                                      method=plan.method, require_engine_up=phase == "post",
                                      served_model_name=plan.served_model_name, require_recent=phase == "post"))
     return out
@@ -78,7 +78,7 @@ def rules_for(plan: Plan, phase: str, now: float | None = None) -> VetRules:
     """What evidence for this plan must be (gate.evidence.vetting), at the moment of evaluation."""
     return VetRules(engine=plan.engine.kind, served_model_name=plan.served_model_name, method=plan.method,
                     k=plan.depth, phase=phase, now=time.time() if now is None else now,
-                    lookback_seconds=plan.slo.lookback_seconds)
+                    lookback_seconds=plan.slo.lookback_seconds, bound_k=plan.bound_depth)
 
 
 def gather_metrics(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str | None,

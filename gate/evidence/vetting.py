@@ -40,6 +40,9 @@ class VetRules:
     phase: str
     now: float
     lookback_seconds: float
+    # The k the acceptance bounds use when the plan's depth schedule lets some batch run deeper or shallower than k
+    # (Plan.bound_depth; issue 22); None: k itself.
+    bound_k: int | None = None
 
 
 def _summarise(found: list[tuple[str, pl.Implausible]]) -> list[str]:
@@ -65,7 +68,7 @@ def vet_windows(windows: Sequence[AcceptanceWindow], rules: VetRules,
             found.append((w.source, pl.Implausible("not_live", f"{w.source} is a file, not live evidence "
                                                    "(the post phase judges the running engine)")))
             continue
-        problem = (pl.window_values(w, rules.k, rules.method)
+        problem = (pl.window_values(w, rules.k if rules.bound_k is None else rules.bound_k, rules.method)
                    or pl.recency(w.end, rules.now, rules.lookback_seconds, where=f"{w.source}, {w.stream}",
                                  require_recent=live))
         if problem is None and w.reset is None:

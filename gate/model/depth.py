@@ -23,13 +23,23 @@ Drafter forward passes per verify cycle (`draft_forward_passes`; what the cost m
     chain or tree, vLLM      k = num_speculative_tokens (one drafter step per proposed token)
     chain or tree, SGLang    num_steps (a tree of top-k > 1 grows by one level per step, so
                              num_draft_tokens − 1 may exceed the steps); k when only k is given
+
+When the depth varies (issue 22): an engine may run a depth schedule instead of one k — vLLM's
+`num_speculative_tokens_per_batch_size` (k by batch size), SGLang's `speculative_adaptive` (candidate
+steps per batch-size tier, picked at run time). `depth_schedule` reads the plan's keys through the
+engine's profile (`DepthScheduler`, validated as the engine validates them) into an
+`exporter.schedule.DepthSchedule`. The bounds then use the largest k any batch may run
+(`bound_depth`: 1 ≤ L ≤ 1 + k_max, a ≥ (L − 1)/k_max); k itself (the engine's configured depth: the
+positions vLLM counts, SGLang's starting steps) stays what identity is matched against.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from gate.model.engines import profile
+from gate.model.engines.base import DepthScheduler, ScheduleReading
 
 SpecMethod = Literal["draft_model", "eagle", "eagle3", "mtp", "nextn", "dflash", "dspark", "ngram", "suffix"]
 METHODS: tuple[str, ...] = SpecMethod.__args__  # type: ignore[attr-defined]
@@ -77,3 +87,34 @@ def draft_forward_passes(engine: str, method: str | None, *, num_speculative_tok
         return 1
     return profile(engine).draft_steps(num_speculative_tokens=num_speculative_tokens,
                                        num_draft_tokens=num_draft_tokens, num_steps=num_steps, eagle_topk=eagle_topk)
+
+
+# The plan's `engine.speculative` keys that declare a depth schedule (each engine's profile reads its own).
+SCHEDULE_KEYS: tuple[str, ...] = ("num_speculative_tokens_per_batch_size", "speculative_adaptive",
+                                  "speculative_adaptive_config")
+
+
+def depth_schedule(engine: str, speculative: Mapping[str, Any], *, data_parallel: int = 1) -> ScheduleReading:
+    """The depth schedule the engine runs for the plan's `engine.speculative` keys (None values left out).
+
+    ValueError, with the engine's reason, when the engine would refuse the schedule or cannot run it; an engine
+    whose profile runs no schedule (no `DepthScheduler`) refuses every schedule key.
+    """
+    p = profile(engine)
+    if not isinstance(p, DepthScheduler):
+        declared = [key for key in SCHEDULE_KEYS if speculative.get(key)]
+        if declared:
+            raise ValueError(f"engine.speculative.{declared[0]}: {p.name} runs no depth schedule")
+        return ScheduleReading()
+    return p.depth_schedule(speculative, data_parallel=data_parallel)
+
+
+def bound_depth(k: int | None, reading: ScheduleReading) -> int | None:
+    """The k the acceptance bounds use: the largest any batch may run under the schedule the engine runs, else k.
+
+    (vLLM clamps a schedule to num_speculative_tokens, so there it is at most k; SGLang's adaptive tiers may
+    run deeper than the starting num_steps.) A schedule of k = 0 everywhere bounds nothing (None).
+    """
+    if reading.schedule is None:
+        return k
+    return reading.schedule.max_k or None

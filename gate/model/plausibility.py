@@ -20,7 +20,9 @@ A fixed-depth drafter (draft model, EAGLE, MTP, DFlash) proposes exactly k per r
 a = (L − 1)/k; a variable-length proposer (ngram, suffix) proposes fewer when its lookup
 finds fewer, so a may exceed (L − 1)/k — but never fall below it. k is vLLM's
 `num_speculative_tokens`; for SGLang it is `num_draft_tokens − 1` (the verify block
-includes the root token).
+includes the root token). Where the depth varies by a declared schedule (vLLM's k by batch size,
+SGLang's adaptive steps; gate.model.depth.bound_depth) every draft proposes at most the largest k
+the schedule allows, so the bounds hold with that k_max: 1 ≤ L ≤ 1 + k_max, a ≥ (L − 1)/k_max.
 """
 
 from __future__ import annotations

@@ -37,8 +37,11 @@ from gate.model.depth import (
     EMBEDDED_METHODS,
     MAX_SPECULATIVE_DEPTH,
     SpecMethod,
+    bound_depth,
+    depth_schedule,
     speculative_depth,
 )
+from gate.model.engines.base import ScheduleReading
 from gate.model.plausibility import MAX_ALPHA, pool_tokens, startup_seconds
 from gate.plan.suggest import one_line
 
@@ -161,6 +164,20 @@ class Speculative(_Strict):
     eagle_topk: DepthInt | None = Field(default=None, description="SGLang --speculative-eagle-topk")
     num_draft_tokens: Annotated[int, Field(gt=0, le=16 * MAX_SPECULATIVE_DEPTH)] | None = Field(
         default=None, description="SGLang --speculative-num-draft-tokens (k = num_draft_tokens - 1)")
+    # Depth schedules (issue 22): validated as the engine validates them (gate.model.depth.depth_schedule).
+    num_speculative_tokens_per_batch_size: list[list[int]] | None = Field(
+        default=None, description="vLLM: k by batch size, inclusive [batch_start, batch_end, k] ranges "
+                                  "(--speculative-config key; vLLM 0.32 dynamic speculative decoding): the first "
+                                  "starts at batch 1, ranges sorted and non-overlapping, gaps and the tail carry "
+                                  "the previous k, every k clamped to num_speculative_tokens; dropped by vLLM when "
+                                  "engine.dp > 1 (a warning)")
+    speculative_adaptive: bool | None = Field(
+        default=None, description="SGLang --speculative-adaptive: steps chosen at run time per batch-size tier "
+                                   "(EAGLE/EAGLE3 with eagle_topk 1 only); the bounds use the deepest candidate")
+    speculative_adaptive_config: dict[str, Any] | None = Field(
+        default=None, description="SGLang --speculative-adaptive-config's JSON content: tiers "
+                                  "{\"<batch size>\": {\"candidate_steps\": [...]}} (default SGLang's built-in "
+                                  "tiers 1/8/32/64)")
 
 
 class Engine(_Strict):
@@ -180,6 +197,9 @@ class Engine(_Strict):
     tp: PositiveInt = Field(
         default=1, description="tensor-parallel size; the pool, bytes per token and memory fractions are "
                                "per rank")
+    dp: PositiveInt = Field(
+        default=1, description="data-parallel replicas (vLLM --data-parallel-size); vLLM drops a depth schedule "
+                               "when it is above 1")
     block_size: PositiveInt | None = Field(
         default=None, description="KV block (vLLM) or page (SGLang) size in tokens; vLLM's default 16 "
                                   "assumed when missing")
@@ -560,8 +580,9 @@ class Plan(_Strict):
         if spec is None and self.drafter is not None:
             raise ValueError("a drafter section needs engine.speculative (its method and depth): without it the "
                              "drafter would be judged as if it were not deployed")
+        _ = self.depth_reading  # a schedule the engine would refuse is an invalid plan (its ValueError)
         try:
-            acceptance_target_possible(self.slo.target_acceptance_length, self.depth)
+            acceptance_target_possible(self.slo.target_acceptance_length, self.bound_depth)
         except InputError as e:
             raise ValueError(str(e)) from None
         names = [m.name for m in self.workload]
@@ -583,6 +604,20 @@ class Plan(_Strict):
         return speculative_depth(self.engine.kind, num_speculative_tokens=spec.num_speculative_tokens,
                                  num_draft_tokens=spec.num_draft_tokens, num_steps=spec.num_steps,
                                  eagle_topk=spec.eagle_topk)
+
+    @property
+    def depth_reading(self) -> ScheduleReading:
+        """The depth schedule the engine runs for this plan (gate.model.depth.depth_schedule; ValueError when the
+        engine would refuse it, which plan validation turns into an invalid plan)."""
+        spec = self.engine.speculative
+        if spec is None:
+            return ScheduleReading()
+        return depth_schedule(self.engine.kind, spec.model_dump(exclude_none=True), data_parallel=self.engine.dp)
+
+    @property
+    def bound_depth(self) -> int | None:
+        """The k the acceptance bounds use: the largest any batch may run (gate.model.depth.bound_depth)."""
+        return bound_depth(self.depth, self.depth_reading)
 
     @property
     def served_model_name(self) -> str | None:

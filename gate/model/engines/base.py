@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from exporter.schedule import DepthSchedule
 from gate.model.geometry import KVGeometry
 from gate.status import Status
 
@@ -56,6 +57,34 @@ class DepthKeys:
 
     keys: Mapping[str, int]
     why: str
+
+
+@dataclass(frozen=True)
+class ScheduleReading:
+    """What an engine makes of a plan's declared depth schedule (issue 22).
+
+    `schedule`: the schedule the engine will run (None: a fixed k, either none was declared or the engine drops
+    it); `warnings`: one sentence each where the engine changes what the plan declared (vLLM drops a schedule
+    under data parallelism); `declared`: a schedule was declared at all.
+    """
+
+    schedule: DepthSchedule | None = None
+    warnings: tuple[str, ...] = ()
+    declared: bool = False
+
+
+@runtime_checkable
+class DepthScheduler(Protocol):
+    """The optional part of a profile for an engine that runs a depth schedule (k by batch size or adaptive).
+
+    Why optional: a profile without it runs one fixed k, and the depth rule (gate.model.depth.depth_schedule)
+    refuses schedule keys for its engine. Errors are ValueError with the engine's own reason.
+    """
+
+    def depth_schedule(self, speculative: Mapping[str, Any], *, data_parallel: int) -> ScheduleReading:
+        """The schedule the engine runs for the plan's `engine.speculative` keys (a mapping, None values left out)
+        under `data_parallel` replicas; ValueError (the engine's reason) when the engine would refuse it."""
+        ...
 
 
 class EngineProfile(Protocol):

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule
+from exporter.schedule import SGLANG_DEFAULT_CANDIDATE_STEPS, sglang_adaptive_schedule
+from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule, ScheduleReading
 from gate.model.geometry import GROWING_KINDS, KVGeometry
 from gate.model.pools import sglang_draft_cell_bytes, sglang_pool_tokens
 from gate.status import Status
@@ -42,6 +43,25 @@ REPORTED_ALGORITHMS: Mapping[str, frozenset[str]] = MappingProxyType({
 # Seed 002: "SGLang v0.5.18 … In that release, DSpark, DFlash, MegaMoE, and MTP became generally available."
 GENERAL_AVAILABILITY: Mapping[str, tuple[int, ...]] = MappingProxyType({
     "dspark": (0, 5, 18), "dflash": (0, 5, 18), "mtp": (0, 5, 18), "nextn": (0, 5, 18)})
+
+
+# The plan methods SGLang 0.5.23's adaptive speculation runs (adaptive_spec_params.adaptive_unsupported_reason:
+# speculative_algorithm EAGLE or EAGLE3 only).
+ADAPTIVE_METHODS = frozenset({"eagle", "eagle3"})
+
+
+def adaptive_unsupported_reason(method: str, eagle_topk: int | None) -> str | None:
+    """SGLang 0.5.23's `adaptive_unsupported_reason`, the branches a plan can answer: the algorithm and the top-k.
+
+    (The others, a platform worker, attention DP, multi-layer EAGLE, two-batch overlap, PD multiplexing, are
+    launch settings a plan does not carry.)
+    """
+    algorithm = LAUNCH_ALGORITHM.get(method, method.upper())
+    if method not in ADAPTIVE_METHODS:
+        return f"speculative_algorithm={algorithm} (only EAGLE/EAGLE3 are supported)"
+    if eagle_topk is not None and eagle_topk != 1:
+        return f"speculative_eagle_topk={eagle_topk} (only topk=1 is supported)"
+    return None
 
 
 def _n(x: int | None) -> str:
@@ -72,6 +92,38 @@ class SglangProfile:
         if num_steps is not None and (eagle_topk or 1) == 1:
             return num_steps
         return num_speculative_tokens
+
+    def depth_schedule(self, speculative: Mapping[str, Any], *, data_parallel: int) -> ScheduleReading:
+        """SGLang 0.5.23's `--speculative-adaptive` (+ `--speculative-adaptive-config`): candidate steps per tier.
+
+        SGLang itself falls back to static parameters with a warning when `adaptive_unsupported_reason` answers;
+        a plan that declares adaptive speculation where it cannot run is refused with that reason (the plan
+        would be judged on a depth the engine does not run). `_init_adaptive_speculative_params` refuses a
+        `--speculative-num-steps` outside the candidate steps. k = steps (top-k 1: one token per step).
+        """
+        if speculative.get("num_speculative_tokens_per_batch_size") is not None:
+            raise ValueError("engine.speculative.num_speculative_tokens_per_batch_size is vLLM's; SGLang's depth "
+                             "schedule is engine.speculative.speculative_adaptive (+ speculative_adaptive_config)")
+        config = speculative.get("speculative_adaptive_config")
+        if not speculative.get("speculative_adaptive"):
+            if config is not None:
+                raise ValueError("engine.speculative.speculative_adaptive_config needs speculative_adaptive: true "
+                                 "(SGLang reads the file only with --speculative-adaptive)")
+            return ScheduleReading()
+        reason = adaptive_unsupported_reason(str(speculative.get("method")), speculative.get("eagle_topk"))
+        if reason is not None:
+            raise ValueError(f"engine.speculative.speculative_adaptive: SGLang cannot run adaptive speculation here: "
+                             f"{reason}")
+        try:
+            schedule = sglang_adaptive_schedule(config)
+        except ValueError as e:
+            raise ValueError(f"engine.speculative.speculative_adaptive_config: SGLang refuses it: {e}") from None
+        candidates = sorted(_all_candidates(config))
+        steps = speculative.get("num_steps")
+        if steps is not None and steps not in candidates:
+            raise ValueError(f"--speculative-num-steps={steps} is not in the adaptive config candidate_steps "
+                             f"{candidates}. Pass one of those values.")
+        return ScheduleReading(schedule, (), declared=True)
 
     def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
                     num_steps: int | None, eagle_topk: int | None) -> int | None:
@@ -210,6 +262,14 @@ class SglangProfile:
             elif v is not False and v is not None:
                 flags += [flag, str(v)]
         return flags
+
+
+def _all_candidates(config: Mapping[str, Any] | None) -> set[int]:
+    """Every tier's candidate steps (resolve_candidate_steps_from_config's union; the config is valid here)."""
+    if config is None:
+        return {s for steps in SGLANG_DEFAULT_CANDIDATE_STEPS.values() for s in steps}
+    return {int(s) for key, entry in config.items() if isinstance(key, str) and key.isdigit()
+            for s in entry["candidate_steps"]}
 
 
 SGLANG = SglangProfile()

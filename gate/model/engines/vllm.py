@@ -14,13 +14,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule
+from exporter.schedule import vllm_schedule
+from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule, ScheduleReading
 from gate.model.geometry import KVGeometry
 from gate.model.pools import vllm_pool_tokens
 from gate.status import Status
 
 DEFAULT_BLOCK_SIZE = 16  # vLLM's GPU default; the CPU backend uses 128 (set engine.block_size)
 DEFAULT_MEMORY_FRACTION = 0.9  # EngineArgs gpu_memory_utilization (--gpu-memory-utilization)
+# vLLM 0.32's depth schedule key in --speculative-config (dynamic speculative decoding by batch size), and the
+# SGLang keys a vLLM plan must not carry.
+SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
+FOREIGN_SCHEDULE_KEYS = ("speculative_adaptive", "speculative_adaptive_config")
 # Plan methods vLLM spells otherwise in --speculative-config.
 METHOD_NAMES: Mapping[str, str] = {"nextn": "mtp"}
 
@@ -49,6 +54,38 @@ class VllmProfile:
         target with fewer layers than k reuses them, so the count is still k)."""
         return self.depth(num_speculative_tokens=num_speculative_tokens, num_draft_tokens=num_draft_tokens,
                           num_steps=num_steps, eagle_topk=eagle_topk)
+
+    def depth_schedule(self, speculative: Mapping[str, Any], *, data_parallel: int) -> ScheduleReading:
+        """vLLM 0.32's dynamic speculative decoding: `num_speculative_tokens_per_batch_size` ranges.
+
+        `VllmConfig._maybe_disable_dynamic_sd_for_data_parallel` (vllm/config/vllm.py) sets the schedule to None
+        when data_parallel_size > 1 (ranks could pick different k and deadlock) before anything validates it,
+        so such a plan runs the fixed `num_speculative_tokens`: a warning, not a refusal. Otherwise the
+        scheduler's `build_dynamic_sd_schedule_lookup` validates it (exporter.schedule.vllm_schedule, vLLM's
+        wording) and needs num_speculative_tokens > 0.
+        """
+        foreign = [key for key in FOREIGN_SCHEDULE_KEYS if speculative.get(key)]
+        if foreign:
+            raise ValueError(f"engine.speculative.{foreign[0]} is SGLang's (--speculative-adaptive); vLLM's depth "
+                             f"schedule is engine.speculative.{SCHEDULE_KEY}")
+        ranges = speculative.get(SCHEDULE_KEY)
+        if ranges is None:
+            return ScheduleReading()
+        k = speculative.get("num_speculative_tokens")
+        if data_parallel > 1:
+            return ScheduleReading(None, (
+                f"vLLM drops engine.speculative.{SCHEDULE_KEY} under data parallelism (engine.dp = {data_parallel}: "
+                "ranks could pick different k and deadlock; vllm/config/vllm.py "
+                "_maybe_disable_dynamic_sd_for_data_parallel) and runs the fixed num_speculative_tokens"
+                + (f" = {k}" if k is not None else "") + ": the gate uses that k",), declared=True)
+        if k is None:
+            raise ValueError(f"engine.speculative.{SCHEDULE_KEY} needs num_speculative_tokens "
+                             "(vLLM clamps every k of the schedule to it)")
+        try:
+            schedule = vllm_schedule(ranges, k)
+        except ValueError as e:
+            raise ValueError(f"engine.speculative.{SCHEDULE_KEY}: vLLM refuses it: {e}") from None
+        return ScheduleReading(schedule, (), declared=True)
 
     def algorithms(self, method: str) -> frozenset[str] | None:
         """vLLM names no algorithm anywhere the gate reads (its spec counters only show that it speculates)."""
