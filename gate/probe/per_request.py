@@ -8,8 +8,15 @@ per cell as a distribution (docs/design.md "Probe and compare"). Fields, as a re
 
 - `completion_tokens`: tokens generated for the request (the first one comes from prefill).
 - `spec_verify_ct`: verify calls (draft rounds) the request took.
-- `spec_accept_length`: completion_tokens / spec_verify_ct — SGLang's per-request L, the bonus
-  token included, the same definition as its counters (Δgeneration / Δverify calls).
+- `spec_accept_length`: completion_tokens / spec_verify_ct — SGLang's own per-request L, which counts
+  the request's first token although it comes from prefill, not from a verify call: a drafter that
+  accepts nothing reads 48 / 47 = 1.021 (tests/fixtures/sglang/0.5.23/adaptive-generate-meta.json).
+  Validated (it must equal that ratio) but not used: the L recorded is decode-only, vLLM's definition
+  (bonus token included, prefill token excluded), `acceptance_length = (completion_tokens − 1) /
+  spec_verify_ct`, so the same drafter reads 1.000 on both engines. Each verify call yields at least
+  one token and at most 1 + its correct drafts (the last may be cut at max_tokens), so
+  `spec_verify_ct ≤ completion_tokens − 1 ≤ spec_verify_ct + spec_num_correct_drafts`; an answer
+  outside that is refused.
 - `spec_num_correct_drafts` / `spec_num_proposed_drafts`, `spec_accept_rate` = their ratio.
 - `spec_correct_drafts_histogram[i]`: verify calls that accepted exactly i draft tokens
   (length num_draft_tokens; it sums to spec_verify_ct).
@@ -27,8 +34,8 @@ vLLM (0.32, `--per-request-spec-decode-metrics summary|detailed`; without the fl
   exactly j draft tokens (length `num_spec_tokens + 1`, sums to `num_spec_steps`).
 - `num_accepted_draft_tokens` = Σ j·histogram[j]; `num_draft_tokens` proposed (≤ k per step).
 - `mean_acceptance_length` = 1 + accepted / steps — vLLM's per-request L, the same definition as
-  its counters (1 + Δaccepted / Δdrafts); the prefill token is not counted (SGLang's
-  `completion_tokens / spec_verify_ct` counts it: the two engines' per-request L differ by that).
+  its counters (1 + Δaccepted / Δdrafts); the prefill token is not counted (SGLang's own
+  `completion_tokens / spec_verify_ct` counts it; `sglang_request_acceptance` takes it out).
 - `draft_acceptance_rate` = accepted / draft tokens.
 
 `vllm_request_acceptance` maps it onto the same `RequestAcceptance` (verify_calls = steps,
@@ -52,7 +59,7 @@ class PerRequestError(ValueError):
 
 @dataclass(frozen=True)
 class RequestAcceptance:
-    """One request's acceptance, by SGLang's own definitions (module docstring)."""
+    """One request's acceptance; `acceptance_length` is decode-only on both engines (module docstring)."""
 
     completion_tokens: int
     verify_calls: int
@@ -108,7 +115,14 @@ def sglang_request_acceptance(meta: Mapping[str, Any]) -> RequestAcceptance | No
     if hist and correct is not None and sum(i * n for i, n in enumerate(hist)) != correct:
         raise PerRequestError(f"meta_info.spec_correct_drafts_histogram accounts for "
                               f"{sum(i * n for i, n in enumerate(hist))} correct drafts, not {correct}")
-    return RequestAcceptance(completion_tokens=tokens, verify_calls=verify, acceptance_length=float(length),
+    decoded = tokens - 1  # the first token comes from prefill, not from a verify call
+    if decoded < verify:
+        raise PerRequestError(f"meta_info: {tokens} completion tokens for {verify} verify calls: each verify call "
+                              "yields at least one token after the prefill one")
+    if correct is not None and decoded > verify + correct:
+        raise PerRequestError(f"meta_info: {decoded} decoded tokens, more than {verify} verify calls + {correct} "
+                              "correct drafts can yield")
+    return RequestAcceptance(completion_tokens=tokens, verify_calls=verify, acceptance_length=decoded / verify,
                              correct_drafts=correct,
                              proposed_drafts=_int(meta, "spec_num_proposed_drafts", required=False),
                              correct_drafts_histogram=hist)

@@ -56,7 +56,10 @@ def test_sglang_stream_gives_the_meta_infos_own_numbers(arm: str) -> None:
         got = streamed_acceptance(usage, details, stream["completion_tokens"])
         want = sglang_request_acceptance({**stream["meta_info_spec"], "completion_tokens": stream["completion_tokens"]})
         assert got is not None and got == want
-        assert got.acceptance_length == stream["meta_info_spec"]["spec_accept_length"]
+        # decode-only L (vLLM's definition): the prefill token out of SGLang's completion_tokens / spec_verify_ct
+        spec = stream["meta_info_spec"]
+        assert got.acceptance_length == (stream["completion_tokens"] - 1) / spec["spec_verify_ct"]
+        assert spec["spec_accept_length"] == pytest.approx(stream["completion_tokens"] / spec["spec_verify_ct"])
 
 
 def test_sglang_without_speculation_sends_no_details() -> None:
@@ -99,7 +102,8 @@ def test_client_reads_sglangs_chunks_through_the_parser() -> None:
         eng.state.capture["events"] = events[:i] + [[at, line] for line in stream["events"]] + events[i + 1:]
         r = CompletionClient(eng.url, "m").complete([1, 2, 3], 32)  # SGLang's usage says 32 tokens: ask for 32
     assert r.ok and r.completion_tokens == 32 and r.acceptance_refused is None
-    assert r.acceptance_length == stream["meta_info_spec"]["spec_accept_length"] == 1.6
+    assert stream["meta_info_spec"]["spec_accept_length"] == 1.6  # SGLang's 32 / 20, the prefill token counted
+    assert r.acceptance_length == (32 - 1) / 20  # decode-only: 1.55
 
 
 def test_client_reads_vllms_usage_chunk_through_the_parser() -> None:

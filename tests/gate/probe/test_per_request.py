@@ -26,7 +26,8 @@ def test_real_ngram_answer():
     r = sglang_request_acceptance(REAL_NGRAM)
     assert r is not None
     assert r.verify_calls == 15 and r.completion_tokens == 32
-    assert r.acceptance_length == pytest.approx(32 / 15)
+    assert REAL_NGRAM["spec_accept_length"] == pytest.approx(32 / 15)  # SGLang's own: the prefill token counted
+    assert r.acceptance_length == pytest.approx((32 - 1) / 15)  # decode-only, vLLM's definition
     assert r.acceptance_rate == pytest.approx(17 / 45) == pytest.approx(REAL_NGRAM["spec_accept_rate"])
     assert r.correct_drafts_histogram == (5, 6, 1, 3)
 
@@ -43,6 +44,9 @@ def test_no_speculation_is_none():
     ({"spec_correct_drafts_histogram": [5, 6, 1]}, "sums to 12"),
     ({"spec_num_correct_drafts": 18}, "accounts for 17 correct drafts, not 18"),
     ({"completion_tokens": -1}, "completion_tokens"),
+    # 15 verify calls yield at least 15 tokens after the prefill one, at most 15 + 17 correct drafts
+    ({"completion_tokens": 15, "spec_accept_length": 1.0}, "at least one token after the prefill"),
+    ({"completion_tokens": 34, "spec_accept_length": 34 / 15}, "more than 15 verify calls \\+ 17 correct drafts"),
 ])
 def test_inconsistent_answers_are_refused(change, msg):
     meta = {**copy.deepcopy(REAL_NGRAM), **change}
@@ -74,3 +78,15 @@ def test_every_recorded_answer_parses_and_adds_up(arm):
     assert sum(p.verify_calls for p in parsed) == c["after"]["verify_calls"] - c["before"]["verify_calls"]
     assert sum(p.completion_tokens for p in parsed) == \
         c["after"]["generation_tokens"] - c["before"]["generation_tokens"]
+
+
+ADAPTIVE = Path(__file__).parents[2] / "fixtures" / "sglang" / "0.5.23" / "adaptive-generate-meta.json"
+
+
+def test_a_drafter_accepting_nothing_reads_one_decode_only():
+    """The real adaptive EAGLE3 answer (random head): SGLang says 48 / 47 = 1.021, decode-only L is 1.000."""
+    meta = json.loads(ADAPTIVE.read_text())["answer"]["meta_info"]
+    assert meta["spec_accept_length"] == pytest.approx(48 / 47)
+    r = sglang_request_acceptance(meta)
+    assert r is not None and r.verify_calls == 47 and r.correct_drafts == 0
+    assert r.acceptance_length == 1.0
