@@ -12,7 +12,15 @@ import pytest
 import yaml
 
 from exporter import names
-from tests.observability.sources import DASHBOARD, REPO, RULES, load_rules, render_rules, selectors
+from tests.observability.sources import (
+    DASHBOARD,
+    REPO,
+    RULES,
+    load_rules,
+    render_rules,
+    rule_groups,
+    selectors,
+)
 
 MIXIN = REPO / "deploy" / "mixin"
 
@@ -105,22 +113,24 @@ def load_rules_from_text(text: str, tmp_path: Path):
 
 
 def test_speculation_off_timings_come_from_config(promtool: Path, tmp_path: Path) -> None:
-    """What the live test and the e2e do: render_rules shortens SpecgateSpeculationOff's window and `for:` through
-    the mixin's _config (both severities), leaves the shipped defaults (minutes) otherwise, and refuses a key
-    the mixin does not have."""
-    assert render_rules() == RULES.read_text()
+    """What the live test and the e2e do: render_rules / rule_groups shorten SpecgateSpeculationOff's window and
+    `for:` through the mixin's _config (both severities), the shipped defaults stay minutes, and a key the mixin
+    does not have is refused."""
     shipped = [r for r in load_rules() if r.name == "SpecgateSpeculationOff"]
     assert [(r.raw["for"], r.raw["labels"]["severity"]) for r in shipped] == [("10m", "critical"), ("10m", "warning")]
     assert all("rate(specgate_spec_drafts_total[5m]) == 0" in r.expr for r in shipped)
-    text = render_rules({"speculationOffWindow": "4s", "speculationOffFor": "5s", "speculationShallowFor": "7s"})
+    fast = {"speculationOffWindow": "4s", "speculationOffFor": "5s", "speculationShallowFor": "7s"}
+    text = render_rules(fast)
+    assert yaml.safe_load(text) == rule_groups(fast)
     rules = load_rules_from_text(text, tmp_path)
     off = [r for r in rules if r.name == "SpecgateSpeculationOff"]
     assert [r.raw["for"] for r in off] == ["5s", "5s"]
     assert all("rate(specgate_spec_drafts_total[4s]) == 0" in r.expr for r in off)
     assert "over the last 4 seconds (0 drafts/s), for 5 seconds" in off[0].raw["annotations"]["description"]
     assert next(r for r in rules if r.name == "SpecgateSpeculationShallow").raw["for"] == "7s"
+    assert "# specgate recording and alerting rules." in text  # the file's header, as make mixin writes it
     r = subprocess.run([str(promtool), "check", "rules", str(tmp_path / "rules.yaml")], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     with pytest.raises(ValueError, match="speculationOfFor"):
-        render_rules({"speculationOfFor": "5s"})
+        rule_groups({"speculationOfFor": "5s"})
