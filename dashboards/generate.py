@@ -146,6 +146,22 @@ def latency_row() -> RowSpec:
             unit="percentunit", width=6, no_value=NO_TRAFFIC, min=0, dashed=("error budget",),
         ),
         PanelSpec(
+            "Speculation depth: mean and maximum",
+            "Draft tokens proposed per draft (the k actually run), beside L: the exporter's windowed mean (vLLM) "
+            f"and {names.DEPTH_MEAN_RULE} from counters, against the configured maximum k "
+            "(specgate_spec_depth_max) and, where the exporter was given the schedule, the k it sets at the "
+            "running batch (specgate_spec_depth_scheduled; 0 = off by design). No drafts with requests running "
+            "-> SpecgateSpeculationOff; mean below a quarter of the maximum -> SpecgateSpeculationShallow.",
+            (
+                Query(f"{names.SPEC_DEPTH_MEAN.series}{{{STREAM}}}", "mean {{model}} r{{rank}} ({{window}})"),
+                Query(f"{names.DEPTH_MEAN_RULE}{{{STREAM}}}", "mean {{model}} 5m counters"),
+                Query(f"max by (namespace, model, engine, rank) ({names.SPEC_DEPTH_MAX.series}{{{STREAM}}})",
+                      "max k {{model}} r{{rank}}"),
+                Query(f"{names.SPEC_DEPTH_SCHEDULED.series}{{{STREAM}}}", "scheduled k {{model}} r{{rank}}"),
+            ),
+            unit="none", min=0, no_value=NO_TRAFFIC, dashed=("max k",),
+        ),
+        PanelSpec(
             "Acceptance rate",
             "Accepted / proposed draft tokens: the exporter's windowed gauge and the 5m ratio from counters.",
             (

@@ -81,7 +81,7 @@ def _panel(title_start: str) -> dict:
 @pytest.mark.parametrize("title", [
     "Acceptance length L per window", "Acceptance length L (5m", "Acceptance rate", "Per-position acceptance",
     "Batch windows below target", "Per-batch acceptance length", "Verify-cycle time", "Decode rate",
-    "Acceptance length by engine",
+    "Acceptance length by engine", "Speculation depth",
 ])
 def test_acceptance_panels_say_no_traffic_instead_of_zero(title: str) -> None:
     defaults = _panel(title)["fieldConfig"]["defaults"]
@@ -97,10 +97,19 @@ def test_panels_cover_the_issue() -> None:
                    "specgate_spec_acceptance_length", "specgate_acceptance_slo_target", "specgate_spec_acceptance_rate",
                    "specgate_spec_position_acceptance_rate", "specgate_ttft_seconds", "specgate_verify_cycle_seconds",
                    "specgate_decode_tokens_per_second", "specgate_engine_ready_seconds",
-                   "specgate_gate_decisions_total", "specgate_gate_line_status"):
+                   "specgate_gate_decisions_total", "specgate_gate_line_status",
+                   "specgate_spec_depth_mean", "specgate_spec_depth_max", "specgate_spec_depth_scheduled",
+                   "model:specgate_spec_depth_mean:ratio_rate5m"):
         assert needle in exprs, needle
     slo = _panel("Acceptance length L per window")
     assert any("specgate_acceptance_slo_target" in t["expr"] for t in slo["targets"])
+    # issue 22: mean and maximum depth in the row that shows L, the scheduled k beside them
+    depth = _panel("Speculation depth")
+    row = [p["title"] for p in DASH["panels"]]
+    assert row.index("Speculation depth: mean and maximum") > row.index("Acceptance length L (5m, from counters)")
+    assert row.index("Speculation depth: mean and maximum") < next(i for i, p in enumerate(DASH["panels"])
+                                                                  if p["type"] == "row" and p["title"].startswith("Deploy"))
+    assert [t["legendFormat"].split(" {{")[0] for t in depth["targets"]] == ["mean", "mean", "max k", "scheduled k"]
 
 
 @pytest.mark.parametrize("q", QUERIES, ids=lambda q: f"{q.panel}/{q.ref_id}")
