@@ -19,6 +19,16 @@ records of `specgate probe`, baseline and speculative arms at several k and conc
 Not supported yet: --prometheus URL (the gate's Prometheus evidence gives windows of L, not
 per-position counters); use --exporter, or capture the engine's /metrics twice and use --captures.
 
+Varying depth (issue 22): per-position counters from a run whose depth varied (Δdraft_tokens <
+k · Δdrafts, a drafterless method, a plan's depth schedule) give L by depth as a lower bound (basis
+`lower_bound`); `--basis exact` on such counters is refused (exit 3, the reason in one line).
+
+--emit vllm|sglang|trtllm: the best k per band of batch sizes (k = 0 past the crossover) as a schedule
+the engine runs (gate.tune.emit): vLLM's speculative-config fragment, SGLang's adaptive config,
+TensorRT-LLM's draft_len_schedule. With --out FILE the fragment alone goes to FILE (vLLM:
+`--speculative-config "$(cat FILE)"`) and stdout keeps the report; without --out (text format) stdout
+holds the fragment alone and the bands' predicted speedups go to stderr.
+
 Exit codes: 0 ok, 3 invalid input. With --format json, stdout holds only the JSON document.
 """
 
@@ -62,6 +72,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verify-cycle-ms", type=positive_float, metavar="MS", help="declared verify cycle at the measured k")
     parser.add_argument("--draft-step-ms", metavar="LOW[:HIGH]",
                         help="declared band of one draft step (ms) where costs are known at one k only")
+    parser.add_argument("--basis", choices=("exact", "lower_bound"),
+                        help="the acceptance basis to stand behind: exact is refused on counters from a run whose "
+                             "depth varied (default: exact on a fixed depth, lower_bound where it varied)")
+    parser.add_argument("--emit", choices=("vllm", "sglang", "trtllm"),
+                        help="write the best k per band of batch sizes as a schedule the engine runs (needs probe "
+                             "records at several concurrencies)")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="with --emit: write the engine fragment alone here")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="write a PNG of predicted speedup against k")
 
@@ -85,20 +102,47 @@ def run(args: argparse.Namespace) -> int:
     if not (args.captures or args.plan or args.input or args.probe or args.exporter):
         return _err("tune needs a source: --captures BEFORE AFTER, --plan PLAN, --input FILE, --probe FILE ... "
                     "or --exporter URL")
+    if args.out and not args.emit:
+        return _err("tune --out FILE writes the --emit fragment: give --emit vllm|sglang|trtllm")
+    side = ""
     try:
         got = sources(captures=args.captures, plan=args.plan, tune_input=args.input, probes=args.probe,
                       exporter=args.exporter, point=args.point, target_step_ms=args.target_step_ms,
                       verify_cycle_ms=args.verify_cycle_ms, draft_step_ms=args.draft_step_ms)
-        result = gate.tune.run(got.inputs, args.k_max or got.k_max, got.band, args.concurrency)
+        result = gate.tune.run(got.inputs, args.k_max or got.k_max, got.band, args.concurrency, basis=args.basis)
         if args.plot:
             from gate.tune.plot import write_png
 
             write_png(result, args.plot)
+        doc = to_json(result)
+        text = ""
+        if args.emit:
+            from gate.tune.emit import base_speculative_config, emit
+
+            emitted = emit(result, args.emit, point=args.point,
+                           base_config=base_speculative_config(got.inputs.speculative_configs))
+            doc["emit"] = emitted.to_json()
+            fragment = dumps(emitted.fragment, "tune --emit", indent=None) + "\n"
+            if args.out:
+                args.out.write_text(fragment, encoding="utf-8")
+                side = f"specgate: {args.emit} schedule written to {args.out}\n"
+                text = emitted.text()
+            elif args.format == "text":
+                side = emitted.text()
         # No NaN/Infinity in the JSON (gate.inputs.jsontext.dumps): one line, exit 3 instead.
-        text = dumps(to_json(result), "tune") + "\n" if args.format == "json" else to_text(result)
+        if args.format == "json":
+            text = dumps(doc, "tune") + "\n"
+        elif args.emit and not args.out:
+            text = fragment
+        else:
+            text = to_text(result) + ("\n" + text if text else "")
     except InputError as e:
         return _err(str(e))
+    except OSError as e:
+        return _err(f"tune --out {args.out}: {e.strerror or e}")
     sys.stdout.write(text)
+    if side:
+        sys.stderr.write(side)
     if args.plot:
         print(f"specgate: picture written to {args.plot}", file=sys.stderr)
     return 0

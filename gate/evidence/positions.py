@@ -14,6 +14,14 @@ window at depth k gives
 Engines that give only L (SGLang's gauges) give no positions; their depth is then the *observed*
 one, `observed_depth` = round(draft_tokens / drafts) — what the counters show, never the plan's
 declared k (`gate.model.depth`, `Plan.depth`), which the two are compared against.
+
+When the depth varies (issue 22: a vLLM schedule, a drafterless proposer that found fewer tokens,
+SGLang's adaptive steps) a draft may stop short of position i, yet vLLM still divides
+`accepted_i` by every draft. Then p_i = accepted_i / drafts counts the short drafts as misses at
+position i: it is a **lower bound** of the rate a run that always drafted k tokens would show,
+and from counters alone the number of drafts that reached position i is unknown. The counters
+say the depth varied when Δdraft_tokens < k · Δdrafts (`PositionCounters.depth_varied`; a fixed
+depth drafts exactly k per draft, so draft_tokens = k · drafts).
 """
 
 from __future__ import annotations
@@ -75,6 +83,8 @@ class PositionCounters:
     accepted_per_position: tuple[float, ...]
     source: str
     acceptance_length: float | None = None
+    # Δvllm:spec_decode_num_draft_tokens over the same window (None where the source gives none).
+    draft_tokens: float | None = None
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -101,6 +111,23 @@ class PositionCounters:
         return bool(self.accepted_per_position)
 
     @property
+    def mean_depth(self) -> float | None:
+        """Draft tokens proposed per draft, Δdraft_tokens / Δdrafts (None when unknown)."""
+        if self.draft_tokens is None or self.drafts <= 0:
+            return None
+        return self.draft_tokens / self.drafts
+
+    @property
+    def depth_varied(self) -> str | None:
+        """Why these counters come from a run whose depth varied (module docstring), or None: fewer draft tokens
+        than k per draft (half a token of rounding allowed over the window)."""
+        mean = self.mean_depth
+        if mean is None or self.draft_tokens is None or self.draft_tokens >= self.k * self.drafts - 0.5:
+            return None
+        return (f"{self.source}: {mean:.2f} draft tokens per draft, below k = {self.k} (Δdraft_tokens "
+                f"{self.draft_tokens:g} < k · Δdrafts {self.k * self.drafts:g}): the depth varied")
+
+    @property
     def position_rates(self) -> tuple[float, ...]:
         """p_i = accepted_i / drafts."""
         return tuple(a / self.drafts for a in self.accepted_per_position)
@@ -124,13 +151,15 @@ def pooled(samples: Sequence[PositionCounters], point: str | None, source: str) 
                             "give one depth per operating point")
     k = ks.pop()
     drafts = sum(s.drafts for s in samples)
+    draft_tokens = (sum(s.draft_tokens for s in samples if s.draft_tokens is not None)
+                    if all(s.draft_tokens is not None for s in samples) else None)
     if all(s.resolved for s in samples):
         per_pos = tuple(sum(s.accepted_per_position[i] for s in samples) for i in range(k))
-        return PositionCounters(point, k, drafts, per_pos, source)
+        return PositionCounters(point, k, drafts, per_pos, source, draft_tokens=draft_tokens)
     length = formulas.pooled_length((s.measured_length, s.drafts) for s in samples)
     if length is None:  # no drafts anywhere: nothing to weigh by
         length = sum(s.measured_length for s in samples) / len(samples)
-    return PositionCounters(point, k, drafts, (), source, acceptance_length=length)
+    return PositionCounters(point, k, drafts, (), source, acceptance_length=length, draft_tokens=draft_tokens)
 
 
 def counters_between(before: EngineSnapshot, after: EngineSnapshot, point: str | None,
@@ -151,7 +180,7 @@ def counters_between(before: EngineSnapshot, after: EngineSnapshot, point: str |
                                 f"counter says {w.accepted_tokens:g}: contradictory counters, no acceptance by depth")
         if w.accepted_per_position:
             out.append(PositionCounters(point, len(w.accepted_per_position), w.drafts,
-                                        tuple(w.accepted_per_position), source))
+                                        tuple(w.accepted_per_position), source, draft_tokens=w.draft_tokens))
         elif w.acceptance_length is not None:
             out.append(PositionCounters(point, max(observed_depth(w.draft_tokens, w.drafts) or 1, 1), w.drafts, (),
                                         source, acceptance_length=w.acceptance_length))

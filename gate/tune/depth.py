@@ -26,6 +26,13 @@ token (low: L stays L(1)) to that.
 Where only L is known (SGLang's gauges, a probe cell) the depth cannot be resolved: the curve
 holds the measured point alone.
 
+When the depth varied in the run (issue 22; `varied_reason`: Δdraft_tokens < k · Δdrafts, a
+drafterless method, a declared depth schedule) vLLM's p_i = accepted_i / drafts counts drafts that
+never reached position i as misses there (gate.evidence.positions), so L(k') = 1 + Σ_{i<k'} p_i is a
+**lower bound** of a fixed-depth run's L(k') (basis `lower_bound`, never `exact`): its band runs from
+the sampling low up to the physical 1 + k', since the counters cannot say how much higher it is.
+A draft model proposes exactly k every step (draft_tokens = k · drafts), so its run keeps `exact`.
+
 Sampling (issue 21, item 8): the counters are a sample of drafts, so even the measured L has a band.
 Each p_i is a binomial proportion (accepted_i of n drafts); its 95 % Wilson interval
 
@@ -47,9 +54,10 @@ from typing import Literal
 from gate.evidence.positions import CountersError, PositionCounters, pooled
 
 __all__ = ["MIN_DRAFTS", "AcceptanceCurve", "Basis", "DepthAcceptance", "PositionCounters", "TuneInputError",
-           "acceptance_curve", "conditional_rates", "curve_for_point", "model_statement", "pooled", "wilson"]
+           "acceptance_curve", "conditional_rates", "curve_for_point", "model_statement", "pooled", "varied_reason",
+           "wilson"]
 
-Basis = Literal["measured", "exact", "extrapolated"]
+Basis = Literal["measured", "exact", "lower_bound", "extrapolated"]
 
 # Drafts an operating point's per-position counters need before tune states any L(k) (a 95 % Wilson band
 # of one position is then at most ±0.1 wide).
@@ -93,6 +101,7 @@ class AcceptanceCurve:
     points: tuple[DepthAcceptance, ...]
     notes: tuple[str, ...] = field(default=())
     drafts: float | None = None  # drafts behind a resolved curve (its bands reflect them)
+    varied: str | None = None  # why the run's depth varied (its L by depth is then a lower bound), None: fixed
 
     def at(self, k: int) -> DepthAcceptance | None:
         for p in self.points:
@@ -132,8 +141,15 @@ def _extend(rates: Sequence[float], cond_last: float, ratio: float, upto: int) -
     return out
 
 
-def acceptance_curve(c: PositionCounters, k_max: int) -> AcceptanceCurve:
-    """L(k) for k = 1 .. max(k_max, measured k): exact below the measured depth, extrapolated above."""
+def varied_reason(c: PositionCounters, declared: str | None = None) -> str | None:
+    """Why `c` comes from a run whose depth varied: a reason the plan or the user declared (a drafterless
+    method, a depth schedule), else the counters' own (`PositionCounters.depth_varied`); None: a fixed depth."""
+    return declared or c.depth_varied
+
+
+def acceptance_curve(c: PositionCounters, k_max: int, varied: str | None = None) -> AcceptanceCurve:
+    """L(k) for k = 1 .. max(k_max, measured k): exact below the measured depth (a lower bound where the depth
+    `varied`, that reason given), extrapolated above."""
     top = max(k_max, c.k)
     if not c.resolved:
         L = c.measured_length
@@ -160,6 +176,9 @@ def acceptance_curve(c: PositionCounters, k_max: int) -> AcceptanceCurve:
         if top > c.k:
             notes.append(f"{c.source}: one measured position gives no decay ratio: beyond k = {c.k} the point "
                          "assumes constant conditional acceptance, the band runs from no further accepted token to that")
+    if varied:
+        notes.append(f"{varied}: per-position rates divide by every draft, including drafts that stopped short, so "
+                     "L by depth is a lower bound (basis lower_bound, band up to 1 + k), not exact")
     pts: list[DepthAcceptance] = []
     cum = cum_lo = cum_hi = 1.0
     for i, p in enumerate(rates):
@@ -167,6 +186,9 @@ def acceptance_curve(c: PositionCounters, k_max: int) -> AcceptanceCurve:
         cum_lo += bands[i][0]
         cum_hi += bands[i][1]
         k = i + 1
+        if varied:
+            pts.append(DepthAcceptance(k, cum, min(cum_lo, cum), 1.0 + k, "lower_bound", cum, 1.0 + k))
+            continue
         pts.append(DepthAcceptance(k, cum, min(cum_lo, cum), max(cum_hi, cum), "measured" if k == c.k else "exact",
                                    cum, cum))
     if top > c.k:
@@ -183,7 +205,7 @@ def acceptance_curve(c: PositionCounters, k_max: int) -> AcceptanceCurve:
     return AcceptanceCurve(point=c.point, measured_k=c.k, source=c.source, resolved=True, conditional=cond,
                            decay_ratio=r_mid if ratios else None, decay_ratio_low=r_lo if ratios else None,
                            decay_ratio_high=r_hi if ratios else None, points=tuple(pts), notes=tuple(notes),
-                           drafts=c.drafts)
+                           drafts=c.drafts, varied=varied or None)
 
 
 def model_statement(curve: AcceptanceCurve) -> str:
@@ -210,17 +232,21 @@ def _where(curve: AcceptanceCurve) -> str:
     return f"acceptance at {curve.point}" if curve.point else "acceptance"
 
 
-def curve_for_point(samples: Sequence[PositionCounters], point: str | None, k_max: int) -> AcceptanceCurve:
+def curve_for_point(samples: Sequence[PositionCounters], point: str | None, k_max: int,
+                    declared_varied: str | None = None) -> AcceptanceCurve:
     """One curve per operating point from every sample there.
 
-    Per-position counters win (the deepest measured k, its windows summed). Without them (probe
-    cells, SGLang) each measured k keeps its own measured L and nothing else is claimed.
+    Per-position counters win (the deepest measured k, its windows summed; a lower bound where the depth varied,
+    `varied_reason`). Without them (probe cells, SGLang) each measured k keeps its own measured L and nothing
+    else is claimed.
     """
     resolved = [s for s in samples if s.resolved]
     if resolved:
         top = max(s.k for s in resolved)
         deepest = [s for s in resolved if s.k == top]
-        return acceptance_curve(pooled(deepest, point, "; ".join(sorted({s.source for s in deepest}))), k_max)
+        counters = pooled(deepest, point, "; ".join(sorted({s.source for s in deepest})))
+        varied = next((r for s in deepest if (r := varied_reason(s, declared_varied))), None)
+        return acceptance_curve(counters, k_max, varied or counters.depth_varied)
     by_k: dict[int, list[PositionCounters]] = {}
     for s in samples:
         by_k.setdefault(s.k, []).append(s)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from gate.evidence.positions import PositionCounters, PositionEvidence, point_name
-from gate.model.depth import MAX_SPECULATIVE_DEPTH
+from gate.model.depth import MAX_SPECULATIVE_DEPTH, VARIABLE_LENGTH_METHODS
 from gate.plan.model import Plan
 from gate.tune.cost import CostSample, DraftBand, cycle_models
 from gate.tune.depth import TuneInputError, curve_for_point
@@ -34,6 +35,12 @@ class TuneInputs:
     costs: list[CostSample] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     plan_k: int | None = None
+    # Why the plan says the depth varies (a drafterless method, a depth schedule): its counters' L by depth is then
+    # a lower bound whatever they show (gate.tune.depth.varied_reason).
+    depth_varies: str | None = None
+    # The speculative arms' `speculative` settings from their probe records (`--speculative-config` as recorded):
+    # what `tune --emit vllm` merges its schedule over (gate.tune.emit).
+    speculative_configs: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, other: TuneInputs) -> None:
         """Another source's inputs after these (the first plan's k is kept)."""
@@ -41,6 +48,23 @@ class TuneInputs:
         self.costs += other.costs
         self.notes += other.notes
         self.plan_k = self.plan_k or other.plan_k
+        self.depth_varies = self.depth_varies or other.depth_varies
+        self.speculative_configs += other.speculative_configs
+
+
+# The acceptance basis a user may ask for (`specgate tune --basis`): exact is refused on a varying-depth run.
+AskedBasis = Literal["exact", "lower_bound"]
+
+
+def plan_depth_varies(plan: Plan) -> str | None:
+    """Why the plan's run drafts a varying depth, or None: a variable-length method, or a depth schedule the engine
+    runs that varies (gate.model.depth)."""
+    if plan.method in VARIABLE_LENGTH_METHODS:
+        return f"method {plan.method} proposes a variable number of draft tokens (up to k) per draft"
+    schedule = plan.depth_reading.schedule
+    if schedule is not None and schedule.varies:
+        return f"the plan declares a depth schedule ({schedule.source}) that varies k"
+    return None
 
 
 def from_evidence(plan: Plan, positions: Sequence[PositionEvidence]) -> TuneInputs:
@@ -50,7 +74,7 @@ def from_evidence(plan: Plan, positions: Sequence[PositionEvidence]) -> TuneInpu
     cost is named by `gate.evidence.positions.point_name` (the acceptance line names its break-even
     points by the same rule) and priced at the depth its point's counters show, else the plan's k.
     """
-    out = TuneInputs(plan_k=plan.depth)
+    out = TuneInputs(plan_k=plan.depth, depth_varies=plan_depth_varies(plan))
     for pe in positions:
         if pe.counters is None:
             raise TuneInputError(pe.error or f"{pe.source}: no acceptance counters")
@@ -90,12 +114,14 @@ def default_k_max(inputs: TuneInputs) -> int:
 
 
 def run(inputs: TuneInputs, k_max: int | None = None, band: DraftBand | None = None,
-        concurrency: Sequence[int] = ()) -> TuneResult:
+        concurrency: Sequence[int] = (), basis: AskedBasis | None = None) -> TuneResult:
     """Predict speedup by depth for every operating point of `inputs` (TuneInputError when it cannot).
 
     `k_max`: the deepest depth predicted (default `default_k_max`); `band`: the declared draft-step
     band where costs are known at one k only; `concurrency`: report only these (tune never
-    extrapolates in concurrency: a missing one is a note).
+    extrapolates in concurrency: a missing one is a note); `basis`: None = the basis the counters stand
+    behind (exact on a fixed-depth run, lower_bound where the depth varied), "exact" = refuse a varying-depth
+    run (TuneInputError, the reason in one line), "lower_bound" = label every L by depth a lower bound.
     """
     if not inputs.counters:
         raise TuneInputError("no acceptance counters in the sources (a plan needs evidence.captures)")
@@ -111,7 +137,12 @@ def run(inputs: TuneInputs, k_max: int | None = None, band: DraftBand | None = N
     by_point: dict[str | None, list[PositionCounters]] = {}
     for c in inputs.counters:
         by_point.setdefault(c.point, []).append(c)
-    curves = [curve_for_point(v, p, top) for p, v in by_point.items()]
+    said = inputs.depth_varies or ("--basis lower_bound asked" if basis == "lower_bound" else None)
+    curves = [curve_for_point(v, p, top, said) for p, v in by_point.items()]
+    varied = next((c for c in curves if c.varied), None)
+    if basis == "exact" and varied is not None:
+        raise TuneInputError(f"--basis exact refused: {varied.varied}; vLLM divides accepted per position by every "
+                             "draft, so L by depth from this run is a lower bound (use --basis lower_bound)")
     costs = inputs.costs
     if concurrency:
         have = {c.concurrency for c in costs}

@@ -47,6 +47,8 @@ def from_probe_records(paths: Sequence[Path]) -> TuneInputs:
         out.notes.append("no baseline probe record: no plain step, so no speedup from the probes")
     for path, rec in records:
         k = 0 if rec.arm == "baseline" else record_depth(rec, path)
+        if rec.arm == "speculative" and rec.speculative:
+            out.speculative_configs.append(dict(rec.speculative))
         src = f"probe {path.name}"
         for c in rec.cells:
             if c.metrics_reset or c.failed_requests or c.output_tokens <= 0:

@@ -232,7 +232,11 @@ def test_cli_json_on_the_real_ngram_capture(capsys):
     pts = {p["k"]: p for p in doc["points"]}
     assert [pts[k]["acceptance_length"] for k in (1, 2, 3)] == pytest.approx([1.8544, 2.6073, 3.2414], abs=5e-5)
     assert [round(pts[k]["acceptance_length"], 3) for k in (1, 2, 3)] == [1.854, 2.607, 3.241]
-    assert [pts[k]["acceptance_basis"] for k in (1, 2, 3)] == ["exact", "exact", "measured"]
+    # ngram proposed 1473 draft tokens in 522 drafts (2.82 < k = 3): the depth varied, so L by depth is a lower bound
+    # (issue 22), never "exact"; its band runs up to 1 + k'
+    assert [pts[k]["acceptance_basis"] for k in (1, 2, 3)] == ["lower_bound"] * 3
+    assert [pts[k]["acceptance_high"] for k in (1, 2, 3)] == [2.0, 3.0, 4.0]
+    assert any("2.82 draft tokens per draft, below k = 3" in a and "lower bound" in a for a in doc["assumptions"])
     assert {pts[k]["acceptance_basis"] for k in range(4, 9)} == {"extrapolated"}
     assert pts[1]["concurrency"] is None and doc["best"] == [] and doc["crossover_concurrency"] is None
 

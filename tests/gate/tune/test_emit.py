@@ -1,0 +1,126 @@
+"""`specgate tune --emit`: the best k per band of batch sizes as a schedule each engine reads back the same way.
+
+The probe records are synthetic and say so: per-sequence plain step 10 ms at every concurrency B, L = 1.8 / 2.4 /
+2.9 at k = 1 / 2 / 3, and the cycle (ms) chosen so the answer is known by hand (speedup = L · 10 / cycle, at a
+measured k the predicted speedup is the measured served-rate ratio, tests/gate/tune/test_tune.py):
+
+    B = 1: cycle 11 + k   → 1.500 / 1.846 / 2.071   best k = 3
+    B = 2: cycle 12 + 2k  → 1.286 / 1.500 / 1.611   best k = 3
+    B = 4: cycle 10 + 6k  → 1.125 / 1.091 / 1.036   best k = 1
+    B = 8: cycle 20 + 5k  → 0.720 / 0.800 / 0.829   nothing pays: k = 0
+
+k = 1's speedup falls through 1 between B = 4 (1.125) and B = 8 (0.720) at b* = 4 + 0.125 · 4 / 0.405 = 5.23, so
+k = 0 starts at batch 6. Bands: 1-3 → 3, 4-5 → 1, 6+ → 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from exporter.schedule import sglang_adaptive_schedule, speculative_config_schedule, trtllm_schedule
+from gate.cli import main
+
+LENGTHS = {1: 1.8, 2: 2.4, 3: 2.9}
+CYCLE = {1: lambda k: 11 + k, 2: lambda k: 12 + 2 * k, 4: lambda k: 10 + 6 * k, 8: lambda k: 20 + 5 * k}
+SPEC = {"method": "ngram", "prompt_lookup_max": 3, "prompt_lookup_min": 1}
+
+
+def _record(tmp_path: Path, k: int) -> Path:
+    cells = []
+    for b, cycle in CYCLE.items():
+        L = LENGTHS.get(k)
+        ms = 10.0 if k == 0 else cycle(k)
+        wall = ms * 100 / (1000 * (L or 1.0) * b)
+        cells.append({"mix": "m", "concurrency": b, "repetition": 1, "requests": 4, "output_tokens": 100,
+                      "wall_seconds": wall, "served_tokens_per_second": 100 / wall, "failed_requests": 0,
+                      "ttft_seconds": {}, "tpot_seconds": {}, "chunk_gap_seconds": {},
+                      "acceptance_length": L, "drafts": None if k == 0 else 50})
+    doc = {"schema": "specgate.probe/1", "arm": "baseline" if k == 0 else "speculative", "engine": "vllm",
+           "speculative": None if k == 0 else {**SPEC, "num_speculative_tokens": k}, "cells": cells}
+    path = tmp_path / f"probe-k{k}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.fixture
+def records(tmp_path: Path) -> list[str]:
+    return [str(_record(tmp_path, k)) for k in (0, 1, 2, 3)]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(["tune", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_emit_vllm_stdout_is_the_fragment_and_round_trips(capsys: pytest.CaptureFixture[str], records: list[str]) -> None:
+    rc, out, err = _run(capsys, "--probe", *records, "--emit", "vllm")
+    assert rc == 0, err
+    fragment = json.loads(out)
+    assert fragment == {**SPEC, "num_speculative_tokens": 3,
+                        "num_speculative_tokens_per_batch_size": [[1, 3, 3], [4, 5, 1], [6, 65536, 0]]}
+    schedule = speculative_config_schedule(fragment)  # vLLM 0.32's validation and lookup
+    assert schedule is not None
+    assert [schedule.k_at(b) for b in (1, 2, 3, 4, 5, 6, 8, 100_000)] == [3, 3, 3, 1, 1, 0, 0, 0]
+    # the bands' predicted speedups go to stderr, labelled, never into the fragment
+    assert "predicted" in err and "batch 1-3" in err and "k = 3: predicted speedup 1.611x" in err
+    assert "batch 6+" in err and "k = 0: predicted speedup 1.000x" in err
+
+
+def test_emit_vllm_out_file_and_json_report(capsys: pytest.CaptureFixture[str], records: list[str],
+                                            tmp_path: Path) -> None:
+    out_file = tmp_path / "spec.json"
+    rc, out, err = _run(capsys, "--probe", *records, "--emit", "vllm", "--out", str(out_file), "--format", "json")
+    assert rc == 0, err
+    fragment = json.loads(out_file.read_text())
+    assert fragment["num_speculative_tokens_per_batch_size"] == [[1, 3, 3], [4, 5, 1], [6, 65536, 0]]
+    doc = json.loads(out)
+    emit = doc["emit"]
+    assert emit["label"] == "predicted" and emit["fragment"] == fragment
+    bands = [(b["batch_start"], b["batch_end"], b["k"], b["measured_concurrencies"]) for b in emit["bands"]]
+    assert bands == [(1, 3, 3, [1, 2]), (4, 5, 1, [4]), (6, None, 0, [8])]
+    first = emit["bands"][0]
+    # the band's point speedup is its worst measured concurrency's (B = 2: 29 / 18)
+    assert first["predicted_speedup"] == pytest.approx(29 / 18)
+    assert f"written to {out_file}" in err
+
+
+def test_emit_sglang_adaptive_config(capsys: pytest.CaptureFixture[str], records: list[str]) -> None:
+    rc, out, err = _run(capsys, "--probe", *records, "--emit", "sglang")
+    assert rc == 0, err
+    config = json.loads(out)
+    # batches 1-3: every k pays at B = 1 and 2; batches 4-5: only k = 1 and 2 pay at B = 4 (k = 3's 1.036 pays too)
+    assert config == {"1": {"candidate_steps": [1, 2, 3]}, "4": {"candidate_steps": [1]}, "6": {"candidate_steps": [0]}}
+    schedule = sglang_adaptive_schedule(config)
+    assert [schedule.k_at(b) for b in (1, 3, 4, 5, 6, 64)] == [3, 3, 1, 1, 0, 0]
+    assert "--speculative-adaptive" in err
+
+
+def test_emit_trtllm_draft_len_schedule(capsys: pytest.CaptureFixture[str], records: list[str]) -> None:
+    rc, out, err = _run(capsys, "--probe", *records, "--emit", "trtllm")
+    assert rc == 0, err
+    fragment = json.loads(out)
+    assert fragment == {"max_draft_len": 3, "draft_len_schedule": {"3": 3, "5": 1}}
+    schedule = trtllm_schedule({int(k): v for k, v in fragment["draft_len_schedule"].items()}, 3)
+    assert [schedule.k_at(b) for b in (1, 3, 4, 5, 6, 500)] == [3, 3, 1, 1, 0, 0]
+
+
+def test_emit_refuses_when_nothing_pays(capsys: pytest.CaptureFixture[str], records: list[str]) -> None:
+    rc, out, err = _run(capsys, "--probe", *records, "--concurrency", "8", "--emit", "vllm")
+    assert rc == 3 and out == ""
+    assert "pay at no measured concurrency" in err and len(err.strip().splitlines()) == 1
+
+
+def test_emit_needs_concurrency_predictions(capsys: pytest.CaptureFixture[str]) -> None:
+    ngram = Path(__file__).resolve().parents[2] / "fixtures" / "vllm"
+    rc, _, err = _run(capsys, "--captures", str(ngram / "metrics-ngram-before.txt"),
+                      str(ngram / "metrics-ngram-after.txt"), "--emit", "vllm")
+    assert rc == 3 and "--emit needs predicted speedups at measured concurrencies" in err
+
+
+def test_out_without_emit_is_refused(capsys: pytest.CaptureFixture[str], records: list[str], tmp_path: Path) -> None:
+    rc, _, err = _run(capsys, "--probe", *records, "--out", str(tmp_path / "x.json"))
+    assert rc == 3 and "--out FILE writes the --emit fragment" in err
