@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--basis", choices=("exact", "lower_bound"),
                         help="the acceptance basis to stand behind: exact is refused on counters from a run whose "
                              "depth varied (default: exact on a fixed depth, lower_bound where it varied)")
-    parser.add_argument("--emit", choices=("vllm", "sglang", "trtllm"),
+    parser.add_argument("--emit", choices=("vllm", "sglang", "trtllm"),  # gate.tune.emit.WRITERS
                         help="write the best k per band of batch sizes as a schedule the engine runs (needs probe "
                              "records at several concurrencies)")
     parser.add_argument("--out", type=Path, metavar="FILE", help="with --emit: write the engine fragment alone here")

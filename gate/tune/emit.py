@@ -31,16 +31,14 @@ The fragments, each round-tripped through `exporter.schedule` (the engine's own 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any
 
 from exporter.schedule import DepthSchedule, sglang_adaptive_schedule, trtllm_schedule, vllm_schedule
 from gate.tune.depth import TuneInputError
 from gate.tune.predict import Prediction, TuneResult, crossover
-
-EmitEngine = Literal["vllm", "sglang", "trtllm"]
-EMIT_ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm")
 
 # The last vLLM range must end somewhere; past any batch an engine runs (vLLM's max_num_seqs defaults to 256 or
 # 1024), and vLLM's dense lookup carries the last k to every batch up to max_num_seqs whatever the end.
@@ -178,42 +176,59 @@ def _candidates(result: TuneResult, point: str | None, band: BatchBand) -> tuple
     return tuple(sorted((paying or set()) | {band.k}))
 
 
-def emit(result: TuneResult, engine: EmitEngine, *, point: str | None = None,
+def _vllm(bands: list[BatchBand], largest: int, result: TuneResult, point: str | None,
+          base_config: Mapping[str, Any] | None) -> tuple[dict[str, Any], DepthSchedule, list[BatchBand], list[str]]:
+    """vLLM's --speculative-config fragment over the probe record's other keys; vLLM's reading of it."""
+    fragment: dict[str, Any] = {k: v for k, v in (base_config or {}).items() if k not in _VLLM_DEPTH_KEYS}
+    ranges = [[b.start, b.end if b.end is not None else max(b.start, VLLM_LAST_END), b.k] for b in bands]
+    fragment.update({"num_speculative_tokens": largest, "num_speculative_tokens_per_batch_size": ranges})
+    notes = [] if base_config else ["no speculative arm's --speculative-config in the probe records: add the "
+                                    "method's keys (method, model, …) to the fragment"]
+    return fragment, vllm_schedule(ranges, largest), bands, notes
+
+
+def _sglang(bands: list[BatchBand], largest: int, result: TuneResult, point: str | None,
+            base_config: Mapping[str, Any] | None) -> tuple[dict[str, Any], DepthSchedule, list[BatchBand], list[str]]:
+    """SGLang's adaptive config: a tier per band with its candidate steps; SGLang's reading of it."""
+    bands = [BatchBand(b.start, b.end, b.k, b.concurrencies, b.speedup, b.speedup_low, b.speedup_high,
+                       _candidates(result, point, b)) for b in bands]
+    fragment: dict[str, Any] = {str(b.start): {"candidate_steps": list(b.candidates)} for b in bands}
+    notes = ["SGLang: pass the fragment as a file with --speculative-adaptive --speculative-adaptive-config FILE "
+             f"(EAGLE or EAGLE3, --speculative-eagle-topk 1) and --speculative-num-steps {bands[0].k} (one of the "
+             "candidates); k = steps at top-k 1"]
+    return fragment, sglang_adaptive_schedule(fragment), bands, notes
+
+
+def _trtllm(bands: list[BatchBand], largest: int, result: TuneResult, point: str | None,
+            base_config: Mapping[str, Any] | None) -> tuple[dict[str, Any], DepthSchedule, list[BatchBand], list[str]]:
+    """TensorRT-LLM's max_draft_len and draft_len_schedule (keys end their bands); its reading of it."""
+    if bands[0].k != largest:
+        raise TuneInputError(f"--emit trtllm: the best k at batch 1 is {bands[0].k}, below the largest {largest}; "
+                             "TensorRT-LLM requires the smallest draft_len_schedule key to run max_draft_len")
+    keyed: dict[int, int] = {}
+    for b in bands:
+        if b.end is None and b.k == 0:
+            continue  # TensorRT-LLM runs 0 above the largest key
+        keyed[b.end if b.end is not None else max(b.start, TRTLLM_LAST_KEY)] = b.k
+    fragment = {"max_draft_len": largest, "draft_len_schedule": {str(key): v for key, v in keyed.items()}}
+    return fragment, trtllm_schedule(keyed, largest), bands, []
+
+
+# One writer per engine (the engine's spelling of a schedule); `specgate tune --emit` offers these keys.
+WRITERS: Mapping[str, Callable[[list[BatchBand], int, TuneResult, str | None, Mapping[str, Any] | None],
+                               tuple[dict[str, Any], DepthSchedule, list[BatchBand], list[str]]]] = MappingProxyType(
+    {"vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm})
+
+
+def emit(result: TuneResult, engine: str, *, point: str | None = None,
          base_config: Mapping[str, Any] | None = None) -> Emitted:
-    """The schedule for `engine` (TuneInputError, one line, where the predictions cannot give one)."""
+    """The schedule for `engine` (one of WRITERS; TuneInputError, one line, where the predictions cannot give one)."""
     chosen, bands = batch_bands(result, point)
     largest = max(b.k for b in bands)
     if largest == 0:
         raise TuneInputError("--emit: speculation is predicted to pay at no measured concurrency (best predicted "
                              "speedup <= 1 everywhere): run without speculation, there is no schedule to emit")
-    notes: list[str] = []
-    if engine == "vllm":
-        fragment: dict[str, Any] = {k: v for k, v in (base_config or {}).items() if k not in _VLLM_DEPTH_KEYS}
-        ranges = [[b.start, b.end if b.end is not None else max(b.start, VLLM_LAST_END), b.k] for b in bands]
-        fragment.update({"num_speculative_tokens": largest, "num_speculative_tokens_per_batch_size": ranges})
-        schedule = vllm_schedule(ranges, largest)
-        if not base_config:
-            notes.append("no speculative arm's --speculative-config in the probe records: add the method's keys "
-                         "(method, model, …) to the fragment")
-    elif engine == "sglang":
-        bands = [BatchBand(b.start, b.end, b.k, b.concurrencies, b.speedup, b.speedup_low, b.speedup_high,
-                           _candidates(result, chosen, b)) for b in bands]
-        fragment = {str(b.start): {"candidate_steps": list(b.candidates)} for b in bands}
-        schedule = sglang_adaptive_schedule(fragment)
-        notes.append("SGLang: pass the fragment as a file with --speculative-adaptive --speculative-adaptive-config "
-                     f"FILE (EAGLE or EAGLE3, --speculative-eagle-topk 1) and --speculative-num-steps {bands[0].k} "
-                     "(one of the candidates); k = steps at top-k 1")
-    else:
-        if bands[0].k != largest:
-            raise TuneInputError(f"--emit trtllm: the best k at batch 1 is {bands[0].k}, below the largest {largest}; "
-                                 "TensorRT-LLM requires the smallest draft_len_schedule key to run max_draft_len")
-        keyed: dict[int, int] = {}
-        for b in bands:
-            if b.end is None and b.k == 0:
-                continue  # TensorRT-LLM runs 0 above the largest key
-            keyed[b.end if b.end is not None else max(b.start, TRTLLM_LAST_KEY)] = b.k
-        fragment = {"max_draft_len": largest, "draft_len_schedule": {str(key): v for key, v in keyed.items()}}
-        schedule = trtllm_schedule(keyed, largest)
+    fragment, schedule, bands, notes = WRITERS[engine](bands, largest, result, chosen, base_config)
     for b in bands:  # the engine reads back what the bands say (exporter.schedule is its reading)
         for batch in {b.start, b.end or b.start}:
             assert schedule.k_at(batch) == b.k, (engine, b, schedule)

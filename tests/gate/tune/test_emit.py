@@ -29,7 +29,7 @@ SPEC = {"method": "ngram", "prompt_lookup_max": 3, "prompt_lookup_min": 1}
 
 
 def _record(tmp_path: Path, k: int) -> Path:
-    cells = []
+    cells: list[dict[str, object]] = []
     for b, cycle in CYCLE.items():
         L = LENGTHS.get(k)
         ms = 10.0 if k == 0 else cycle(k)
