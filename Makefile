@@ -51,6 +51,7 @@ bench: venv tools
 	$(BIN)/python bench/exporter.py
 	$(BIN)/python bench/side_by_side.py
 	$(BIN)/python bench/exporter.py --soak
+	$(BIN)/python bench/probe_vs_reference.py
 
 # The differential tests of tests/exporter/test_parse_oracle.py (300 pages each in make test), run longer.
 FUZZ_EXAMPLES ?= 20000

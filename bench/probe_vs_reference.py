@@ -45,7 +45,6 @@ from gate.evidence.probes import Cell, load_record  # noqa: E402
 from gate.probe.importers import ImportSettings, build_record  # noqa: E402
 from gate.probe.importers.vllm_bench import read_vllm_bench  # noqa: E402
 
-SPECGATE = ROOT / ".venv" / "bin" / "specgate"
 GOALS = {"tokens_per_second": 0.05, "tpot_p50": 0.05, "ttft_p50": 0.10}
 
 # The driver, run by the vLLM venv's python: one JSON argv a line on stdin -> one `main()` -> one line on
@@ -150,12 +149,17 @@ def reference_run(ref: Reference, url: str, tokenizer: str, model: str, c: int, 
     return cell, (starts[-1] - starts[0]) if len(starts) == c else None
 
 
-def probe_run(url: str, c: int, shape: Shape, out: Path, log: TextIO) -> Cell:
-    cmd = [str(SPECGATE), "probe", "--engine-url", url, "--arm", "baseline", "--prompt-tokens",
+def probe_run(url: str, c: int, shape: Shape, out: Path, log: TextIO, tree: Path | None = None) -> Cell:
+    """One `specgate probe` run of one cell; `tree`: the probe from that source tree (e.g. a `git archive` of
+    one commit, so a working tree edited meanwhile cannot change the instrument under a long run)."""
+    env = None
+    if tree is not None:
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+    cmd = [str(ROOT / ".venv" / "bin" / "python"), "-m", "gate.cli", "probe", "--engine-url", url, "--arm", "baseline", "--prompt-tokens",
            str(shape.prompt_tokens), "--output-tokens", str(shape.output_tokens), "--concurrency", str(c),
            "--repetitions", "1", "--warmup", str(shape.warmup(c)), "--requests", str(shape.requests(c)),
            "--time-limit", "600", "--out", str(out)]
-    r = subprocess.run(cmd, stdout=log, stderr=log, timeout=900)
+    r = subprocess.run(cmd, stdout=log, stderr=log, timeout=900, env=env, cwd=tree or ROOT)
     if r.returncode != 0:
         raise RuntimeError(f"specgate probe exited {r.returncode}; see the log")
     return load_record(out).cells[0]
@@ -163,7 +167,7 @@ def probe_run(url: str, c: int, shape: Shape, out: Path, log: TextIO) -> Cell:
 
 def calibrate(url: str, tokenizer: str, python: Path, concurrencies: Sequence[int], pairs: int, shape: Shape,
               work: Path, model: str = "tiny", progress: TextIO = sys.stderr,
-              env: dict[str, str] | None = None, settle: int = 1) -> list[Run]:
+              env: dict[str, str] | None = None, settle: int = 1, tree: Path | None = None) -> list[Run]:
     """Alternate the two tools `pairs` times at every concurrency (ABBA); every run, in order. The first
     `settle` pairs are run and not returned: an engine's first requests at a new batch width are slower
     (first pass of the CPU kernels), and would count against whichever tool went first."""
@@ -177,7 +181,7 @@ def calibrate(url: str, tokenizer: str, python: Path, concurrencies: Sequence[in
                     for order, tool in enumerate(tools):
                         t0 = time.time()
                         if tool == "probe":
-                            cell = probe_run(url, c, shape, work / f"probe-p{pair}-c{c}.json", log)
+                            cell = probe_run(url, c, shape, work / f"probe-p{pair}-c{c}.json", log, tree)
                             run = _cell_run(tool, pair, order, cell, t0)
                         else:
                             cell, spread = reference_run(ref, url, tokenizer, model, c, shape, work,
@@ -255,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--model", default="tiny", help="served model name")
     ap.add_argument("--work", type=Path, help="where results and logs go (default: a temporary directory)")
     ap.add_argument("--settle", type=int, default=1, help="uncounted pairs first (default 1)")
+    ap.add_argument("--probe-tree", type=Path,
+                    help="run the probe from this source tree (default: this checkout's working tree)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     import harness
@@ -278,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine.wait_ready(600)
             url, tokenizer = engine.url, str(models / "target")
         runs = calibrate(url, tokenizer, python, args.concurrency, args.pairs, shape, work, args.model,
-                         env=harness._engine_env(), settle=args.settle)
+                         env=harness._engine_env(), settle=args.settle, tree=args.probe_tree)
     finally:
         if engine is not None:
             engine.stop()
@@ -287,7 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({"settings": {"concurrency": args.concurrency, "pairs": args.pairs, **asdict(shape),
                                        "requests": {c: shape.requests(c) for c in args.concurrency},
                                        "warmup": {c: shape.warmup(c) for c in args.concurrency},
-                                       "engine_url": args.engine_url, "work": str(work)},
+                                       "engine_url": args.engine_url, "work": str(work),
+                                       "probe_tree": str(args.probe_tree) if args.probe_tree else None},
                           "wall_seconds": time.time() - t0, "summary": rows, "runs": [asdict(r) for r in runs]},
                          indent=2))
     else:
