@@ -31,12 +31,24 @@ class DepthAdvice:
     points: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     note: str | None = None
+    # Why the run's depth varied, so its L by depth is a lower bound, not exact (gate.tune.depth); None: fixed.
+    lower_bound: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"plan_k": self.plan_k, "points": self.points, "warnings": self.warnings, "note": self.note}
+        out = {"plan_k": self.plan_k, "points": self.points, "warnings": self.warnings, "note": self.note}
+        if self.lower_bound:
+            out["lower_bound"] = self.lower_bound
+        return out
 
     def sentence(self) -> str:
         """The acceptance line's depth clause."""
+        text = self._clause()
+        if self.lower_bound:
+            text += (f" (per-position rates are lower bounds, not exact: {self.lower_bound}; vLLM divides accepted "
+                     "per position by every draft)")
+        return text
+
+    def _clause(self) -> str:
         if self.note:
             return f"depth not tuned ({self.note})"
         if self.warnings:
@@ -82,4 +94,5 @@ def depth_advice(plan: Plan, positions: Sequence[PositionEvidence]) -> DepthAdvi
                             f"{mine.speedup_high:.2f}) (specgate tune)" if mine and mine.speedup_low is not None
                             and mine.speedup_high is not None and top.speedup_high is not None else
                             f"at {where} k = {top.k} is predicted faster than the plan's k = {got.plan_k} (specgate tune)")
-    return DepthAdvice(plan_k=got.plan_k, points=points, warnings=warnings)
+    varied = next((c.varied for c in result.curves if c.varied), None)
+    return DepthAdvice(plan_k=got.plan_k, points=points, warnings=warnings, lower_bound=varied)

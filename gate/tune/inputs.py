@@ -205,7 +205,7 @@ def from_exporter(url: str, timeout: float = 10.0, point: str | None = None) -> 
     """
     from prometheus_client.parser import text_string_to_metric_families
 
-    from exporter.names import SPEC_ACCEPTED_PER_POSITION, SPEC_DRAFTS
+    from exporter.names import SPEC_ACCEPTED_PER_POSITION, SPEC_DRAFT_TOKENS, SPEC_DRAFTS
     from exporter.scrape import split_url
     from gate.inputs.fetch import PAGE_BYTES, FetchError, deadline_in, fetch
     from gate.inputs.redact import redact_url
@@ -220,12 +220,15 @@ def from_exporter(url: str, timeout: float = 10.0, point: str | None = None) -> 
     if r.status != 200:
         raise TuneInputError(f"{source}: HTTP {r.status} from /metrics")
     drafts = 0.0
+    draft_tokens: float | None = None
     per_pos: dict[int, float] = {}
     try:
         for fam in text_string_to_metric_families(r.text()):
             for s in fam.samples:
                 if s.name == SPEC_DRAFTS.series:
                     drafts += s.value
+                elif s.name == SPEC_DRAFT_TOKENS.series:
+                    draft_tokens = (draft_tokens or 0.0) + s.value
                 elif s.name == SPEC_ACCEPTED_PER_POSITION.series and s.labels.get("position", "").isdigit():
                     i = int(s.labels["position"])
                     per_pos[i] = per_pos.get(i, 0.0) + s.value
@@ -236,4 +239,4 @@ def from_exporter(url: str, timeout: float = 10.0, point: str | None = None) -> 
                              "that does not report positions, e.g. SGLang)")
     k = max(per_pos) + 1
     return PositionCounters(point, k, drafts, tuple(per_pos.get(i, 0.0) for i in range(k)),
-                            source + " (lifetime counters)")
+                            source + " (lifetime counters)", draft_tokens=draft_tokens)
