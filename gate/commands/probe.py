@@ -17,6 +17,22 @@ Start the engine once without speculation (`--arm baseline`) and once with it
       --prompt-tokens 64 --output-tokens 64 --concurrency 1,4 --out spec.json
   specgate compare base.json spec.json
 
+Both arms in one command (`probe ab`): both engines kept up, the arms interleaved ABBA per repetition
+(baseline then speculative in odd repetitions, the reverse in even ones, so a drift of a shared machine
+weighs on both alike), warm-up once per arm, both records written; each cell records how far apart it and
+its partner were measured (`pair_apart_seconds`) and `compare` reports the pairing:
+
+  specgate probe ab --baseline-url http://127.0.0.1:8000 --speculative-url http://127.0.0.1:8001 \\
+      --speculative-config '{"method":"ngram","num_speculative_tokens":3}' \\
+      --prompt-tokens 64 --output-tokens 64 --concurrency 1,4 --out-baseline base.json --out-speculative spec.json
+
+Open loop: `--request-rate R[,R...]` sends each cell's requests at Poisson arrival times (R per second,
+seeded by `--seed`, the same times in both arms; the seed and the times are recorded) besides or instead of
+`--concurrency`; `compare` reports those points per rate and `crossover_request_rate`. Before the first cell
+the probe measures its own client's ceiling against a null engine on loopback (about a second); a cell whose
+rate is within 2x of it is marked client-bound and is no evidence (`--no-client-ceiling` skips it; then no
+cell is assessed).
+
 The mix: `--prompt-tokens N --output-tokens M` (prompts of exactly N tokens of the engine's own
 tokenizer where it has `/tokenize`), or `--plan PLAN` (its workload mixes; `--mix NAME` picks
 some; without --concurrency each mix runs at its own concurrency), or `--prompts FILE.jsonl`
@@ -44,9 +60,14 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_float, positive_int
 from gate.status import EXIT_PASS, InputError
+
+if TYPE_CHECKING:  # imported where used: `specgate --help` loads no probe machinery
+    from gate.evidence.probes import ProbeRecord
+    from gate.probe.runner import ProbeConfig
 
 
 def concurrency_list(value: str) -> tuple[int, ...]:
@@ -62,14 +83,48 @@ def concurrency_list(value: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def rate_list(value: str) -> tuple[float, ...]:
+    out = []
+    for part in value.split(","):
+        try:
+            r = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected request rates like 0.5,2,8 (per second), got {value!r}") \
+                from None
+        if not 0 < r <= MAX_REQUEST_RATE:
+            raise argparse.ArgumentTypeError(f"request rates must be in (0, {MAX_REQUEST_RATE:g}] per second, "
+                                             f"got {value!r}")
+        out.append(r)
+    return tuple(dict.fromkeys(out))
+
+
+MAX_REQUEST_RATE = 10_000.0
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     exit_invalid_on_usage_error(parser)
-    parser.add_argument("--engine-url", required=True, metavar="URL", help="engine base URL (or its /metrics)")
-    parser.add_argument("--arm", required=True, choices=("baseline", "speculative"),
+    parser.add_argument("mode", nargs="?", choices=("ab",), metavar="ab",
+                        help="`probe ab`: both arms in one command, interleaved ABBA (--baseline-url, "
+                             "--speculative-url, --out-baseline, --out-speculative)")
+    parser.add_argument("--engine-url", metavar="URL", help="engine base URL (or its /metrics); one-arm probe")
+    parser.add_argument("--arm", choices=("baseline", "speculative"),
                         help="what this engine runs; checked against its counters (a mismatch is exit 3)")
-    parser.add_argument("--out", required=True, metavar="FILE", help="where the probe record (JSON) goes")
+    parser.add_argument("--out", metavar="FILE", help="where the probe record (JSON) goes; one-arm probe")
+    ab = parser.add_argument_group("probe ab (both arms)")
+    ab.add_argument("--baseline-url", metavar="URL", help="the engine without speculation")
+    ab.add_argument("--speculative-url", metavar="URL", help="the engine with speculation")
+    ab.add_argument("--out-baseline", metavar="FILE", help="where the baseline record goes")
+    ab.add_argument("--out-speculative", metavar="FILE", help="where the speculative record goes")
     parser.add_argument("--concurrency", type=concurrency_list, default=(), metavar="C[,C...]",
                         help="requests in flight per cell, e.g. 1,4,8 (default: each plan mix's own)")
+    parser.add_argument("--request-rate", type=rate_list, default=(), metavar="R[,R...]",
+                        help="open loop: requests per second, sent at seeded Poisson arrival times (a cell of "
+                             "--requests requests, default 16), besides or instead of --concurrency")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed of the open-loop arrival times (repetition r uses N + r - 1; default 0)")
+    parser.add_argument("--no-client-ceiling", action="store_true",
+                        help="skip measuring the client's own ceiling at start (cells are then not assessed "
+                             "for being client-bound)")
     src = parser.add_argument_group("request mix (one of)")
     src.add_argument("--prompt-tokens", type=positive_int, metavar="N", help="prompt length in tokens")
     src.add_argument("--plan", type=Path, metavar="PLAN", help="a rollout plan: probe its workload mixes")
@@ -103,34 +158,69 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "repetitions numbered on: alternate two engines turn by turn")
 
 
-def run(args: argparse.Namespace) -> int:
-    from gate.evidence.probes import ProbeError, load_record
-    from gate.probe.record import dump
-    from gate.probe.runner import ProbeConfig, probe, speculative_settings, stderr_progress
-    from gate.probe.workload import MixRequest
+def _config(args: argparse.Namespace, url: str, arm: str) -> ProbeConfig:
+    from gate.probe.runner import ProbeConfig, speculative_settings
 
-    out = Path(args.out)
-    try:
-        if args.warmup < 0:
-            raise InputError("--warmup must be 0 or more")
-        cfg = ProbeConfig(engine_url=args.engine_url, arm=args.arm, concurrencies=args.concurrency,
-                          repetitions=args.repetitions, warmup_requests=args.warmup,
-                          requests_per_cell=args.requests, request_timeout=args.request_timeout,
-                          time_limit=args.time_limit, max_requests=args.max_requests, model=args.model,
-                          speculative=speculative_settings(args.arm, args.speculative_config), engine=args.engine,
-                          api_key=os.environ.get("SPECGATE_ENGINE_API_KEY") or None, source="specgate probe")
-        request = MixRequest(prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens, plan=args.plan,
-                             prompts=args.prompts, names=tuple(args.mix), concurrencies=args.concurrency,
-                             temperature=args.temperature)
-        previous = load_record(out) if args.append and out.exists() else None
-        record = probe(cfg, request, previous, stderr_progress)
-    except (ProbeError, InputError) as e:
-        return invalid(f"probe: {e}")
+    return ProbeConfig(engine_url=url, arm=arm, concurrencies=args.concurrency,
+                       repetitions=args.repetitions, warmup_requests=args.warmup,
+                       requests_per_cell=args.requests, request_timeout=args.request_timeout,
+                       time_limit=args.time_limit, max_requests=args.max_requests, model=args.model,
+                       speculative=speculative_settings(arm, args.speculative_config if arm == "speculative"
+                                                        else None), engine=args.engine,
+                       api_key=os.environ.get("SPECGATE_ENGINE_API_KEY") or None, source="specgate probe",
+                       request_rates=args.request_rate, seed=args.seed, ceiling=not args.no_client_ceiling)
+
+
+def _write(out: Path, record: ProbeRecord) -> int | None:
+    from gate.probe.record import dump
+
     try:
         out.write_text(dump(record))  # no NaN/Infinity in a record (gate.inputs.jsontext): InputError, exit 3
     except InputError as e:
         return invalid(f"probe: {e}")
     except OSError as e:
         return invalid(f"probe: cannot write {out}: {e.strerror or e}")
-    stderr_progress(f"wrote {out}: {len(record.cells)} cells")
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from gate.evidence.probes import ProbeError, load_record
+    from gate.probe.runner import probe, probe_ab, stderr_progress
+    from gate.probe.workload import MixRequest
+
+    try:
+        if args.warmup < 0:
+            raise InputError("--warmup must be 0 or more")
+        if args.seed < 0:
+            raise InputError("--seed must be 0 or more")
+        request = MixRequest(prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens, plan=args.plan,
+                             prompts=args.prompts, names=tuple(args.mix), concurrencies=args.concurrency,
+                             temperature=args.temperature, request_rates=args.request_rate)
+        if args.mode == "ab":
+            missing = [f for f, v in (("--baseline-url", args.baseline_url), ("--speculative-url", args.speculative_url),
+                                      ("--out-baseline", args.out_baseline),
+                                      ("--out-speculative", args.out_speculative)) if not v]
+            if missing or args.engine_url or args.arm or args.out or args.append:
+                raise InputError("probe ab needs --baseline-url, --speculative-url, --out-baseline and "
+                                 "--out-speculative (not --engine-url, --arm, --out or --append)"
+                                 + (f"; missing {', '.join(missing)}" if missing else ""))
+            outs: tuple[Path, ...] = (Path(args.out_baseline), Path(args.out_speculative))
+            cfgs = (_config(args, args.baseline_url, "baseline"), _config(args, args.speculative_url, "speculative"))
+            records: tuple[ProbeRecord, ...] = probe_ab(cfgs, request, (outs[0].name, outs[1].name), stderr_progress)
+        else:
+            missing = [f for f, v in (("--engine-url", args.engine_url), ("--arm", args.arm), ("--out", args.out))
+                       if not v]
+            if missing:
+                raise InputError(f"probe needs {', '.join(missing)} (or `probe ab` for both arms)")
+            outs = (Path(args.out),)
+            cfg = _config(args, args.engine_url, args.arm)
+            previous = load_record(outs[0]) if args.append and outs[0].exists() else None
+            records = (probe(cfg, request, previous, stderr_progress),)
+    except (ProbeError, InputError) as e:
+        return invalid(f"probe: {e}")
+    for out, record in zip(outs, records, strict=True):
+        bad = _write(out, record)
+        if bad is not None:
+            return bad
+        stderr_progress(f"wrote {out}: {len(record.cells)} cells")
     return EXIT_PASS

@@ -245,6 +245,9 @@ class RequestMix(_Strict):
     output_tokens: NonNegInt = Field(description="output tokens per request")
     source: str | None = Field(
         default=None, description="where the shape comes from (your traffic, a benchmark)")
+    request_rate: PositiveFloat | None = Field(
+        default=None, description="declared arrival rate, requests per second: the acceptance line places the "
+                                  "mix among the probe's open-loop (--request-rate) points")
 
     @property
     def request_tokens(self) -> int:

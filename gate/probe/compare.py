@@ -130,9 +130,6 @@ class Comparison:
         return next((p for p in self.points if p.mix == mix and p.concurrency == concurrency
                      and p.request_rate is None), None)
 
-    def rate_point(self, mix: str, rate: float) -> PointResult | None:
-        return next((p for p in self.points if p.mix == mix and p.request_rate == rate), None)
-
     def to_json(self) -> dict[str, Any]:
         return {
             "cells": [p.to_json() for p in self.points],

@@ -36,8 +36,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,10 +44,20 @@ from exporter.derive import derive_window
 from exporter.engines.base import EngineSnapshot
 from exporter.formulas import acceptance_length, acceptance_rate
 from exporter.scrape import ScrapeError, Scraper, split_url
-from gate.evidence.probes import Cell, ProbeError, ProbeRecord, Quantiles
+from gate.evidence.probes import (
+    CLIENT_BOUND_FACTOR,
+    Cell,
+    ClientCeiling,
+    Pairing,
+    ProbeError,
+    ProbeRecord,
+    Quantiles,
+)
 from gate.inputs.fetch import SIDE_BYTES, FetchError, get_json
 from gate.inputs.loading import Limits
 from gate.inputs.redact import redact_url
+from gate.probe import ceiling as client_ceiling
+from gate.probe.batch import Batch, TimeUp, arrival_offsets, run_closed, run_open
 from gate.probe.client import CompletionClient, RequestResult
 from gate.probe.workload import Mix, MixRequest, PromptShape, mixes_for, wanted_mixes
 from gate.status import InputError
@@ -78,31 +87,51 @@ class ProbeConfig:
     engine: str = "auto"
     api_key: str | None = None
     source: str | None = None
+    request_rates: tuple[float, ...] = ()  # open loop: Poisson arrivals per second (gate.probe.batch)
+    seed: int = 0  # open loop: repetition r draws its arrivals from random.Random(seed + r - 1), in both arms
+    ceiling: bool = True  # measure the client's own ceiling at the start (gate.probe.ceiling)
 
     def cell_requests(self, concurrency: int) -> int:
         return self.requests_per_cell if self.requests_per_cell is not None else max(4, 2 * concurrency)
 
+    def rate_requests(self) -> int:
+        """Requests of an open-loop cell: --requests, default 16 (at most that many can be in flight)."""
+        return self.requests_per_cell if self.requests_per_cell is not None else OPEN_LOOP_REQUESTS
+
     def prompts_needed(self, own: int | None) -> int:
         """Prompts a mix needs: one per request of its largest cell (at --concurrency, else its own)."""
-        concurrencies = self.concurrencies or ((own,) if own is not None else ())
-        if not concurrencies:
-            raise ProbeError("a mix without a concurrency of its own needs --concurrency")
-        return max(self.cell_requests(c) for c in concurrencies)
+        concurrencies = self.concurrencies or ((own,) if own is not None and not self.request_rates else ())
+        if not concurrencies and not self.request_rates:
+            raise ProbeError("a mix without a concurrency of its own needs --concurrency or --request-rate")
+        return max([self.cell_requests(c) for c in concurrencies] + ([self.rate_requests()]
+                                                                     if self.request_rates else []))
 
     def concurrencies_for(self, name: str, own: int | None) -> tuple[int, ...]:
-        """The concurrencies a mix runs at: --concurrency, else its own (plan) concurrency."""
+        """The concurrencies a mix runs at: --concurrency, else its own (plan) concurrency, else none when the
+        run is open loop (--request-rate only)."""
         if self.concurrencies:
             return self.concurrencies
+        if self.request_rates:
+            return ()
         if own is None:
-            raise ProbeError(f"mix {name!r} has no concurrency of its own: pass --concurrency")
+            raise ProbeError(f"mix {name!r} has no concurrency of its own: pass --concurrency or --request-rate")
         return (own,)
 
-    def concurrencies_of(self, mix: Mix) -> tuple[int, ...]:
-        return self.concurrencies_for(mix.name, mix.spec.concurrency)
+    def points_for(self, name: str, own: int | None) -> list[tuple[int, float | None]]:
+        """The mix's operating points in order: (concurrency, None) closed loop, then (requests, rate) open loop
+        (an open-loop cell can have all its requests in flight)."""
+        return [(c, None) for c in self.concurrencies_for(name, own)] + [
+            (self.rate_requests(), r) for r in self.request_rates]
+
+    def points_of(self, mix: Mix) -> list[tuple[int, float | None]]:
+        return self.points_for(mix.name, mix.spec.concurrency)
+
+    def requests_at(self, concurrency: int, rate: float | None) -> int:
+        return self.cell_requests(concurrency) if rate is None else self.rate_requests()
 
     def total_requests(self, mixes: Sequence[tuple[str, int | None]]) -> int:
         """Requests of the whole campaign for mixes given as (name, own concurrency): cells and warm-up."""
-        return sum(sum(self.cell_requests(c) for c in self.concurrencies_for(name, own)) * self.repetitions
+        return sum(sum(self.requests_at(c, r) for c, r in self.points_for(name, own)) * self.repetitions
                    + self.warmup_requests for name, own in mixes)
 
     def check_bounds(self, mixes: Sequence[tuple[str, int | None]]) -> None:
@@ -121,10 +150,6 @@ class ProbeConfig:
 
 def _own(mix: Mix | PromptShape) -> tuple[str, int | None]:
     return (mix.name, mix.spec.concurrency) if isinstance(mix, Mix) else (mix.name, mix.concurrency)
-
-
-class TimeUp(ProbeError):
-    """The campaign's time limit passed (a request, a read or a tokenize call was cut there)."""
 
 
 def until(stop_at: float, seconds: float) -> float:
@@ -148,6 +173,7 @@ def quantiles(values: Sequence[float]) -> Quantiles:
     return Quantiles(p50=q(0.5), p90=q(0.9), p99=q(0.99))
 
 
+OPEN_LOOP_REQUESTS = 16
 SIDE_LIMITS = Limits(max_bytes=SIDE_BYTES)  # /v1/models, /version, /server_info: small JSON documents
 MAX_MODEL_NAME = 512
 
@@ -221,32 +247,6 @@ def _check_arm(snap: EngineSnapshot, arm: str, model: str) -> None:
     if arm == "baseline" and speculating:
         raise ProbeError("--arm baseline, but the engine reports speculative-decoding counters "
                          "(it is running with speculation)")
-
-
-def run_batch(clients: Sequence[CompletionClient], mix: Mix, count: int, offset: int = 0,
-              stop_at: float | None = None) -> tuple[list[RequestResult], float]:
-    """`count` requests, len(clients) in flight at a time; returns results and the wall clock. With `stop_at`
-    (the campaign's end) no request starts after it and those in flight are cut there (raises TimeUp)."""
-    todo = list(range(count))
-    results: list[RequestResult | None] = [None] * count
-    lock_free_next = iter(todo)
-
-    def worker(client: CompletionClient) -> None:
-        for i in lock_free_next:  # iterator shared by threads: next() on a list iterator is atomic in CPython
-            if stop_at is not None and time.monotonic() >= stop_at:
-                return
-            prompt = mix.prompts[(offset + i) % len(mix.prompts)]
-            results[i] = client.complete(prompt, mix.output_tokens, stop_at)
-
-    start = time.monotonic()
-    with ThreadPoolExecutor(max_workers=len(clients)) as pool:
-        for f in [pool.submit(worker, c) for c in clients]:
-            f.result()
-    done = [r for r in results if r is not None]
-    if len(done) < count or any(r.stopped for r in done):
-        raise TimeUp(f"requests of mix {mix.name} in flight were stopped")
-    end = max((r.end for r in done), default=time.monotonic())
-    return done, end - start
 
 
 @dataclass(frozen=True)
@@ -395,65 +395,195 @@ def _once(progress: Progress) -> Progress:
     return say
 
 
-def run_probe(cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Progress = stderr_progress,
-              first: EngineSnapshot | None = None, stop_at: float | None = None) -> ProbeRecord:
-    """The whole campaign; raises ProbeError when a bound is hit or the engine cannot be probed. `stop_at`
-    (monotonic): the campaign's end, default `time_limit` from now."""
-    base, metrics_url = split_url(cfg.engine_url)
-    cfg.check_bounds([_own(m) for m in mixes])
-    stop_at = time.monotonic() + cfg.time_limit if stop_at is None else stop_at
-    progress = _once(progress)
-    pages = Pages(Scraper(metrics_url, engine=cfg.engine, api_key=cfg.api_key), cfg.request_timeout, stop_at)
-    cells: list[Cell] = []
-    n_cells = sum(len(cfg.concurrencies_of(m)) for m in mixes) * cfg.repetitions
-    try:
-        snap = first or pages.read()
-        _check_arm(snap, cfg.arm, model)
-        version = engine_version(base, snap, until(stop_at, min(cfg.request_timeout, 10.0)))
-        width = max(max(cfg.concurrencies_of(m)) for m in mixes)
+@dataclass
+class Campaign:
+    """One arm's campaign, in steps, so that `probe ab` can interleave two: `start` (arm check, version, client
+    ceiling, warm-up), `repetition(r)` (every cell of repetition r), `record()`. `run_probe` is the three in
+    a row; `probe_ab` alternates two campaigns' repetitions ABBA."""
+
+    cfg: ProbeConfig
+    mixes: Sequence[Mix]
+    model: str
+    progress: Progress
+    stop_at: float
+    pages: Pages
+    first: EngineSnapshot | None = None
+    cells: list[Cell] = field(default_factory=list)
+    client: CompletionClient | None = None
+    snap: EngineSnapshot | None = None
+    version: str | None = None
+    ceiling: ClientCeiling | None = None
+
+    @classmethod
+    def of(cls, cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Progress, stop_at: float,
+           first: EngineSnapshot | None = None) -> Campaign:
+        _, metrics_url = split_url(cfg.engine_url)
+        cfg.check_bounds([_own(m) for m in mixes])
+        pages = Pages(Scraper(metrics_url, engine=cfg.engine, api_key=cfg.api_key), cfg.request_timeout, stop_at)
+        return cls(cfg, mixes, model, _once(progress), stop_at, pages, first)
+
+    @property
+    def n_cells(self) -> int:
+        return sum(len(self.cfg.points_of(m)) for m in self.mixes) * self.cfg.repetitions
+
+    def start(self) -> None:
+        cfg, mixes, progress = self.cfg, self.mixes, self.progress
+        base, _ = split_url(cfg.engine_url)
+        snap = self.first or self.pages.read()
+        _check_arm(snap, cfg.arm, self.model)
+        self.snap = snap
+        self.version = engine_version(base, snap, until(self.stop_at, min(cfg.request_timeout, 10.0)))
         temps = {m.spec.temperature for m in mixes}
         if len(temps) != 1:
             raise ProbeError("one probe run sends one temperature; probe sampled and greedy mixes separately")
-        temperature = temps.pop()
-        clients = [CompletionClient(base, model, timeout=cfg.request_timeout, api_key=cfg.api_key,
-                                    temperature=temperature) for _ in range(width)]
+        # One client for every request: it holds no connection, each request is its own exchange.
+        self.client = CompletionClient(base, self.model, timeout=cfg.request_timeout, api_key=cfg.api_key,
+                                       temperature=temps.pop())
+        if cfg.ceiling:
+            widths = sorted({min(c, client_ceiling.MAX_CEILING_CONCURRENCY) for m in mixes
+                             for c, _ in cfg.points_of(m)})
+            self.ceiling = client_ceiling.measure(widths)
+            progress("client ceiling (null engine on loopback): " + ", ".join(
+                f"c={p.concurrency} {p.tokens_per_second:,.0f} tok/s" for p in self.ceiling.points))
         warmed: list[RequestResult] = []
         for mix in mixes:
             if cfg.warmup_requests:
                 progress(f"warm-up: {cfg.warmup_requests} request(s) of mix {mix.name} (not counted)")
-                res, _ = run_batch(clients[:min(width, cfg.warmup_requests)], mix, cfg.warmup_requests,
-                                   stop_at=stop_at)
+                width = max(c for c, _ in cfg.points_of(mix))
+                res = run_closed(self.client, mix.prompts, mix.output_tokens, cfg.warmup_requests,
+                                 min(width, cfg.warmup_requests), f"mix {mix.name}", stop_at=self.stop_at).results
                 bad = [r for r in res if not r.ok]
                 if len(bad) == len(res):
                     raise ProbeError(f"every warm-up request failed: {bad[0].error}")
                 warmed += res
         if warmed:  # the warm-up's last tokens on the page before the first cell's `before` is read
-            _settled_after(pages, snap, warmed, model)
+            _settled_after(self.pages, snap, warmed, self.model)
+
+    def repetition(self, rep: int) -> list[Cell]:
+        """Every cell of repetition `rep`, in mix and point order; the cells also go onto `self.cells`."""
+        cfg, progress, client = self.cfg, self.progress, self.client
+        assert client is not None, "start() first"
+        out: list[Cell] = []
+        for mix in self.mixes:
+            for conc, rate in cfg.points_of(mix):
+                before = self.pages.read()
+                count = cfg.requests_at(conc, rate)
+                what = f"mix {mix.name}"
+                batch: Batch
+                if rate is None:
+                    batch = run_closed(client, mix.prompts, mix.output_tokens, count, conc, what,
+                                       stop_at=self.stop_at)
+                else:
+                    batch = run_open(client, mix.prompts, mix.output_tokens,
+                                     arrival_offsets(rate, count, cfg.seed + rep - 1), what, stop_at=self.stop_at)
+                after = _settled_after(self.pages, before, batch.results, self.model)
+                cell = build_cell(mix, conc, rep, batch.results, batch.wall, before, after, self.model, progress)
+                extra: dict[str, Any] = {"started_at": round(batch.started_at, 6)}
+                if rate is not None:
+                    extra.update(request_rate=rate, arrival_seed=cfg.seed + rep - 1,
+                                 arrival_offsets_seconds=list(batch.offsets or ()))
+                if self.ceiling is not None:
+                    extra["client_bound"] = (cell.served_tokens_per_second * CLIENT_BOUND_FACTOR
+                                             >= self.ceiling.at(conc, rate))
+                cell = cell.model_copy(update=extra)
+                out.append(cell)
+                self.cells.append(cell)
+                length = f", L {cell.acceptance_length:.2f}" if cell.acceptance_length is not None else ""
+                failed = f", {cell.failed_requests} FAILED" if cell.failed_requests else ""
+                bound = ", CLIENT-BOUND (no evidence)" if cell.client_bound else ""
+                at = f"c={conc}" if rate is None else f"rate={rate:g}/s"
+                progress(f"[{len(self.cells)}/{self.n_cells}] {cfg.arm} {mix.name} {at} rep {rep}/{cfg.repetitions}: "
+                         f"{cell.output_tokens} tokens in {cell.wall_seconds:.2f} s = "
+                         f"{cell.served_tokens_per_second:.1f} tok/s{length}{failed}{bound}")
+                if cell.failed_requests == cell.requests:
+                    err = next(r.error for r in batch.results if r.error)
+                    raise ProbeError(f"every request of a cell failed: {err}")
+        return out
+
+    def record(self, pairing: Pairing | None = None) -> ProbeRecord:
+        assert self.snap is not None, "start() first"
+        cfg = self.cfg
+        return ProbeRecord(
+            arm=cfg.arm, engine=self.snap.engine, engine_version=self.version, model=self.model,
+            speculative=cfg.speculative, workload=[m.spec for m in self.mixes], warmup_requests=cfg.warmup_requests,
+            repetitions=cfg.repetitions, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            source=cfg.source, cells=self.cells, client_ceiling=self.ceiling, pairing=pairing)
+
+    def close(self) -> None:
+        self.pages.scraper.close()
+
+
+def run_probe(cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Progress = stderr_progress,
+              first: EngineSnapshot | None = None, stop_at: float | None = None) -> ProbeRecord:
+    """The whole campaign; raises ProbeError when a bound is hit or the engine cannot be probed. `stop_at`
+    (monotonic): the campaign's end, default `time_limit` from now."""
+    stop_at = time.monotonic() + cfg.time_limit if stop_at is None else stop_at
+    run = Campaign.of(cfg, mixes, model, progress, stop_at, first)
+    try:
+        run.start()
         for rep in range(1, cfg.repetitions + 1):
-            for mix in mixes:
-                for conc in cfg.concurrencies_of(mix):
-                    before = pages.read()
-                    res, wall = run_batch(clients[:conc], mix, cfg.cell_requests(conc), stop_at=stop_at)
-                    after = _settled_after(pages, before, res, model)
-                    cell = build_cell(mix, conc, rep, res, wall, before, after, model, progress)
-                    cells.append(cell)
-                    length = f", L {cell.acceptance_length:.2f}" if cell.acceptance_length is not None else ""
-                    failed = f", {cell.failed_requests} FAILED" if cell.failed_requests else ""
-                    progress(f"[{len(cells)}/{n_cells}] {mix.name} c={conc} rep {rep}/{cfg.repetitions}: "
-                             f"{cell.output_tokens} tokens in {cell.wall_seconds:.2f} s = "
-                             f"{cell.served_tokens_per_second:.1f} tok/s{length}{failed}")
-                    if cell.failed_requests == cell.requests:
-                        err = next(r.error for r in res if r.error)
-                        raise ProbeError(f"every request of a cell failed: {err}")
+            run.repetition(rep)
     except TimeUp as e:
-        raise TimeUp(f"time limit {cfg.time_limit:g} s reached after {len(cells)} of {n_cells} cells ({e}); "
+        raise TimeUp(f"time limit {cfg.time_limit:g} s reached after {len(run.cells)} of {run.n_cells} cells ({e}); "
                      "no record written") from None
     finally:
-        pages.scraper.close()
-    return ProbeRecord(
-        arm=cfg.arm, engine=snap.engine, engine_version=version, model=model, speculative=cfg.speculative,
-        workload=[m.spec for m in mixes], warmup_requests=cfg.warmup_requests, repetitions=cfg.repetitions,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"), source=cfg.source, cells=cells)
+        run.close()
+    return run.record()
+
+
+def abba(rep: int) -> tuple[int, int]:
+    """The arms' order in repetition `rep` (0 = baseline, 1 = speculative): A B, then B A, then A B, ..."""
+    return (0, 1) if rep % 2 == 1 else (1, 0)
+
+
+def pair_cells(base: Sequence[Cell], spec: Sequence[Cell]) -> tuple[list[Cell], list[Cell]]:
+    """Each cell with `pair_apart_seconds` = |its start − its partner's| (same point and repetition)."""
+    starts_b = {(*c.point, c.repetition): c.started_at for c in base}
+    starts_s = {(*c.point, c.repetition): c.started_at for c in spec}
+
+    def gap(c: Cell, other: dict[Any, float | None]) -> Cell:
+        o = other.get((*c.point, c.repetition))
+        if o is None or c.started_at is None:
+            return c
+        return c.model_copy(update={"pair_apart_seconds": round(abs(c.started_at - o), 6)})
+
+    return [gap(c, starts_s) for c in base], [gap(c, starts_b) for c in spec]
+
+
+def probe_ab(cfgs: tuple[ProbeConfig, ProbeConfig], request: MixRequest, partners: tuple[str, str],
+             progress: Progress = stderr_progress) -> tuple[ProbeRecord, ProbeRecord]:
+    """`specgate probe ab`: both arms, one command. Each arm's mixes (its own engine's tokenizer), arm check,
+    ceiling and warm-up once; then per repetition r both arms' cells, baseline first for odd r and speculative
+    first for even r (ABBA: a drift linear in time weighs on both arms alike), all inside one `--time-limit`.
+    The records carry `pairing` (order, the other record's file name) and each cell `pair_apart_seconds`."""
+    base_cfg, spec_cfg = cfgs
+    stop_at = time.monotonic() + base_cfg.time_limit
+    wanted = wanted_mixes(request)
+    for cfg in cfgs:
+        cfg.check_bounds([_own(w) for w in wanted])
+    runs: list[Campaign] = []
+    try:
+        for cfg in cfgs:
+            base, _ = split_url(cfg.engine_url)
+            model = cfg.model or served_model(base, until(stop_at, min(cfg.request_timeout, 10.0)), cfg.api_key)
+            mixes = mixes_for(wanted, base, model, min(cfg.request_timeout, 30.0), cfg.api_key, cfg.prompts_needed,
+                              stop_at)
+            runs.append(Campaign.of(replace(cfg, model=model), mixes, model, progress, stop_at))
+        for run in runs:
+            run.start()
+        for rep in range(1, base_cfg.repetitions + 1):
+            for i in abba(rep):
+                runs[i].repetition(rep)
+    except TimeUp as e:
+        done = sum(len(r.cells) for r in runs)
+        raise TimeUp(f"time limit {base_cfg.time_limit:g} s reached after {done} cells ({e}); no record written") \
+            from None
+    finally:
+        for run in runs:
+            run.close()
+    b, s = (run.record(Pairing(partner=partner)) for run, partner in zip(runs, partners[::-1], strict=True))
+    cells_b, cells_s = pair_cells(b.cells, s.cells)
+    return b.model_copy(update={"cells": cells_b}), s.model_copy(update={"cells": cells_s})
 
 
 def speculative_settings(arm: str, config: str | None) -> dict[str, Any] | None:

@@ -172,6 +172,7 @@ class MixRequest:
     names: tuple[str, ...] = ()  # with `plan`: only these mixes
     concurrencies: tuple[int, ...] = ()  # the user's --concurrency (empty: each plan mix at its own)
     temperature: float = 0.0
+    request_rates: tuple[float, ...] = ()  # the user's --request-rate (open loop)
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,7 @@ class PromptShape:
     output_tokens: int
     concurrency: int | None  # the plan's own concurrency, None for --prompt-tokens
     temperature: float
+    request_rate: float | None = None  # the plan's own arrival rate (workload[].request_rate), if declared
 
 
 def wanted_mixes(req: MixRequest) -> list[Mix | PromptShape]:
@@ -204,8 +206,8 @@ def wanted_mixes(req: MixRequest) -> list[Mix | PromptShape]:
     assert req.prompt_tokens is not None
     if req.output_tokens is None:
         raise InputError("--prompt-tokens needs --output-tokens")
-    if not req.concurrencies:
-        raise InputError("--prompt-tokens needs --concurrency")
+    if not req.concurrencies and not req.request_rates:
+        raise InputError("--prompt-tokens needs --concurrency or --request-rate")
     suffix = f"-t{req.temperature:g}" if req.temperature else ""
     return [PromptShape(f"p{req.prompt_tokens}-o{req.output_tokens}{suffix}", req.prompt_tokens, req.output_tokens,
                         None, req.temperature)]
@@ -226,7 +228,7 @@ def _plan_shapes(req: MixRequest, path: Path) -> list[Mix | PromptShape]:
         if m.prompt_tokens < 1 or m.output_tokens < 1:
             raise InputError(f"mix {m.name}: prompt and output tokens must be at least 1")
         shapes.append(PromptShape(m.name, m.prompt_tokens, req.output_tokens or m.output_tokens, m.concurrency,
-                                  req.temperature))
+                                  req.temperature, m.request_rate))
     return shapes
 
 
@@ -244,5 +246,6 @@ def mixes_for(wanted: Sequence[Mix | PromptShape], base_url: str, model: str, ti
         prompts, how = token_prompts(base_url, model, w.prompt_tokens, prompts_needed(w.concurrency), timeout, api_key,
                                      stop_at)
         mixes.append(Mix(MixSpec(name=w.name, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
-                                 prompts_from=how, concurrency=w.concurrency, temperature=w.temperature), prompts))
+                                 prompts_from=how, concurrency=w.concurrency, temperature=w.temperature,
+                                 request_rate=w.request_rate), prompts))
     return mixes
