@@ -151,3 +151,15 @@ def test_engine_without_a_scheduler_refuses_schedule_keys(monkeypatch: pytest.Mo
     assert depth_schedule("onek", {"method": "ngram", "num_speculative_tokens": 3}).schedule is None
     with pytest.raises(ValueError, match="speculative_adaptive: OneK runs no depth schedule"):
         depth_schedule("onek", {"method": "eagle3", "speculative_adaptive": True})
+
+
+def test_evidence_bounds_use_the_deepest_k_identity_keeps_k() -> None:
+    """SGLang adaptive from 3 steps with tiers up to 7: a window of L = 5 is possible (≤ 1 + 7), not refused as
+    above 1 + 3; identity still matches the configured k = 3."""
+    from gate.evidence.gather import rules_for
+    from gate.model import plausibility as pl
+
+    rules = rules_for(plan_from_dict(_sglang(num_steps=3, eagle_topk=1, speculative_adaptive=True)), "pre", now=0.0)
+    assert (rules.k, rules.bound_k) == (3, 7)
+    assert pl.acceptance(5.0, None, rules.bound_k) is None
+    assert pl.acceptance(5.0, None, rules.k) is not None
