@@ -253,15 +253,18 @@ class SGLangProcess(EngineProcess):
 
 def start_sglang(arm: str, model_dir: Path, python: Path, log_dir: Path | None = None, port: int | None = None,
                  max_total_tokens: int | None = MAX_TOTAL_TOKENS, mem_fraction_static: float | None = None,
-                 tag: str = "") -> SGLangProcess:
-    """Launch one arm through tools/sglang_launch.py on 127.0.0.1 (call `wait_ready` next)."""
+                 tag: str = "", extra_args: Sequence[str] = ()) -> SGLangProcess:
+    """Launch one arm through tools/sglang_launch.py on 127.0.0.1 (call `wait_ready` next).
+
+    `extra_args` follow the arm's flags (e.g. `--speculative-adaptive` on the EAGLE3 arm).
+    """
     port = port or free_port()
     log_dir = log_dir or (cache_root() / "logs")
     log_dir.mkdir(parents=True, exist_ok=True)
     name = arm + (f"-{tag}" if tag else "")
     log_path = log_dir / f"sglang-{name}-{port}-{int(time.time())}.log"
     args = launch_args(arm, model_dir, port, max_total_tokens=max_total_tokens,
-                       mem_fraction_static=mem_fraction_static)
+                       mem_fraction_static=mem_fraction_static) + list(extra_args)
     cmd = [str(python), str(LAUNCHER), *args]
     with log_path.open("wb") as fh:
         launched_wall = time.time()

@@ -124,16 +124,25 @@ def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager:
               python: Path | None = None, log_dir: Path | None = None,
               extra_args: Sequence[str] = (), kv_cache_memory_bytes: int = KV_CACHE_MEMORY_BYTES,
               num_speculative_tokens: int | None = None,
-              extra_env: Mapping[str, str] | None = None) -> VLLMProcess:
+              extra_env: Mapping[str, str] | None = None,
+              speculative_overrides: Mapping[str, Any] | None = None,
+              max_model_len: int = MAX_MODEL_LEN) -> VLLMProcess:
     """Launch one arm's vLLM API server on 127.0.0.1 (not waiting for it: call `wait_ready`).
 
     `extra_env` is added to the engine's environment (e.g. PYTHONPATH for arctic-inference).
     `num_speculative_tokens` None means the arm's own depth (`arm_depth`).
+    `speculative_overrides` are merged into the arm's `--speculative-config` (e.g. a fragment `specgate tune
+    --emit vllm` wrote: `num_speculative_tokens` and `num_speculative_tokens_per_batch_size`).
+    `max_model_len` (default MAX_MODEL_LEN) is the context cap (test_depth_varies.py holds long requests).
     """
     python = python or ensure_vllm()
     if num_speculative_tokens is None:
         num_speculative_tokens = arm_depth(arm)
     spec = speculative_config(arm, model_dir, num_speculative_tokens)
+    if speculative_overrides:
+        if spec is None:
+            raise ValueError(f"arm {arm!r} does not speculate: no --speculative-config to override")
+        spec = {**spec, **speculative_overrides}
     port = port or free_port()
     log_dir = log_dir or (cache_root() / "logs")
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -143,7 +152,7 @@ def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager:
     cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server",
            "--model", str(model_dir / ARM_TARGET.get(arm, "target")), "--served-model-name", SERVED_MODEL_NAME,
            "--host", "127.0.0.1", "--port", str(port),
-           "--dtype", "float32", "--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", str(MAX_NUM_SEQS),
+           "--dtype", "float32", "--max-model-len", str(max_model_len), "--max-num-seqs", str(MAX_NUM_SEQS),
            "--kv-cache-memory-bytes", str(kv_cache_memory_bytes)]
     if enforce_eager:
         cmd.append("--enforce-eager")

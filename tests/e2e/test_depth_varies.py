@@ -1,0 +1,536 @@
+"""Depth that varies at run time, on the real engines (issue 22 item 4).
+
+Two engine start-ups, one after the other; each is measured inside its module fixture and stopped (by PID)
+before the tests judge what was read, so the two never run side by side:
+
+vLLM 0.32 (CPU), the `draft` arm (a separate random draft model: it proposes exactly k tokens at every
+step and the target accepts none, so a draft's length is the k the schedule gave that step and nothing
+else), started WITH the speculative-config fragment `specgate tune --emit vllm` writes from probe records
+at fixed k = 0, 1, 3 (`_probe_records`: crafted served rates whose best k is 3 at concurrency 1-2, 1 at
+4, none at 6 and 8; the fragment is asserted to be what vLLM's own validation accepts, and the engine
+serving it is the proof that vLLM 0.32 runs it). On that one server:
+
+0. idle after start: a real Prometheus scrapes two exporters of the engine (one told the schedule with
+   `--speculative-config`, one not) with the mixin's rules rendered with `speculationOffWindow`/
+   `speculationOffFor` shortened (OFF_WINDOW/OFF_FOR); `SpecgateSpeculationOff` must stay silent;
+1. concurrency 1 (sequential requests): every step runs batch 1, so every draft is k_at(1) tokens;
+2. concurrency 4: the batch is 4 except while requests arrive (a step or two at batch 1-2, where the
+   schedule gives its larger k): the mean is k_at(4) within 10 %, and equals Δdraft_tokens / Δdrafts of the
+   engine's own counters exactly;
+3. concurrency 8 held for twice (window + for): eight staggered request loops keep the batch at 7-8, where
+   the schedule gives k = 0: no drafts, so the alert fires (warning on the exporter told the schedule, whose
+   `specgate_spec_depth_scheduled` is 0; critical on the one that was not told) and resolves once idle.
+
+Each phase's exporter page is read while the exporter's DEPTH_WINDOW sliding window holds exactly that
+phase (the harness's exact-window timing, `_read_inside_window`): its start snapshot is taken after the
+previous phase ended and before this one began.
+
+SGLang 0.5.23 (CPU), the EAGLE3 arm plus `--speculative-adaptive` (default tiers; topk 1): the random head
+accepts nothing, so the adaptive policy lowers `spec_num_steps` from 3 to 1 within a few requests
+(reference run: three 48-token requests; tests/fixtures/sglang/0.5.23 and the issue's notes); the
+exporter's `specgate_spec_num_steps` must follow and `specgate_spec_depth_varies` say 1.
+
+Suffix decoding (the `suffix` arm, test_vllm_arms.py) adds its depth assertion there: no start-up here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import harness
+import pytest
+import requests
+import sglang_live
+import vllm_live
+import vllm_plans
+from harness import PROMPTS, SPECGATE, Samples, log, parse_samples, sample_value
+
+from exporter.schedule import DepthSchedule, vllm_schedule
+
+SCRAPE_SECONDS = 1.0
+DEPTH_WINDOW_SECONDS = 15  # the exporter's sliding window: each measured phase must fit inside it
+DEPTH_WINDOW = f"{DEPTH_WINDOW_SECONDS}s"
+PHASE_GAP_SECONDS = 3.0  # idle between phases: the next window's start snapshot is taken in the gap
+K_MAX = 3  # num_speculative_tokens of the draft arm (vllm_live.NUM_SPECULATIVE_TOKENS)
+# The mixin's SpecgateSpeculationOff shortened for the live run (the shipped defaults are 5m / 10m).
+OFF_WINDOW_SECONDS = 4
+OFF_FOR_SECONDS = 8
+# The k = 0 traffic is held for twice what firing needs (the window since the last draft, then for:), or until the
+# first request reaches the context cap (HOLD_MAX_TOKENS); it must have lasted at least twice for:.
+HOLD_SECONDS = 2 * (OFF_WINDOW_SECONDS + OFF_FOR_SECONDS)
+IDLE_SECONDS = OFF_WINDOW_SECONDS + OFF_FOR_SECONDS + 2  # long enough that the alert would have fired on idle
+DEPTH_TOLERANCE = 0.10  # issue 22: the mean depth follows the schedule within 10 %
+# Traffic per measured phase (temperature 0, ignore_eos, harness.PROMPTS): `concurrency` requests sent at once,
+# one round. One round, because vLLM picks k by the number of requests *scheduled in a step*: a request
+# arriving while others decode gives steps of a smaller batch (seen here: bursts of k = 1 and 3 drafts with eight
+# request loops running and the running gauge at 8), and requests finishing apart leave a tail of small batches
+# (two rounds of four at once read 1.45 tokens per draft against the band's 1). Requests sent together are
+# prefilled together and, with ignore_eos and the same max_tokens, finish in the same step.
+PHASES = {"c1": (1, 192), "c4": (4, 192)}  # name -> (concurrency, max_tokens)
+# The k = 0 hold: eight streaming requests sent at once, long enough to outlast the hold, cut when it ends (vLLM
+# aborts a stream whose client went away). The context cap and the KV pool of this engine are raised for them, to
+# the tiny target's max_position_embeddings (2,048; vLLM refuses more): 8 x 2,048 tokens x 1,280 B (target + draft
+# KV per token, vllm_checks.EXPECTED_BLOCKS' draft arm) = 20 MiB.
+HOLD_CONCURRENCY = 8
+HOLD_MODEL_LEN = 2048
+HOLD_MAX_TOKENS = HOLD_MODEL_LEN - 64  # the prompts are well under 64 tokens
+HOLD_KV_BYTES = HOLD_CONCURRENCY * HOLD_MODEL_LEN * 1280
+# SGLang adaptive: requests of this many tokens, one at a time, until spec_num_steps reads 1.
+SGLANG_TOKENS = 32
+SGLANG_MAX_REQUESTS = 4
+SGLANG_WINDOW = "60s"
+
+# Crafted probe records for `tune --emit vllm` (served rate = output tokens / wall; baseline wall 1 s per
+# cell): speedup = 1 / wall at each (k, concurrency). Best: k = 3 at 1, k = 1 at 4, none (k = 0) at 6 and 8.
+SPEEDUPS: dict[int, dict[int, float]] = {1: {1: 1.30, 4: 1.20, 6: 0.95, 8: 0.90},
+                                         3: {1: 1.60, 4: 1.10, 6: 0.85, 8: 0.70}}
+PROBE_L = {1: 1.8, 3: 2.9}
+# What the e2e takes from the emitted fragment into the draft arm's --speculative-config.
+VLLM_SCHEDULE_KEYS = ("num_speculative_tokens", "num_speculative_tokens_per_batch_size")
+
+
+# --- small helpers ------------------------------------------------------------------------------
+
+def _probe_records(work: Path) -> list[Path]:
+    """Probe records at fixed k = 0 (baseline), 1, 3 in specgate.probe/1 (tests/gate/tune/test_tune.py's shape)."""
+    out = []
+    for k in (0, 1, 3):
+        cells = []
+        for b in (1, 4, 6, 8):
+            wall = 1.0 if k == 0 else 1.0 / SPEEDUPS[k][b]
+            cells.append({"mix": "e2e", "concurrency": b, "repetition": 1, "requests": 8, "output_tokens": 100,
+                          "wall_seconds": wall, "served_tokens_per_second": 100 / wall, "failed_requests": 0,
+                          "ttft_seconds": {}, "tpot_seconds": {}, "chunk_gap_seconds": {},
+                          "acceptance_length": None if k == 0 else PROBE_L[k], "drafts": None if k == 0 else 50})
+        doc = {"schema": "specgate.probe/1", "arm": "baseline" if k == 0 else "speculative", "engine": "vllm",
+               "speculative": None if k == 0 else {"method": "draft_model", "num_speculative_tokens": k},
+               "cells": cells}
+        path = work / f"probe-k{k}.json"
+        path.write_text(json.dumps(doc))
+        out.append(path)
+    return out
+
+
+def _emit_vllm_fragment(work: Path) -> tuple[dict[str, Any], str]:
+    """`specgate tune --probe ... --emit vllm`: the speculative-config fragment it prints, and its full output."""
+    p = subprocess.run([str(SPECGATE), "tune", "--probe", *map(str, _probe_records(work)), "--emit", "vllm"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    start = p.stdout.index("{")
+    fragment, _ = json.JSONDecoder().raw_decode(p.stdout[start:])
+    return {k: fragment[k] for k in VLLM_SCHEDULE_KEYS}, p.stdout
+
+
+def _alerts(prom: Any, name: str) -> list[dict[str, Any]]:
+    return [a for a in prom.get("/api/v1/alerts")["alerts"] if a["labels"].get("alertname") == name]
+
+
+@dataclass
+class Phase:
+    """One measured stretch of traffic: the engine's pages around it (idle), and the exporters' reading."""
+
+    name: str
+    concurrency: int
+    before_text: str
+    after_text: str
+    t0: float
+    t1: float
+    reading: Samples = field(default_factory=dict)  # the schedule exporter's page inside the exact window
+    read_at: float = 0.0
+
+    def counters(self) -> dict[str, Any]:
+        got = vllm_live.acceptance_between(vllm_live.EngineCounters.parse(self.before_text),
+                                           vllm_live.EngineCounters.parse(self.after_text))
+        assert got is not None, f"{self.name}: no drafts"
+        return got
+
+    def depth(self) -> float:
+        c = self.counters()
+        return c["draft_tokens"] / c["drafts"]
+
+
+def _read_inside_window(exp: harness.ExporterProcess, t0: float, t1: float, previous_end: float,
+                        after_drafts: float) -> tuple[Samples, float]:
+    """The exporter's page while its DEPTH_WINDOW holds exactly [t0, t1]: after the exporter caught up with the
+    engine's counters, after the window's start left the previous phase (previous_end), before it reaches t0."""
+    deadline = t0 + DEPTH_WINDOW_SECONDS - 0.5
+    earliest = max(t1 + 2 * SCRAPE_SECONDS + 0.5, previous_end + DEPTH_WINDOW_SECONDS + 1.5)
+    time.sleep(max(0.0, earliest - time.time()))
+    while time.time() < deadline:
+        page = exp.samples()
+        if sample_value(page, "specgate_spec_drafts_total") == after_drafts and time.time() < deadline:
+            return page, time.time()
+        time.sleep(0.25)
+    raise AssertionError(f"no exporter reading inside the exact window (t0 {t0:.1f}, t1 {t1:.1f}, previous end "
+                         f"{previous_end:.1f}, now {time.time():.1f}): the test's timing precondition failed, not a "
+                         f"measured value\n{exp.log_tail()}")
+
+
+def _measured_phase(name: str, eng: vllm_live.VLLMProcess, exp: harness.ExporterProcess, previous_end: float,
+                    concurrency: int, max_tokens: int) -> Phase:
+    time.sleep(max(0.0, previous_end + PHASE_GAP_SECONDS - time.time()))
+    before = eng.metrics_text()
+    t0 = time.time()
+    eng.send_traffic(concurrency, max_tokens, concurrency=concurrency)
+    t1 = time.time()
+    after = eng.metrics_text()
+    ph = Phase(name, concurrency, before, after, t0, t1)
+    drafts = vllm_live.EngineCounters.parse(after).drafts
+    assert drafts is not None
+    ph.reading, ph.read_at = _read_inside_window(exp, t0, t1, previous_end, drafts)
+    log(f"depth: {name} {t1 - t0:.1f} s, engine depth {ph.depth():.3f}, exporter "
+        f"{sample_value(ph.reading, 'specgate_spec_depth_mean', window=DEPTH_WINDOW)}")
+    return ph
+
+
+def _hold(eng: vllm_live.VLLMProcess, seconds: float, poll: Callable[[], None]) -> tuple[float, float, int]:
+    """HOLD_CONCURRENCY streaming requests sent at once, read until `seconds` passed or the first of them
+    finished, then closed (vLLM aborts them); `poll` runs about once a second meanwhile. Returns (start, end,
+    streamed chunks)."""
+    start = time.time()
+    deadline = start + seconds
+    chunks = [0] * HOLD_CONCURRENCY
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def one(i: int) -> None:
+        body = {"model": harness.SERVED_MODEL_NAME, "prompt": PROMPTS[i % len(PROMPTS)], "stream": True,
+                "max_tokens": HOLD_MAX_TOKENS, "temperature": 0, "ignore_eos": True}
+        try:
+            with requests.post(f"{eng.url}/v1/completions", json=body, timeout=300, stream=True) as r:
+                r.raise_for_status()
+                for line in r.iter_lines():
+                    if line:
+                        chunks[i] += 1
+                    if time.time() >= deadline or done.is_set():
+                        break
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+        finally:
+            done.set()
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(HOLD_CONCURRENCY)]
+    for t in threads:
+        t.start()
+    while not done.is_set():
+        poll()
+        done.wait(1.0)
+    end = time.time()
+    for t in threads:
+        t.join(60)
+    if errors:
+        raise AssertionError(f"held traffic failed: {errors[0]!r}")
+    return start, end, sum(chunks)
+
+
+# --- Prometheus -----------------------------------------------------------------------------------
+
+@dataclass
+class Prometheus:
+    popen: subprocess.Popen
+    api: Any  # tests.observability.live_stack.PrometheusAPI
+    log_path: Path
+
+    def stop(self) -> None:
+        harness._stop_group(self.popen, 10)
+
+
+def _start_prometheus(work: Path, targets: dict[str, int]) -> Prometheus:
+    """Prometheus on a free loopback port, scraping each exporter (job = its name) every second with the mixin's
+    rules rendered with SpecgateSpeculationOff's window and for: shortened (tests.observability.sources)."""
+    from tests.observability.live_stack import PrometheusAPI
+    from tests.observability.sources import find_tool, render_rules
+
+    binary = find_tool("prometheus")
+    assert binary is not None, "prometheus not found: run `make tools` (.tools/bin)"
+    rules = work / "rules.yaml"
+    rules.write_text(render_rules({"speculationOffWindow": f"{OFF_WINDOW_SECONDS}s",
+                                   "speculationOffFor": f"{OFF_FOR_SECONDS}s"}))
+    scrape = "".join(f"  - job_name: {job}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+                     for job, port in targets.items())
+    config = work / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+                      f"rule_files:\n  - {rules}\nscrape_configs:\n{scrape}")
+    port = harness.free_port()
+    (work / "tsdb").mkdir()
+    log_path = work / "prometheus.log"
+    with log_path.open("wb") as fh:
+        popen = subprocess.Popen([str(binary), f"--config.file={config}", f"--storage.tsdb.path={work / 'tsdb'}",
+                                  f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+                                 stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True, preexec_fn=harness._die_with_parent)
+    prom = Prometheus(popen, PrometheusAPI(f"http://127.0.0.1:{port}"), log_path)
+    deadline = time.time() + 30
+    while not prom.api.ready():
+        if popen.poll() is not None or time.time() > deadline:
+            prom.stop()
+            raise RuntimeError("prometheus did not become ready\n" + log_path.read_text(errors="replace")[-2000:])
+        time.sleep(0.2)
+    return prom
+
+
+# --- the vLLM run -----------------------------------------------------------------------------------
+
+@dataclass
+class ScheduleRun:
+    fragment: dict[str, Any]
+    tune_output: str
+    schedule: DepthSchedule
+    phases: dict[str, Phase] = field(default_factory=dict)
+    idle_alerts: list[dict[str, Any]] = field(default_factory=list)
+    idle_seconds: float = 0.0
+    hold_start: float = 0.0
+    hold_end: float = 0.0
+    hold_chunks: int = 0
+    hold_pages: list[tuple[float, Samples]] = field(default_factory=list)  # (time, schedule exporter page)
+    first_firing: dict[str, float] = field(default_factory=dict)  # severity -> seconds after the hold began
+    firing_at_end: list[dict[str, Any]] = field(default_factory=list)
+    after_idle_alerts: list[dict[str, Any]] = field(default_factory=list)
+    check_doc: dict[str, Any] | None = None
+    check_stderr: str = ""
+    startup_seconds: float | None = None
+    wall_seconds: float = 0.0
+
+
+def _schedule_plan(models: Path, fragment: dict[str, Any], exporter_url: str) -> dict[str, Any]:
+    plan = vllm_plans.plan_dict("draft", models, exporter_url=exporter_url, window_seconds=5.0)
+    plan["engine"]["speculative"].update(fragment)
+    plan["engine"].update(kv_cache_memory_bytes=HOLD_KV_BYTES, context_cap_tokens=HOLD_MODEL_LEN)
+    return plan
+
+
+@pytest.fixture(scope="module")
+def schedule_run(vllm_python: Path, tiny_models: Path, e2e_logs: Path, e2e_record: dict,
+                 tmp_path_factory: pytest.TempPathFactory) -> ScheduleRun:
+    began = time.monotonic()
+    work = tmp_path_factory.mktemp("depth-schedule")
+    fragment, tune_out = _emit_vllm_fragment(work)
+    run = ScheduleRun(fragment, tune_out, vllm_schedule(fragment["num_speculative_tokens_per_batch_size"],
+                                                       fragment["num_speculative_tokens"]))
+    port = harness.free_port()
+    engine_url = f"http://127.0.0.1:{port}"
+    common = ("--windows", DEPTH_WINDOW)
+    spec_arg = json.dumps(vllm_live.speculative_config("draft", tiny_models) | fragment)
+    told = harness.start_exporter(engine_url, e2e_logs, scrape_interval=SCRAPE_SECONDS, min_drafts=1,
+                                  extra_args=(*common, "--speculative-config", spec_arg))
+    stop: list[Callable[[], None]] = [told.stop]
+    try:
+        plain = harness.start_exporter(engine_url, e2e_logs, scrape_interval=SCRAPE_SECONDS, min_drafts=1,
+                                       extra_args=common)
+        stop.append(plain.stop)
+        prom = _start_prometheus(work, {"told": told.port, "plain": plain.port})
+        stop.append(prom.stop)
+        eng = vllm_live.start_arm("draft", tiny_models, python=vllm_python, log_dir=e2e_logs, port=port,
+                                  speculative_overrides=fragment, max_model_len=HOLD_MODEL_LEN,
+                                  kv_cache_memory_bytes=HOLD_KV_BYTES)
+        stop.append(eng.stop)
+        run.startup_seconds = eng.wait_ready(300)
+        told.wait_for(harness.engine_up, 30, "specgate_engine_up 1")
+        idle_from = time.time()
+        time.sleep(IDLE_SECONDS)
+        run.idle_alerts = _alerts(prom.api, "SpecgateSpeculationOff")
+        run.idle_seconds = time.time() - idle_from
+        previous_end = idle_from
+        for name, (conc, tokens) in PHASES.items():
+            ph = _measured_phase(name, eng, told, previous_end, conc, tokens)
+            run.phases[name] = ph
+            previous_end = ph.t1
+            if name == "c4":  # the gate on the varying-depth window, while the exporter still holds it
+                plan = harness.write_plan(work / "plan-schedule.yaml",
+                                          _schedule_plan(tiny_models, fragment, told.url + "/metrics"))
+                res = harness.specgate_json("check", "--plan", str(plan), "--phase", "post",
+                                            "--metrics", told.url + "/metrics")
+                run.check_doc, run.check_stderr = res.doc, res.stderr
+
+        def poll() -> None:
+            now = time.time()
+            run.hold_pages.append((now, told.samples()))
+            for a in _alerts(prom.api, "SpecgateSpeculationOff"):
+                sev = f"{a['labels'].get('job')}:{a['labels'].get('severity')}"
+                if a["state"] == "firing" and sev not in run.first_firing:
+                    run.first_firing[sev] = now - run.hold_start
+
+        run.hold_start = time.time()
+        start, end, served = _hold(eng, HOLD_SECONDS, poll)
+        run.hold_start, run.hold_end, run.hold_chunks = start, end, served
+        run.firing_at_end = [a for a in _alerts(prom.api, "SpecgateSpeculationOff") if a["state"] == "firing"]
+        # idle again: no request running, so the alert resolves (the rule needs requests_running > 0)
+        told.wait_for(lambda s: sample_value(s, "specgate_requests_running") == 0.0, 30, "requests_running 0")
+        time.sleep(3 * SCRAPE_SECONDS)
+        run.after_idle_alerts = _alerts(prom.api, "SpecgateSpeculationOff")
+    finally:
+        for s in reversed(stop):
+            s()
+    run.wall_seconds = time.monotonic() - began
+    e2e_record["depth-schedule"] = {
+        "schedule": fragment["num_speculative_tokens_per_batch_size"], "startup_seconds": run.startup_seconds,
+        **{f"{n}_depth_engine": round(p.depth(), 4) for n, p in run.phases.items()},
+        **{f"{n}_depth_exporter": sample_value(p.reading, "specgate_spec_depth_mean", window=DEPTH_WINDOW)
+           for n, p in run.phases.items()},
+        "hold_seconds": round(run.hold_end - run.hold_start, 1), "hold_chunks": run.hold_chunks,
+        **{f"firing_after_s_{k}": round(v, 1) for k, v in run.first_firing.items()},
+        "module_part_seconds": round(run.wall_seconds, 1)}
+    log(f"depth schedule run: {e2e_record['depth-schedule']}")
+    return run
+
+
+def _k_at(run: ScheduleRun, batch: int) -> int:
+    return run.schedule.k_at(batch)
+
+
+def test_tune_emits_a_schedule_vllm_validates(schedule_run):
+    """The fragment is vLLM's own shape: num_speculative_tokens the largest k, ranges from batch 1 (vLLM's
+    validation is exporter.schedule.vllm_schedule's; the engine serving it below is vLLM's own acceptance)."""
+    frag, sched = schedule_run.fragment, schedule_run.schedule
+    assert frag["num_speculative_tokens"] == sched.max_k == K_MAX, frag
+    assert frag["num_speculative_tokens_per_batch_size"][0][0] == 1, frag
+    # the crafted records' best k per concurrency (SPEEDUPS), the band past the crossover k = 0
+    assert (sched.k_at(1), sched.k_at(4), sched.k_at(6), sched.k_at(8)) == (3, 1, 0, 0), frag
+    assert sched.k_at(7) == 0  # the held traffic dips to batch 7 between requests
+
+
+def test_depth_mean_follows_the_schedule(schedule_run):
+    """Expected: the schedule's k at the phase's concurrency (a draft model proposes exactly k each step), within
+    10 %; and the exporter's mean equals the engine's own Δdraft_tokens / Δdrafts over the phase exactly."""
+    for name, ph in schedule_run.phases.items():
+        got = sample_value(ph.reading, "specgate_spec_depth_mean", window=DEPTH_WINDOW)
+        assert got is not None, f"{name}: no specgate_spec_depth_mean{{window={DEPTH_WINDOW}}}"
+        assert got == pytest.approx(ph.depth(), abs=1e-9), (name, got, ph.counters())
+        want = _k_at(schedule_run, ph.concurrency)
+        assert abs(got - want) <= DEPTH_TOLERANCE * want, (name, got, want)
+    c1 = schedule_run.phases["c1"]
+    assert c1.counters()["draft_tokens"] == K_MAX * c1.counters()["drafts"]  # batch 1: every draft k = 3
+
+
+def test_depth_max_and_varies(schedule_run):
+    c1, c4 = schedule_run.phases["c1"].reading, schedule_run.phases["c4"].reading
+    for page in (c1, c4):
+        assert sample_value(page, "specgate_spec_depth_max", source="positions") == K_MAX
+    assert sample_value(c1, "specgate_spec_depth_varies", window=DEPTH_WINDOW) == 0.0  # every draft was k = 3
+    assert sample_value(c4, "specgate_spec_depth_varies", window=DEPTH_WINDOW) == 1.0
+
+
+def test_position_rates_are_lower_bounds_when_depth_varied(schedule_run):
+    """Fixed depth in the window (concurrency 1): exact; varied (concurrency 4): lower_bound, never exact."""
+    def bases(page: Samples) -> set[str]:
+        return {lab.get("basis", "") for lab, _ in page.get("specgate_spec_position_acceptance_rate", [])
+                if lab.get("window") == DEPTH_WINDOW}
+
+    assert bases(schedule_run.phases["c1"].reading) == {"exact"}
+    assert bases(schedule_run.phases["c4"].reading) == {"lower_bound"}
+
+
+def test_check_does_not_call_the_varying_runs_l_exact(schedule_run):
+    doc = schedule_run.check_doc
+    assert doc is not None, schedule_run.check_stderr
+    acc = doc["checks"]["acceptance"]
+    text = json.dumps(acc)
+    assert '"exact"' not in text and "is exact" not in acc["reason"], acc
+
+
+def test_speculation_off_silent_on_the_idle_engine(schedule_run):
+    assert schedule_run.idle_seconds >= OFF_WINDOW_SECONDS + OFF_FOR_SECONDS
+    assert schedule_run.idle_alerts == [], schedule_run.idle_alerts
+
+
+def test_speculation_off_fires_at_k0(schedule_run):
+    """Held at batch 8 (k = 0): warning where the exporter was told the schedule (scheduled k 0), critical where
+    it was not; both firing at the end of the hold and resolved once the engine is idle again."""
+    run = schedule_run
+    steady = [p for t, p in run.hold_pages if run.hold_start + 2 < t < run.hold_end - 1]
+    running = [sample_value(p, "specgate_requests_running") for p in steady]
+    assert running and set(running) == {float(HOLD_CONCURRENCY)}, running
+    assert {sample_value(p, "specgate_spec_depth_scheduled") for p in steady} == {0.0}
+    assert run.hold_end - run.hold_start >= 2 * OFF_FOR_SECONDS
+    assert set(run.first_firing) == {"told:warning", "plain:critical"}, run.first_firing
+    assert {(a["labels"]["job"], a["labels"]["severity"]) for a in run.firing_at_end} == \
+        {("told", "warning"), ("plain", "critical")}
+    assert all(v >= OFF_FOR_SECONDS for v in run.first_firing.values()), run.first_firing
+    assert [a for a in run.after_idle_alerts if a["state"] == "firing"] == [], run.after_idle_alerts
+
+
+def test_tune_refuses_exact_on_the_varying_capture_and_keeps_it_on_fixed_depth(schedule_run, tmp_path):
+    def tune(ph: Phase) -> dict[str, Any]:
+        b, a = tmp_path / f"{ph.name}-before.txt", tmp_path / f"{ph.name}-after.txt"
+        b.write_text(ph.before_text)
+        a.write_text(ph.after_text)
+        p = subprocess.run([str(SPECGATE), "tune", "--captures", str(b), str(a), "--format", "json"],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    fixed = {p["k"]: p["acceptance_basis"] for p in tune(schedule_run.phases["c1"])["points"]}
+    assert fixed[1] == fixed[2] == "exact" and fixed[3] == "measured", fixed
+    varied = tune(schedule_run.phases["c4"])
+    assert "exact" not in {p["acceptance_basis"] for p in varied["points"]}, varied["points"]
+    assert any("depth" in a and "var" in a for a in varied["assumptions"]), varied["assumptions"]
+
+
+# --- SGLang adaptive ----------------------------------------------------------------------------------
+
+@dataclass
+class AdaptiveRun:
+    steps_before: float | None
+    steps: list[float | None]  # the exporter's specgate_spec_num_steps after each request
+    varies: float | None  # specgate_spec_depth_varies{window} when steps first read 1
+    engine_steps: list[float | None]
+    page: Samples
+    startup_seconds: float | None
+    wall_seconds: float
+
+
+@pytest.fixture(scope="module")
+def adaptive_run(sglang_python: Path, sglang_models: Path, e2e_logs: Path, e2e_record: dict,
+                 schedule_run: ScheduleRun) -> Iterator[AdaptiveRun]:
+    """After the vLLM run (schedule_run: never two engines at once)."""
+    began = time.monotonic()
+    port = harness.free_port()
+    exp = harness.start_exporter(f"http://127.0.0.1:{port}", e2e_logs, scrape_interval=SCRAPE_SECONDS,
+                                 extra_args=("--windows", SGLANG_WINDOW))
+    eng: sglang_live.SGLangProcess | None = None
+    try:
+        eng = sglang_live.start_sglang("eagle3", sglang_models, sglang_python, e2e_logs, port=port, tag="adaptive",
+                                       extra_args=("--speculative-adaptive",))
+        startup = eng.wait_ready(sglang_live.SGLANG.ready_timeout)
+        exp.wait_for(lambda s: sample_value(s, "specgate_spec_num_steps") is not None, 30,
+                     "specgate_spec_num_steps")
+        before = sample_value(exp.samples(), "specgate_spec_num_steps")
+        steps: list[float | None] = []
+        engine_steps: list[float | None] = []
+        varies = None
+        page: Samples = {}
+        for i in range(SGLANG_MAX_REQUESTS):
+            eng.generate(PROMPTS[i % len(PROMPTS)], SGLANG_TOKENS)
+            es = parse_samples(eng.metrics_text()).get("sglang:spec_num_steps", [])
+            engine_steps.append(es[0][1] if es else None)
+            time.sleep(2 * SCRAPE_SECONDS + 0.5)
+            page = exp.samples()
+            steps.append(sample_value(page, "specgate_spec_num_steps"))
+            if steps[-1] == 1.0:
+                varies = sample_value(page, "specgate_spec_depth_varies", window=SGLANG_WINDOW)
+                break
+    finally:
+        if eng is not None:
+            eng.stop()
+        exp.stop()
+    run = AdaptiveRun(before, steps, varies, engine_steps, page, startup, time.monotonic() - began)
+    e2e_record["depth-sglang-adaptive"] = {"steps_before": before, "steps_after_each_request": steps,
+                                           "engine_steps": engine_steps, "depth_varies": varies,
+                                           "startup_seconds": startup, "module_part_seconds": round(run.wall_seconds, 1)}
+    log(f"depth sglang adaptive: {e2e_record['depth-sglang-adaptive']}")
+    yield run
+
+
+def test_sglang_adaptive_lowers_steps_and_says_depth_varies(adaptive_run):
+    run = adaptive_run
+    assert run.steps_before == 3.0, run  # --speculative-num-steps 3 until the policy has seen acceptance
+    assert run.steps and run.steps[-1] == 1.0, run  # the random head accepts nothing: the policy's floor
+    assert run.steps == run.engine_steps, run  # the exporter reports the engine's own gauge
+    assert run.varies == 1.0, run
