@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 
 from exporter.engines.base import EngineAdapter
+from exporter.engines.llamacpp import LlamacppAdapter
 from exporter.engines.sglang import SglangAdapter
 from exporter.engines.vllm import VllmAdapter
 
-ADAPTERS: dict[str, type[EngineAdapter]] = {"vllm": VllmAdapter, "sglang": SglangAdapter}
+ADAPTERS: dict[str, type[EngineAdapter]] = {"vllm": VllmAdapter, "sglang": SglangAdapter,
+                                           "llamacpp": LlamacppAdapter}
 
 
 class DetectError(ValueError):
