@@ -4,7 +4,9 @@ Why from the tune result and nothing else: the best k per measured concurrency a
 already predicts (gate.tune.predict); the schedule only writes them in the engine's spelling. The bands:
 
 - the measured concurrencies c_1 < … < c_n each get their best k (the largest predicted point speedup), or
-  k = 0 where even the best depth does not pay (predicted speedup ≤ 1);
+  k = 0 where even the best depth does not pay (predicted speedup ≤ 1); where nothing pays anywhere the
+  schedule is k = 0 at every batch (said in a note; vLLM's num_speculative_tokens is then the deepest k
+  measured, TensorRT-LLM cannot say it and is refused);
 - band i covers batches [c_i, c_{i+1} − 1] (the first from batch 1, the last every larger batch): a measured
   concurrency's k holds until the next measured one changes it — except where speculation stops paying
   between them: k_i's predicted speedup falls through 1 at the interpolated crossover b* (gate.tune.predict.
@@ -204,7 +206,8 @@ def _trtllm(bands: list[BatchBand], largest: int, result: TuneResult, point: str
     """TensorRT-LLM's max_draft_len and draft_len_schedule (keys end their bands); its reading of it."""
     if bands[0].k != largest:
         raise TuneInputError(f"--emit trtllm: the best k at batch 1 is {bands[0].k}, below the largest {largest}; "
-                             "TensorRT-LLM requires the smallest draft_len_schedule key to run max_draft_len")
+                             "TensorRT-LLM requires the smallest draft_len_schedule key to run max_draft_len "
+                             "(a max_draft_len > 0)")
     keyed: dict[int, int] = {}
     for b in bands:
         if b.end is None and b.k == 0:
@@ -225,10 +228,15 @@ def emit(result: TuneResult, engine: str, *, point: str | None = None,
     """The schedule for `engine` (one of WRITERS; TuneInputError, one line, where the predictions cannot give one)."""
     chosen, bands = batch_bands(result, point)
     largest = max(b.k for b in bands)
+    off: list[str] = []
     if largest == 0:
-        raise TuneInputError("--emit: speculation is predicted to pay at no measured concurrency (best predicted "
-                             "speedup <= 1 everywhere): run without speculation, there is no schedule to emit")
+        # Nothing pays anywhere: the schedule the measurements give is k = 0 at every batch. vLLM needs a
+        # num_speculative_tokens > 0 beside it: the deepest k measured.
+        largest = max((p.k for p in result.points if p.point == chosen and p.speedup is not None), default=1)
+        off.append("speculation is predicted to pay at no measured concurrency (best predicted speedup <= 1 "
+                   "everywhere): this schedule sets k = 0 at every batch; running without speculation is simpler")
     fragment, schedule, bands, notes = WRITERS[engine](bands, largest, result, chosen, base_config)
+    notes = off + notes
     for b in bands:  # the engine reads back what the bands say (exporter.schedule is its reading)
         for batch in {b.start, b.end or b.start}:
             assert schedule.k_at(batch) == b.k, (engine, b, schedule)

@@ -113,7 +113,9 @@ def test_tune_from_the_k5_run_is_exact_arithmetic_on_the_engine_counters(runs):
     for i, rate in enumerate(acc["positions"]):
         cum += rate
         assert pts[i + 1]["acceptance_length"] == pytest.approx(cum, abs=1e-4)
-        assert pts[i + 1]["acceptance_basis"] == ("measured" if i + 1 == 5 else "exact")
+        # ngram drafts fewer than k when its lookup finds fewer: then vLLM's rates are lower bounds (issue 22)
+        varied = acc["draft_tokens"] < 5 * acc["drafts"] - 0.5
+        assert pts[i + 1]["acceptance_basis"] == ("lower_bound" if varied else "measured" if i + 1 == 5 else "exact")
     assert {pts[k]["acceptance_basis"] for k in range(6, 9)} == {"extrapolated"}
 
 

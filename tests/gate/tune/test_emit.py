@@ -108,10 +108,20 @@ def test_emit_trtllm_draft_len_schedule(capsys: pytest.CaptureFixture[str], reco
     assert [schedule.k_at(b) for b in (1, 3, 4, 5, 6, 500)] == [3, 3, 1, 1, 0, 0]
 
 
-def test_emit_refuses_when_nothing_pays(capsys: pytest.CaptureFixture[str], records: list[str]) -> None:
+def test_emit_when_nothing_pays_sets_k_0_everywhere(capsys: pytest.CaptureFixture[str], records: list[str]) -> None:
+    """At B = 8 alone no depth pays: vLLM gets k = 0 at every batch (a valid schedule, said so); TensorRT-LLM, whose
+    smallest key must run max_draft_len, cannot say it: one line, exit 3."""
     rc, out, err = _run(capsys, "--probe", *records, "--concurrency", "8", "--emit", "vllm")
-    assert rc == 3 and out == ""
-    assert "pay at no measured concurrency" in err and len(err.strip().splitlines()) == 1
+    assert rc == 0, err
+    fragment = json.loads(out)
+    assert fragment["num_speculative_tokens"] == 3
+    assert fragment["num_speculative_tokens_per_batch_size"] == [[1, 65536, 0]]
+    schedule = speculative_config_schedule(fragment)
+    assert schedule is not None and schedule.max_k == 0
+    assert "pay at no measured concurrency" in err and "k = 0 at every batch" in err
+    rc, out, err = _run(capsys, "--probe", *records, "--concurrency", "8", "--emit", "trtllm")
+    assert rc == 3 and out == "" and "TensorRT-LLM requires the smallest" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_emit_needs_concurrency_predictions(capsys: pytest.CaptureFixture[str]) -> None:
