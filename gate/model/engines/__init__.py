@@ -13,11 +13,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from gate.model.engines.base import EngineProfile
+from gate.model.engines.llamacpp import LLAMACPP
 from gate.model.engines.sglang import SGLANG
 from gate.model.engines.vllm import VLLM
 
 # The registry: one line per engine (its profile module holds everything else).
-PROFILES: Mapping[str, EngineProfile] = MappingProxyType({p.kind: p for p in (VLLM, SGLANG)})
+PROFILES: Mapping[str, EngineProfile] = MappingProxyType({p.kind: p for p in (VLLM, SGLANG, LLAMACPP)})
 
 
 def profile(kind: str) -> EngineProfile:

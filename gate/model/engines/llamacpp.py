@@ -1,0 +1,157 @@
+"""llama.cpp's gate-side profile (`llama-server` b11434): what the gate's lines, bill, init and controller use.
+
+Sources, all llama.cpp b11434 (the tree tools/llamacpp_cpu.sh builds):
+- depth: `--spec-draft-n-max` (common/arg.cpp; `common_params_speculative_draft.n_max`, default 3) is the
+  most draft tokens a round proposes; the plan spells it `num_speculative_tokens`. The draft model stops a
+  round early when its token's probability falls below `--spec-draft-p-min` (default 0: never), and the
+  n-gram types draft what matches, so a round drafts up to k. The per-position counter has exactly k
+  positions (`common_speculative_n_max`).
+- drafter passes: `draft-simple` runs the draft model once per drafted token (a chain of up to k).
+- names: `--spec-type` (common/speculative.cpp `common_speculative_type_from_name_map`), reported by `/props`
+  `default_generation_settings.params["speculative.types"]` (the exporter's `speculative` algorithm).
+- the drafter's KV: `common_base_params_to_speculative` copies the server's parameters into the draft
+  context, so the draft model gets a context of its own with the target's `--ctx-size` cells and the same
+  slots, its cache in `--spec-draft-type-k/-v` (default f16, not the target's `--cache-type-k/-v`): per target
+  token the drafter holds one cell of its own geometry, beside (not inside) the target's cache.
+- the pool: llama.cpp does not size the cache from a memory budget. It allocates `--ctx-size` cells (split
+  over `--parallel` slots), whatever the memory; a cache that does not fit fails the launch. So the predicted
+  pool is the plan's `configured_max_total_tokens` (= `--ctx-size`) with or without a drafter.
+- no memory fraction, no block size (cells are single tokens), no tap ids (EAGLE-3 heads are converted to
+  GGUF with their own taps), MTP via `draft-mtp`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule
+from gate.model.geometry import KVGeometry
+from gate.status import Status
+
+# The `--spec-type` each plan method is launched with.
+LAUNCH_TYPE: Mapping[str, str] = MappingProxyType({
+    "draft_model": "draft-simple", "eagle3": "draft-eagle3", "mtp": "draft-mtp", "nextn": "draft-mtp",
+    "dflash": "draft-dflash", "dspark": "draft-dspark", "ngram": "ngram-simple"})
+# The `speculative.types` names (upper case) that run each plan method.
+REPORTED_TYPES: Mapping[str, frozenset[str]] = MappingProxyType({
+    "draft_model": frozenset({"DRAFT-SIMPLE"}), "eagle3": frozenset({"DRAFT-EAGLE3"}),
+    "mtp": frozenset({"DRAFT-MTP"}), "nextn": frozenset({"DRAFT-MTP"}),
+    "dflash": frozenset({"DRAFT-DFLASH"}), "dspark": frozenset({"DRAFT-DSPARK"}),
+    "ngram": frozenset({"NGRAM-SIMPLE", "NGRAM-MAP-K", "NGRAM-MAP-K4V", "NGRAM-MOD", "NGRAM-CACHE"})})
+DEFAULT_DRAFT_MAX = 3  # common_params_speculative_draft.n_max
+
+
+@dataclass(frozen=True)
+class LlamacppProfile:
+    kind: str = "llamacpp"
+    name: str = "llama.cpp"
+    default_memory_fraction: float | None = None
+    memory_fraction_note: str = ("engine.memory_fraction not given: llama.cpp has none; its KV is --ctx-size cells "
+                                 "(engine.configured_max_total_tokens), whatever the memory")
+    kv_pool_note: str = " (llama.cpp's draft model keeps a context of its own, --ctx-size cells of its own KV)"
+    draft_kv_note: str = ("llama.cpp gives the draft model a context of its own with the target's --ctx-size cells "
+                          "and slots (common_base_params_to_speculative), its KV in --spec-draft-type-k/-v "
+                          "(default f16): one drafter cell per target token, beside the target's cache")
+    init_block_size_comment: str = "llama.cpp has no block size (a KV cell is one token): leave unset"
+    init_memory_fraction_comment: str = ("llama.cpp has no memory fraction: set engine.configured_max_total_tokens "
+                                         "to --ctx-size instead")
+
+    def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
+              num_steps: int | None, eagle_topk: int | None) -> int | None:
+        """k = `num_speculative_tokens`, launched as `--spec-draft-n-max` (llama.cpp's only spelling)."""
+        return num_speculative_tokens
+
+    def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
+                    num_steps: int | None, eagle_topk: int | None) -> int | None:
+        """`draft-simple` runs the draft model once per drafted token: up to k passes (fewer when a round
+        stops at `--spec-draft-p-min`); k is the bound the cost model uses."""
+        return num_speculative_tokens
+
+    def algorithms(self, method: str) -> frozenset[str] | None:
+        return REPORTED_TYPES.get(method)
+
+    def general_availability(self, method: str) -> tuple[int, ...] | None:
+        """llama.cpp numbers builds, not releases: no floor is known to matter."""
+        return None
+
+    def drafter_dtype_note(self, target_dtype: str) -> str | None:
+        """The draft context's cache has its own types (`--spec-draft-type-k/-v`, default f16)."""
+        return None
+
+    def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
+        """One cell of the drafter's own attention KV per target token (its context has the same cells)."""
+        return drafter.attention_bytes_per_token, None
+
+    def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
+                     has_drafter: bool, block_size: int | None,
+                     configured_max_total_tokens: int | None) -> PoolPrediction:
+        """The pool is `--ctx-size` (the plan's configured_max_total_tokens), not a share of memory; the
+        drafter's cells live in its own context and take none of the target's."""
+        ctx = configured_max_total_tokens
+        if ctx is None:
+            return PoolPrediction(None, None, None, notes=(
+                "llama.cpp allocates --ctx-size cells, not a memory share: engine.configured_max_total_tokens "
+                "(= --ctx-size) not given, so no predicted pool",))
+        notes = [f"llama.cpp: pool = --ctx-size = {ctx:,} cells (split over --parallel slots), with or without a "
+                 "drafter (the draft model's cells are its own context)"]
+        need = ctx * (target_bytes_per_token + ((draft_charge or 0) if has_drafter else 0))
+        if need > kv_cache_memory_bytes:
+            notes.append(f"--ctx-size {ctx:,} needs {need:,} B of KV, more than the {kv_cache_memory_bytes:,} B budget: "
+                         "llama.cpp would fail to allocate it at launch")
+        return PoolPrediction(None, ctx, ctx if (not has_drafter or draft_charge is not None) else None,
+                              notes=tuple(notes))
+
+    def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
+        """The converted EAGLE-3 GGUF carries its taps as the HF config named them (ids = layer outputs
+        captured by the target, as SGLang's convention)."""
+        L = num_layers
+        return Eagle3Taps(L - 1, f"llama.cpp convention: id k = output of layer k, ids in [0, L-1] = [0, {L - 1}]",
+                          tuple(k for k in ids if 0 <= k <= L - 1))
+
+    def block_rule(self, family: str, block_size: int, depth: int | None) -> Rule:
+        """A block drafter proposes its whole block: k at most block_size (a deeper --spec-draft-n-max drafts
+        no more)."""
+        if depth is None:
+            return Rule(Status.PASS, f"llama.cpp {family}: the block of {block_size} is drafted in one pass")
+        if depth > block_size:
+            return Rule(Status.WARN, f"llama.cpp {family}: --spec-draft-n-max {depth} exceeds the block_size "
+                                     f"{block_size}: the rounds draft at most {block_size}")
+        return Rule(Status.PASS, f"llama.cpp {family}: --spec-draft-n-max {depth} <= block_size {block_size}")
+
+    def mtp_rule(self, mtp_layers: int, depth: int | None) -> Rule:
+        return Rule(Status.PASS, f"target has {mtp_layers} MTP layer(s); llama.cpp's draft-mtp runs them for any "
+                                 "--spec-draft-n-max")
+
+    def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
+        k = depth if depth is not None else block_size
+        why = "your choice (--num-speculative-tokens)" if depth is not None else (
+            f"llama.cpp: --spec-draft-n-max = the drafter's block_size {block_size}")
+        return DepthKeys({"num_speculative_tokens": k}, why)
+
+    def chain_depth_keys(self, depth: int, why: str) -> DepthKeys:
+        return DepthKeys({"num_speculative_tokens": depth}, f"{why}; llama.cpp: --spec-draft-n-max {depth}")
+
+    def speculative_config(self, method: str, model: str | None, *, num_speculative_tokens: int | None,
+                           num_steps: int | None, eagle_topk: int | None,
+                           num_draft_tokens: int | None) -> dict[str, Any]:
+        """`--spec-type`, the draft model's GGUF (`--spec-draft-model`) and k (`--spec-draft-n-max`)."""
+        cfg: dict[str, Any] = {"type": LAUNCH_TYPE.get(method, method)}
+        if model:
+            cfg["draft-model"] = model
+        if num_speculative_tokens:
+            cfg["draft-n-max"] = num_speculative_tokens
+        return cfg
+
+    def speculative_flags(self, cfg: Mapping[str, Any]) -> list[str]:
+        """`--spec-<key> value` per key, in the config's order."""
+        flags: list[str] = []
+        for k, v in cfg.items():
+            if v is not None and v is not False:
+                flags += [f"--spec-{k}", str(v)]
+        return flags
+
+
+LLAMACPP = LlamacppProfile()

@@ -1,0 +1,74 @@
+"""gate.model.engines.llamacpp: llama.cpp b11434's facts, each expected value with its source line.
+
+Sources: llama.cpp b11434 common/arg.cpp (`--spec-draft-n-max`, `--spec-type`, `--spec-draft-model`),
+common/common.h (`common_params_speculative_draft.n_max = 3`, cache types f16), common/speculative.cpp
+(`common_speculative_type_from_name_map`, `common_base_params_to_speculative`: the draft context copies
+the server's `--ctx-size` and slots).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gate.inputs.configs import load_config
+from gate.model.depth import draft_forward_passes, speculative_depth
+from gate.model.engines import profile
+from gate.model.geometry import kv_geometry
+from gate.status import Status
+
+CONFIGS = Path(__file__).resolve().parents[3] / "fixtures" / "configs"
+TARGET = kv_geometry(load_config(CONFIGS / "tiny-target.json"))  # 2 layers, 1,024 B/token (f32)
+DRAFT = kv_geometry(load_config(CONFIGS / "tiny-draft.json"))  # 1 layer, 256 B/token
+LC = profile("llamacpp")
+
+
+def test_registered_under_its_kind() -> None:
+    assert (LC.kind, LC.name) == ("llamacpp", "llama.cpp")
+
+
+def test_depth_is_draft_n_max() -> None:
+    assert speculative_depth("llamacpp", num_speculative_tokens=4) == 4
+    assert speculative_depth("llamacpp", num_draft_tokens=4) is None  # SGLang's spelling is not llama.cpp's
+    assert draft_forward_passes("llamacpp", "draft_model", num_speculative_tokens=3) == 3  # one pass per token
+    assert draft_forward_passes("llamacpp", "ngram", num_speculative_tokens=3) == 0  # drafterless
+
+
+def test_the_launched_type_is_the_reported_one() -> None:
+    for method in ("draft_model", "eagle3", "mtp", "nextn", "ngram", "dflash", "dspark"):
+        cfg = LC.speculative_config(method, None, num_speculative_tokens=3, num_steps=None, eagle_topk=None,
+                                    num_draft_tokens=None)
+        assert cfg["type"].upper() in (LC.algorithms(method) or ()), method
+    assert LC.algorithms("suffix") is None
+
+
+def test_flags() -> None:
+    cfg = LC.speculative_config("draft_model", "/models/draft.gguf", num_speculative_tokens=3, num_steps=None,
+                                eagle_topk=None, num_draft_tokens=None)
+    assert LC.speculative_flags(cfg) == ["--spec-type", "draft-simple", "--spec-draft-model", "/models/draft.gguf",
+                                         "--spec-draft-n-max", "3"]
+
+
+def test_the_drafter_has_a_context_of_its_own() -> None:
+    # one cell of the drafter's own geometry per target token; the pool is --ctx-size with or without it
+    assert LC.draft_charge("draft_model", TARGET, DRAFT) == (256, None)
+    p = LC.predict_pool(kv_cache_memory_bytes=8 << 20, target_bytes_per_token=1024, draft_charge=256,
+                        has_drafter=True, block_size=None, configured_max_total_tokens=2048)
+    assert (p.without_drafter, p.with_drafter, p.block_size) == (2048, 2048, None)
+    assert LC.drafter_dtype_note("f32") is None  # --spec-draft-type-k/-v: its own (default f16)
+
+
+def test_no_ctx_size_is_no_prediction_and_an_oversized_one_is_said() -> None:
+    p = LC.predict_pool(kv_cache_memory_bytes=8 << 20, target_bytes_per_token=1024, draft_charge=None,
+                        has_drafter=False, block_size=None, configured_max_total_tokens=None)
+    assert p.without_drafter is None and "--ctx-size" in p.notes[0]
+    # 16,384 cells x (1,024 + 256) B = 20,971,520 B > 8 MiB
+    p = LC.predict_pool(kv_cache_memory_bytes=8 << 20, target_bytes_per_token=1024, draft_charge=256,
+                        has_drafter=True, block_size=None, configured_max_total_tokens=16384)
+    assert p.with_drafter == 16384 and "20,971,520" in p.notes[-1]
+
+
+def test_rules() -> None:
+    assert LC.block_rule("dflash", 16, 20).status is Status.WARN
+    assert LC.block_rule("dflash", 16, 15).status is Status.PASS
+    assert LC.mtp_rule(1, 5).status is Status.PASS
+    assert LC.chain_depth_keys(4, "tuned").keys == {"num_speculative_tokens": 4}
