@@ -376,7 +376,9 @@ def as_text(c: Comparison) -> str:
 
 @dataclass(frozen=True)
 class MixAnswer:
-    """Where one plan mix sits in a comparison: the verdict there, the sentence, the numbers used."""
+    """Where one plan mix sits in a comparison: the verdict there, the sentence, the numbers used. A mix with a
+    declared `request_rate` is placed among the open-loop points (then `crossover_request_rate`), else among
+    the closed-loop ones at its concurrency."""
 
     verdict: Verdict
     reason: str
@@ -384,12 +386,16 @@ class MixAnswer:
     concurrency: int | None = None
     crossover_concurrency: float | None = None
     points: tuple[PointResult, ...] = ()
+    request_rate: float | None = None
+    crossover_request_rate: float | None = None
 
     def values(self) -> dict[str, Any]:
         return {"verdict": self.verdict.value, "probe_mix": self.probe_mix, "concurrency": self.concurrency,
-                "crossover_concurrency": self.crossover_concurrency,
-                "points": [{k: p.to_json()[k] for k in ("concurrency", "verdict", "speedup", "speedup_low",
-                                                        "speedup_high", "p_value", "baseline_tokens_per_second",
+                "crossover_concurrency": self.crossover_concurrency, "request_rate": self.request_rate,
+                "crossover_request_rate": self.crossover_request_rate,
+                "points": [{k: p.to_json()[k] for k in ("concurrency", "request_rate", "verdict", "speedup",
+                                                        "speedup_low", "speedup_high", "p_value",
+                                                        "baseline_tokens_per_second",
                                                         "speculative_tokens_per_second")} for p in self.points]}
 
 
@@ -425,41 +431,74 @@ def match_mix(comparison: Comparison, base: ProbeRecord, spec: ProbeRecord, name
 
 
 def answer_for_mix(comparison: Comparison, probe_mix: str | None, plan_mix: str, concurrency: int,
-                   unmatched: str | None = None) -> MixAnswer:
-    """The verdict at a plan mix's concurrency, failing closed.
+                   unmatched: str | None = None, request_rate: float | None = None) -> MixAnswer:
+    """The verdict at a plan mix's operating point, failing closed.
 
-    Measured at that concurrency: that point's verdict. Between two measured concurrencies with the
-    same decisive verdict: that verdict. Between one that pays and one that does not: does_not_pay
-    at or past the interpolated crossover, inconclusive below it (an interpolation never passes).
-    Outside the measured range, or no probe mix for the plan mix (`unmatched`: why): inconclusive.
+    The operating point is the mix's declared `request_rate` (requests/s) when it has one, placed among the
+    probe's open-loop points (`--request-rate`) of that mix; else its concurrency, placed among the closed-loop
+    points (`--concurrency`). The two axes are never mixed: an open-loop cell's concurrency is only its
+    request count, and a closed-loop cell has no arrival rate. On either axis, with x the plan's load:
+    measured at x: that point's verdict. Between two measured loads with the same decisive verdict: that
+    verdict. Between one that pays and one that does not: does_not_pay at or past the interpolated crossover
+    (`crossover_concurrency` / `crossover_request_rate` of the mix), inconclusive below it (an interpolation
+    never passes). Outside the measured range, no point on the mix's axis (a declared rate with closed-loop
+    probes only), or no probe mix for the plan mix (`unmatched`: why): inconclusive, with what was measured.
     """
     if probe_mix is None:
         have = ", ".join(sorted({p.mix for p in comparison.points})) or "none"
         why = f"; {unmatched}" if unmatched else ""
         return MixAnswer(Verdict.INCONCLUSIVE, f"mix {plan_mix}: no probe cells of this mix (probe mixes: {have}; "
-                         f"matched by prompt and output tokens){why}")
-    pts = sorted((p for p in comparison.points if p.mix == probe_mix), key=lambda p: p.concurrency)
-    cross = comparison.crossovers.get(probe_mix)
-    where = f"mix {plan_mix} at concurrency {concurrency}"
-    cross_txt = (f"; crossover at concurrency {cross:.3g}" if cross is not None else "; no crossover measured")
-    exact = next((p for p in pts if p.concurrency == concurrency), None)
+                         f"matched by prompt and output tokens){why}", request_rate=request_rate)
+    mine = [p for p in comparison.points if p.mix == probe_mix]
+    if request_rate is None:
+        pts = [p for p in mine if p.request_rate is None]
+        cross = comparison.crossovers.get(probe_mix)
+        where = f"mix {plan_mix} at concurrency {concurrency}"
+        if not pts:
+            rates = sorted({p.request_rate for p in mine if p.request_rate is not None})
+            return MixAnswer(Verdict.INCONCLUSIVE, f"{where}: the probe records have only open-loop points of this "
+                             f"mix (request rates {', '.join(f'{r:g}/s' for r in rates)}), no concurrency to place it "
+                             f"at; declare its workload request_rate or probe it with --concurrency", probe_mix,
+                             concurrency, cross, crossover_request_rate=comparison.rate_crossovers.get(probe_mix))
+        verdict, reason, used = _place(pts, float(concurrency), cross, where, "concurrency", "")
+        return MixAnswer(verdict, reason, probe_mix, concurrency, cross, used)
+    pts = [p for p in mine if p.request_rate is not None]
+    cross = comparison.rate_crossovers.get(probe_mix)
+    where = f"mix {plan_mix} at request rate {request_rate:g}/s"
+    if not pts:
+        closed = sorted({p.concurrency for p in mine if p.request_rate is None})
+        verdict, reason, used = (Verdict.INCONCLUSIVE, f"{where} (declared request_rate): the probe records have no "
+                                 f"open-loop points of this mix (measured concurrencies: "
+                                 f"{', '.join(map(str, closed)) or 'none'}); probe it with --request-rate", ())
+    else:
+        verdict, reason, used = _place(pts, request_rate, cross, where, "request rate", "/s")
+    return MixAnswer(verdict, reason, probe_mix, concurrency, comparison.crossovers.get(probe_mix), used,
+                     request_rate=request_rate, crossover_request_rate=cross)
+
+
+def _place(points: Sequence[PointResult], at: float, cross: float | None, where: str, axis: str,
+           unit: str) -> tuple[Verdict, str, tuple[PointResult, ...]]:
+    """`answer_for_mix`'s rule on one axis, "concurrency" or "request rate" (points of one kind; `_load` is their
+    place on it, `unit` what follows a number)."""
+    axes = "concurrencies" if axis == "concurrency" else f"{axis}s"
+    pts = sorted(points, key=_load)
+    cross_txt = f"; crossover at {axis} {cross:.3g}{unit}" if cross is not None else "; no crossover measured"
+    exact = next((p for p in pts if _load(p) == at), None)
     if exact is not None:
-        return MixAnswer(exact.verdict, f"{where}: {exact.reason}{cross_txt}", probe_mix, concurrency, cross,
-                         (exact,))
-    lower = [p for p in pts if p.concurrency < concurrency]
-    upper = [p for p in pts if p.concurrency > concurrency]
-    measured = ", ".join(str(p.concurrency) for p in pts)
+        return exact.verdict, f"{where}: {exact.reason}{cross_txt}", (exact,)
+    lower = [p for p in pts if _load(p) < at]
+    upper = [p for p in pts if _load(p) > at]
     if not lower or not upper:
-        return MixAnswer(Verdict.INCONCLUSIVE, f"{where}: not measured and outside the probed concurrencies "
-                         f"({measured}){cross_txt}", probe_mix, concurrency, cross, tuple(pts))
+        measured = ", ".join(f"{_load(p):g}{unit}" for p in pts)
+        return (Verdict.INCONCLUSIVE, f"{where}: not measured and outside the probed {axes} ({measured}){cross_txt}",
+                tuple(pts))
     lo, hi = lower[-1], upper[0]
-    pair = (lo, hi)
+    a, b = f"{_load(lo):g}{unit}", f"{_load(hi):g}{unit}"
     if lo.verdict is hi.verdict and lo.verdict is not Verdict.INCONCLUSIVE:
-        return MixAnswer(lo.verdict, f"{where}: between measured {lo.concurrency} and {hi.concurrency}, both "
-                         f"{lo.verdict.value} ({lo.reason}; {hi.reason}){cross_txt}", probe_mix, concurrency, cross, pair)
-    if cross is not None and lo.concurrency <= cross <= hi.concurrency and concurrency >= cross:
-        return MixAnswer(Verdict.DOES_NOT_PAY, f"{where}: at or past the crossover at concurrency {cross:.3g} "
-                         f"({lo.reason}; {hi.reason})", probe_mix, concurrency, cross, pair)
-    return MixAnswer(Verdict.INCONCLUSIVE, f"{where}: not measured; between {lo.concurrency} "
-                     f"({lo.verdict.value}) and {hi.concurrency} ({hi.verdict.value}){cross_txt}",
-                     probe_mix, concurrency, cross, pair)
+        return (lo.verdict, f"{where}: between measured {a} and {b}, both {lo.verdict.value} ({lo.reason}; "
+                f"{hi.reason}){cross_txt}", (lo, hi))
+    if cross is not None and _load(lo) <= cross <= _load(hi) and at >= cross:
+        return (Verdict.DOES_NOT_PAY, f"{where}: at or past the crossover at {axis} {cross:.3g}{unit} ({lo.reason}; "
+                f"{hi.reason})", (lo, hi))
+    return (Verdict.INCONCLUSIVE, f"{where}: not measured; between {a} ({lo.verdict.value}) and {b} "
+            f"({hi.verdict.value}){cross_txt}", (lo, hi))

@@ -7,7 +7,11 @@ acceptance line, with or without `slo.min_speedup` (this amends the first wave's
 rates change the decision only when min_speedup is set: a measured slowdown at the plan's own
 operating point is a fact about the rollout, not a preference); a mix where they say it pays
 passes; where they cannot tell (no cell of that mix, a concurrency outside the probed range or
-between a paying and a non-paying one below the crossover, a noisy point) it is inconclusive.
+between a paying and a non-paying one below the crossover, a noisy point) it is inconclusive. A mix that
+declares its arrival rate (`workload[].request_rate`) is placed by the same rule among the open-loop
+(`--request-rate`) points and their `crossover_request_rate`, never among the closed-loop ones: a rate
+between two measured rates is interpolated as a concurrency is, a rate outside them (or records without
+open-loop points) is inconclusive with the rates that were measured.
 The statistics and the placement are `gate.probe.compare` (compare, match_mix, answer_for_mix);
 its verdict becomes the line's status through `verdicts` (the line's one "does it pay" rule). The
 records were read once by the evidence layer (`gate.evidence.probes`, `MetricsEvidence.probes`).
@@ -77,7 +81,7 @@ def _judge(ctx: CheckContext) -> tuple[list[Status], list[str], dict[str, Any] |
     mixes: dict[str, Any] = {}
     for m in plan.workload:
         pm, unmatched = match_mix(cmp, base[0], spec[0], m.name, m.prompt_tokens, m.output_tokens)
-        ans = answer_for_mix(cmp, pm, m.name, m.concurrency, unmatched)
+        ans = answer_for_mix(cmp, pm, m.name, m.concurrency, unmatched, request_rate=m.request_rate)
         statuses.append(verdicts.status(ans.verdict))
         parts.append(f"probes: {ans.reason}")
         mixes[m.name] = ans.values()

@@ -99,3 +99,60 @@ def test_pairing_is_reported():
     assert {c.pair_apart_seconds for c in (*cb, *cs)} == {3.0}
     got = compare(base, spec).pairing
     assert got == {"order": "ABBA", "pairs": 5, "max_apart_seconds": 3.0, "median_apart_seconds": 3.0}
+
+
+def _rate_comparison():  # type: ignore[no-untyped-def]
+    """Open-loop points 0.5/s pays, 1/s pays, 2/s does not pay: crossover 1.5/s (the test above)."""
+    rates = {1: 0.5, 2: 1.0, 4: 2.0}
+    base = _open(record("baseline", {("chat", 1): BASE, ("chat", 2): BASE, ("chat", 4): BASE}), rates)
+    spec = _open(record("speculative", {("chat", 1): FAST, ("chat", 2): FAST, ("chat", 4): SLOW}), rates)
+    return compare(base, spec)
+
+
+@pytest.mark.parametrize(("rate", "verdict", "words"), [
+    (1.0, Verdict.PAYS, "mix chat at request rate 1/s: chat at request rate 1/s pays"),  # measured there
+    (0.75, Verdict.PAYS, "between measured 0.5/s and 1/s, both pays"),
+    (1.2, Verdict.INCONCLUSIVE, "not measured; between 1/s (pays) and 2/s (does_not_pay); crossover at request "
+                                "rate 1.5/s"),  # below the interpolated crossover: an interpolation never passes
+    (1.5, Verdict.DOES_NOT_PAY, "at or past the crossover at request rate 1.5/s"),
+    (1.8, Verdict.DOES_NOT_PAY, "at or past the crossover at request rate 1.5/s"),
+    (2.0, Verdict.DOES_NOT_PAY, "chat at request rate 2/s does not pay"),
+    (0.25, Verdict.INCONCLUSIVE, "not measured and outside the probed request rates (0.5/s, 1/s, 2/s)"),
+    (4.0, Verdict.INCONCLUSIVE, "not measured and outside the probed request rates (0.5/s, 1/s, 2/s)"),
+])
+def test_a_declared_request_rate_is_placed_among_the_open_loop_points(rate, verdict, words):  # type: ignore[no-untyped-def]
+    from gate.probe.compare import answer_for_mix
+
+    # the plan's concurrency (8) is the open-loop cells' request count: it must not decide the placement
+    a = answer_for_mix(_rate_comparison(), "chat", "chat", 8, request_rate=rate)
+    assert a.verdict is verdict, a.reason
+    assert words in a.reason, a.reason
+    v = a.values()
+    assert v["request_rate"] == rate and v["crossover_request_rate"] == pytest.approx(1.5)
+    assert all(p["request_rate"] is not None for p in v["points"])
+
+
+def test_the_two_axes_are_never_mixed():
+    from gate.probe.compare import answer_for_mix
+
+    # closed loop: pays at concurrency 1; open loop: does not pay at 2/s, its cells of 8 requests (concurrency 8)
+    base = record("baseline", {("chat", 1): BASE})
+    spec = record("speculative", {("chat", 1): FAST})
+    ob = _open(record("baseline", {("chat", 4): BASE}), {4: 2.0})
+    os_ = _open(record("speculative", {("chat", 4): SLOW}), {4: 2.0})
+    c = compare(base.model_copy(update={"cells": [*base.cells, *ob.cells]}),
+                spec.model_copy(update={"cells": [*spec.cells, *os_.cells]}))
+    # concurrency 8 is only the open-loop cells' request count: no closed-loop point there, so outside 1..1
+    at8 = answer_for_mix(c, "chat", "chat", 8)
+    assert at8.verdict is Verdict.INCONCLUSIVE and "outside the probed concurrencies (1)" in at8.reason
+    assert answer_for_mix(c, "chat", "chat", 1).verdict is Verdict.PAYS
+    # a declared rate ignores the closed-loop point that pays
+    assert answer_for_mix(c, "chat", "chat", 1, request_rate=2.0).verdict is Verdict.DOES_NOT_PAY
+    # a declared rate with closed-loop records only, and a concurrency with open-loop records only
+    closed_only = compare(base, spec)
+    a = answer_for_mix(closed_only, "chat", "chat", 1, request_rate=2.0)
+    assert a.verdict is Verdict.INCONCLUSIVE
+    assert "no open-loop points of this mix (measured concurrencies: 1); probe it with --request-rate" in a.reason
+    b = answer_for_mix(_rate_comparison(), "chat", "chat", 8)
+    assert b.verdict is Verdict.INCONCLUSIVE
+    assert "only open-loop points of this mix (request rates 0.5/s, 1/s, 2/s)" in b.reason

@@ -17,12 +17,13 @@ from tests.gate.probe.test_compare import BASE, FAST, SLOW, record
 
 
 def plan(tmp: Path, mixes: list[tuple[str, int]], files: list[str], min_speedup: float | None = None,
-         shape: tuple[int, int] = (256, 512), **over: Any):
-    """A vLLM ngram k = 3 plan serving `m`, each mix of `shape` (the records' 256/512), `over` merged in."""
+         shape: tuple[int, int] = (256, 512), request_rate: float | None = None, **over: Any):
+    """A vLLM ngram k = 3 plan serving `m`, each mix of `shape` (the records' 256/512) and declared `request_rate`
+    (none by default), `over` merged in."""
     data = {"name": "p", "target": {"name": "m"},  # the records' served model (tests/gate/probe/test_compare.py)
             "engine": {"kind": "vllm", "speculative": {"method": "ngram", "num_speculative_tokens": 3}},
-            "workload": [{"name": n, "concurrency": c, "prompt_tokens": shape[0], "output_tokens": shape[1]}
-                         for n, c in mixes],
+            "workload": [{"name": n, "concurrency": c, "prompt_tokens": shape[0], "output_tokens": shape[1],
+                          **({"request_rate": request_rate} if request_rate is not None else {})} for n, c in mixes],
             "slo": {"target_acceptance_length": 2.0, "target_source": "traffic",
                     **({"min_speedup": min_speedup} if min_speedup else {})},
             "evidence": {"probes": files}}
@@ -84,6 +85,51 @@ def test_bad_probe_evidence_is_inconclusive_never_pass(tmp_path: Path, files: li
 def test_no_probes_no_change(tmp_path: Path) -> None:
     r = judge(plan(tmp_path, [("chat", 1)], []), "pre", [], [])
     assert "probes" not in r.values
+
+
+def _open_loop_files(tmp: Path) -> list[str]:
+    """The records of tests/gate/probe/test_instrument.py's open-loop comparison: 0.5/s and 1/s pay, 2/s does not
+    (speedups 32/22 and 12/22: crossover_request_rate 1.5/s), every cell of 8 requests (concurrency 8)."""
+    from tests.gate.probe.test_instrument import _open
+
+    rates = {1: 0.5, 2: 1.0, 4: 2.0}
+    base = _open(record("baseline", {("chat", 1): BASE, ("chat", 2): BASE, ("chat", 4): BASE}), rates)
+    spec = _open(record("speculative", {("chat", 1): FAST, ("chat", 2): FAST, ("chat", 4): SLOW}), rates)
+    (tmp / "b.json").write_text(json.dumps(base.to_json()))
+    (tmp / "s.json").write_text(json.dumps(spec.to_json()))
+    return ["b.json", "s.json"]
+
+
+def _rate_plan(tmp: Path, files: list[str], rate: float | None):
+    return plan(tmp, [("chat", 8)], files, request_rate=rate)
+
+
+@pytest.mark.parametrize(("rate", "status"), [(0.75, Status.PASS), (1.2, Status.INCONCLUSIVE),
+                                              (1.8, Status.FAIL), (4.0, Status.INCONCLUSIVE)])
+def test_a_declared_request_rate_is_placed_among_the_probes_rates(tmp_path: Path, rate: float,
+                                                                 status: Status) -> None:
+    # 0.75/s between two that pay; 1.2/s below the crossover 1.5/s between pays and does-not-pay; 1.8/s past it;
+    # 4/s outside the measured 0.5-2/s
+    r = judge(_rate_plan(tmp_path, _open_loop_files(tmp_path), rate), "pre", [], [])
+    assert r.status is status, r.reason
+    assert f"probes: mix chat at request rate {rate:g}/s" in r.reason
+    mix = r.values["probes"]["mixes"]["chat"]
+    assert mix["request_rate"] == rate and mix["crossover_request_rate"] == pytest.approx(1.5)
+    if status is Status.INCONCLUSIVE and rate > 2:
+        assert "outside the probed request rates (0.5/s, 1/s, 2/s)" in r.reason
+
+
+def test_without_a_declared_rate_open_loop_probes_do_not_place_the_mix(tmp_path: Path) -> None:
+    # the cells' concurrency 8 is their request count, not a closed-loop point at the plan's concurrency 8
+    r = judge(_rate_plan(tmp_path, _open_loop_files(tmp_path), None), "pre", [], [])
+    assert r.status is Status.INCONCLUSIVE, r.reason
+    assert "only open-loop points of this mix" in r.reason and "declare its workload request_rate" in r.reason
+
+
+def test_a_declared_rate_with_closed_loop_probes_only_is_inconclusive(tmp_path: Path, files: list[str]) -> None:
+    r = judge(_rate_plan(tmp_path, files, 1.0), "pre", [], [])
+    assert r.status is Status.INCONCLUSIVE, r.reason
+    assert "no open-loop points of this mix (measured concurrencies: 1, 8)" in r.reason
 
 
 def _per_request_files(tmp: Path, lengths: list[float] | None) -> list[str]:
