@@ -61,8 +61,14 @@ ENGINE_ANOMALIES = Family("specgate_engine_anomalies", "counter",
 `negative` / `non_finite` (a sample no family we read can have), `impossible` (values that cannot hold
 together, e.g. more accepted than proposed tokens), `position_limit` (draft positions past 64),
 `stream_limit` (streams past `--max-streams`), `multiple_engines` (a start time moving back: more than one
-engine process answers the URL). Each is absent from the output instead; any increase is worth a look."""
-ENGINE_INFO = Family("specgate_engine_info", "gauge", "Detected engine and version", ("engine", "version"))
+engine process answers the URL), `shape` (a family without a label the adapter needs to read it, e.g. a
+per-position counter without its position: left out whole, exporter.engines.versions). Each is absent from
+the output instead; any increase is worth a look."""
+ENGINE_INFO = Family("specgate_engine_info", "gauge", "Detected engine and version",
+                     ("engine", "version", "version_tested"))
+"""`version_tested`: "true" when the engine's version is in the range its adapter was checked against,
+"false" outside it (said once in the log; only families of the expected shape are read), "unknown" when the
+engine does not say its version or the adapter has no range (exporter.engines.versions)."""
 ENGINE_READY = Family("specgate_engine_ready_seconds", "gauge",
                       "Cold start to first successful scrape of a ready engine (startup staging)", EXPORTER_LABELS)
 ENGINE_SPECULATIVE = Family("specgate_engine_speculative_info", "gauge",

@@ -35,6 +35,8 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from functools import lru_cache
 from itertools import chain
 
+from exporter.engines import PAGE_STEMS
+
 DEFAULT_UNPREFIXED: tuple[str, ...] = ("process_start_time_seconds",)
 _INF = float("inf")
 LABEL_CACHE_ENTRIES = 16_384  # label texts remembered between scrapes (a churning engine clears it)
@@ -125,6 +127,20 @@ def _alternation(words: Iterable[str]) -> str:
     return emit(trie) if trie else "(?!)"
 
 
+# The engine stems a family name may start with (`vllm`, `ray_vllm`, `sglang`, `trtllm`, ...: each adapter's
+# prefixes, exporter.engines.PAGE_STEMS), longest first so `ray_vllm_x` is never read as stem `ray`.
+_STEM_ORDER: tuple[str, ...] = tuple(sorted(PAGE_STEMS, key=len, reverse=True))
+_STEMS = "|".join(map(re.escape, _STEM_ORDER))
+
+
+def _stem_of(name: str) -> str:
+    """The stem a scanned family name starts with (the scan matched one, followed by `:` or `_`)."""
+    for stem in _STEM_ORDER:
+        if name.startswith(stem) and name[len(stem)] in ":_":
+            return stem
+    raise AssertionError(name)  # the scan only returns names that start with a stem
+
+
 @lru_cache(maxsize=16)
 def _scan_re(want: frozenset[str] | None, plain: frozenset[str]) -> re.Pattern[str]:
     """One regex over the page (each line preceded by "\n"), so the C scanner skips unwanted lines.
@@ -142,7 +158,7 @@ def _scan_re(want: frozenset[str] | None, plain: frozenset[str]) -> re.Pattern[s
     fam = r"[a-zA-Z0-9_:]+" if want is None else _alternation(want)
     pl = _alternation(plain)
     return re.compile(
-        rf"\n(?:[ \t]*+((?:vllm|sglang)[:_]{fam}|{pl})"
+        rf"\n(?:[ \t]*+((?:{_STEMS})[:_]{fam}|{pl})"
         r"(?:(?:[ \t]*\{([^\n]*)\}[ \t]*|[ \t]+)([^ \t\r\n]+)(?:[ \t]+([^ \t\r\n]+))?[ \t\r]*(?=\n)"
         r"|([ \t{\r][^\n]*|(?=\n)))"
         r"|(?=[^#\n\r\t a-zA-Z_:])([^\n]*)"
@@ -212,8 +228,8 @@ class PageParser:
                 if name in plain:
                     key = name
                 else:
-                    engine = "vllm" if name[0] == "v" else "sglang"
-                    base = name[len(engine) + 1:]
+                    stem = _stem_of(name)
+                    engine, base = PAGE_STEMS[stem], name[len(stem) + 1:]
                     if any_family and base.endswith("_created"):
                         continue
                     key = f"{engine}:{base}"

@@ -25,7 +25,7 @@ from dataclasses import replace
 from exporter.engines.base import EngineSnapshot, Histogram, SpecCounters, StreamSnapshot
 
 ANOMALY_REASONS: tuple[str, ...] = ("duplicate", "impossible", "multiple_engines", "negative", "non_finite",
-                                    "position_limit", "stream_limit")
+                                    "position_limit", "shape", "stream_limit")
 
 
 _FROM_LABELS = ("kv_pool_tokens", "kv_block_size", "kv_pool_configured_tokens", "context_cap_tokens")

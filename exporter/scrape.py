@@ -39,6 +39,7 @@ from exporter import http1
 from exporter.engines import DetectError, adapter, detect
 from exporter.engines.base import EngineAdapter, EngineSnapshot, ParsedPage, SideInfo
 from exporter.engines.sglang import speculative_settings as speculative_settings  # re-exported
+from exporter.engines.versions import conforming, say_untested
 from exporter.parse import PageParser, ParseError, _looks_like_exposition
 from exporter.redact import redact_url
 from exporter.sanity import check_snapshot
@@ -290,7 +291,7 @@ class PageReader:
         if entry is None:
             ad = adapter(kind)
             entry = self._parsers[kind] = (ad, PageParser(ad.families, usable_only=True))
-        return entry[0], entry[1].parse(text, dropped)
+        return entry[0], conforming(entry[0], entry[1].parse(text, dropped), dropped)
 
     def read(self, text: str, dropped: dict[str, int] | None = None) -> tuple[EngineAdapter, ParsedPage]:
         """(adapter, parsed page); a page that is not Prometheus text raises ScrapeError("parse")."""
@@ -423,7 +424,10 @@ class Scraper:
         missing = self._side is not None and ad.side_incomplete(self._side)
         if (self._side is None or start != self._side_start
                 or (missing and time.monotonic() - self._side_at >= self.side_retry_seconds)):
+            before = self._side.version if self._side is not None else None
             self._side = ad.side_info(self._json)
+            if self._side.version != before:  # said once per version, not at each restart or retry
+                say_untested(ad, self._side.version)
             self._side_empty = self._side == SideInfo()
             self._side_start = start
             self._side_at = time.monotonic()

@@ -61,8 +61,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# `specgate probe <NAME>` subcommands with arguments of their own (not probe's): (probe, NAME) -> module.
+SUBCOMMANDS: dict[tuple[str, str], str] = {("probe", "import"): "probe_import"}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    module = SUBCOMMANDS.get((argv[0], argv[1])) if len(argv) >= 2 else None
+    parser: argparse.ArgumentParser
+    if module is not None:
+        mod = importlib.import_module(f"gate.commands.{module}")
+        parser = _Parser(prog=f"specgate {argv[0]} {argv[1]}", description=(mod.__doc__ or "").strip(),
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.add_arguments(parser)
+        parser.set_defaults(func=mod.run)
+        argv = argv[2:]
+    else:
+        parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

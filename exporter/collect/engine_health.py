@@ -13,7 +13,7 @@ Example exposition (tests/golden/vllm-ngram.prom)::
     specgate_engine_anomalies_total{engine="vllm",reason="duplicate"} 0.0
     # HELP specgate_engine_info Detected engine and version
     # TYPE specgate_engine_info gauge
-    specgate_engine_info{engine="vllm",version="unknown"} 1.0
+    specgate_engine_info{engine="vllm",version="unknown",version_tested="unknown"} 1.0
     # HELP specgate_engine_ready_seconds Cold start to first successful scrape of a ready engine (startup staging)
     # TYPE specgate_engine_ready_seconds gauge
     specgate_engine_ready_seconds{engine="vllm"} 40.0
@@ -38,6 +38,8 @@ from collections.abc import Iterator
 
 from exporter import names
 from exporter.collect.families import Rows, counter, gauge, non_empty, stream_labels
+from exporter.engines import ADAPTERS
+from exporter.engines.versions import tested, tested_range
 from exporter.state import ExporterView
 
 
@@ -63,7 +65,8 @@ def exporter_level(v: ExporterView) -> Iterator[Rows]:
     yield anomalies
     if v.latest is not None:
         info = gauge(names.ENGINE_INFO)
-        info.add_metric([eng, v.version or "unknown"], 1.0)
+        cls = ADAPTERS.get(eng)
+        info.add_metric([eng, v.version or "unknown", tested(tested_range(cls) if cls else None, v.version)], 1.0)
         yield info
         sp = v.latest.speculative
         if sp is not None and sp.algorithm:

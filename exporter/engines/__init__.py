@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from exporter.engines.base import EngineAdapter
 from exporter.engines.llamacpp import LlamacppAdapter
 from exporter.engines.sglang import SglangAdapter
+from exporter.engines.trtllm import TrtllmAdapter
 from exporter.engines.vllm import VllmAdapter
 
-ADAPTERS: dict[str, type[EngineAdapter]] = {"vllm": VllmAdapter, "sglang": SglangAdapter,
+ADAPTERS: dict[str, type[EngineAdapter]] = {"vllm": VllmAdapter, "sglang": SglangAdapter, "trtllm": TrtllmAdapter,
                                            "llamacpp": LlamacppAdapter}
+
+
+def _stems() -> Mapping[str, str]:
+    """Each prefix's stem (the prefix without its `:`/`_` separator) -> its adapter's kind: `vllm` and
+    `ray_vllm` (Ray Serve's re-export) -> vllm. The parser keys a family "<kind>:<base>" by it."""
+    return MappingProxyType({p[:-1]: kind for kind, cls in ADAPTERS.items() for p in cls.prefixes})
+
+
+PAGE_STEMS: Mapping[str, str] = _stems()
 
 
 class DetectError(ValueError):
@@ -23,14 +34,13 @@ DETECT_BYTES = 256 * 1024  # engine families start within the first few KB; no n
 def prefix_counts(text: str) -> dict[str, int]:
     """Lines starting with each adapter's prefixes, in the page's head.
 
-    One `count` per engine: the prefixes' common stem (`vllm` for `vllm:`/`vllm_`) is counted after a
-    newline, so a 256 KB head is scanned once per engine, not once per spelling.
+    One `count` per stem (`vllm` for `vllm:`/`vllm_`, `ray_vllm` for Ray Serve's `ray_vllm_`), counted after
+    a newline, so a 256 KB head is scanned once per stem, not once per spelling.
     """
     head = text[:DETECT_BYTES]
-    out = {}
-    for kind, cls in ADAPTERS.items():
-        stem = os.path.commonprefix(list(cls.prefixes))
-        out[kind] = head.count("\n" + stem) + head.startswith(cls.prefixes)
+    out = dict.fromkeys(ADAPTERS, 0)
+    for stem, kind in PAGE_STEMS.items():
+        out[kind] += head.count("\n" + stem) + head.startswith(stem)
     return out
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, NamedTuple, Protocol
 
-EngineKind = Literal["vllm", "sglang", "llamacpp"]
+EngineKind = Literal["vllm", "sglang", "trtllm", "llamacpp"]
 # Draft positions kept per stream (0..63): deeper ones are dropped and counted (`position_limit`); a page
 # carrying position="3000000" would otherwise make 3,000,001 per-position series.
 MAX_POSITIONS = 64

@@ -42,6 +42,7 @@ from exporter.engines.base import (
     StreamSnapshot,
 )
 from exporter.engines.common import HistogramMemo, SeriesKeys, finite, fold, histograms, samples
+from exporter.engines.versions import VersionRange
 
 KIND: Final = "sglang"
 PREFIXES: tuple[str, ...] = ("sglang:", "sglang_")
@@ -183,6 +184,8 @@ class SglangAdapter:
     kind: EngineKind = KIND
     prefixes = PREFIXES
     families = FAMILIES
+    tested_versions = VersionRange((0, 4), (0, 5, 23), "0.4–0.5.23",
+                                   "SGLang 0.5.23 CPU captures and the names of design.md's engine table")
 
     def __init__(self) -> None:
         self._histograms: HistogramMemo[RawKey] = HistogramMemo()  # common.histograms

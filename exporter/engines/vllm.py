@@ -8,6 +8,13 @@
 - The context cap is not in `/metrics`: `max_model_len` comes from `GET /v1/models`.
 - Streams are keyed by (`model_name`, `engine`); `cache_config_info` carries no model and
   belongs to every stream with the same `engine` label.
+- Ray Serve LLM re-exports these families as `ray_vllm_<base>` (vLLM 0.32
+  `vllm/v1/metrics/ray_wrappers.py`: `_get_sanitized_opentelemetry_name` turns `:` into `_`, every
+  series gets the tag `ReplicaId`; Ray 2.60.0 `ray/_private/telemetry/open_telemetry_metric_recorder.py`
+  prefixes `ray_`). Each Serve replica is its own vLLM engine (own counters, pool, restarts), so the
+  replica is part of the rank: `<ReplicaId>/<engine>` (`WorkerId`, the replica's worker process, when
+  `ReplicaId` is empty outside Serve). Ray's other labels (`Version`, `SessionName`, `NodeAddress`,
+  `Component`, ...) are one value per process: they split nothing and are folded away.
 """
 
 from __future__ import annotations
@@ -29,9 +36,10 @@ from exporter.engines.base import (
     StreamSnapshot,
 )
 from exporter.engines.common import HistogramMemo, SeriesKeys, as_int, finite, fold, histograms, samples
+from exporter.engines.versions import VersionRange
 
 KIND: Final = "vllm"
-PREFIXES: tuple[str, ...] = ("vllm:", "vllm_")
+PREFIXES: tuple[str, ...] = ("vllm:", "vllm_", "ray_vllm_")
 
 CACHE_INFO = "cache_config_info"
 USAGE_NEW = "kv_cache_usage_perc"
@@ -57,8 +65,21 @@ FAMILIES = frozenset({
 })
 
 
+def _replica(labels: Mapping[str, str]) -> str | None:
+    """Ray Serve's replica of a `ray_vllm_` series (`ReplicaId`, else its `WorkerId`); None on vLLM's own page."""
+    return labels.get("ReplicaId") or labels.get("WorkerId") or None
+
+
+def _rank(labels: Mapping[str, str]) -> str | None:
+    """vLLM's `engine` label, qualified by the Ray Serve replica when there is one: `<replica>/<engine>`."""
+    engine, replica = labels.get("engine"), _replica(labels)
+    if replica is None:
+        return engine
+    return replica if engine is None else f"{replica}/{engine}"
+
+
 def _key(labels: Mapping[str, str]) -> StreamKey:
-    return StreamKey(labels.get("model_name"), labels.get("engine"))
+    return StreamKey(labels.get("model_name"), _rank(labels))
 
 
 class VllmAdapter:
@@ -67,6 +88,9 @@ class VllmAdapter:
     kind: EngineKind = KIND
     prefixes = PREFIXES
     families = FAMILIES
+    tested_versions = VersionRange((0, 8), (0, 33), "0.8–0.33",
+                                   "vLLM 0.32 CPU captures and the names of design.md's engine table")
+    shapes = {ACCEPTED_POS: frozenset({"position"})}  # exporter.engines.versions.conforming
 
     def __init__(self) -> None:
         self._histograms: HistogramMemo[StreamKey] = HistogramMemo()  # common.histograms
@@ -158,10 +182,13 @@ class VllmAdapter:
     @staticmethod
     def _pools(infos: list[Sample], hints: list[str]) -> dict[str | None, tuple[int | None, int | None]]:
         """Allocated pool per `engine` label from cache_config_info: (tokens, block size)."""
-        engines = {labels.get("engine") for labels, _ in infos}
+        engines_of: dict[str | None, set[str | None]] = {}  # the engines (DP ranks) of each Ray replica
+        for labels, _ in infos:
+            engines_of.setdefault(_replica(labels), set()).add(labels.get("engine"))
         out: dict[str | None, tuple[int | None, int | None]] = {}
         for labels, _ in infos:
-            rank = labels.get("engine")
+            rank = _rank(labels)
+            engines = engines_of[_replica(labels)]
             block = as_int(labels.get("block_size"))
             tokens = as_int(labels.get("kv_cache_size_tokens"))
             if tokens is None:

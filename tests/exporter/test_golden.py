@@ -121,7 +121,7 @@ def test_golden_files_say_what_the_counters_say() -> None:
     # seed 000's numbers in the 0.4.9 server info: allocated 161,728 vs configured 600,000, never confused
     assert 'specgate_kv_pool_tokens{engine="sglang",model="RadixArk/Qwen3.8-Flash-Next-NVFP4",pool="target",rank=""} 161728.0' in sglang
     assert 'specgate_kv_pool_configured_tokens{engine="sglang",model="RadixArk/Qwen3.8-Flash-Next-NVFP4",rank=""} 600000.0' in sglang
-    assert 'specgate_engine_info{engine="sglang",version="0.4.9"} 1.0' in sglang
+    assert 'specgate_engine_info{engine="sglang",version="0.4.9",version_tested="true"} 1.0' in sglang
     # real SGLang NGRAM arm: L over the 1m window (before -> after) = generated / verify calls, the engine's
     # own counters in requests.json; k from /server_info while spec_num_draft_tokens read 0 on 'before'
     real = json.loads((FIXTURES / "sglang" / "0.5.23" / "ngram" / "requests.json").read_text())["counters"]

@@ -15,10 +15,11 @@ from types import MappingProxyType
 from gate.model.engines.base import EngineProfile
 from gate.model.engines.llamacpp import LLAMACPP
 from gate.model.engines.sglang import SGLANG
+from gate.model.engines.trtllm import TRTLLM
 from gate.model.engines.vllm import VLLM
 
 # The registry: one line per engine (its profile module holds everything else).
-PROFILES: Mapping[str, EngineProfile] = MappingProxyType({p.kind: p for p in (VLLM, SGLANG, LLAMACPP)})
+PROFILES: Mapping[str, EngineProfile] = MappingProxyType({p.kind: p for p in (VLLM, SGLANG, TRTLLM, LLAMACPP)})
 
 
 def profile(kind: str) -> EngineProfile:

@@ -253,3 +253,16 @@ def test_command_writes_a_record_that_loads_and_refuses_in_one_line(tmp_path: Pa
     assert "belongs to the speculative arm" in capsys.readouterr().err
     assert _cli([str(tmp_path), "--from", "vllm-bench", "--arm", "baseline", "--temperature", "0",
                  "--out", str(tmp_path / "z.json")]) == 3  # a directory is not a result file
+
+
+def test_specgate_probe_import_is_a_subcommand_of_probe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`specgate probe import` goes to gate.commands.probe_import (gate.cli.SUBCOMMANDS); `specgate probe` is untouched."""
+    from gate.cli import main
+
+    out = tmp_path / "r.json"
+    assert main(["probe", "import", str(C8), "--from", "vllm-bench", "--arm", "baseline", "--temperature", "0",
+                 "--out", str(out)]) == 0
+    assert load_record(out).cells[0].concurrency == 8
+    with pytest.raises(SystemExit) as e:
+        main(["probe", "import", str(C8), "--from", "guesswork", "--arm", "baseline", "--out", str(out)])
+    assert e.value.code == 3 and "invalid choice: 'guesswork'" in capsys.readouterr().err

@@ -29,7 +29,7 @@ MEMBERS = sorted(n for n in dir(EngineProfile) if not n.startswith("_"))
 
 
 def test_the_registry_holds_one_profile_per_engine_kind() -> None:
-    assert sorted(PROFILES) == ["llamacpp", "sglang", "vllm"]
+    assert sorted(PROFILES) == ["llamacpp", "sglang", "trtllm", "vllm"]
     assert all(p.kind == kind for kind, p in PROFILES.items())
     assert profile("unknown") is VLLM  # the plan model refuses unknown kinds; the default is vLLM's
 

@@ -1,0 +1,127 @@
+"""Engine versions an adapter was not written against: detected, said once, and only matching shapes read.
+
+Why: each adapter reads the names and labels of the engine versions it was checked against (its
+`tested` range, data in the adapter's module). An engine outside that range may have renamed a label,
+split a family by a new one or dropped one the adapter needs, and a family read in the wrong shape is a
+wrong number, not a missing one. So:
+
+- `tested(kind, version)`: "true" inside the adapter's range, "false" outside it, "unknown" when the
+  engine did not say its version (or said something that is not a version) — the label
+  `version_tested` of `specgate_engine_info` (exporter.collect.engine_health), and one log line per
+  side-info read (once per engine start: `say_untested`).
+- `conforming(adapter, page, dropped)`: a family whose samples lack a label the adapter needs to read it
+  (the adapter's `shapes`: base name -> required label names; every `*_bucket` family needs `le`) is
+  left out whole and its samples are counted as `reason="shape"` in `specgate_engine_anomalies_total`
+  — on every version, since a tested version never fails it, and on an untested one it is the check
+  that keeps a changed family from being read as if it had not changed. Families are never renamed or
+  guessed back into shape.
+
+A version is compared by its leading release numbers (`0.10.1rc1` -> (0, 10, 1); a local `+cpu` suffix
+and pre-release tags do not move it out of its release): low <= version <= high, where `high` covers
+every patch of its last number (`high` (0, 33) admits 0.33.4).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from exporter.engines.base import ParsedPage
+
+log = logging.getLogger(__name__)
+
+Tested = Literal["true", "false", "unknown"]
+SHAPE = "shape"  # the anomaly reason of a family left out for its shape
+_RELEASE = re.compile(r"\s*v?(\d+(?:\.\d+)*)")
+
+
+@dataclass(frozen=True)
+class VersionRange:
+    """The engine versions an adapter was checked against, inclusive: `low` <= v <= `high` (each as release
+    numbers, `high` admitting every later number below its last: (0, 33) admits 0.33.4), and how it reads."""
+
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+    text: str
+    source: str  # what the range was checked against (real captures, source at a tag)
+
+    def admits(self, version: tuple[int, ...]) -> bool:
+        return self.low <= version[: len(self.low)] and version[: len(self.high)] <= self.high
+
+
+class Adapter(Protocol):
+    """What this module needs of every adapter; `tested_versions` (VersionRange | None) and `shapes` (base
+    name -> required labels) are read when the adapter has them (an adapter without them: no range, no
+    shape beyond `le`)."""
+
+    @property
+    def kind(self) -> str:
+        ...
+
+
+def tested_range(ad: object) -> VersionRange | None:
+    """The adapter's tested range (its `tested_versions`), None when it declares none."""
+    rng = getattr(ad, "tested_versions", None)
+    return rng if isinstance(rng, VersionRange) else None
+
+
+def _shapes(ad: object) -> Mapping[str, frozenset[str]]:
+    shapes = getattr(ad, "shapes", None)
+    return shapes if isinstance(shapes, Mapping) else {}
+
+
+def release(version: str | None) -> tuple[int, ...] | None:
+    """The leading release numbers of a version string (None when it does not start with one)."""
+    if not isinstance(version, str):
+        return None
+    m = _RELEASE.match(version)
+    if m is None:
+        return None
+    return tuple(int(p) for p in m.group(1).split("."))
+
+
+def tested(rng: VersionRange | None, version: str | None) -> Tested:
+    """Whether `version` lies in `rng` ("unknown" without a version or a range)."""
+    rel = release(version)
+    if rel is None or rng is None:
+        return "unknown"
+    return "true" if rng.admits(rel) else "false"
+
+
+def say_untested(ad: Adapter, version: str | None) -> Tested:
+    """Log one warning when `version` is outside the adapter's tested range (called once per side-info read,
+    i.e. once per engine start); returns the verdict."""
+    rng = tested_range(ad)
+    verdict = tested(rng, version)
+    if verdict == "false" and rng is not None:
+        log.warning("%s %s is outside the versions this exporter was checked against (%s, %s): families whose "
+                    "shape differs are left out and counted as anomalies reason=shape; nothing is guessed",
+                    ad.kind, version, rng.text, rng.source)
+    return verdict
+
+
+def _needs(shapes: Mapping[str, frozenset[str]], kind: str, key: str) -> frozenset[str]:
+    base = key.split(":", 1)[1] if key.startswith(kind + ":") else key
+    need = shapes.get(base, frozenset())
+    return need | {"le"} if base.endswith("_bucket") else need
+
+
+def conforming(ad: Adapter, page: ParsedPage, dropped: MutableMapping[str, int] | None = None) -> ParsedPage:
+    """`page` without the families that lack a label the adapter needs (their samples counted in
+    `dropped["shape"]`). The page itself when every family conforms (the usual case: no copy)."""
+    bad: list[str] = []
+    n = 0
+    shapes, kind = _shapes(ad), ad.kind
+    for key, rows in page.items():
+        need = _needs(shapes, kind, key)
+        if need and any(not need.issubset(labels.keys()) for labels, _ in rows):
+            bad.append(key)
+            n += len(rows)
+    if not bad:
+        return page
+    if dropped is not None:
+        dropped[SHAPE] = dropped.get(SHAPE, 0) + n
+    return {k: v for k, v in page.items() if k not in bad}
