@@ -236,6 +236,10 @@ def emit(result: TuneResult, engine: str, *, point: str | None = None,
         off.append("speculation is predicted to pay at no measured concurrency (best predicted speedup <= 1 "
                    "everywhere): this schedule sets k = 0 at every batch; running without speculation is simpler")
     fragment, schedule, bands, notes = WRITERS[engine](bands, largest, result, chosen, base_config)
+    top = max((c for b in bands for c in b.concurrencies), default=None)
+    if top is not None and bands[-1].k > 0:
+        off.append(f"batches above concurrency {top} (the largest measured) run k = {bands[-1].k} too: not measured "
+                   "there (probe higher concurrencies to know)")
     notes = off + notes
     for b in bands:  # the engine reads back what the bands say (exporter.schedule is its reading)
         for batch in {b.start, b.end or b.start}:

@@ -134,3 +134,20 @@ def test_emit_needs_concurrency_predictions(capsys: pytest.CaptureFixture[str]) 
 def test_out_without_emit_is_refused(capsys: pytest.CaptureFixture[str], records: list[str], tmp_path: Path) -> None:
     rc, _, err = _run(capsys, "--probe", *records, "--out", str(tmp_path / "x.json"))
     assert rc == 3 and "--out FILE writes the --emit fragment" in err
+
+
+def test_emit_on_real_vllm_probe_records(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Real vLLM 0.32 CPU ngram probe records (tests/fixtures/tune-emit/README.md): concurrency 4 and 8 are set
+    aside (cycle cheaper than the step under load), so concurrency 1's best k = 1 runs at every batch, and the
+    batches above it are said to be unmeasured."""
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "tune-emit"
+    files = [str(fixtures / f"vllm-0.32.0-ngram-probe-k{k}.json") for k in (0, 1, 3)]
+    out_file = tmp_path / "spec.json"
+    rc, out, err = _run(capsys, "--probe", *files, "--emit", "vllm", "--out", str(out_file))
+    assert rc == 0, err
+    fragment = json.loads(out_file.read_text())
+    assert fragment == {"method": "ngram", "prompt_lookup_max": 3, "prompt_lookup_min": 1,
+                        "num_speculative_tokens": 1, "num_speculative_tokens_per_batch_size": [[1, 65536, 1]]}
+    assert speculative_config_schedule(fragment) is not None
+    assert "is cheaper than the plain step" in out and "concurrency 4" in out
+    assert "batches above concurrency 1 (the largest measured) run k = 1 too: not measured there" in out
