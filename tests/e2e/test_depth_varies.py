@@ -6,9 +6,11 @@ before the tests judge what was read, so the two never run side by side:
 vLLM 0.32 (CPU), the `draft` arm (a separate random draft model: it proposes exactly k tokens at every
 step and the target accepts none, so a draft's length is the k the schedule gave that step and nothing
 else), started WITH the speculative-config fragment `specgate tune --emit vllm` writes from probe records
-at fixed k = 0, 1, 3 (`_probe_records`: crafted served rates whose best k is 3 at concurrency 1-2, 1 at
-4, none at 6 and 8; the fragment is asserted to be what vLLM's own validation accepts, and the engine
-serving it is the proof that vLLM 0.32 runs it). On that one server:
+at fixed k = 0, 1, 3 (`_probe_records`: crafted served rates whose best k is 3 at concurrency 1, 1 at 4,
+none at 6 and 8; tune's bands: k = 3 at batch 1-3, 1 at 4-5, 0 from 6). The fragment is read with
+exporter.schedule.vllm_schedule (vLLM's own validation and lookup); the engine serving it is the proof that
+vLLM 0.32 accepts it. The expected depth of a phase is that schedule's k at the phase's batch. On that one
+server:
 
 0. idle after start: a real Prometheus scrapes two exporters of the engine (one told the schedule with
    `--speculative-config`, one not) with the mixin's rules rendered with `speculationOffWindow`/
@@ -17,9 +19,10 @@ serving it is the proof that vLLM 0.32 runs it). On that one server:
 2. concurrency 4: the batch is 4 except while requests arrive (a step or two at batch 1-2, where the
    schedule gives its larger k): the mean is k_at(4) within 10 %, and equals Δdraft_tokens / Δdrafts of the
    engine's own counters exactly;
-3. concurrency 8 held for twice (window + for): eight staggered request loops keep the batch at 7-8, where
-   the schedule gives k = 0: no drafts, so the alert fires (warning on the exporter told the schedule, whose
-   `specgate_spec_depth_scheduled` is 0; critical on the one that was not told) and resolves once idle.
+3. concurrency 8 held for twice (window + for), at least twice for: eight streaming requests sent at once keep
+   the batch at 8, where the schedule gives k = 0: no drafts, so the alert fires (warning on the exporter told
+   the schedule, whose `specgate_spec_depth_scheduled` is 0; critical on the one that was not told) and
+   resolves once the engine is idle again.
 
 Each phase's exporter page is read while the exporter's DEPTH_WINDOW sliding window holds exactly that
 phase (the harness's exact-window timing, `_read_inside_window`): its start snapshot is taken after the
@@ -52,7 +55,7 @@ import vllm_live
 import vllm_plans
 from harness import PROMPTS, SPECGATE, Samples, log, parse_samples, sample_value
 
-from exporter.schedule import DepthSchedule, vllm_schedule
+from exporter.schedule import DepthSchedule, sglang_adaptive_schedule, vllm_schedule
 
 SCRAPE_SECONDS = 1.0
 DEPTH_WINDOW_SECONDS = 15  # the exporter's sliding window: each measured phase must fit inside it
@@ -85,15 +88,14 @@ HOLD_KV_BYTES = HOLD_CONCURRENCY * HOLD_MODEL_LEN * 1280
 # SGLang adaptive: requests of this many tokens, one at a time, until spec_num_steps reads 1.
 SGLANG_TOKENS = 32
 SGLANG_MAX_REQUESTS = 4
-SGLANG_WINDOW = "60s"
+SGLANG_WINDOW_SECONDS = 20
+SGLANG_WINDOW = f"{SGLANG_WINDOW_SECONDS}s"
 
 # Crafted probe records for `tune --emit vllm` (served rate = output tokens / wall; baseline wall 1 s per
 # cell): speedup = 1 / wall at each (k, concurrency). Best: k = 3 at 1, k = 1 at 4, none (k = 0) at 6 and 8.
 SPEEDUPS: dict[int, dict[int, float]] = {1: {1: 1.30, 4: 1.20, 6: 0.95, 8: 0.90},
                                          3: {1: 1.60, 4: 1.10, 6: 0.85, 8: 0.70}}
 PROBE_L = {1: 1.8, 3: 2.9}
-# What the e2e takes from the emitted fragment into the draft arm's --speculative-config.
-VLLM_SCHEDULE_KEYS = ("num_speculative_tokens", "num_speculative_tokens_per_batch_size")
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -119,13 +121,12 @@ def _probe_records(work: Path) -> list[Path]:
 
 
 def _emit_vllm_fragment(work: Path) -> tuple[dict[str, Any], str]:
-    """`specgate tune --probe ... --emit vllm`: the speculative-config fragment it prints, and its full output."""
+    """`specgate tune --probe ... --emit vllm`: the speculative-config fragment it prints on stdout (merged over the
+    probe records' speculative keys), and the predicted speedup per band it says on stderr."""
     p = subprocess.run([str(SPECGATE), "tune", "--probe", *map(str, _probe_records(work)), "--emit", "vllm"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
-    start = p.stdout.index("{")
-    fragment, _ = json.JSONDecoder().raw_decode(p.stdout[start:])
-    return {k: fragment[k] for k in VLLM_SCHEDULE_KEYS}, p.stdout
+    return json.loads(p.stdout), p.stderr
 
 
 def _alerts(prom: Any, name: str) -> list[dict[str, Any]]:
@@ -376,7 +377,8 @@ def schedule_run(vllm_python: Path, tiny_models: Path, e2e_logs: Path, e2e_recor
            for n, p in run.phases.items()},
         "hold_seconds": round(run.hold_end - run.hold_start, 1), "hold_chunks": run.hold_chunks,
         **{f"firing_after_s_{k}": round(v, 1) for k, v in run.first_firing.items()},
-        "module_part_seconds": round(run.wall_seconds, 1)}
+        "module_part_seconds": round(run.wall_seconds, 1),
+        "check_acceptance": (run.check_doc or {}).get("checks", {}).get("acceptance", {}).get("reason", "")[:300]}
     log(f"depth schedule run: {e2e_record['depth-schedule']}")
     return run
 
@@ -389,11 +391,12 @@ def test_tune_emits_a_schedule_vllm_validates(schedule_run):
     """The fragment is vLLM's own shape: num_speculative_tokens the largest k, ranges from batch 1 (vLLM's
     validation is exporter.schedule.vllm_schedule's; the engine serving it below is vLLM's own acceptance)."""
     frag, sched = schedule_run.fragment, schedule_run.schedule
+    assert frag["method"] == "draft_model", frag  # the probe records' speculative keys, kept under the schedule
     assert frag["num_speculative_tokens"] == sched.max_k == K_MAX, frag
     assert frag["num_speculative_tokens_per_batch_size"][0][0] == 1, frag
     # the crafted records' best k per concurrency (SPEEDUPS), the band past the crossover k = 0
     assert (sched.k_at(1), sched.k_at(4), sched.k_at(6), sched.k_at(8)) == (3, 1, 0, 0), frag
-    assert sched.k_at(7) == 0  # the held traffic dips to batch 7 between requests
+    assert "predicted" in schedule_run.tune_output, schedule_run.tune_output  # the speedup per band, labelled
 
 
 def test_depth_mean_follows_the_schedule(schedule_run):
@@ -433,6 +436,9 @@ def test_check_does_not_call_the_varying_runs_l_exact(schedule_run):
     acc = doc["checks"]["acceptance"]
     text = json.dumps(acc)
     assert '"exact"' not in text and "is exact" not in acc["reason"], acc
+    # the plan's schedule is shown, with the largest k the bounds use (gate/checks/acceptance/depth.py)
+    assert acc["values"]["depth_schedule"]["max_k"] == K_MAX, acc["values"]
+    assert "bounds use its largest k = 3" in acc["reason"], acc["reason"]
 
 
 def test_speculation_off_silent_on_the_idle_engine(schedule_run):
@@ -477,19 +483,21 @@ def test_tune_refuses_exact_on_the_varying_capture_and_keeps_it_on_fixed_depth(s
 
 @dataclass
 class AdaptiveRun:
-    steps_before: float | None
-    steps: list[float | None]  # the exporter's specgate_spec_num_steps after each request
-    varies: float | None  # specgate_spec_depth_varies{window} when steps first read 1
-    engine_steps: list[float | None]
-    page: Samples
+    steps_before: float | None  # the exporter's specgate_spec_num_steps on the idle engine
+    steps: list[float | None]  # ... after each request
+    engine_steps: list[float | None]  # the engine's own sglang:spec_num_steps after each request
+    reading: Samples  # the exporter's page while its window holds the move (`adaptive_run`)
     startup_seconds: float | None
     wall_seconds: float
 
 
 @pytest.fixture(scope="module")
-def adaptive_run(sglang_python: Path, sglang_models: Path, e2e_logs: Path, e2e_record: dict,
-                 schedule_run: ScheduleRun) -> Iterator[AdaptiveRun]:
-    """After the vLLM run (schedule_run: never two engines at once)."""
+def adaptive_run(sglang_python: Path, sglang_models: Path, e2e_logs: Path, e2e_record: dict) -> Iterator[AdaptiveRun]:
+    """SGLang measured and stopped here (schedule_run stops vLLM before it returns: never two engines at once).
+
+    The reading's window must hold the move: its start snapshot taken after the exporter saw the idle engine's
+    steps (`seen`) and before the first request, its end after the move. SGLang counts verify calls when a
+    request finishes, so the window also has drafts once the request that moved the steps is done."""
     began = time.monotonic()
     port = harness.free_port()
     exp = harness.start_exporter(f"http://127.0.0.1:{port}", e2e_logs, scrape_interval=SCRAPE_SECONDS,
@@ -501,29 +509,36 @@ def adaptive_run(sglang_python: Path, sglang_models: Path, e2e_logs: Path, e2e_r
         startup = eng.wait_ready(sglang_live.SGLANG.ready_timeout)
         exp.wait_for(lambda s: sample_value(s, "specgate_spec_num_steps") is not None, 30,
                      "specgate_spec_num_steps")
+        seen = time.time()
         before = sample_value(exp.samples(), "specgate_spec_num_steps")
+        time.sleep(PHASE_GAP_SECONDS)
+        t0 = time.time()
         steps: list[float | None] = []
         engine_steps: list[float | None] = []
-        varies = None
-        page: Samples = {}
         for i in range(SGLANG_MAX_REQUESTS):
             eng.generate(PROMPTS[i % len(PROMPTS)], SGLANG_TOKENS)
             es = parse_samples(eng.metrics_text()).get("sglang:spec_num_steps", [])
             engine_steps.append(es[0][1] if es else None)
             time.sleep(2 * SCRAPE_SECONDS + 0.5)
-            page = exp.samples()
-            steps.append(sample_value(page, "specgate_spec_num_steps"))
+            steps.append(sample_value(exp.samples(), "specgate_spec_num_steps"))
             if steps[-1] == 1.0:
-                varies = sample_value(page, "specgate_spec_depth_varies", window=SGLANG_WINDOW)
                 break
+        deadline = t0 + SGLANG_WINDOW_SECONDS - 0.5
+        time.sleep(max(0.0, seen + SGLANG_WINDOW_SECONDS + 1.5 - time.time()))
+        reading = exp.samples()
+        assert time.time() < deadline, (
+            f"SGLang adaptive: no reading whose {SGLANG_WINDOW} window starts before the first request (t0 {t0:.1f}, "
+            f"now {time.time():.1f}): the test's timing precondition failed, not a measured value")
     finally:
         if eng is not None:
             eng.stop()
         exp.stop()
-    run = AdaptiveRun(before, steps, varies, engine_steps, page, startup, time.monotonic() - began)
-    e2e_record["depth-sglang-adaptive"] = {"steps_before": before, "steps_after_each_request": steps,
-                                           "engine_steps": engine_steps, "depth_varies": varies,
-                                           "startup_seconds": startup, "module_part_seconds": round(run.wall_seconds, 1)}
+    run = AdaptiveRun(before, steps, engine_steps, reading, startup, time.monotonic() - began)
+    e2e_record["depth-sglang-adaptive"] = {
+        "steps_before": before, "steps_after_each_request": steps, "engine_steps": engine_steps,
+        "depth_varies": sample_value(reading, "specgate_spec_depth_varies", window=SGLANG_WINDOW),
+        "depth_max": [(lab.get("source"), v) for lab, v in reading.get("specgate_spec_depth_max", [])],
+        "startup_seconds": startup, "module_part_seconds": round(run.wall_seconds, 1)}
     log(f"depth sglang adaptive: {e2e_record['depth-sglang-adaptive']}")
     yield run
 
@@ -533,4 +548,8 @@ def test_sglang_adaptive_lowers_steps_and_says_depth_varies(adaptive_run):
     assert run.steps_before == 3.0, run  # --speculative-num-steps 3 until the policy has seen acceptance
     assert run.steps and run.steps[-1] == 1.0, run  # the random head accepts nothing: the policy's floor
     assert run.steps == run.engine_steps, run  # the exporter reports the engine's own gauge
-    assert run.varies == 1.0, run
+    assert sample_value(run.reading, "specgate_spec_depth_varies", window=SGLANG_WINDOW) == 1.0
+    # under --speculative-adaptive with SGLang's default tiers the maximum is their deepest candidate (7), not the
+    # starting steps /server_info shows (exporter.depth.configured_depth)
+    assert sample_value(run.reading, "specgate_spec_depth_max", source="server_info") == \
+        sglang_adaptive_schedule(None).max_k

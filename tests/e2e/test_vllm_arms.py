@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import pytest
 import vllm_checks as vc
-from vllm_live import METHOD_ARMS, arm_fixture
+from harness import sample_value
+from vllm_live import METHOD_ARMS, WINDOW_LABEL, arm_fixture
 
 ARMS = ("draft", "draftself", "ngram", "eagle", "eagle3", "mtp", "suffix")
 
@@ -83,6 +84,13 @@ def test_window_acceptance_equals_engine_counters(live):
         assert 0.0 < want["rate"] < 1.0  # neither the perfect nor the useless draft: a real in-between value
     if live.arm == "suffix":
         assert want["draft_tokens"] < 3 * want["drafts"]  # variable length: fewer than k on some steps
+        # and the exporter says so (issue 22): mean depth below k, depth_varies 1, per-position rates lower bounds
+        page = live.reading
+        assert sample_value(page, "specgate_spec_depth_mean", window=WINDOW_LABEL) == \
+            pytest.approx(want["draft_tokens"] / want["drafts"])
+        assert sample_value(page, "specgate_spec_depth_varies", window=WINDOW_LABEL) == 1.0
+        assert {lab["basis"] for lab, _ in page["specgate_spec_position_acceptance_rate"]
+                if lab["window"] == WINDOW_LABEL} == {"lower_bound"}
     if live.arm == "eagle":
         assert want["rate"] < 0.05  # a random head: (almost) nothing accepted
 
