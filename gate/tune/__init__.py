@@ -4,7 +4,8 @@
 for the command and the acceptance line's depth advice (advice). depth (acceptance by depth from
 per-position counters, extrapolation with a band), cost (t_cycle(k, B) fitted or declared), predict
 (speedup and its band, best k, crossover), inputs (the command's readers: captures, plan, tune input
-files, exporter), probes (probe records as costs), report (text, json), plot (PNG).
+files, exporter), probes (probe records as costs), report (text, json), plot (PNG), emit (`--emit`: the best
+k per band of batch sizes as a schedule vLLM, SGLang or TensorRT-LLM runs).
 """
 
 from gate.tune.orchestrate import TuneInputs, run
