@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from exporter import formulas
+from exporter.depth import WindowDepth, configured_depth, depth_moved, gauged, variable_by_construction
 from exporter.engines import sglang
 from exporter.engines.base import EngineSnapshot, Histogram, SpecCounters, StreamSnapshot
 
@@ -58,7 +59,7 @@ def _lower(new: float | None, old: float | None) -> bool:
 def _went_down(b: StreamSnapshot, a: StreamSnapshot) -> bool:
     """Some value of `a.cumulative` is below the same name's value in `b.cumulative`."""
     if (_lower(a.prompt_tokens, b.prompt_tokens) or _lower(a.generation_tokens, b.generation_tokens)
-            or _lower(a.preemptions, b.preemptions)):
+            or _lower(a.preemptions, b.preemptions) or _lower(a.finished_requests, b.finished_requests)):
         return True
     sa, sb = a.spec, b.spec
     if sa is not None and sb is not None:
@@ -97,7 +98,8 @@ def _lacks(new: object, old: object) -> bool:
 def _complete(last: StreamSnapshot, new: StreamSnapshot) -> bool:
     """`new` has every cumulative value `last` had (the usual page): nothing to carry over."""
     if (_lacks(new.prompt_tokens, last.prompt_tokens) or _lacks(new.generation_tokens, last.generation_tokens)
-            or _lacks(new.preemptions, last.preemptions) or _lacks(new.ttft, last.ttft)
+            or _lacks(new.preemptions, last.preemptions) or _lacks(new.finished_requests, last.finished_requests)
+            or _lacks(new.ttft, last.ttft)
             or _lacks(new.tpot, last.tpot) or _lacks(new.itl, last.itl) or _lacks(new.spec, last.spec)):
         return False
     sn, sl = new.spec, last.spec
@@ -134,6 +136,7 @@ def last_known(last: StreamSnapshot, new: StreamSnapshot, reset: bool) -> Stream
     return replace(new, prompt_tokens=_keep(new.prompt_tokens, last.prompt_tokens),
                    generation_tokens=_keep(new.generation_tokens, last.generation_tokens),
                    preemptions=_keep(new.preemptions, last.preemptions), spec=spec,
+                   finished_requests=_keep(new.finished_requests, last.finished_requests),
                    ttft=new.ttft if new.ttft is not None else last.ttft,
                    tpot=new.tpot if new.tpot is not None else last.tpot,
                    itl=new.itl if new.itl is not None else last.itl,
@@ -154,6 +157,7 @@ class StreamDelta:
     generation_tokens: float | None = None
     prompt_tokens: float | None = None
     preemptions: float | None = None
+    finished_requests: float | None = None  # SGLang: requests that finished in the window
     drafts: float | None = None
     draft_tokens: float | None = None
     accepted_tokens: float | None = None
@@ -202,6 +206,7 @@ def stream_delta(before: StreamSnapshot | None, after: StreamSnapshot, reset: bo
     reset = reset or before is None
     b = before or StreamSnapshot(after.model, after.rank)
     gen = _delta(b.generation_tokens, after.generation_tokens, reset)
+    finished = _delta(b.finished_requests, after.finished_requests, reset)
     drafts = draft_tokens = accepted = None
     per_pos: tuple[float, ...] = ()
     sa = after.spec
@@ -219,11 +224,12 @@ def stream_delta(before: StreamSnapshot | None, after: StreamSnapshot, reset: bo
             if verify is not None:
                 drafts = verify
                 if gen is not None:
-                    counts = sglang.from_verify_calls(verify, gen, sa.num_draft_tokens)
+                    counts = sglang.from_verify_calls(verify, gen, finished, sa.num_draft_tokens)
                     accepted, draft_tokens = counts.accepted_tokens, counts.draft_tokens
     return StreamDelta(
         reset=reset, generation_tokens=gen, prompt_tokens=_delta(b.prompt_tokens, after.prompt_tokens, reset),
-        preemptions=_delta(b.preemptions, after.preemptions, reset), drafts=drafts, draft_tokens=draft_tokens,
+        preemptions=_delta(b.preemptions, after.preemptions, reset), finished_requests=finished, drafts=drafts,
+        draft_tokens=draft_tokens,
         accepted_tokens=accepted, accepted_per_position=per_pos, ttft=_hist_delta(b.ttft, after.ttft, reset) if latency else None,
         tpot=_hist_delta(b.tpot, after.tpot, reset) if latency else None,
         itl=_hist_delta(b.itl, after.itl, reset) if latency else None,
@@ -258,6 +264,12 @@ class WindowStats:
     decode_tokens_per_second: float | None = None
     verify_cycle_seconds: float | None = None
     has_spec: bool = False
+    # the depth actually used (`exporter.depth`): mean proposed depth (vLLM), the configured maximum, whether
+    # the depth varied in the window, and so the per-position rates' basis ("exact" / "lower_bound")
+    depth_mean: float | None = None
+    depth_max: int | None = None
+    depth_varies: bool | None = None
+    position_basis: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The `specgate exporter window` stream shape (design.md command-line contract)."""
@@ -269,6 +281,10 @@ class WindowStats:
             "acceptance_length": self.acceptance_length,
             "acceptance_rate": self.acceptance_rate,
             "position_acceptance_rate": list(self.position_acceptance_rate),
+            "position_basis": self.position_basis,
+            "depth_mean": self.depth_mean,
+            "depth_max": self.depth_max,
+            "depth_varies": self.depth_varies,
             "ttft_seconds": {k: self.ttft_seconds.get(k) for k, _ in QUANTILES},
             "tpot_seconds": {k: self.tpot_seconds.get(k) for k, _ in QUANTILES},
             "itl_seconds": {k: self.itl_seconds.get(k) for k, _ in QUANTILES},
@@ -289,26 +305,56 @@ def _possible(length: float | None, rate: float | None, pos_rates: tuple[float, 
             and all(0.0 <= p <= 1.0 for p in pos_rates))
 
 
+def _depth_in_window(sa: SpecCounters, d: StreamDelta, dk: WindowDepth) -> tuple[float | None, bool | None]:
+    """(mean proposed depth, whether the depth varied) over a window with enough drafts.
+
+    vLLM (proposed-token counter): k̄ = Δdraft_tokens / Δdrafts, varied iff k̄ is below the maximum (no draft
+    proposes more than the maximum, so k̄ equal to it means every draft was full). SGLang (verify calls):
+    no proposed-token counter, so no k̄; varied for a proposer that varies by construction (NGRAM) or when
+    its steps / draft-token gauges moved within the window; unknown (None) without those gauges."""
+    if sa.drafts is not None:
+        if d.draft_tokens is None or d.drafts is None:
+            return None, None
+        mean = formulas.mean_depth(d.draft_tokens, d.drafts)
+        if mean is None or dk.max_k is None:
+            return mean, None
+        return mean, mean < dk.max_k - 1e-9
+    if dk.variable or dk.moved:
+        return None, True
+    return None, (False if dk.gauged else None)
+
+
 def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapshot, d: StreamDelta,
-                 seconds: float, min_drafts: float = 1) -> WindowStats:
+                 seconds: float, min_drafts: float = 1, depth: WindowDepth | None = None) -> WindowStats:
     """Window values of one stream from its delta (`before`/`after` give the gauges: running requests,
-    old SGLang's interval acceptance gauge)."""
+    old SGLang's interval acceptance gauge). `depth`: what is known of the stream's depth (`WindowDepth`;
+    None: nothing, so no depth values and per-position rates on the `lower_bound` basis).
+
+    SGLang's L is decode-only (`exporter.formulas.decode_only_length`): (Δgenerated − Δfinished requests)
+    / Δverify calls; without the request counter there is no L (fail closed, `sglang.from_verify_calls`)."""
     gen = d.generation_tokens
     decode = gen / seconds if gen is not None and seconds > 0 else None
     length = rate = None
     pos_rates: tuple[float, ...] = ()
+    mean_depth: float | None = None
+    varies: bool | None = None
+    dk = depth or WindowDepth()
     sa = after.spec
     if sa is not None:
         if d.drafts is not None:
-            if d.drafts >= max(min_drafts, 1) and d.accepted_tokens is not None:
-                if sa.drafts is None and sa.verify_calls is not None and gen is not None:
-                    length = sglang.length_from_verify_calls(gen, d.drafts)
+            enough = d.drafts >= max(min_drafts, 1)
+            if enough and d.accepted_tokens is not None:
+                if sa.drafts is None and sa.verify_calls is not None and gen is not None \
+                        and d.finished_requests is not None:
+                    length = formulas.decode_only_length(gen, d.finished_requests, d.drafts)
                 else:
                     length = formulas.acceptance_length(d.accepted_tokens, d.drafts)
                 if d.draft_tokens is not None:
                     rate = formulas.acceptance_rate(d.accepted_tokens, d.draft_tokens)
                 pr = formulas.position_rates(d.accepted_per_position, d.drafts)
                 pos_rates = tuple(pr) if pr else ()
+            if enough:
+                mean_depth, varies = _depth_in_window(sa, d, dk)
         elif sa.accept_length_gauge is not None:
             sb = before.spec if before is not None else None
             if sglang.interval_gauge_is_new(sb, sa, gen, d.reset):
@@ -319,6 +365,8 @@ def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapsh
         # more accepted than proposed, L below 1, a position above 1: no acceptance value for this window
         # (design.md "Restarts": nothing impossible is exported)
         length, rate, pos_rates = None, None, ()
+    if mean_depth is not None and dk.max_k is not None and mean_depth > dk.max_k + 1e-9:
+        mean_depth, varies = None, None  # deeper than the configured maximum: impossible, not exported
 
     ttft = _quantiles(d.ttft)
 
@@ -337,6 +385,8 @@ def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapsh
         acceptance_length=length, acceptance_rate=rate, position_acceptance_rate=pos_rates, ttft_seconds=ttft,
         tpot_seconds=_quantiles(d.tpot), itl_seconds=_quantiles(d.itl),
         decode_tokens_per_second=decode, verify_cycle_seconds=cycle, has_spec=sa is not None,
+        depth_mean=mean_depth, depth_max=dk.max_k if sa is not None else None, depth_varies=varies,
+        position_basis=("exact" if varies is False else "lower_bound") if pos_rates else None,
     )
 
 
@@ -352,5 +402,9 @@ def derive_window(before: EngineSnapshot, after: EngineSnapshot, seconds: float 
     for s in after.streams:
         b = before.stream(s.model, s.rank)
         reset = b is None or restarted(b, s, before.process_start_time, after.process_start_time)
-        out.append(window_stats(after.engine, b, s, stream_delta(b, s, reset), secs, min_drafts))
+        known = configured_depth(after.speculative, s)
+        dk = WindowDepth(max_k=known[0] if known is not None else None,
+                         variable=variable_by_construction(after.speculative),
+                         moved=b is not None and not reset and depth_moved(b, s), gauged=gauged(s))
+        out.append(window_stats(after.engine, b, s, stream_delta(b, s, reset), secs, min_drafts, dk))
     return out

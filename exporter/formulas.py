@@ -57,6 +57,40 @@ def position_rates(accepted_per_position: list[float] | tuple[float, ...], draft
     return [x / drafts for x in accepted_per_position]
 
 
+def mean_depth(draft_tokens: float, drafts: float) -> float | None:
+    """Mean proposed depth k̄ = draft_tokens / drafts (vLLM's counters): equal to the configured k exactly when
+    every draft proposed k tokens; below it when a schedule lowered k or a drafterless proposer found a
+    shorter match (no draft exceeds the maximum)."""
+    if drafts <= 0:
+        return None
+    return draft_tokens / drafts
+
+
+def decode_only_accepted(generated: float, finished_requests: float, verify_calls: float) -> float:
+    """Accepted draft tokens from SGLang's request-side counters, vLLM's definition (bonus included, prefill
+    token excluded): accepted = generated − finished requests − verify calls.
+
+    Why the requests: each request's first token comes from prefill, not from a verify call, and
+    `generation_tokens_total` counts it. Every verify emits its accepted draft tokens plus one bonus token,
+    so generated − requests = Σ_verify (accepted_j + 1). SGLang 0.5.23 adds all three counters
+    (`generation_tokens_total`, `spec_verify_calls_total`, `num_requests_total`) when a request finishes
+    (`observe_one_finished_request`), so over any window they cover the same requests: those that finished
+    in it. Real: three 48-token requests with a drafter accepting nothing gave generated 144, verify 141,
+    requests 3: accepted 0 (SGLang's own 144 / 141 = 1.021 counts the prefill token).
+    """
+    return generated - finished_requests - verify_calls
+
+
+def decode_only_length(generated: float, finished_requests: float, verify_calls: float) -> float | None:
+    """SGLang's L on vLLM's definition: L = (generated − finished requests) / verify calls
+    (= 1 + decode_only_accepted / verify calls); None without verify calls. Not clamped: a value below 1
+    (requests that finished with no token, e.g. aborted in the queue, each take one token too many) is for
+    the caller to refuse, never to round up."""
+    if verify_calls <= 0:
+        return None
+    return acceptance_length(decode_only_accepted(generated, finished_requests, verify_calls), verify_calls)
+
+
 def sglang_rate_from_length(length: float, num_draft_tokens: float) -> float | None:
     """SGLang's `spec_accept_rate` changed meaning twice; recompute it as (L-1)/(n_draft-1)."""
     if num_draft_tokens is None or num_draft_tokens <= 1:

@@ -7,11 +7,20 @@ read from `SPECGATE_ENGINE_API_KEY` only (never a flag: it would show in `ps`).
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from exporter.schedule import (
+    DepthSchedule,
+    sglang_adaptive_schedule,
+    speculative_config_schedule,
+    vllm_schedule,
+)
+from exporter.scrape import ScrapeError, read_page_file
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -61,6 +70,12 @@ class ExporterSettings(BaseSettings):
     stream_ttl: float = Field(600.0, gt=0, description="a stream unseen this long is forgotten, seconds")
     position_gauges: bool = Field(True, description="expose the per-position windowed gauges (k x windows series "
                                                     "per stream); false at fleet scale, the per-position counters stay")
+    speculative_config: str | None = Field(
+        None, description="the engine's vLLM --speculative-config JSON, as given to vLLM (its "
+                          "num_speculative_tokens_per_batch_size schedule gives specgate_spec_depth_scheduled)")
+    speculative_adaptive_config: str | None = Field(
+        None, description="the engine's SGLang --speculative-adaptive-config FILE, or 'default' for SGLang's "
+                          "built-in tiers (gives specgate_spec_depth_scheduled)")
 
     @field_validator("windows", mode="before")
     @classmethod
@@ -113,6 +128,8 @@ _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("max_streams", {"type": int, "metavar": "N"}),
     ("stream_ttl", {"metavar": "DURATION"}),
     ("position_gauges", {"choices": ["true", "false"]}),
+    ("speculative_config", {"metavar": "JSON"}),
+    ("speculative_adaptive_config", {"metavar": "FILE"}),
 ]
 
 
@@ -131,7 +148,7 @@ def settings_from_args(args: argparse.Namespace) -> ExporterSettings:
     """Settings from flags over the environment; a bad value raises ValueError with one line naming it."""
     overrides = {name: getattr(args, name) for name, _ in _FLAGS if getattr(args, name, None) is not None}
     try:
-        return ExporterSettings(**overrides)
+        settings = ExporterSettings(**overrides)
     except ValidationError as e:
         problems = []
         for err in e.errors():
@@ -139,3 +156,52 @@ def settings_from_args(args: argparse.Namespace) -> ExporterSettings:
             msg = str(err["msg"]).removeprefix("Value error, ")
             problems.append(f"--{name.replace('_', '-')} / SPECGATE_{name.upper()}: {msg}")
         raise ValueError("invalid setting: " + "; ".join(problems)) from None
+    told_schedule(settings)  # a schedule that does not read is one line now, not a failure at the first scrape
+    return settings
+
+
+ADAPTIVE_DEFAULT = "default"  # --speculative-adaptive-config default: SGLang's DEFAULT_ADAPTIVE_CONFIG
+CONFIG_BYTES = 1 << 20  # a speculative config file is a few hundred bytes
+
+
+def _flag(name: str) -> str:
+    return f"--{name.replace('_', '-')} / SPECGATE_{name.upper()}"
+
+
+def told_schedule(settings: ExporterSettings) -> DepthSchedule | None:
+    """The depth schedule the exporter was told, read as the engine reads it (`exporter.schedule`): vLLM's
+    `--speculative-config` JSON (its `num_speculative_tokens_per_batch_size`; a config without one runs
+    `num_speculative_tokens` at every batch: one band), or SGLang's `--speculative-adaptive-config` file
+    (`default`: SGLang's built-in tiers). None when told neither. ValueError with one line naming the
+    setting for JSON that does not parse, a file that cannot be read, or a schedule the engine would refuse."""
+    cfg, path = settings.speculative_config, settings.speculative_adaptive_config
+    if cfg is not None and path is not None:
+        raise ValueError(f"invalid setting: give {_flag('speculative_config')} (vLLM) or "
+                         f"{_flag('speculative_adaptive_config')} (SGLang), not both")
+    try:
+        if cfg is not None:
+            name = "speculative_config"
+            doc = json.loads(cfg)
+            if not isinstance(doc, dict):
+                raise ValueError(f"expected a JSON object, got {type(doc).__name__}")
+            sched = speculative_config_schedule(doc)
+            if sched is None:
+                k = doc.get("num_speculative_tokens")
+                if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                    raise ValueError(f"num_speculative_tokens must be an integer >= 1, got {k!r}")
+                sched = vllm_schedule([[1, 1, k]], k)
+            return sched
+        if path is not None:
+            name = "speculative_adaptive_config"
+            if path == ADAPTIVE_DEFAULT:
+                return sglang_adaptive_schedule(None)
+            raw, _ = read_page_file(path, CONFIG_BYTES)
+            doc = json.loads(raw)
+            if not isinstance(doc, dict):
+                raise ValueError(f"expected a JSON object, got {type(doc).__name__}")
+            return sglang_adaptive_schedule(doc)
+    except ScrapeError as e:
+        raise ValueError(f"invalid setting: {_flag(name)}: {e}") from None
+    except (ValueError, RecursionError) as e:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"invalid setting: {_flag(name)}: {e}") from None
+    return None

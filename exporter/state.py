@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from exporter.derive import WindowStats
 from exporter.engines.base import EngineSnapshot, StreamSnapshot
 from exporter.sanity import ANOMALY_REASONS
+from exporter.schedule import DepthSchedule
 from exporter.scrape import REASONS
-from exporter.settings import ExporterSettings, duration_label
+from exporter.settings import ExporterSettings, duration_label, told_schedule
 from exporter.windows import StreamTotals, WindowTracker
 
 
@@ -85,6 +86,7 @@ class ExporterView:
     window_buckets: tuple[float, ...]
     sliding: tuple[SlidingView, ...]  # empty while the engine is down: the windows end at the last good scrape
     position_gauges: bool = True  # settings.position_gauges: false drops the per-position windowed gauges
+    schedule: DepthSchedule | None = None  # the depth schedule the exporter was told (depth gauges)
 
 
 @dataclass
@@ -104,14 +106,17 @@ class ExporterState:
     ready_seconds: float | None = None
     _saw_failure_before_ready: bool = False
     _last_start: float | None = None
+    schedule: DepthSchedule | None = None  # the depth schedule the exporter was told (`settings.told_schedule`)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def from_settings(cls, settings: ExporterSettings, started_at: float | None = None) -> ExporterState:
+        schedule = told_schedule(settings)
         tracker = WindowTracker(settings.windows, settings.batch_window, settings.min_drafts,
                                 settings.acceptance_slo_target, settings.history,
-                                max_streams=settings.max_streams, stream_ttl=settings.stream_ttl)
-        st = cls(settings=settings, tracker=tracker)
+                                max_streams=settings.max_streams, stream_ttl=settings.stream_ttl,
+                                told_depth=schedule.max_k if schedule is not None else None)
+        st = cls(settings=settings, tracker=tracker, schedule=schedule)
         if settings.engine != "auto":
             st.engine = settings.engine
         if started_at is not None:
@@ -183,4 +188,5 @@ class ExporterState:
                 acceptance_slo_target=s.acceptance_slo_target, workload_demand_tokens=s.workload_demand_tokens,
                 kv_pool_configured_tokens=s.kv_pool_configured_tokens, latest=snap, streams=streams,
                 window_buckets=tr.buckets, sliding=sliding, position_gauges=s.position_gauges,
+                schedule=self.schedule,
             )

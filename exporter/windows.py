@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from exporter.depth import WindowDepth, configured_depth, depth_moved, gauged, variable_by_construction
 from exporter.derive import StreamDelta, WindowStats, last_known, restarted, stream_delta, window_stats
 from exporter.engines.base import EngineSnapshot, StreamKey, StreamSnapshot
 
@@ -110,13 +111,14 @@ class WindowTracker:
 
     def __init__(self, windows: list[float], batch_window: float, min_drafts: int,
                  slo_target: float | None = None, history: int = 1000, max_ring: int = 4096,
-                 max_streams: int = 256, stream_ttl: float = 600.0) -> None:
+                 max_streams: int = 256, stream_ttl: float = 600.0, told_depth: int | None = None) -> None:
         self.max_streams = max_streams
         self.stream_ttl = stream_ttl
         self.windows = sorted(windows)
         self.batch_window = batch_window
         self.min_drafts = min_drafts
         self.slo_target = slo_target
+        self.told_depth = told_depth  # the largest k of the schedule the exporter was told (`exporter.depth`)
         self.buckets = tuple(sorted(set(WINDOW_L_BUCKETS) | ({slo_target} if slo_target else set())))
         self.ring: deque[Scrape] = deque(maxlen=max_ring)
         self.totals: dict[StreamKey, StreamTotals] = {}
@@ -128,6 +130,9 @@ class WindowTracker:
         self._by_start: dict[float, dict[StreamKey, StreamSnapshot]] = {}
         self._prev_start: float | None = None
         self._fired_in_ring = 0  # ring entries whose `restarted` is not empty (none: no window is reset by one)
+        # when each stream's SGLang depth gauges last moved (`exporter.depth.depth_moved`): a window moved iff
+        # this is after its start (every window ends at the newest scrape)
+        self._depth_moved_at: dict[StreamKey, float] = {}
 
     @property
     def latest(self) -> EngineSnapshot | None:
@@ -158,6 +163,7 @@ class WindowTracker:
         for k in old:
             del self._last_seen[k]
             self.totals.pop(k, None)
+            self._depth_moved_at.pop(k, None)
 
     def _several_engines(self, start: float | None) -> bool:
         """More than one engine process answers this URL (a load balancer in front of replicas), not a
@@ -210,6 +216,8 @@ class WindowTracker:
                     fired.add(s.key)
                 t.add(stream_delta(seen.stream, s, reset, latency=False))
                 sight = last_known(seen.stream, s, reset)
+                if not reset and depth_moved(seen.stream, s):
+                    self._depth_moved_at[s.key] = snap.timestamp
             mine_now[s.key] = sight
             self._last_seen[s.key] = _Sight(sight, start, snap.timestamp)
         if start is not None:
@@ -254,7 +262,11 @@ class WindowTracker:
             before = sa.stream(s.model, s.rank)
             reset = (before is None or s.key in fired
                      or restarted(before, s, sa.process_start_time, sb.process_start_time))
-            out.append(window_stats(sb.engine, before, s, stream_delta(before, s, reset), seconds, min_drafts))
+            known = configured_depth(sb.speculative, s, self.told_depth)
+            depth = WindowDepth(max_k=known[0] if known is not None else None,
+                                variable=variable_by_construction(sb.speculative),
+                                moved=self._depth_moved_at.get(s.key, -1.0) > sa.timestamp, gauged=gauged(s))
+            out.append(window_stats(sb.engine, before, s, stream_delta(before, s, reset), seconds, min_drafts, depth))
         return out
 
     def _maybe_close_batch(self, snap: EngineSnapshot) -> None:

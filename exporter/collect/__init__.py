@@ -6,9 +6,11 @@ writes its families outside it, area by area; each area's module shows an exampl
 - `engine_health.exporter_level`: engine up, scrape duration/errors, info, ready, configured gauges
 - `pools`: KV pool allocated/configured, context cap, usage, running/waiting requests
 - `spec_counters`: drafts, proposed, accepted, accepted per position (monotonic)
+- `depth`: the configured maximum depth, SGLang's current steps / draft tokens, the declared schedule's k
 - `batch_windows`: the per-window acceptance histogram and SLO window counters
 - `engine_health.per_stream`: restarts and preemptions per stream
-- `sliding_windows`: windowed gauges (L, a, p_i, TTFT quantiles, decode rate, verify cycle)
+- `sliding_windows`: windowed gauges (L, a, p_i with its basis, TTFT quantiles, decode rate, verify cycle,
+  mean depth, whether the depth varied)
 
 That order is the order of the exposition (the goldens in tests/golden pin it byte for byte).
 The areas build `exporter.exposition` rows; the sidecar's `/metrics` writes them with one kept
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from exporter.collect import batch_windows, engine_health, pools, sliding_windows, spec_counters
+from exporter.collect import batch_windows, depth, engine_health, pools, sliding_windows, spec_counters
 from exporter.collect.families import Rows
 from exporter.engines.base import EngineSnapshot
 from exporter.exposition import ExpositionWriter
@@ -49,6 +51,7 @@ def families(v: ExporterView) -> Iterator[Rows]:
         return
     yield from pools.families(v)
     yield from spec_counters.families(v)
+    yield from depth.families(v)
     yield from batch_windows.families(v)
     yield from engine_health.per_stream(v)
     yield from sliding_windows.families(v)

@@ -15,6 +15,17 @@ Example exposition (tests/golden/vllm-ngram.prom, windows 30s and 1m)::
     # HELP specgate_verify_cycle_seconds Verify-cycle time per running sequence over the window (seed 004 cycleMs)
     # TYPE specgate_verify_cycle_seconds gauge
     specgate_verify_cycle_seconds{engine="vllm",model="tiny",rank="0",window="30s"} 0.29365383795763544
+    # HELP specgate_spec_depth_mean Mean draft tokens proposed per draft over the window (vLLM)
+    # TYPE specgate_spec_depth_mean gauge
+    specgate_spec_depth_mean{engine="vllm",model="tiny",rank="0",window="1m"} 2.8219178082191783
+    # HELP specgate_spec_depth_varies 1 when the speculation depth varied over the window, else 0
+    # TYPE specgate_spec_depth_varies gauge
+    specgate_spec_depth_varies{engine="vllm",model="tiny",rank="0",window="1m"} 1.0
+
+Per-position rates carry `basis`: `exact` when the window's depth did not vary, else `lower_bound` (vLLM
+divides accepted_i by every draft, including drafts shorter than i + 1: `exporter.names`)::
+
+    specgate_spec_position_acceptance_rate{basis="lower_bound",engine="vllm",model="tiny",position="0",rank="0",window="1m"} 0.6
 
 Values come from `exporter.derive.window_stats` over the ring (`ExporterState.view` computes them).
 `--position-gauges false` (settings.position_gauges) leaves out `specgate_spec_position_acceptance_rate`
@@ -41,6 +52,7 @@ def families(v: ExporterView) -> Iterator[Rows]:
     prate, ttft = gauge(names.POSITION_ACCEPTANCE_RATE), gauge(names.TTFT)
     tpot, itl = gauge(names.TPOT), gauge(names.ITL)
     decode, cycle = gauge(names.DECODE_RATE), gauge(names.VERIFY_CYCLE)
+    mean, varies = gauge(names.SPEC_DEPTH_MEAN), gauge(names.SPEC_DEPTH_VARIES)
     for window in v.sliding:
         for w in window.stats:
             lv = (*stream_labels(w.model, w.engine, w.rank), window.label)
@@ -49,8 +61,9 @@ def families(v: ExporterView) -> Iterator[Rows]:
             if w.acceptance_rate is not None:
                 rate.add_metric(lv, w.acceptance_rate)
             if v.position_gauges:  # off at fleet scale (--position-gauges false); the counters stay
+                basis = w.position_basis or "lower_bound"
                 for i, p in enumerate(w.position_acceptance_rate):
-                    prate.add_metric((*lv, str(i)), p)
+                    prate.add_metric((*lv, str(i), basis), p)
             for family, values in ((ttft, w.ttft_seconds), (tpot, w.tpot_seconds), (itl, w.itl_seconds)):
                 if values:
                     for name, q in _QUANTILE_LABELS:
@@ -61,4 +74,8 @@ def families(v: ExporterView) -> Iterator[Rows]:
                 decode.add_metric(lv, w.decode_tokens_per_second)
             if w.verify_cycle_seconds is not None:
                 cycle.add_metric(lv, w.verify_cycle_seconds)
-    yield from non_empty(length, rate, prate, ttft, tpot, itl, decode, cycle)
+            if w.depth_mean is not None:
+                mean.add_metric(lv, w.depth_mean)
+            if w.depth_varies is not None:
+                varies.add_metric(lv, 1.0 if w.depth_varies else 0.0)
+    yield from non_empty(length, rate, prate, ttft, tpot, itl, decode, cycle, mean, varies)

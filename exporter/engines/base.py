@@ -120,6 +120,12 @@ class StreamSnapshot:
     # SGLang's interval gauges `spec_block_accept_length` / `spec_cap_length`, as the engine reports them
     spec_block_accept_length: float | None = None
     spec_cap_length: float | None = None
+    # SGLang's current `spec_num_steps` / `spec_num_draft_tokens` gauges as reported (adaptive speculation
+    # moves them; 0 before the first decode-log interval), on speculating streams only
+    spec_num_steps: float | None = None
+    spec_num_draft_tokens: float | None = None
+    # SGLang `num_requests_total`: finished requests (cumulative), what takes the prefill token out of L
+    finished_requests: float | None = None
 
     @property
     def key(self) -> StreamKey:
@@ -131,7 +137,7 @@ class StreamSnapshot:
         a family that appears or disappears between two pages is never compared with a different one).
         Computed when asked, not kept: cached, it held ~6 MiB more in the 5-minute ring of the 32-stream soak."""
         vals: dict[str, float | None] = {"prompt": self.prompt_tokens, "generation": self.generation_tokens,
-                                         "preemptions": self.preemptions}
+                                         "preemptions": self.preemptions, "finished_requests": self.finished_requests}
         if self.spec is not None:
             vals |= {"drafts": self.spec.drafts, "draft_tokens": self.spec.draft_tokens,
                      "accepted": self.spec.accepted_tokens, "verify_calls": self.spec.verify_calls}
@@ -153,6 +159,9 @@ class SpeculativeSettings:
     num_draft_tokens: int | None = None
     num_steps: int | None = None
     avg_accept_length: float | None = None
+    eagle_topk: int | None = None  # `speculative_eagle_topk`: k = num_steps only for a top-k 1 chain
+    adaptive: bool | None = None  # `speculative_adaptive`: steps move at run time within the tiers' candidates
+    adaptive_config: str | None = None  # `speculative_adaptive_config`: the tiers' file (None: SGLang's default)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,13 @@
   `spec_accept_length` (incl. bonus) and `spec_num_draft_tokens`. `spec_accept_rate`
   changed meaning at 0.5.6 and 0.5.11: it is never read, the rate is recomputed.
 - `spec_num_draft_tokens` is refreshed once per decode-log interval: a short run reads 0 there, so k
-  falls back to `/server_info` `speculative_num_draft_tokens`.
+  falls back to `/server_info` `speculative_num_draft_tokens`. `spec_num_steps` / `spec_num_draft_tokens`
+  are also passed through as reported (`--speculative-adaptive` moves them: 3 -> 1 steps on the real
+  EAGLE3 arm).
+- L is decode-only, vLLM's definition: `num_requests_total` (finished requests, counted with
+  `generation_tokens_total` and `spec_verify_calls_total` when a request finishes) takes each request's
+  prefill token out (`exporter.formulas.decode_only_length`); a page without it has no L (fail closed:
+  generated / verify calls would overstate L by requests / verify calls).
 - Budget lines: `kv_available_tokens` / `kv_used_tokens` (pool now), `kv_cache_memory_usage_gb` and
   `weight_memory_usage_gb` (memory bill, GiB; weights read 0 or less on CPU: kept only when > 0),
   `spec_block_accept_length` / `spec_cap_length` (as reported). `startup_time_seconds` is per SGLang
@@ -28,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from exporter import formulas
 from exporter.engines.base import (
     EngineKind,
     EngineSnapshot,
@@ -59,6 +66,8 @@ VERIFY_CALLS = "spec_verify_calls_total"
 ACCEPT_LENGTH = "spec_accept_length"
 ACCEPT_RATE = "spec_accept_rate"  # read only to note that it is ignored
 NUM_DRAFT_TOKENS = "spec_num_draft_tokens"
+NUM_STEPS = "spec_num_steps"
+NUM_REQUESTS = "num_requests_total"  # finished requests (observe_one_finished_request)
 BLOCK_ACCEPT_LENGTH = "spec_block_accept_length"
 CAP_LENGTH = "spec_cap_length"
 KV_AVAILABLE = "kv_available_tokens"
@@ -75,8 +84,8 @@ RUNNING = "num_running_reqs"
 QUEUED = "num_queue_reqs"
 
 GAUGES = (MAX_TOTAL, TOKEN_USAGE, USED_TOKENS, CONTEXT_LEN, ACCEPT_LENGTH, NUM_DRAFT_TOKENS, RUNNING, QUEUED,
-          BLOCK_ACCEPT_LENGTH, CAP_LENGTH, KV_AVAILABLE, KV_USED, KV_CACHE_MEMORY, WEIGHT_MEMORY)
-COUNTERS = (VERIFY_CALLS, PROMPT, GENERATION)
+          BLOCK_ACCEPT_LENGTH, CAP_LENGTH, KV_AVAILABLE, KV_USED, KV_CACHE_MEMORY, WEIGHT_MEMORY, NUM_STEPS)
+COUNTERS = (VERIFY_CALLS, PROMPT, GENERATION, NUM_REQUESTS)
 FAMILIES = frozenset({*GAUGES, *COUNTERS, ACCEPT_RATE,
                       *(h + s for h in (TTFT, TPOT, ITL) for s in ("_bucket", "_count", "_sum"))})
 
@@ -93,21 +102,37 @@ class VerifyCounts:
     draft_tokens: float | None
 
 
-def from_verify_calls(verify_calls: float, generation_tokens: float | None,
+def from_verify_calls(verify_calls: float, generation_tokens: float | None, finished_requests: float | None,
                       num_draft_tokens: float | None) -> VerifyCounts:
     """SGLang >= 0.5.13 counts one verify call per draft round, and every verify emits its accepted draft
-    tokens plus one bonus token: drafts = verify calls, accepted = generated - verify calls, proposed =
-    verify calls x (num_draft_tokens - 1), since `spec_num_draft_tokens` counts the verified root too.
-    Never negative; unknown without the generation counter or a draft-token setting of at least 1."""
-    accepted = max(generation_tokens - verify_calls, 0.0) if generation_tokens is not None else None
+    tokens plus one bonus token; each request's first token comes from prefill: drafts = verify calls,
+    accepted = generated − finished requests − verify calls (`exporter.formulas.decode_only_accepted`),
+    proposed = verify calls x (num_draft_tokens − 1), since `spec_num_draft_tokens` counts the verified root
+    too. Never negative (a counter); unknown without the generation or the request counter (fail closed:
+    without the requests accepted would count every request's prefill token) or a draft-token setting of at
+    least 1."""
+    accepted = max(formulas.decode_only_accepted(generation_tokens, finished_requests, verify_calls), 0.0) \
+        if generation_tokens is not None and finished_requests is not None else None
     draft_tokens = verify_calls * (num_draft_tokens - 1) if num_draft_tokens is not None and num_draft_tokens >= 1 \
         else None
     return VerifyCounts(verify_calls, accepted, draft_tokens)
 
 
-def length_from_verify_calls(generation_tokens: float, verify_calls: float) -> float:
-    """L = generated tokens / verify calls (the bonus token is one of the generated tokens)."""
-    return generation_tokens / verify_calls
+# SGLang algorithms whose proposer drafts a different number of tokens every round by construction (the
+# n-gram trie's match); SGLang has no suffix method.
+VARIABLE_LENGTH_ALGORITHMS = frozenset({"NGRAM"})
+
+
+def depth(num_draft_tokens: int | None, num_steps: int | None, eagle_topk: int | None) -> int | None:
+    """k, SGLang's spelling (the one depth rule, `gate/model/depth.py`'s docstring; kept here, floor 0, so
+    the exporter and the gate's SGLang profile read it from one address): k = num_draft_tokens − 1 (the verify
+    block holds the root token too), floored at 0; with only `num_steps` and top-k 1 (a chain of
+    num_steps + 1) k = num_steps; None when neither says."""
+    if num_draft_tokens is not None:
+        return max(num_draft_tokens - 1, 0)
+    if num_steps is not None and (eagle_topk or 1) == 1:
+        return num_steps
+    return None
 
 
 def interval_gauge_is_new(before: SpecCounters | None, after: SpecCounters, generation: float | None,
@@ -148,9 +173,14 @@ def speculative_settings(info: Mapping[str, Any]) -> SpeculativeSettings | None:
         return None
     avg = server_info_value(info, "avg_spec_accept_length")
     avg_ok = isinstance(avg, int | float) and not isinstance(avg, bool) and math.isfinite(avg) and avg >= 1.0
+    adaptive = server_info_value(info, "speculative_adaptive")
+    adaptive_config = server_info_value(info, "speculative_adaptive_config")
     return SpeculativeSettings(algorithm=algo, num_draft_tokens=_whole(info, "speculative_num_draft_tokens"),
                                num_steps=_whole(info, "speculative_num_steps"),
-                               avg_accept_length=float(avg) if avg_ok else None)
+                               avg_accept_length=float(avg) if avg_ok else None,
+                               eagle_topk=_whole(info, "speculative_eagle_topk"),
+                               adaptive=adaptive if isinstance(adaptive, bool) else None,
+                               adaptive_config=adaptive_config if isinstance(adaptive_config, str) else None)
 
 
 def side_info_from(info: Mapping[str, Any]) -> SideInfo:
@@ -295,6 +325,9 @@ class SglangAdapter:
                 else None,
                 spec_block_accept_length=gs[BLOCK_ACCEPT_LENGTH].get(key) if spec is not None else None,
                 spec_cap_length=gs[CAP_LENGTH].get(key) if spec is not None else None,
+                spec_num_steps=gs[NUM_STEPS].get(key) if spec is not None else None,
+                spec_num_draft_tokens=gs[NUM_DRAFT_TOKENS].get(key) if spec is not None else None,
+                finished_requests=cs[NUM_REQUESTS].get(key),
                 context_cap_tokens=int(ctx) if ctx is not None else None,
                 spec=spec, ttft=ttft.get(key), tpot=tpot.get(key), itl=itl.get(key), prompt_tokens=cs[PROMPT].get(key),
                 generation_tokens=cs[GENERATION].get(key), requests_running=gs[RUNNING].get(key),

@@ -35,7 +35,8 @@ def test_once_json_shape_and_values(capsys):
     assert set(s) == {"model", "rank", "kv_pool_tokens", "kv_block_size", "kv_usage_ratio", "context_cap_tokens",
                       "spec", "ttft_count", "prompt_tokens", "generation_tokens", "requests_running",
                       "requests_waiting", "kv_available_tokens", "kv_used_tokens", "kv_cache_memory_bytes",
-                      "weight_memory_bytes", "spec_block_accept_length", "spec_cap_length"}
+                      "weight_memory_bytes", "spec_block_accept_length", "spec_cap_length", "spec_num_steps",
+                      "spec_num_draft_tokens", "finished_requests"}
     assert doc["speculative"] is None  # vLLM's page does not say; SGLang's /server_info does
     # values straight from the capture (NOTES.md): 64 blocks x 128, 522/1473/1170, per position 446/393/331
     assert (s["model"], s["rank"], s["kv_pool_tokens"], s["kv_block_size"]) == ("tiny", "0", 8192, 128)

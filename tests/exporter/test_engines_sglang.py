@@ -235,17 +235,18 @@ def test_gauge_window_after_generation_reports_the_gauge_once_generation_grew():
     assert w.acceptance_length == pytest.approx(2.83)
 
 
-# --- SGLang >= 0.5.13: L = dgen / dverify, per model ------------------------------------------------
+# --- SGLang >= 0.5.13: L = (dgen - drequests) / dverify (decode-only, vLLM's definition), per model -----
 
 def test_verify_calls_give_length_per_model():
     ws = window(page("sglang-0.5.23-before.txt"), page("sglang-0.5.23-after.txt"))
     w = ws[(M, None)]
-    # generation: (39000+13000) - (30000+10000) = 12000; verify: (13100+4700) - (10000+3600) = 4200
+    # generation: (39000+13000) - (30000+10000) = 12000; verify: (13100+4700) - (10000+3600) = 4200;
+    # finished requests (180+60) - (150+50) = 40, one prefill token each
     assert w.drafts == 4200
-    assert w.acceptance_length == pytest.approx(12000 / 4200)  # 2.857
-    assert w.accepted_tokens == 12000 - 4200
+    assert w.acceptance_length == pytest.approx((12000 - 40) / 4200)  # 2.848 (SGLang's own 12000/4200: 2.857)
+    assert w.accepted_tokens == 12000 - 40 - 4200
     assert w.draft_tokens == 4200 * (4 - 1)  # spec_num_draft_tokens 4 on both DP ranks
-    assert w.acceptance_rate == pytest.approx(7800 / 12600)  # 0.619
+    assert w.acceptance_rate == pytest.approx(7760 / 12600)  # 0.616
     # the DP rank streams carry only scheduler gauges: no acceptance of their own
     assert ws[(M, "0")].acceptance_length is None and ws[(M, "1")].acceptance_length is None
 
@@ -256,15 +257,25 @@ def test_single_dp_rank_request_side_series_join_the_rank_stream():
     s = snap(only0)
     assert [(x.model, x.rank) for x in s.streams] == [(M, "0")]
     w = window(before0, only0)[(M, "0")]
-    assert w.acceptance_length == pytest.approx(12000 / 4200)
-    assert w.acceptance_rate == pytest.approx(7800 / 12600)
+    assert w.acceptance_length == pytest.approx((12000 - 40) / 4200)
+    assert w.acceptance_rate == pytest.approx(7760 / 12600)
 
 
 def test_verify_counter_reset_takes_the_window_from_the_later_page_alone():
-    # swapped: verify 17800 -> 13600 went down: reset, L = 40000 / 13600 from the later page
+    # swapped: verify 17800 -> 13600 went down: reset, L = (40000 - 200) / 13600 from the later page
     w = window(page("sglang-0.5.23-after.txt"), page("sglang-0.5.23-before.txt"))[(M, None)]
     assert w.reset is True
-    assert w.acceptance_length == pytest.approx(40000 / 13600)
+    assert w.acceptance_length == pytest.approx((40000 - 200) / 13600)
+
+
+def test_no_request_counter_no_length():
+    # fail closed: without num_requests_total the prefill tokens cannot be taken out, and generated / verify
+    # (12000 / 4200 = 2.857) would overstate L; drafts stay, L, a and the accepted tokens are absent
+    def strip(text: str) -> str:
+        return "".join(ln for ln in text.splitlines(keepends=True) if "num_requests_total" not in ln)
+    w = window(strip(page("sglang-0.5.23-before.txt")), strip(page("sglang-0.5.23-after.txt")))[(M, None)]
+    assert w.drafts == 4200
+    assert w.acceptance_length is None and w.acceptance_rate is None and w.accepted_tokens is None
 
 
 # --- streams and labels ----------------------------------------------------------------------------

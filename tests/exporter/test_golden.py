@@ -122,12 +122,14 @@ def test_golden_files_say_what_the_counters_say() -> None:
     assert 'specgate_kv_pool_tokens{engine="sglang",model="RadixArk/Qwen3.8-Flash-Next-NVFP4",pool="target",rank=""} 161728.0' in sglang
     assert 'specgate_kv_pool_configured_tokens{engine="sglang",model="RadixArk/Qwen3.8-Flash-Next-NVFP4",rank=""} 600000.0' in sglang
     assert 'specgate_engine_info{engine="sglang",version="0.4.9",version_tested="true"} 1.0' in sglang
-    # real SGLang NGRAM arm: L over the 1m window (before -> after) = generated / verify calls, the engine's
-    # own counters in requests.json; k from /server_info while spec_num_draft_tokens read 0 on 'before'
+    # real SGLang NGRAM arm: L over the 1m window (before -> after) = (generated − finished requests) / verify
+    # calls (decode-only, vLLM's definition), the engine's own counters in requests.json; k from /server_info
+    # while spec_num_draft_tokens read 0 on 'before'
     real = json.loads((FIXTURES / "sglang" / "0.5.23" / "ngram" / "requests.json").read_text())["counters"]
     b, a = real["before"], real["after"]
     ngram_sg = (GOLDEN / "sglang-0.5.23-ngram.prom").read_text()
-    length = (a["generation_tokens"] - b["generation_tokens"]) / (a["verify_calls"] - b["verify_calls"])
+    length = (a["generation_tokens"] - b["generation_tokens"] - (a["requests"] - b["requests"])) \
+        / (a["verify_calls"] - b["verify_calls"])
     assert f'specgate_spec_acceptance_length{{engine="sglang",model="tiny",rank="",window="1m"}} {length!r}' in ngram_sg
     assert f'specgate_spec_drafts_total{{engine="sglang",model="tiny",rank=""}} {a["verify_calls"]!r}' in ngram_sg
     assert 'specgate_kv_pool_tokens{engine="sglang",model="tiny",pool="target",rank=""} 8192.0' in ngram_sg

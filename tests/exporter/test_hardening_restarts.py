@@ -94,6 +94,7 @@ def sglang_page(per_pid: dict[str, tuple[float, float]], start: float = A) -> st
     for pid, (gen, verify) in per_pid.items():
         lines.append(f'sglang:generation_tokens_total{{model_name="{M}",pid="{pid}"}} {gen!r}')
         lines.append(f'sglang:spec_verify_calls_total{{model_name="{M}",pid="{pid}"}} {verify!r}')
+        lines.append(f'sglang:num_requests_total{{model_name="{M}",pid="{pid}"}} 10.0')  # finished requests
     lines.append(f'sglang:spec_num_draft_tokens{{model_name="{M}"}} 4.0')
     lines.append(f"process_start_time_seconds {start!r}")
     return "\n".join(lines) + "\n"
@@ -109,7 +110,7 @@ def test_a_restarted_pid_behind_the_fold_resets_the_whole_stream_window():
     after = snapshot_from_text(sglang_page({"1": (100.0, 30.0), "2": (2500.0, 900.0)}), "sglang", timestamp=30.0)
     (w,) = derive_window(before, after, 30.0, min_drafts=1)
     assert w.reset is True
-    assert abs(w.acceptance_length - 2600 / 930) < 1e-12  # 2.796
+    assert abs(w.acceptance_length - (2600 - 20) / 930) < 1e-12  # 2.774: the later page's 10 + 10 requests
     st = ExporterState.from_settings(ExporterSettings(windows=[30.0], min_drafts=1), started_at=0.0)
     st.record_success(before, 0.0)
     st.record_success(after, 0.0)
@@ -122,4 +123,4 @@ def test_split_series_that_all_grow_are_no_restart():
     before = snapshot_from_text(sglang_page({"1": (1500.0, 600.0), "2": (1000.0, 300.0)}), "sglang", timestamp=0.0)
     after = snapshot_from_text(sglang_page({"1": (1600.0, 640.0), "2": (1200.0, 370.0)}), "sglang", timestamp=30.0)
     (w,) = derive_window(before, after, 30.0, min_drafts=1)
-    assert w.reset is False and abs(w.acceptance_length - 300 / 110) < 1e-12
+    assert w.reset is False and abs(w.acceptance_length - 300 / 110) < 1e-12  # no request finished in between

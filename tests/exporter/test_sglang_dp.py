@@ -43,14 +43,16 @@ def test_old_sglang_gauges_are_not_new_data_when_the_model_did_not_generate():
 
 
 def test_sglang_with_verify_counters_keeps_acceptance_per_model_only():
-    def page(gen: float, verify: float) -> str:
+    def page(gen: float, verify: float, requests: float) -> str:
         return old_sglang_dp2(gen, 2.9, 2.7) + (
             "# TYPE sglang:spec_verify_calls_total counter\n"
-            f'sglang:spec_verify_calls_total{{model_name="q"}} {verify}\n')
+            f'sglang:spec_verify_calls_total{{model_name="q"}} {verify}\n'
+            "# TYPE sglang:num_requests_total counter\n"
+            f'sglang:num_requests_total{{model_name="q"}} {requests}\n')
 
-    w = by_rank(page(1000, 400), page(1600, 600))
-    # per model: L = Δgeneration / Δverify calls = 600 / 200 = 3.0 (DESIGN.md, SGLang >= 0.5.13)
-    assert w[None].acceptance_length == pytest.approx(3.0)
-    assert w[None].acceptance_rate == pytest.approx((600 - 200) / (200 * (4 - 1)))
+    w = by_rank(page(1000, 400, 10), page(1600, 600, 14))
+    # per model, decode-only: L = (Δgeneration − Δrequests) / Δverify calls = (600 − 4) / 200 = 2.98
+    assert w[None].acceptance_length == pytest.approx(2.98)
+    assert w[None].acceptance_rate == pytest.approx((600 - 4 - 200) / (200 * (4 - 1)))
     # the rank gauges would duplicate it: the rank streams are not speculative streams
     assert not w["0"].has_spec and not w["1"].has_spec

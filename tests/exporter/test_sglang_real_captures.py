@@ -70,13 +70,19 @@ def test_window_acceptance_equals_the_engines_counters(arm: str):
     (w,) = derive_window(b, a, min_drafts=1)
     v = after["verify_calls"] - before["verify_calls"]
     g = after["generation_tokens"] - before["generation_tokens"]
+    n = len(doc["responses"])  # requests that finished between the two pages, one prefill token each
     assert w.drafts == v
-    assert w.acceptance_length == pytest.approx(g / v, rel=1e-12)
+    # decode-only (vLLM's definition): (Δgenerated − Δfinished requests) / Δverify calls
+    assert w.acceptance_length == pytest.approx((g - n) / v, rel=1e-12)
     k = after["num_draft_tokens"]
-    assert w.acceptance_rate == pytest.approx((g - v) / (v * (k - 1)), rel=1e-12)
-    # the per-request answers add up to the same deltas
+    assert w.acceptance_rate == pytest.approx((g - n - v) / (v * (k - 1)), rel=1e-12)
+    # the per-request answers add up to the same deltas, and each request's first token is not a verify's
     assert sum(r["meta_info"]["spec_verify_ct"] for r in doc["responses"]) == v
     assert sum(r["meta_info"]["completion_tokens"] for r in doc["responses"]) == g
+    assert sum(r["meta_info"]["completion_tokens"] - 1 for r in doc["responses"]) == g - n
+    assert a.streams[0].finished_requests - b.streams[0].finished_requests == n  # sglang:num_requests_total
+    if arm in ("standalone", "eagle3"):  # random drafters: nothing accepted, decode-only L 1.000 (SGLang's 1.032)
+        assert w.acceptance_length == pytest.approx(1.0, abs=0.005) and g / v > 1.02
 
 
 # --- the real families that answer a budget line (exporter/engines/sglang.py, exporter/names.py) -------------
@@ -189,7 +195,8 @@ def test_the_exposition_and_once_json_carry_them():
                                                      ("num_draft_tokens", "4"), ("num_steps", "0")))] == 1.0
     doc = snapshot_to_json(snap)
     assert doc["speculative"] == {"algorithm": "NGRAM", "num_draft_tokens": 4, "num_steps": 0,
-                                  "avg_accept_length": _info(d, "after")["internal_states"][0]["avg_spec_accept_length"]}
+                                  "avg_accept_length": _info(d, "after")["internal_states"][0]["avg_spec_accept_length"],
+                                  "eagle_topk": 10, "adaptive": False}
     (st,) = doc["streams"]
     assert st["kv_available_tokens"] == after["kv_available_tokens"]
 

@@ -99,8 +99,10 @@ def test_restart_before_warmup_is_counted_and_totals_continue() -> None:
     assert got["specgate_engine_restarts_total"] == 1
     # exporter total = what it had seen before the kill + the new engine's counters from zero
     assert got["specgate_spec_drafts_total"] == old["verify_calls"] + new["verify_calls"]
+    # decode-only: each finished request's prefill token is no accepted draft token (`requests`: num_requests_total)
     assert got["specgate_spec_accepted_tokens_total"] == \
-        (old["generation_tokens"] - old["verify_calls"]) + (new["generation_tokens"] - new["verify_calls"])
+        (old["generation_tokens"] - old["requests"] - old["verify_calls"]) \
+        + (new["generation_tokens"] - new["requests"] - new["verify_calls"])
     wins = list(st.tracker.completed)
     reset = [w for w in wins if w.reset]
     assert reset and all(w.end > 1000.0 + 30.0 for w in reset)  # after the restart
@@ -115,4 +117,5 @@ def test_a_family_that_is_missing_once_and_comes_back_higher_is_no_restart() -> 
     assert got.get("specgate_engine_restarts_total", 0) == 0
     # the increase over the missing page is counted from the last known value, not lost
     assert got["specgate_spec_drafts_total"] == c["after"]["verify_calls"]
-    assert got["specgate_spec_accepted_tokens_total"] == c["after"]["generation_tokens"] - c["after"]["verify_calls"]
+    assert got["specgate_spec_accepted_tokens_total"] == \
+        c["after"]["generation_tokens"] - c["after"]["requests"] - c["after"]["verify_calls"]
