@@ -3,8 +3,13 @@
 Why measured at probe start, not taken from a cached bench figure: the ceiling is the client's CPU cost per
 chunk, and on a shared machine that depends on what else runs now (the issue's 2-core CI machine with other
 load); a figure from another day or machine would not say whether *this* run's cells were client-bound. It
-costs about a second: per concurrency C of the run, `max(2C, 4)` requests of `CEILING_TOKENS` one-token
-chunks through the same release code (`gate.probe.batch.run_closed`) and the same client as the cells.
+costs about a second, most of it the null engine's process start: one warm-up request (not counted), then per
+concurrency C of the run `CEILING_TRIALS` trials of `max(2C, 4)` requests of `CEILING_TOKENS` one-token chunks
+through the same release code (`gate.probe.batch.run_closed`) and the same client as the cells; the point is
+the trial of median rate. Why trials: one trial lasts tens of milliseconds, so one scheduler stall of a loaded
+machine decided it — on the 2-core machine at load 12 a single trial read 134 tok/s at C = 2 (its usual
+5,000-37,000) and marked real 209 tok/s vLLM cells client-bound, cells the client had just timed faster than
+that "ceiling". The median of three is not moved by one stall and is not the luckiest trial either.
 
 tokens_per_second = tokens received / wall (first send to last `[DONE]`), the cells' own formula; the null
 engine's own send rate (tokens / its first to last byte, its clock) is recorded beside it. A cell's served
@@ -27,10 +32,12 @@ from gate.probe.batch import run_closed
 from gate.probe.client import CompletionClient
 
 CEILING_TOKENS = 64
+CEILING_TRIALS = 3  # per concurrency; the median trial is the point (module docstring)
 MAX_CEILING_CONCURRENCY = 64  # wider cells are held to the ceiling at 64 (the bench measures to 64)
 START_SECONDS = 10.0
 METHOD = ("null engine on loopback (gate.probe.null_engine: vLLM 0.32's chunks, one token each, as fast as it "
-          "can), measured at probe start through the probe's own client and release")
+          f"can), measured at probe start through the probe's own client and release; median of {CEILING_TRIALS} "
+          "trials")
 
 
 @dataclass
@@ -91,9 +98,15 @@ def measure_point(engine: NullEngine, concurrency: int, tokens: int = CEILING_TO
                          server_tokens_per_second=server), firsts[-1] - firsts[0])
 
 
-def measure(concurrencies: Sequence[int], tokens: int = CEILING_TOKENS) -> ClientCeiling:
-    """The ceiling at each distinct concurrency (module docstring); ProbeError when the null engine fails."""
+def measure(concurrencies: Sequence[int], tokens: int = CEILING_TOKENS, trials: int = CEILING_TRIALS) -> ClientCeiling:
+    """The ceiling at each distinct concurrency (module docstring): after one warm-up request, the median-rate
+    trial of `trials`; ProbeError when the null engine fails."""
     with NullEngine() as engine:
-        points = [measure_point(engine, c, tokens)[0] for c in sorted(set(concurrencies))]
+        measure_point(engine, 1, tokens, requests=1)  # first connection, first chunks built: not counted
+        points = []
+        for c in sorted(set(concurrencies)):
+            runs = sorted((measure_point(engine, c, tokens)[0] for _ in range(trials)),
+                          key=lambda p: p.tokens_per_second)
+            points.append(runs[len(runs) // 2])
     return ClientCeiling(method=METHOD, output_tokens=tokens, points=points)
 

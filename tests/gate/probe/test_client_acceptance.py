@@ -133,7 +133,8 @@ def test_a_cell_with_a_refused_request_records_no_per_request_L_and_counts_why(
             eng.state.capture["events"], lambda d: d["metrics"]["speculative_decoding"].update(num_spec_steps=5))
         rc = main(["probe", "--engine-url", eng.url, "--arm", "speculative", "--out", str(out),
                    "--speculative-config", NGRAM, "--prompt-tokens", "8", "--output-tokens", "16",
-                   "--concurrency", "1", "--repetitions", "1", "--requests", "2", "--warmup", "0"])
+                   "--concurrency", "1", "--repetitions", "1", "--requests", "2", "--warmup", "0",
+                   "--no-client-ceiling"])
     err = capsys.readouterr().err
     assert rc == 0, err
     cell = load_record(out).cells[0]

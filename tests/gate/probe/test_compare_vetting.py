@@ -144,6 +144,9 @@ def test_records_the_probe_writes_pass_every_rule(tmp_path: Path, capsys: pytest
             extra = ["--speculative-config", NGRAM] if arm == "speculative" else []
             assert main([*args, "--engine-url", eng.url, *extra]) == 0, capsys.readouterr().err
     base, spec = load_record(out["baseline"]), load_record(out["speculative"])
+    # the client ceiling measured at each probe's start (the rule a record cannot unmark is among those checked)
+    assert base.client_ceiling is not None and spec.client_ceiling is not None
+    assert all(c.client_bound is False for c in (*base.cells, *spec.cells))
     assert record_defects(base) == [] and record_defects(spec) == []
     assert pair_defects(base, spec, time.time()) == []
     plan = plan_from_dict({"name": "p", "target": {"name": "m"},

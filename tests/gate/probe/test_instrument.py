@@ -156,3 +156,21 @@ def test_the_two_axes_are_never_mixed():
     b = answer_for_mix(_rate_comparison(), "chat", "chat", 8)
     assert b.verdict is Verdict.INCONCLUSIVE
     assert "only open-loop points of this mix (request rates 0.5/s, 1/s, 2/s)" in b.reason
+
+
+def test_the_ceiling_is_the_median_trial_so_one_stall_does_not_decide_it(monkeypatch: pytest.MonkeyPatch):
+    """The real null engine runs; the trials' rates are then fixed to the e2e's stalled reading (134 tok/s at C = 2)
+    beside two usual ones, to show which trial becomes the point."""
+    from gate.probe import ceiling
+
+    rates = iter([50.0, 134.0, 9000.0, 12000.0])  # the warm-up first (not counted), then the three trials
+    real = ceiling.measure_point
+
+    def fixed(engine, concurrency, tokens=ceiling.CEILING_TOKENS, requests=None, timeout=60.0):  # type: ignore[no-untyped-def]
+        point, spread = real(engine, concurrency, tokens, requests=requests)
+        return point.model_copy(update={"tokens_per_second": next(rates)}), spread
+
+    monkeypatch.setattr(ceiling, "measure_point", fixed)
+    got = ceiling.measure([2], tokens=8)
+    assert [(p.concurrency, p.tokens_per_second) for p in got.points] == [(2, 9000.0)]
+    assert "median of 3 trials" in got.method

@@ -43,9 +43,13 @@ def captured_length() -> tuple[float, float, float]:
     return 1 + a / d, d, a
 
 
-def probe(tmp_path: Path, url: str, *extra: str, arm: str = "speculative") -> tuple[int, Path]:
+def probe(tmp_path: Path, url: str, *extra: str, arm: str = "speculative", ceiling: bool = False) -> tuple[int, Path]:
+    """`specgate probe` on `url`; without the client ceiling unless `ceiling` (a null engine's start, ~0.3-1 s a
+    probe: these tests are not about it; test_compare_vetting's control and test_instrument.py measure it)."""
     out = tmp_path / f"{arm}.json"
     args = ["probe", "--engine-url", url, "--arm", arm, "--out", str(out), *extra]
+    if not ceiling:
+        args.append("--no-client-ceiling")
     if arm == "speculative" and "--speculative-config" not in extra:
         args += ["--speculative-config", NGRAM]
     try:
@@ -91,6 +95,8 @@ def test_baseline_arm_and_compare_end_to_end(tmp_path: Path) -> None:
     base = load_record(out)
     assert base.speculative is None
     assert all(c.acceptance_length is None and c.drafts is None for c in base.cells)
+    # --no-client-ceiling: no ceiling recorded, so no cell is assessed (neither marked nor cleared)
+    assert base.client_ceiling is None and all(c.client_bound is None for c in base.cells)
     with ReplayEngine("ngram") as eng:
         rc, out = probe(tmp_path, eng.url, "--prompt-tokens", "8", "--output-tokens", "16", "--concurrency", "1",
                         "--repetitions", "3", "--requests", "1", "--warmup", "0")

@@ -27,8 +27,10 @@ from gate.probe.workload import token_prompts
 from tests.gate.probe.probe_replay import ReplayEngine
 
 NGRAM = '{"method":"ngram","num_speculative_tokens":3}'
+# --no-client-ceiling: these tests are about what the engine says, not the client's ceiling (a null engine's start,
+# ~0.3-1 s a probe; test_instrument.py and test_compare_vetting's control measure it)
 ONE_CELL = ("--prompt-tokens", "8", "--output-tokens", "16", "--concurrency", "1", "--repetitions", "1",
-            "--requests", "1", "--warmup", "0")
+            "--requests", "1", "--warmup", "0", "--no-client-ceiling")
 
 
 def probe(tmp_path: Path, url: str, *extra: str, arm: str = "baseline") -> tuple[int, Path]:
