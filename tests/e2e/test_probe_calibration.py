@@ -4,15 +4,17 @@
 One tiny nospec vLLM 0.32 engine for the module (`--max-num-seqs 8`, the harness's default):
 1. the short calibration: `bench/probe_vs_reference.py --concurrency 1,8 --pairs 3` (one uncounted settle
    pair first; the full form, 7 pairs at 1, 8 and 32, is `make bench`) — both tools' numbers side by side in
-   the e2e summary; asserted only loosely here (served tokens/s of the two within 0.67–1.5x: one engine,
-   one request shape, the same definitions), since a 2-core machine shared with other work moves medians
-   of 3 by more than the bench's 5 % goal;
+   the e2e summary; asserted only loosely here (served tokens/s of the two within 0.5–2x: one engine, one
+   request shape, the same definitions — it catches a factor-2 error such as chunks counted as tokens or a
+   wall clock missing half the run), since a 2-core machine shared with other work moves single pairs by
+   0.4–2.5x (make bench, load average 10–17) and medians of 3 by far more than the bench's 5 % goal;
 2. `specgate probe import --from vllm-bench` on the real result files that calibration wrote: one cell a file,
    the rate vLLM printed (`output_throughput`) reproduced exactly;
 3. the null on the real engine: the same engine probed as two records, turn by turn (`--repetitions 1 --append`,
    5 turns each at concurrency 8), judged by `gate.probe.compare.judge_point` (compare's rule per point; the
    records themselves cannot go through `compare`, which refuses a "speculative" record without speculation)
-   at α = 0.01: not "pays". By chance it could be, at rate ≤ α — the simulation
+   at α = 0.01: not "pays" (`--no-client-ceiling`: the rank test itself is under test here, and a cell marked
+   client-bound would be set aside before it). By chance it could be, at rate ≤ α — the simulation
    (tests/gate/probe/test_null_calibration.py) is where that rate is held.
 """
 
@@ -67,7 +69,7 @@ def test_short_calibration_puts_both_tools_side_by_side(calibration: tuple[dict[
             assert row[tool]["pairs"] == 3, (c, tool)
             assert row[tool]["tokens_per_second"] > 0 and row[tool]["tpot_p50"] and row[tool]["ttft_p50"]
         ratio = row["tokens_per_second_ratio"]
-        assert 0.67 <= ratio <= 1.5, f"c={c}: probe / vllm bench served tokens/s = {ratio:.3f} ({row})"
+        assert 0.5 <= ratio <= 2.0, f"c={c}: probe / vllm bench served tokens/s = {ratio:.3f} ({row})"
 
 
 def test_probe_import_reads_a_real_vllm_bench_result(calibration: tuple[dict[str, Any], Path],
@@ -97,7 +99,8 @@ def test_same_engine_as_both_arms_is_not_pays(engine: Any, tmp_path: Path, e2e_r
         for arm in (("a", "b") if turn % 2 == 0 else ("b", "a")):  # ABBA, as the arms of a real campaign
             cmd = [str(harness.SPECGATE), "probe", "--engine-url", engine.url, "--arm", "baseline",
                    "--prompt-tokens", "32", "--output-tokens", "64", "--concurrency", str(NULL_CONCURRENCY),
-                   "--repetitions", "1", "--warmup", "2" if turn == 0 else "0", "--out", str(outs[arm])]
+                   "--repetitions", "1", "--warmup", "2" if turn == 0 else "0", "--no-client-ceiling",
+                   "--out", str(outs[arm])]
             if turn:
                 cmd.append("--append")
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -109,4 +112,5 @@ def test_same_engine_as_both_arms_is_not_pays(engine: Any, tmp_path: Path, e2e_r
                                             "speedup": point.speedup, "p_faster": point.p_faster,
                                             "p_slower": point.p_slower}
     harness.log(f"same engine as both arms: {point.reason}")
+    assert point.p_faster is not None, point.reason  # the rank test ran (not set aside before it)
     assert point.verdict is not Verdict.PAYS, point.reason
