@@ -91,7 +91,7 @@ def draft_forward_passes(engine: str, method: str | None, *, num_speculative_tok
 
 # The plan's `engine.speculative` keys that declare a depth schedule (each engine's profile reads its own).
 SCHEDULE_KEYS: tuple[str, ...] = ("num_speculative_tokens_per_batch_size", "speculative_adaptive",
-                                  "speculative_adaptive_config")
+                                  "speculative_adaptive_config", "draft_len_schedule")
 
 
 def depth_schedule(engine: str, speculative: Mapping[str, Any], *, data_parallel: int = 1) -> ScheduleReading:

@@ -178,10 +178,15 @@ class Speculative(_Strict):
         default=None, description="SGLang --speculative-adaptive-config's JSON content: tiers "
                                   "{\"<batch size>\": {\"candidate_steps\": [...]}} (default SGLang's built-in "
                                   "tiers 1/8/32/64)")
+    draft_len_schedule: dict[str, int] | None = Field(
+        default=None, description="TensorRT-LLM: draft length by batch size {\"<batch size>\": <draft len>}; each key "
+                                  "ends its band (a batch runs the smallest key >= it, every batch above the largest "
+                                  "runs 0) and the smallest key's length must equal num_speculative_tokens "
+                                  "(max_draft_len)")
 
 
 class Engine(_Strict):
-    kind: EngineKind = Field(description="vllm or sglang")
+    kind: EngineKind = Field(description="vllm, sglang, trtllm (from its source) or llamacpp")
     version: str | None = Field(
         default=None, description="the engine version to run (SGLang < 0.5.18 warns for DSpark, DFlash and "
                                   "MTP)")

@@ -101,9 +101,10 @@ class SglangProfile:
         would be judged on a depth the engine does not run). `_init_adaptive_speculative_params` refuses a
         `--speculative-num-steps` outside the candidate steps. k = steps (top-k 1: one token per step).
         """
-        if speculative.get("num_speculative_tokens_per_batch_size") is not None:
-            raise ValueError("engine.speculative.num_speculative_tokens_per_batch_size is vLLM's; SGLang's depth "
-                             "schedule is engine.speculative.speculative_adaptive (+ speculative_adaptive_config)")
+        for key, owner in (("num_speculative_tokens_per_batch_size", "vLLM"), ("draft_len_schedule", "TensorRT-LLM")):
+            if speculative.get(key) is not None:
+                raise ValueError(f"engine.speculative.{key} is {owner}'s; SGLang's depth schedule is "
+                                 "engine.speculative.speculative_adaptive (+ speculative_adaptive_config)")
         config = speculative.get("speculative_adaptive_config")
         if not speculative.get("speculative_adaptive"):
             if config is not None:

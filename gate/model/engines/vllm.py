@@ -25,7 +25,10 @@ DEFAULT_MEMORY_FRACTION = 0.9  # EngineArgs gpu_memory_utilization (--gpu-memory
 # vLLM 0.32's depth schedule key in --speculative-config (dynamic speculative decoding by batch size), and the
 # SGLang keys a vLLM plan must not carry.
 SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
-FOREIGN_SCHEDULE_KEYS = ("speculative_adaptive", "speculative_adaptive_config")
+# Other engines' schedule keys, by owner: refused by name on a vLLM plan.
+FOREIGN_SCHEDULE_KEYS = {"speculative_adaptive": "SGLang's (--speculative-adaptive)",
+                         "speculative_adaptive_config": "SGLang's (--speculative-adaptive)",
+                         "draft_len_schedule": "TensorRT-LLM's"}
 # Plan methods vLLM spells otherwise in --speculative-config.
 METHOD_NAMES: Mapping[str, str] = {"nextn": "mtp"}
 
@@ -66,7 +69,7 @@ class VllmProfile:
         """
         foreign = [key for key in FOREIGN_SCHEDULE_KEYS if speculative.get(key)]
         if foreign:
-            raise ValueError(f"engine.speculative.{foreign[0]} is SGLang's (--speculative-adaptive); vLLM's depth "
+            raise ValueError(f"engine.speculative.{foreign[0]} is {FOREIGN_SCHEDULE_KEYS[foreign[0]]}; vLLM's depth "
                              f"schedule is engine.speculative.{SCHEDULE_KEY}")
         ranges = speculative.get(SCHEDULE_KEY)
         if ranges is None:

@@ -42,8 +42,8 @@ def test_wrong_type_and_range() -> None:
     p["workload"][0]["concurrency"] = 0
     assert _err(p).startswith("workload[0].concurrency: ")
     p = tiny_plan()
-    p["engine"]["kind"] = "trtllm"
-    assert _err(p) == "engine.kind: must be one of vllm|sglang"
+    p["engine"]["kind"] = "tgi"  # an engine no profile knows
+    assert _err(p) == "engine.kind: must be one of vllm|sglang|trtllm|llamacpp"
 
 
 def test_missing_required() -> None:

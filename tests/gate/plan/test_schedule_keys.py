@@ -94,6 +94,26 @@ def test_sglang_key_on_vllm_and_vllm_key_on_sglang() -> None:
         plan_from_dict(p)
     with pytest.raises(PlanError, match="is vLLM's"):
         plan_from_dict(_sglang(num_steps=3, eagle_topk=1, num_speculative_tokens_per_batch_size=[[1, 2, 3]]))
+    p["engine"]["speculative"] = {"method": "ngram", "num_speculative_tokens": 3, "draft_len_schedule": {"1": 3}}
+    with pytest.raises(PlanError, match="is TensorRT-LLM's"):
+        plan_from_dict(p)
+    with pytest.raises(PlanError, match="is TensorRT-LLM's"):
+        plan_from_dict(_sglang(num_steps=3, eagle_topk=1, draft_len_schedule={"1": 3}))
+
+
+def test_trtllm_draft_len_schedule_plan_bounds_at_max_draft_len() -> None:
+    """TensorRT-LLM's own example shape: {4: 3, 8: 2} with max_draft_len 3 — batches 1-4 run 3, 5-8 run 2,
+    above 8 run 0 (keys end their bands, exporter.schedule.trtllm_schedule); the bound is the deepest, 3."""
+    p = tiny_plan("draft")
+    p["engine"]["kind"] = "trtllm"
+    p["engine"]["speculative"] = {"method": "draft_model", "num_speculative_tokens": 3,
+                                  "draft_len_schedule": {"4": 3, "8": 2}}
+    reading = depth_schedule("trtllm", p["engine"]["speculative"])
+    assert reading.schedule is not None
+    assert [reading.schedule.k_at(b) for b in (1, 4, 5, 8, 9)] == [3, 3, 2, 2, 0]
+    p["engine"]["speculative"]["draft_len_schedule"] = {"4": 2}  # smallest key must run max_draft_len
+    with pytest.raises(ValueError, match="TensorRT-LLM refuses it"):
+        depth_schedule("trtllm", p["engine"]["speculative"])
 
 
 def test_sglang_adaptive_default_tiers_bound_at_the_deepest_candidate() -> None:
