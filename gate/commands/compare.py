@@ -9,7 +9,10 @@ L* = L x TPOT_spec / TPOT_base where the speculative arm's acceptance is known, 
   does_not_pay  significantly slower, or significantly faster but below --min-speedup
   inconclusive  the ranks cannot tell the arms apart (never call this a speedup)
 and crossover_concurrency: interpolated between the last concurrency that pays and the next
-one that does not (null when there is none). Records come from `specgate probe`.
+one that does not (null when there is none). Open-loop cells (`specgate probe --request-rate`) are
+points per (mix, request rate) with their own crossover_request_rate, never mixed with the
+concurrency points; records written by `specgate probe ab` report their pairing (ABBA, how many
+pairs, the median and largest time between paired cells). Records come from `specgate probe`.
 
   specgate compare base.json spec.json --format json --min-speedup 1.1
 
