@@ -443,8 +443,10 @@ class Campaign:
             widths = sorted({min(c, client_ceiling.MAX_CEILING_CONCURRENCY) for m in mixes
                              for c, _ in cfg.points_of(m)})
             self.ceiling = client_ceiling.measure(widths)
-            progress("client ceiling (null engine on loopback): " + ", ".join(
-                f"c={p.concurrency} {p.tokens_per_second:,.0f} tok/s" for p in self.ceiling.points))
+            progress("client ceiling (null engine on loopback; received, and what the null engine sent): " + ", ".join(
+                f"c={p.concurrency} {p.tokens_per_second:,.0f} tok/s"
+                + (f" (sent {p.server_tokens_per_second:,.0f})" if p.server_tokens_per_second is not None else "")
+                for p in self.ceiling.points))
         warmed: list[RequestResult] = []
         for mix in mixes:
             if cfg.warmup_requests:
@@ -556,7 +558,7 @@ def probe_ab(cfgs: tuple[ProbeConfig, ProbeConfig], request: MixRequest, partner
     ceiling and warm-up once; then per repetition r both arms' cells, baseline first for odd r and speculative
     first for even r (ABBA: a drift linear in time weighs on both arms alike), all inside one `--time-limit`.
     The records carry `pairing` (order, the other record's file name) and each cell `pair_apart_seconds`."""
-    base_cfg, spec_cfg = cfgs
+    base_cfg = cfgs[0]  # its repetitions and time limit rule the run (both arms get the same flags)
     stop_at = time.monotonic() + base_cfg.time_limit
     wanted = wanted_mixes(request)
     for cfg in cfgs:
