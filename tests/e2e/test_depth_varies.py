@@ -15,9 +15,9 @@ server:
 0. idle after start: a real Prometheus scrapes two exporters of the engine (one told the schedule with
    `--speculative-config`, one not) with the mixin's rules rendered with `speculationOffWindow`/
    `speculationOffFor` shortened (OFF_WINDOW/OFF_FOR); `SpecgateSpeculationOff` must stay silent;
-1. concurrency 1 (sequential requests): every step runs batch 1, so every draft is k_at(1) tokens;
-2. concurrency 4: the batch is 4 except while requests arrive (a step or two at batch 1-2, where the
-   schedule gives its larger k): the mean is k_at(4) within 10 %, and equals Δdraft_tokens / Δdrafts of the
+1. concurrency 1 (one request): every step runs batch 1, so every draft is k_at(1) tokens;
+2. concurrency 4 (four requests at once): the batch is 4 except while they arrive (a few steps at batch 1-3,
+   where the schedule gives k = 3): the mean is k_at(4) within 10 %, and equals Δdraft_tokens / Δdrafts of the
    engine's own counters exactly;
 3. concurrency 8 held for twice (window + for), at least twice for: eight streaming requests sent at once keep
    the batch at 8, where the schedule gives k = 0: no drafts, so the alert fires (warning on the exporter told
@@ -30,7 +30,7 @@ previous phase ended and before this one began.
 
 SGLang 0.5.23 (CPU), the EAGLE3 arm plus `--speculative-adaptive` (default tiers; topk 1): the random head
 accepts nothing, so the adaptive policy lowers `spec_num_steps` from 3 to 1 within a few requests
-(reference run: three 48-token requests; tests/fixtures/sglang/0.5.23 and the issue's notes); the
+(issue 22's reference run: within three 48-token requests); the
 exporter's `specgate_spec_num_steps` must follow and `specgate_spec_depth_varies` say 1.
 
 Suffix decoding (the `suffix` arm, test_vllm_arms.py) adds its depth assertion there: no start-up here.
@@ -72,10 +72,11 @@ IDLE_SECONDS = OFF_WINDOW_SECONDS + OFF_FOR_SECONDS + 2  # long enough that the 
 DEPTH_TOLERANCE = 0.10  # issue 22: the mean depth follows the schedule within 10 %
 # Traffic per measured phase (temperature 0, ignore_eos, harness.PROMPTS): `concurrency` requests sent at once,
 # one round. One round, because vLLM picks k by the number of requests *scheduled in a step*: a request
-# arriving while others decode gives steps of a smaller batch (seen here: bursts of k = 1 and 3 drafts with eight
-# request loops running and the running gauge at 8), and requests finishing apart leave a tail of small batches
-# (two rounds of four at once read 1.45 tokens per draft against the band's 1). Requests sent together are
-# prefilled together and, with ignore_eos and the same max_tokens, finish in the same step.
+# arriving while others decode gives steps of a smaller batch (seen here: bursts of up to 205 drafts a second
+# with eight request loops running, the running gauge at 8 and the schedule's k = 0 from batch 6), and requests
+# finishing apart leave a tail of small batches (two rounds of four at once read 1.45 tokens per draft against
+# the band's 1). Requests sent together are prefilled together and, with ignore_eos and the same max_tokens,
+# finish in the same step.
 # name -> (concurrency, max_tokens). The arrivals' few steps at batch 1-3 run the schedule's k = 3 (measured: 1.065
 # tokens per draft at concurrency 4 with 192 tokens a request); longer requests dilute them.
 PHASES = {"c1": (1, 128), "c4": (4, 384)}
