@@ -29,7 +29,7 @@ its partner were measured (`pair_apart_seconds`) and `compare` reports the pairi
 Open loop: `--request-rate R[,R...]` sends each cell's requests at Poisson arrival times (R per second,
 seeded by `--seed`, the same times in both arms; the seed and the times are recorded) besides or instead of
 `--concurrency`; `compare` reports those points per rate and `crossover_request_rate`. Before the first cell
-the probe measures its own client's ceiling against a null engine on loopback (about a second); a cell whose
+the probe measures its own client's ceiling against a null engine on loopback (one warm-up request, then the median of 3 trials per concurrency: under a second); a cell whose
 rate is within 2x of it is marked client-bound and is no evidence (`--no-client-ceiling` skips it; then no
 cell is assessed).
 
@@ -38,8 +38,10 @@ tokenizer where it has `/tokenize`), or `--plan PLAN` (its workload mixes; `--mi
 some; without --concurrency each mix runs at its own concurrency), or `--prompts FILE.jsonl`
 (your own traffic: one {"prompt": ..., "mix"?: ..., "max_tokens"?: ...} per line).
 Two engines measured one after the other see different machine load (a shared machine drifts by
-more than many speedups): keep both up and alternate, `--repetitions 1 --append` per turn, so the
-drift spreads over both arms (`--append` adds the cells to FILE's record of the same arm, engine,
+more than many speedups): keep both up and run `specgate probe ab --baseline-url U1 --speculative-url U2
+--out-baseline F1 --out-speculative F2 ...`, which interleaves the arms ABBA per repetition (warm-up once
+per arm) and records how far apart each pair was measured; by hand, alternate `--repetitions 1 --append`
+per turn, so the drift spreads over both arms (`--append` adds the cells to FILE's record of the same arm, engine,
 model and mix, numbering repetitions on). The probe must be the engine's only client while it
 runs. It is bounded, and the bounds are checked before anything is sent: a campaign needing more
 than --max-requests requests, or cells of fewer --requests than their concurrency, is refused
@@ -50,6 +52,9 @@ It believes nothing the engine reports without a check: with ignore_eos each req
 usage.completion_tokens must equal --output-tokens and the token ids it streamed (a request that
 breaks this failed, it is never output), and each cell's tokens must be held by the engine's own
 generation counter over the cell (else exit 3, no record). Progress goes to stderr.
+
+Results of `vllm bench serve --save-result --save-detailed` or AIPerf become probe records with
+`specgate probe import --from vllm-bench|aiperf FILE...` (see `specgate probe import --help`).
 
 Exit codes: 0 record written, 3 invalid input or an engine that could not be probed (one line
 on stderr; no record is written).
