@@ -12,7 +12,8 @@ the cache is split per slot, 512 cells each, and /props says n_ctx 512 x total_s
   draft      `--spec-type draft-simple --spec-draft-model draft.gguf --spec-draft-n-max 3` (a separate random
              draft: the two models practically never agree)
   draftself  the target as its own draft (greedy: every draft accepted, L = 4 = 1 + k)
-  ngram      `--spec-type ngram-simple --spec-draft-n-max 3` (prompt lookup, no drafter)
+  ngram      `--spec-type ngram-simple --spec-ngram-simple-size-n 3 --spec-ngram-simple-size-m 3
+             --spec-draft-n-max 3` (prompt lookup of 3-grams, no drafter)
 """
 
 from __future__ import annotations
@@ -84,7 +85,9 @@ def arm_flags(arm: str, models: Path, draft_n_max: int = DRAFT_N_MAX) -> list[st
         draft = models / ("draft.gguf" if arm == "draft" else "target.gguf")
         return ["--spec-type", "draft-simple", "--spec-draft-model", str(draft), "--spec-draft-n-max", str(draft_n_max)]
     if arm == "ngram":
-        return ["--spec-type", "ngram-simple", "--spec-draft-n-max", str(draft_n_max)]
+        # lookup 3-grams (the default 12 never matches in 64 tokens), draft m-grams of k
+        return ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3",
+                "--spec-ngram-simple-size-m", str(draft_n_max), "--spec-draft-n-max", str(draft_n_max)]
     raise ValueError(f"unknown llama.cpp arm {arm!r}; expected one of {', '.join(ARMS)}")
 
 

@@ -120,7 +120,9 @@ def test_specgate_probe_runs_against_llama_server(live: LiveArm, tmp_path: Path)
                         "--repetitions", "1"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     rec = json.loads(out.read_text())
-    assert rec["arm"] == "speculative" and rec.get("runs"), rec
+    assert rec["arm"] == "speculative" and rec["engine"] == "llamacpp", rec
+    (cell,) = rec["cells"]
+    assert cell["failed_requests"] == 0 and cell["output_tokens"] > 0, cell
 
 
 def plan(live: LiveArm, models: Path, tmp: Path, target_l: float) -> Path:
