@@ -4,8 +4,8 @@ Expected numbers and where they come from:
 - pool: `--max-total-tokens 8192` (the launch) caps every arm; SGLang reports the allocation
   as `sglang:max_total_num_tokens` and `/server_info` `max_total_num_tokens`, and the gate
   predicts min(8,192, KV budget // cell), the budget from the engine's start-up log.
-- acceptance: SGLang's counters, L = Δgeneration_tokens_total / Δspec_verify_calls_total
-  (sglang_live.acceptance_between); per request, `/generate` `meta_info`.
+- acceptance: SGLang's counters, decode-only L = (Δgeneration_tokens_total − Δnum_requests_total) /
+  Δspec_verify_calls_total (sglang_live.acceptance_between); per request, `/generate` `meta_info`.
 - greedy outputs: every speculative arm must produce exactly the no-speculation arm's text
   (temperature 0; speculation does not change greedy output): conftest's `sglang_baseline`.
 """

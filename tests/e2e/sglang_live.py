@@ -16,9 +16,12 @@ arms add `--speculative-algorithm NGRAM --speculative-num-draft-tokens 4`, or
 
 SGLang's acceptance (its own definitions; docs/design.md "Derived quantities"): one verify
 call is one draft round; `spec_verify_calls_total` and `generation_tokens_total` are counted
-when a request finishes, so L = Δgeneration / Δverify calls and accepted = Δgeneration −
-Δverify calls. Per request, `/generate` `meta_info` carries `spec_verify_ct` and
-`spec_accept_length` = completion_tokens / spec_verify_ct.
+when a request finishes (with `num_requests_total`), so L is decode-only, vLLM's definition (design.md
+"SGLang's L": each request's first token comes from prefill, not from a verify call):
+L = (Δgeneration − Δrequests) / Δverify calls and accepted = Δgeneration − Δrequests − Δverify calls.
+Per request, `/generate` `meta_info` carries `spec_verify_ct` and SGLang's own
+`spec_accept_length` = completion_tokens / spec_verify_ct (prefill token included); the gate's parser
+reads (completion_tokens − 1) / spec_verify_ct.
 """
 
 from __future__ import annotations
@@ -167,12 +170,17 @@ def acceptance_between(before: SGLangCounters, after: SGLangCounters) -> dict[st
         return None
     v = after.verify_calls - (before.verify_calls or 0.0)
     g = (after.generation_tokens or 0.0) - (before.generation_tokens or 0.0)
-    if v <= 0:
+    if v <= 0 or after.requests is None:
         return None
+    # decode-only, vLLM's definition (design.md "SGLang's L"): each finished request's first token came from
+    # prefill, not from a verify call, so it is taken out of the accepted tokens
+    n = after.requests - (before.requests or 0.0)
     k = after.num_draft_tokens or 0.0
     draft_tokens = v * (k - 1) if k > 1 else None
-    return {"drafts": v, "generation": g, "accepted": g - v, "L": g / v, "draft_tokens": draft_tokens or 0.0,
-            "rate": (g - v) / draft_tokens if draft_tokens else float("nan")}
+    accepted = g - n - v
+    return {"drafts": v, "generation": g, "requests": n, "accepted": accepted, "L": (g - n) / v,
+            "draft_tokens": draft_tokens or 0.0,
+            "rate": accepted / draft_tokens if draft_tokens else float("nan")}
 
 
 @dataclass(frozen=True)

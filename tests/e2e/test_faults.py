@@ -90,7 +90,7 @@ CASES = {
     "vllm": Case(VLLM, "draftself", _vllm_plan, _vllm_gate_traffic, 120, {}, True,
                  lambda c: (c.drafts, c.accepted)),
     "sglang": Case(SGLANG, "ngram", _sglang_plan, _sglang_gate_traffic, 180, {"tag": "restarted"}, False,
-                   lambda c: (c.verify_calls, c.generation_tokens - c.verify_calls)),
+                   lambda c: (c.verify_calls, c.generation_tokens - c.requests - c.verify_calls)),  # decode-only
 }
 
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import pytest
 import sglang_checks as sc
-from harness import SPECGATE
-from sglang_live import SPECULATIVE_ARMS, acceptance_between, arm_fixture
+from harness import SPECGATE, sample_value
+from sglang_live import SPECULATIVE_ARMS, WINDOW_LABEL, acceptance_between, arm_fixture
 
 live = arm_fixture(SPECULATIVE_ARMS, requires=("sglang_baseline",))
 
@@ -69,6 +69,23 @@ def test_window_acceptance_equals_engine_counters(live):
 
 def test_per_request_meta_info_adds_up_to_the_counters(live):
     sc.assert_per_request_meta_adds_up_to_counters(live)
+
+
+def test_a_drafter_accepting_nothing_reads_one(live):
+    """Issue 23 item 6: the random-weight drafters (standalone, EAGLE3) accept nothing, so decode-only L is 1.000
+    ± 0.005 in the exporter's window and per request through the gate's parser (SGLang's own definition, the
+    prefill token counted, read 1.021-1.032 here). ngram accepts: its L must stay above 1."""
+    from gate.probe.per_request import sglang_request_acceptance
+
+    window = sample_value(live.reading, "specgate_spec_acceptance_length", window=WINDOW_LABEL)
+    per_request = [sglang_request_acceptance(r["meta_info"]) for r in live.traffic.responses]
+    assert per_request and all(p is not None for p in per_request), per_request
+    if live.arm == "ngram":
+        assert window is not None and window > 1.0
+        return
+    assert window == pytest.approx(1.0, abs=0.005), window
+    for p in per_request:
+        assert p is not None and p.acceptance_length == pytest.approx(1.0, abs=0.005), p
 
 
 def test_greedy_output_equals_no_speculation(live, sglang_baseline):
