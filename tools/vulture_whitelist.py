@@ -55,6 +55,9 @@ _.fraction_source  # gate/bill/gpu_memory.GpuMemoryBill: where the memory fracti
 _.below_slo_share, _.min_acceptance_length  # gate/evidence/fleet/table.py: the fleet table's summary columns
 _.last_error  # exporter/state.ExporterState: the last scrape error, for a reader of the state (tests, a debugger)
 
+# ---- plan keys the engines' profiles read from `engine.speculative.model_dump()` (gate/model/engines/*.depth_schedule)
+_.num_speculative_tokens_per_batch_size, _.speculative_adaptive, _.draft_len_schedule  # gate/plan/model.py
+
 # ---- an argument a caller passes by position or keyword: the signature is socket.create_connection's
 _.source_address  # exporter/scrape.deadline_connection
 
