@@ -68,6 +68,17 @@ SGLANG_FILES = {
     "drafter-config.json": _config("eagle3__specforge__llama3-8B-eagle3.json"),
 }
 
+# A llama.cpp draft-model rollout (llama-server b11434's --spec-* flags; the pool is --ctx-size = 512 x 4 slots).
+LLAMACPP_SPEC = {"type": "draft-simple", "draft_model": "/models/draft.gguf", "draft_n_max": 3}
+LLAMACPP_PLAN = {
+    "name": "qwen3-8b-llamacpp-ngram",
+    "target": {"name": "Qwen/Qwen3-8B", "config": "target-config.json"},
+    "engine": {"kind": "llamacpp", "speculative": {"method": "ngram", "num_speculative_tokens": 3},
+               "configured_max_total_tokens": 2048},
+    "workload": [{"name": "chat", "concurrency": 4, "prompt_tokens": 256, "output_tokens": 128}],
+    "slo": {"target_acceptance_length": 2.0, "min_windows": 3},
+}
+
 # The values matrix. Each case renders with and without the monitoring.coreos.com/v1 API.
 CASES: dict[str, dict[str, Any]] = {
     "defaults": {},
@@ -95,6 +106,11 @@ CASES: dict[str, dict[str, Any]] = {
         "commonLabels": {"team": "llm-serving"},
         "serve": {"enabled": True, "token": {"existingSecret": "gate-token", "key": "token"}},
         "gate": {"plan": NGRAM_PLAN, "planFiles": NGRAM_FILES},
+    },
+    "llamacpp": {
+        "engine": {"kind": "llamacpp", "model": "/models/target.gguf", "servedModelName": "tiny", "port": 8080,
+                   "maxModelLen": 512, "speculativeConfig": LLAMACPP_SPEC},
+        "gate": {"plan": LLAMACPP_PLAN, "planFiles": NGRAM_FILES},
     },
     "hook-off": {
         "engine": {"speculativeConfig": NGRAM_SPEC},
