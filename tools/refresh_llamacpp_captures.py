@@ -49,7 +49,7 @@ def record_arm(arm: str, models: Path, out: Path) -> dict[str, object]:
                               "accepted_per_position": list(c.accepted_per_position),
                               "generation_tokens": c.generation_tokens, "pool_tokens": c.pool_tokens}
         return {"arm": arm, "health_seconds": start, "flags": ll.arm_flags(arm, models), "counters": counters,
-                "kv_caches": eng.kv_caches()}
+                "slots_logged": eng.slots_logged()}
     finally:
         eng.stop()
 

@@ -13,9 +13,15 @@ None); `/metrics` is served only with `--metrics`.
   `common_speculative_n_max`, i.e. `--spec-draft-n-max` positions). Every round emits its accepted drafts
   plus one token of the target, so L = 1 + accepted / drafts (`exporter.formulas`), vLLM's definition —
   the server's own log line (`mean len = 1 + accepted / verif steps`) says the same. The counters move when a
-  request finishes, not while it runs. A server without speculation still writes the three totals as 0 and
-  no per-position family: the stream speculates only when a round was counted or `/props` names a
-  speculative type (`default_generation_settings.params["speculative.types"]` not "none").
+  request finishes, not while it runs. Every server writes the three totals, 0 without speculation, and
+  they are read as the values they are: a stream whose counters appeared only at its first round would be
+  counted from that page (the exporter counts from its first sight of a value when the page has no start
+  time), and the rounds before it lost — seen on the real draft arm, 496 drafts counted as 0. So a server
+  without speculation shows spec counters at 0 and no L (no drafts); which servers speculate is in
+  `GET /slots` (`"speculative": true` per slot), a JSON list the side-endpoint reader does not hand over.
+  `/props` names no type either: its
+  `default_generation_settings.params["speculative.types"]` read "none" on the draft-model capture too (the
+  default task's, not the server's), so a type other than "none" is taken, "none" is not read as "off".
 - Tokens: `prompt_tokens_total` (prompt tokens processed, cached ones excluded), `tokens_predicted_total`
   (generated). Queue: `requests_processing` (busy slots), `requests_deferred` (waiting for a slot).
 - Pool (allocated), from `GET /props`: `default_generation_settings.n_ctx` is one slot's context
@@ -85,7 +91,8 @@ def side_info_from(props: Mapping[str, Any], models: Mapping[str, Any]) -> SideI
 
     pool = `default_generation_settings.n_ctx` (one slot) × `total_slots`; the context cap = the slot's
     n_ctx, keyed by the served model name; version = `build_info` (`build_version`); speculative type =
-    `default_generation_settings.params["speculative.types"]` (None when "none")."""
+    `default_generation_settings.params["speculative.types"]` when it names one (b11434 reads "none" there
+    whatever the server runs: module docstring)."""
     gen = props.get("default_generation_settings")
     gen = gen if isinstance(gen, Mapping) else {}
     n_ctx, slots = _whole(gen.get("n_ctx")), _whole(props.get("total_slots"))
@@ -131,8 +138,8 @@ class LlamacppAdapter:
                                    "llama-server b11434 CPU captures (tests/golden/llamacpp-*.prom)")
 
     def side_info(self, get_json: GetJson) -> SideInfo:
-        """`GET /props` (slots, slot context, build, speculative type); `GET /v1/models` only when `/props`
-        names no model alias."""
+        """`GET /props` (slots, slot context, build); `GET /v1/models` only when `/props` names no model alias.
+        (`GET /slots` says whether a slot speculates, but it is a JSON list and `GetJson` hands over objects only.)"""
         props = get_json("/props") or {}
         models = {} if isinstance(props.get("model_alias"), str) and props.get("model_alias") else \
             (get_json("/v1/models", v1=True) or {})
@@ -161,9 +168,8 @@ class LlamacppAdapter:
             slots = side.max_total_num_tokens // side.context_length if side.context_length else None
             hints.append(f"llamacpp: pool = n_ctx per slot {side.context_length} x total_slots {slots} from /props "
                          "(a split KV cache, explicit --parallel; a unified cache would be overstated by the slots)")
-        rounds = (v[DRAFTS] or 0.0) + (v[DRAFT_TOKENS] or 0.0)
         spec = None
-        if rounds > 0 or per_pos or side.speculative is not None:
+        if v[DRAFTS] is not None or v[DRAFT_TOKENS] is not None or per_pos or side.speculative is not None:
             spec = SpecCounters(drafts=v[DRAFTS], draft_tokens=v[DRAFT_TOKENS], accepted_tokens=v[ACCEPTED],
                                 accepted_per_position=tuple(per_pos.get(i, 0.0) for i in range(max(per_pos) + 1))
                                 if per_pos else ())

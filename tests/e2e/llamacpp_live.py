@@ -54,8 +54,9 @@ SLIDING_WINDOW_SECONDS = 30
 TRAFFIC_REQUESTS = 8
 TRAFFIC_MAX_TOKENS = 64
 TRAFFIC_CONCURRENCY = 4
-# the server's own log line for each KV cache it allocates (src/llama-kv-cache.cpp, b11434)
-KV_LINE = re.compile(r"llama_kv_cache: size = +([0-9.]+) MiB \( *(\d+) cells, +(\d+) layers")
+# the server's own start-up line (tools/server/server-context.cpp load_model, b11434; printed at the default
+# verbosity, unlike libllama's per-cache "llama_kv_cache: size = ..." lines)
+SLOTS_LINE = re.compile(r"initializing, n_slots = (\d+), n_ctx_slot = (\d+), kv_unified = '(\w+)'")
 
 
 def ensure_llamacpp() -> Path:
@@ -136,9 +137,10 @@ class LlamacppProcess(EngineProcess):
     def counters(self) -> LlamacppCounters:
         return LlamacppCounters.parse(self.metrics_text(), self.props())
 
-    def kv_caches(self) -> list[tuple[float, int, int]]:
-        """(MiB, cells, layers) of each KV cache the server logged: the target's, then the draft context's."""
-        return [(float(m), int(c), int(n)) for m, c, n in KV_LINE.findall(self.log_path.read_text(errors="replace"))]
+    def slots_logged(self) -> tuple[int, int, str] | None:
+        """(slots, cells per slot, kv_unified) as the server logged them at start."""
+        m = SLOTS_LINE.search(self.log_path.read_text(errors="replace"))
+        return (int(m.group(1)), int(m.group(2)), m.group(3)) if m else None
 
 
 def start_arm(arm: str, model_dir: Path, port: int | None = None, python: Path | None = None,

@@ -103,14 +103,15 @@ def test_counters_map_to_the_contract() -> None:
     assert snap.process_start_time is None
 
 
-def test_no_speculation_is_no_spec_stream() -> None:
-    # a server without speculation writes the three totals as 0 and no per-position family
-    props = {**PROPS, "default_generation_settings": {"n_ctx": 512, "params": {"speculative.types": "none"}}}
-    (s,) = snapshot_from_text(page(prompt=5, predicted=9), timestamp=1.0, side=side_info_from(props, {})).streams
+def test_zero_spec_counters_are_values() -> None:
+    # every llama-server writes the three totals (0 without speculation): read as values, so the exporter's
+    # count starts at the first page, not at the first round (the real draft arm lost 496 drafts otherwise)
+    (s,) = snapshot_from_text(page(prompt=5, predicted=9), timestamp=1.0, side=side_info_from(PROPS, {})).streams
+    assert s.spec is not None and (s.spec.drafts, s.spec.draft_tokens, s.spec.accepted_tokens) == (0.0, 0.0, 0.0)
+    # a page without them (not b11434's shape): no spec stream
+    bare = "\n".join(x for x in page(prompt=5).splitlines() if "spec_decode" not in x) + "\n"
+    (s,) = snapshot_from_text(bare, timestamp=1.0, side=side_info_from({}, {})).streams
     assert s.spec is None
-    # a speculating server before its first finished request: /props names the type, the zeros are values
-    (s,) = snapshot_from_text(page(prompt=5), timestamp=1.0, side=side_info_from(PROPS, {})).streams
-    assert s.spec is not None and s.spec.drafts == 0.0
 
 
 def test_side_info_from_props() -> None:
@@ -209,4 +210,5 @@ def test_captured_nospec_has_no_acceptance() -> None:
     if "nospec" not in ARMS:
         pytest.skip("no nospec capture")
     golden = (GOLDEN / "llamacpp-nospec.prom").read_text()
-    assert "specgate_spec_acceptance" not in golden and "specgate_spec_drafts_total" not in golden
+    assert "specgate_spec_acceptance_length{" not in golden  # no drafts, no L
+    assert 'specgate_spec_drafts_total{engine="llamacpp",model="tiny",rank=""} 0.0' in golden
