@@ -57,14 +57,17 @@ from harness import PROMPTS, SPECGATE, Samples, log, parse_samples, sample_value
 
 from exporter.schedule import DepthSchedule, sglang_adaptive_schedule, vllm_schedule
 
-SCRAPE_SECONDS = 1.0
+SCRAPE_SECONDS = 0.5  # the exporters' engine scrapes and Prometheus' scrapes and rule evaluations
 DEPTH_WINDOW_SECONDS = 15  # the exporter's sliding window: each measured phase must fit inside it
 DEPTH_WINDOW = f"{DEPTH_WINDOW_SECONDS}s"
 PHASE_GAP_SECONDS = 3.0  # idle between phases: the next window's start snapshot is taken in the gap
 K_MAX = 3  # num_speculative_tokens of the draft arm (vllm_live.NUM_SPECULATIVE_TOKENS)
-# The mixin's SpecgateSpeculationOff shortened for the live run (the shipped defaults are 5m / 10m).
-OFF_WINDOW_SECONDS = 4
-OFF_FOR_SECONDS = 8
+# The mixin's SpecgateSpeculationOff shortened for the live run (the shipped defaults are 5m / 10m): firing needs
+# about window + for after the last draft, and the hold is capped by the context (HOLD_MAX_TOKENS: 16 s on a quiet
+# machine, where 4 s / 8 s fired too late to be seen; 2 s / 4 s fired 7.2 s into the hold). A 3 s rate window
+# holds 6 scrapes of 0.5 s, so a slow scrape on a loaded machine does not empty it.
+OFF_WINDOW_SECONDS = 3
+OFF_FOR_SECONDS = 4
 # The k = 0 traffic is held for twice what firing needs (the window since the last draft, then for:), or until the
 # first request reaches the context cap (HOLD_MAX_TOKENS); it must have lasted at least twice for:.
 HOLD_SECONDS = 2 * (OFF_WINDOW_SECONDS + OFF_FOR_SECONDS)
@@ -248,7 +251,7 @@ class Prometheus:
 
 
 def _start_prometheus(work: Path, targets: dict[str, int]) -> Prometheus:
-    """Prometheus on a free loopback port, scraping each exporter (job = its name) every second with the mixin's
+    """Prometheus on a free loopback port, scraping each exporter (job = its name) every SCRAPE_SECONDS with the mixin's
     rules rendered with SpecgateSpeculationOff's window and for: shortened (tests.observability.sources)."""
     from tests.observability.live_stack import PrometheusAPI
     from tests.observability.sources import find_tool, render_rules
@@ -261,7 +264,8 @@ def _start_prometheus(work: Path, targets: dict[str, int]) -> Prometheus:
     scrape = "".join(f"  - job_name: {job}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
                      for job, port in targets.items())
     config = work / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+    every = f"{int(SCRAPE_SECONDS * 1000)}ms"
+    config.write_text(f"global:\n  scrape_interval: {every}\n  scrape_timeout: {every}\n  evaluation_interval: {every}\n"
                       f"rule_files:\n  - {rules}\nscrape_configs:\n{scrape}")
     port = harness.free_port()
     (work / "tsdb").mkdir()
@@ -458,6 +462,8 @@ def test_speculation_off_fires_at_k0(schedule_run):
     running = [sample_value(p, "specgate_requests_running") for p in steady]
     assert running and set(running) == {float(HOLD_CONCURRENCY)}, running
     assert {sample_value(p, "specgate_spec_depth_scheduled") for p in steady} == {0.0}
+    drafts = [sample_value(p, "specgate_spec_drafts_total") for p in steady]
+    assert drafts[0] == drafts[-1], drafts  # k = 0 at batch 8: vLLM proposed nothing once all eight were running
     assert run.hold_end - run.hold_start >= 2 * OFF_FOR_SECONDS
     assert set(run.first_firing) == {"told:warning", "plain:critical"}, run.first_firing
     assert {(a["labels"]["job"], a["labels"]["severity"]) for a in run.firing_at_end} == \
