@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from exporter.engines.base import ENGINE_KINDS
 from exporter.exits import EXIT_INVALID, EXIT_OK
 
 REPLAY_DESCRIPTION = (
@@ -35,7 +36,7 @@ def add_exporter_commands(parser: argparse.ArgumentParser) -> None:
     src = once.add_mutually_exclusive_group(required=True)
     src.add_argument("--engine-url", help="engine base URL or its /metrics URL, e.g. http://127.0.0.1:8000")
     src.add_argument("--from-file", type=Path, help="a recorded /metrics page")
-    once.add_argument("--engine", choices=["auto", "vllm", "sglang", "llamacpp"], default="auto",
+    once.add_argument("--engine", choices=["auto", *ENGINE_KINDS], default="auto",
                       help="engine kind (default: detect from metric prefixes)")
     once.add_argument("--format", choices=["json", "prom"], default="json",
                       help="json: normalised snapshot; prom: the specgate_* exposition of this one scrape")
@@ -51,7 +52,7 @@ def add_exporter_commands(parser: argparse.ArgumentParser) -> None:
     win.add_argument("--seconds", type=float, default=None,
                      help="window length in seconds (decode rate); default: unknown unless the files say")
     win.add_argument("--min-drafts", type=float, default=1, help="fewer drafts than this: no acceptance value (default 1)")
-    win.add_argument("--engine", choices=["auto", "vllm", "sglang", "llamacpp"], default="auto")
+    win.add_argument("--engine", choices=["auto", *ENGINE_KINDS], default="auto")
     win.add_argument("--format", choices=["json"], default="json")
     win.set_defaults(func=cmd_window)
 

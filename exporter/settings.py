@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from exporter.engines.base import ENGINE_KINDS, EngineKind
 from exporter.schedule import (
     DepthSchedule,
     sglang_adaptive_schedule,
@@ -52,7 +53,7 @@ class ExporterSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SPECGATE_", extra="ignore")
 
     engine_url: str = Field("http://127.0.0.1:8000", description="engine base URL (or its /metrics URL)")
-    engine: Literal["auto", "vllm", "sglang", "llamacpp"] = Field("auto", description="engine kind; auto detects from prefixes")
+    engine: Literal["auto"] | EngineKind = Field("auto", description="engine kind; auto detects from prefixes")
     engine_api_key: SecretStr | None = Field(None, description="bearer token sent to the engine's /v1/* endpoints")
     listen: str = Field("127.0.0.1:9479", description="HOST:PORT to serve /metrics and /healthz on")
     scrape_interval: float = Field(5.0, gt=0, description="seconds between engine scrapes")
@@ -113,7 +114,7 @@ class ExporterSettings(BaseSettings):
 
 _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("engine_url", {"metavar": "URL"}),
-    ("engine", {"choices": ["auto", "vllm", "sglang", "llamacpp"]}),
+    ("engine", {"choices": ["auto", *ENGINE_KINDS]}),
     ("listen", {"metavar": "HOST:PORT"}),
     ("scrape_interval", {"metavar": "DURATION"}),
     ("scrape_timeout", {"metavar": "DURATION"}),

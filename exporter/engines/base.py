@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, get_args
 
 EngineKind = Literal["vllm", "sglang", "trtllm", "llamacpp"]
+# Every engine kind, in the order the CLIs list them (the one list: `--engine` choices, the plan, probe records).
+ENGINE_KINDS: tuple[str, ...] = get_args(EngineKind)
 # Draft positions kept per stream (0..63): deeper ones are dropped and counted (`position_limit`); a page
 # carrying position="3000000" would otherwise make 3,000,001 per-position series.
 MAX_POSITIONS = 64

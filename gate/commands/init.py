@@ -24,6 +24,7 @@ import stat
 import sys
 from pathlib import Path
 
+from exporter.engines.base import ENGINE_KINDS
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_int
 from gate.status import EXIT_PASS, InputError
 
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the target's config.json (or a directory holding one)")
     parser.add_argument("--drafter", type=Path, metavar="CONFIG",
                         help="the drafter's config.json (not for ngram/suffix; not needed for an MTP head in the target)")
-    parser.add_argument("--engine", required=True, choices=("vllm", "sglang"), help="the serving engine")
+    parser.add_argument("--engine", required=True, choices=ENGINE_KINDS, help="the serving engine")
     parser.add_argument("--method", choices=METHODS, metavar="M",
                         help=f"engine.speculative.method: {', '.join(METHODS)} (default: the detected family)")
     parser.add_argument("--num-speculative-tokens", type=positive_int, metavar="K", dest="depth",

@@ -67,6 +67,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from exporter.engines.base import ENGINE_KINDS
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_float, positive_int
 from gate.status import EXIT_PASS, InputError
 
@@ -149,7 +150,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speculative-config", metavar="JSON",
                         help="the engine's speculative config, recorded as is (speculative arm)")
     parser.add_argument("--model", metavar="NAME", help="model name for requests (default: first of /v1/models)")
-    parser.add_argument("--engine", choices=("auto", "vllm", "sglang"), default="auto",
+    parser.add_argument("--engine", choices=("auto", *ENGINE_KINDS), default="auto",
                         help="engine kind of /metrics (default: detect)")
     parser.add_argument("--request-timeout", type=positive_float, default=300.0, metavar="S",
                         help="bound on one request, its whole stream (default 300)")

@@ -28,6 +28,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from exporter.engines.base import ENGINE_KINDS
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_int
 from gate.status import EXIT_PASS, InputError
 
@@ -50,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="tool", required=True, choices=sorted(READERS), help="the tool that wrote them")
     parser.add_argument("--arm", required=True, choices=("baseline", "speculative"), help="what the engine ran")
     parser.add_argument("--out", required=True, metavar="FILE", help="where the probe record (JSON) goes")
-    parser.add_argument("--engine", choices=("vllm", "sglang"),
+    parser.add_argument("--engine", choices=ENGINE_KINDS,
                         help="the engine the runs measured (not in the files; unknown: compare refuses the record)")
     parser.add_argument("--engine-version", metavar="V", help="its version (not in the files)")
     parser.add_argument("--model", metavar="NAME", help="served model name (default: the one the file records)")

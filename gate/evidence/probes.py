@@ -46,6 +46,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from exporter.engines.base import EngineKind
 from gate.inputs.loading import read_text
 from gate.status import InputError
 
@@ -180,7 +181,7 @@ class ProbeRecord(_Strict):
 
     schema_: Literal["specgate.probe/1"] = Field(default=SCHEMA, alias="schema")
     arm: Literal["baseline", "speculative"]
-    engine: Literal["vllm", "sglang"] | None = None
+    engine: EngineKind | None = None
     engine_version: str | None = None
     model: str | None = None
     speculative: dict[str, Any] | None = None

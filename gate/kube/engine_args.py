@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gate.model.engines import profile
+from gate.model.engines import PROFILES, profile
 from gate.plan.model import Plan
 
 
@@ -30,15 +30,22 @@ def speculative_config(plan: Plan) -> dict[str, Any]:
         eagle_topk=spec.eagle_topk, num_draft_tokens=spec.num_draft_tokens)
 
 
-def strip_speculative(args: list[str]) -> list[str]:
-    """The engine args without any `--speculative-*` flag (and its value, `=value` or the next arg)."""
+def strip_speculative(args: list[str], engine: str | None = None) -> list[str]:
+    """The engine args without any of the engine's speculative flags (its profile's
+    `speculative_flag_prefixes`: `--speculative-*` on vLLM and SGLang, `--spec-*` on llama.cpp) and their
+    values (`=value` or the next arg). Without an engine (turning speculation off when the plan could not be
+    read), every profile's prefixes: no engine here has a flag of another's speculative spelling."""
+    if engine is None:
+        prefixes = tuple(p for prof in PROFILES.values() for p in prof.speculative_flag_prefixes)
+    else:
+        prefixes = profile(engine).speculative_flag_prefixes
     out: list[str] = []
     skip = False
     for i, a in enumerate(args):
         if skip:
             skip = False
             continue
-        if a.startswith("--speculative-") or a.startswith("--speculative_"):
+        if a.startswith(prefixes):
             nxt = args[i + 1] if i + 1 < len(args) else None
             skip = "=" not in a and nxt is not None and not nxt.startswith("--")
             continue
@@ -48,4 +55,4 @@ def strip_speculative(args: list[str]) -> list[str]:
 
 def with_speculative(args: list[str], engine: str, cfg: dict[str, Any]) -> list[str]:
     """The engine args with exactly the plan's speculative flags (any previous ones removed)."""
-    return strip_speculative(args) + profile(engine).speculative_flags(cfg)
+    return strip_speculative(args, engine) + profile(engine).speculative_flags(cfg)

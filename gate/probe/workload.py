@@ -63,10 +63,27 @@ def base_text(index: int, words: int) -> str:
     return " ".join(seq[j % len(seq)] for j in range(words))
 
 
+# The two spellings of a `/tokenize` body: vLLM's and SGLang's `{"model", "prompt"}`, then llama.cpp's
+# `{"content"}` (llama-server b11434 `post_tokenize` reads `content` and answers `{"tokens": []}` to `prompt`).
+TOKENIZE_BODIES: tuple[str, ...] = ("prompt", "content")
+
+
 def tokenize(base_url: str, model: str, text: str, deadline: float,
              api_key: str | None = None) -> list[int] | None:
-    """vLLM's `POST /tokenize` → token ids; None when the engine has no such endpoint. One bounded exchange:
-    by `deadline`, at most `tokenize_bytes(words of text)` of answer (ProbeError otherwise)."""
+    """`POST /tokenize` → token ids; None when the engine has no such endpoint. The OpenAI-style body first;
+    an empty answer to a non-empty text is asked again in llama.cpp's spelling (`TOKENIZE_BODIES`), so no
+    engine name is compared here. Each try is one bounded exchange: by `deadline`, at most
+    `tokenize_bytes(words of text)` of answer (ProbeError otherwise)."""
+    for field in TOKENIZE_BODIES:
+        body = {"model": model, "prompt": text} if field == "prompt" else {"content": text}
+        tokens = _tokenize_once(base_url, body, text, deadline, api_key)
+        if tokens is None or tokens or not text.strip():
+            return tokens
+    return []
+
+
+def _tokenize_once(base_url: str, body: dict[str, str], text: str, deadline: float,
+                   api_key: str | None) -> list[int] | None:
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -74,7 +91,7 @@ def tokenize(base_url: str, model: str, text: str, deadline: float,
     words = text.count(" ") + 1
     try:
         r = fetch(f"{base_url}/tokenize", deadline=deadline, max_bytes=tokenize_bytes(words), method="POST",
-                  headers=headers, body=json.dumps({"model": model, "prompt": text}).encode())
+                  headers=headers, body=json.dumps(body).encode())
         if r.status in (404, 405):
             return None
         if r.status != 200:

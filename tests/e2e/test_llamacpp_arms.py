@@ -108,9 +108,6 @@ def test_pool_is_the_prediction(live: LiveArm, llamacpp_models: Path) -> None:
 
 
 @only("draftself")
-@pytest.mark.xfail(strict=True, reason="gate/probe/workload.tokenize posts vLLM's {model, prompt}; llama-server b11434 "
-                   "reads `content` (server-context.cpp post_tokenize) and answers {tokens: []}: the probe refuses "
-                   "('returns 0 ids however long the text'). Fix belongs to the probe (send `content` too).")
 def test_specgate_probe_runs_against_llama_server(live: LiveArm, tmp_path: Path) -> None:
     out = tmp_path / "probe.json"
     r = subprocess.run([str(SPECGATE), "probe", "--engine-url", live.engine.url, "--arm", "speculative",

@@ -459,3 +459,19 @@ def test_a_plan_that_is_not_a_regular_file_is_refused_at_once(api_client: Any, t
         f.truncate(PLAN_LIMITS.max_bytes + 1)
     with pytest.raises(PlanRequestError, match="-byte limit"):
         make(api_client, big, Script()).resolve("qwen-ngram")
+
+
+def test_llamacpp_speculative_flags_do_not_pile_up_on_a_reconcile() -> None:
+    """llama.cpp's speculative flags are `--spec-*` (its profile's speculative_flag_prefixes): adding the plan's
+    flags twice leaves one set, and turning speculation off without a plan strips them too."""
+    from gate.kube.engine_args import with_speculative
+
+    base = ["-m", "/models/t.gguf", "--parallel", "4", "--ctx-size", "2048"]
+    cfg = {"draft-n-max": 3, "type": "draft"}
+    once = with_speculative(base, "llamacpp", cfg)
+    assert with_speculative(once, "llamacpp", cfg) == once
+    assert once[:len(base)] == base and "--spec-draft-n-max" in once
+    assert strip_speculative(once, "llamacpp") == base
+    assert strip_speculative(once) == base  # no plan: every engine's prefixes
+    assert strip_speculative(["--model", "m", "--speculative-config", "{}"], "llamacpp") == [
+        "--model", "m", "--speculative-config", "{}"]  # llama.cpp has no --speculative-* flag to strip

@@ -209,3 +209,9 @@ class EngineProfile(Protocol):
     def speculative_flags(self, cfg: Mapping[str, Any]) -> list[str]:
         """The command-line flags that carry `cfg` (`speculative_config`'s result)."""
         ...
+
+    @property
+    def speculative_flag_prefixes(self) -> tuple[str, ...]:
+        """The prefixes of every flag `speculative_flags` may write: the controller strips them before it adds
+        the plan's (`gate.kube.engine_args.strip_speculative`), so flags never pile up on a reconcile."""
+        ...

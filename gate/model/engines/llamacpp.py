@@ -48,6 +48,7 @@ DEFAULT_DRAFT_MAX = 3  # common_params_speculative_draft.n_max
 class LlamacppProfile:
     kind: str = "llamacpp"
     name: str = "llama.cpp"
+    speculative_flag_prefixes: tuple[str, ...] = ("--spec-", "--spec_")
     default_memory_fraction: float | None = None
     memory_fraction_note: str = ("engine.memory_fraction not given: llama.cpp has none; its KV is --ctx-size cells "
                                  "(engine.configured_max_total_tokens), whatever the memory")

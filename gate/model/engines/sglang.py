@@ -72,6 +72,7 @@ def _n(x: int | None) -> str:
 class SglangProfile:
     kind: str = "sglang"
     name: str = "SGLang"
+    speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
     default_memory_fraction: float | None = None
     memory_fraction_note: str = ("engine.memory_fraction not given: SGLang has no fixed --mem-fraction-static "
                                  "default (it computes one from the GPU's memory and the parallelism at start), so "

@@ -49,6 +49,7 @@ def _thresholds(raw: Any) -> dict[int, int]:
 class TrtllmProfile:
     kind: str = "trtllm"
     name: str = "TensorRT-LLM"
+    speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
     # kv_cache_config.free_gpu_memory_fraction is a share of the memory left after the model loads, not of the
     # device: the bill's usable = device memory × fraction would be wrong with it, so no default is used
     default_memory_fraction: float | None = None

@@ -37,6 +37,7 @@ METHOD_NAMES: Mapping[str, str] = {"nextn": "mtp"}
 class VllmProfile:
     kind: str = "vllm"
     name: str = "vLLM"
+    speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
     default_memory_fraction: float | None = DEFAULT_MEMORY_FRACTION
     memory_fraction_note: str = ("engine.memory_fraction not given: vLLM's documented --gpu-memory-utilization "
                                  "default 0.9 assumed")

@@ -123,7 +123,7 @@ def test_codesign_invalid_input(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     assert_one_line_error(capsys, main(["codesign", QWEN3, str(tmp_path / "nope.json"), "--format", "json"]),
                           "not found")
     with pytest.raises(SystemExit) as e:
-        main(["codesign", QWEN3, DFLASH, "--engine", "trtllm"])
+        main(["codesign", QWEN3, DFLASH, "--engine", "tgi"])  # no profile knows it
     assert e.value.code == 3
     capsys.readouterr()
 

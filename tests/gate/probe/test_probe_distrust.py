@@ -199,7 +199,8 @@ def test_a_tokenizer_that_never_gives_enough_ids_stops_growing_the_text(tmp_path
     """A /tokenize whose ids grow with the text but never reach the length (one id per 20 words): the text
     grows to at most MAX_WORDS_PER_TOKEN words per wanted id, a handful of calls, then one line."""
     def few(body: dict[str, Any]) -> bytes:
-        return json.dumps({"tokens": list(range(len(body["prompt"].split()) // 20))}).encode()
+        text = body.get("prompt") or body.get("content") or ""  # both spellings (gate.probe.workload.TOKENIZE_BODIES)
+        return json.dumps({"tokens": list(range(len(text.split()) // 20))}).encode()
 
     with ReplayEngine("nospec", tokenize=few) as eng:
         rc, _ = probe(tmp_path, eng.url, "--prompt-tokens", "40", "--output-tokens", "16", "--concurrency", "1")
@@ -214,6 +215,21 @@ def test_an_oversized_tokenize_answer_is_refused(tmp_path: Path, capsys: pytest.
         rc, _ = probe(tmp_path, eng.url, *ONE_CELL)
     err = one_line(capsys.readouterr().err)
     assert rc == 3 and "/tokenize" in err and "bytes" in err
+
+
+def test_llamacpp_tokenize_spelling() -> None:
+    """llama-server b11434 reads `/tokenize` `{"content"}` and answers `{"tokens": []}` to vLLM's `{"prompt"}`
+    (server-context.cpp post_tokenize): the probe asks again in that spelling and gets exact-length prompts."""
+    seen: list[str] = []
+
+    def llamacpp(body: dict[str, Any]) -> bytes:
+        seen.append("content" if "content" in body else "prompt")
+        return json.dumps({"tokens": list(range(len(body.get("content", "").split())))}).encode()
+
+    with ReplayEngine("nospec", tokenize=llamacpp) as eng:
+        prompts, how = token_prompts(eng.url, "m", 8, 4, 5.0)
+    assert how == "engine_tokenizer" and all(len(p) == 8 for p in prompts), prompts
+    assert seen[:2] == ["prompt", "content"]
 
 
 def test_each_distinct_text_is_tokenized_once() -> None:
