@@ -41,7 +41,6 @@ REPORTED_TYPES: Mapping[str, frozenset[str]] = MappingProxyType({
     "mtp": frozenset({"DRAFT-MTP"}), "nextn": frozenset({"DRAFT-MTP"}),
     "dflash": frozenset({"DRAFT-DFLASH"}), "dspark": frozenset({"DRAFT-DSPARK"}),
     "ngram": frozenset({"NGRAM-SIMPLE", "NGRAM-MAP-K", "NGRAM-MAP-K4V", "NGRAM-MOD", "NGRAM-CACHE"})})
-DEFAULT_DRAFT_MAX = 3  # common_params_speculative_draft.n_max
 
 
 @dataclass(frozen=True)
