@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from exporter.schedule import DepthSchedule
 from gate.model.geometry import KVGeometry
+from gate.model.pools import vllm_pool_tokens
 from gate.status import Status
 
 
@@ -31,6 +32,30 @@ class PoolPrediction:
     blocks_without_drafter: int | None = None
     blocks_with_drafter: int | None = None
     notes: tuple[str, ...] = ()
+
+
+def shared_pool_prediction(kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
+                           has_drafter: bool, block_size: int, shared_note: str,
+                           notes: tuple[str, ...] = ()) -> PoolPrediction:
+    """The pool of an engine whose drafter layers live in the target's one pool (vLLM, TensorRT-LLM).
+
+    One token costs target + drafter bytes per token, the pool is cut into whole blocks
+    (`gate.model.pools.vllm_pool_tokens`): without the drafter `blocks = bytes // (target × block)`, with it
+    `bytes // ((target + charge) × block)`; no drafter means both are the same pool; a drafter whose charge is
+    unknown has no prediction with it. `shared_note` says, in the engine's words, that the pool is shared.
+    """
+    blocks_without, without = vllm_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token, block_size)
+    out = list(notes)
+    blocks_with = with_d = None
+    if has_drafter and draft_charge is not None:
+        blocks_with, with_d = vllm_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token + draft_charge,
+                                               block_size)
+        out.append(shared_note)
+    elif not has_drafter:
+        blocks_with, with_d = blocks_without, without
+    else:
+        out.append("no predicted pool with the drafter: its KV geometry is unknown")
+    return PoolPrediction(block_size, without, with_d, blocks_without, blocks_with, tuple(out))
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from exporter.schedule import trtllm_schedule
-from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule, ScheduleReading
+from gate.model.engines.base import (
+    DepthKeys,
+    Eagle3Taps,
+    PoolPrediction,
+    Rule,
+    ScheduleReading,
+    shared_pool_prediction,
+)
 from gate.model.geometry import KVGeometry
-from gate.model.pools import vllm_pool_tokens
 from gate.status import Status
 
 SCHEDULE_KEY = "draft_len_schedule"
@@ -120,19 +126,9 @@ class TrtllmProfile:
         if block_size is None:
             return PoolPrediction(None, None, None, notes=(
                 "block_size not given: TensorRT-LLM's tokens_per_block is not assumed; no predicted pool",))
-        blocks_without, without = vllm_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token, block_size)
-        notes: list[str] = []
-        blocks_with = with_d = None
-        if has_drafter and draft_charge is not None:
-            blocks_with, with_d = vllm_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token + draft_charge,
-                                                   block_size)
-            notes.append("TensorRT-LLM: KV bytes / (target + drafter bytes per token), one token count for both "
-                         "managers (KvCacheCreator._get_kv_size_per_token)")
-        elif not has_drafter:
-            blocks_with, with_d = blocks_without, without
-        else:
-            notes.append("no predicted pool with the drafter: its KV geometry is unknown")
-        return PoolPrediction(block_size, without, with_d, blocks_without, blocks_with, tuple(notes))
+        return shared_pool_prediction(kv_cache_memory_bytes, target_bytes_per_token, draft_charge, has_drafter,
+                                      block_size, "TensorRT-LLM: KV bytes / (target + drafter bytes per token), one "
+                                      "token count for both managers (KvCacheCreator._get_kv_size_per_token)")
 
     def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
         """Id j is the output of decoder layer j, 0-based (Eagle3SpecMetadata.maybe_capture_hidden_states)."""

@@ -15,9 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from exporter.schedule import vllm_schedule
-from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule, ScheduleReading
+from gate.model.engines.base import (
+    DepthKeys,
+    Eagle3Taps,
+    PoolPrediction,
+    Rule,
+    ScheduleReading,
+    shared_pool_prediction,
+)
 from gate.model.geometry import KVGeometry
-from gate.model.pools import vllm_pool_tokens
 from gate.status import Status
 
 DEFAULT_BLOCK_SIZE = 16  # vLLM's GPU default; the CPU backend uses 128 (set engine.block_size)
@@ -116,18 +122,9 @@ class VllmProfile:
         if block is None:
             block = DEFAULT_BLOCK_SIZE
             notes.append(f"block_size not given: vLLM's default {DEFAULT_BLOCK_SIZE} assumed")
-        blocks_without, without = vllm_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token, block)
-        blocks_with = with_d = None
-        if has_drafter and draft_charge is not None:
-            blocks_with, with_d = vllm_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token + draft_charge,
-                                                   block)
-            notes.append("vLLM: drafter layers share the pool; tokens = KV bytes / (target + drafter bytes per "
-                         "token), whole blocks")
-        elif not has_drafter:
-            blocks_with, with_d = blocks_without, without
-        else:
-            notes.append("no predicted pool with the drafter: its KV geometry is unknown")
-        return PoolPrediction(block, without, with_d, blocks_without, blocks_with, tuple(notes))
+        return shared_pool_prediction(kv_cache_memory_bytes, target_bytes_per_token, draft_charge, has_drafter, block,
+                                      "vLLM: drafter layers share the pool; tokens = KV bytes / (target + drafter "
+                                      "bytes per token), whole blocks", tuple(notes))
 
     def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
         """Id j is the hidden stream entering layer j (0 = the embeddings, L = the last layer's output)."""
