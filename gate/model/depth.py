@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from gate.model.engines import profile
+from gate.model.engines import PROFILES, profile
 from gate.model.engines.base import DepthScheduler, ScheduleReading
 
 SpecMethod = Literal["draft_model", "eagle", "eagle3", "mtp", "nextn", "dflash", "dspark", "ngram", "suffix"]
@@ -89,22 +89,30 @@ def draft_forward_passes(engine: str, method: str | None, *, num_speculative_tok
                                        num_draft_tokens=num_draft_tokens, num_steps=num_steps, eagle_topk=eagle_topk)
 
 
-# The plan's `engine.speculative` keys that declare a depth schedule (each engine's profile reads its own).
-SCHEDULE_KEYS: tuple[str, ...] = ("num_speculative_tokens_per_batch_size", "speculative_adaptive",
-                                  "speculative_adaptive_config", "draft_len_schedule")
+def schedule_owners() -> dict[str, str]:
+    """Every engine's depth-schedule keys (its profile's `schedule_keys`) and the engine that owns each."""
+    return {key: p.name for p in PROFILES.values() if isinstance(p, DepthScheduler) for key in p.schedule_keys}
 
 
 def depth_schedule(engine: str, speculative: Mapping[str, Any], *, data_parallel: int = 1) -> ScheduleReading:
     """The depth schedule the engine runs for the plan's `engine.speculative` keys (None values left out).
 
-    ValueError, with the engine's reason, when the engine would refuse the schedule or cannot run it; an engine
-    whose profile runs no schedule (no `DepthScheduler`) refuses every schedule key.
+    ValueError, with the engine's reason, when the engine would refuse the schedule or cannot run it. Another
+    engine's schedule key is refused here, by name and owner, for every engine alike; an engine whose profile runs
+    no schedule (no `DepthScheduler`) refuses every schedule key.
     """
     p = profile(engine)
+    own = p.schedule_keys if isinstance(p, DepthScheduler) else ()
+    owners = schedule_owners()
+    foreign = [key for key in owners if key not in own and speculative.get(key)]
+    if foreign:
+        key = foreign[0]
+        if not own:
+            raise ValueError(f"engine.speculative.{key}: {p.name} runs no depth schedule")
+        theirs = " + ".join(f"engine.speculative.{k}" for k in own)
+        raise ValueError(f"engine.speculative.{key} is not {p.name}'s (it is {owners[key]}'s); {p.name}'s depth "
+                         f"schedule is {theirs}")
     if not isinstance(p, DepthScheduler):
-        declared = [key for key in SCHEDULE_KEYS if speculative.get(key)]
-        if declared:
-            raise ValueError(f"engine.speculative.{declared[0]}: {p.name} runs no depth schedule")
         return ScheduleReading()
     return p.depth_schedule(speculative, data_parallel=data_parallel)
 

@@ -106,6 +106,12 @@ class DepthScheduler(Protocol):
     refuses schedule keys for its engine. Errors are ValueError with the engine's own reason.
     """
 
+    @property
+    def schedule_keys(self) -> tuple[str, ...]:
+        """The plan's `engine.speculative` keys that declare this engine's schedule (another engine's are refused
+        by name in gate.model.depth.depth_schedule, before the profile is asked)."""
+        ...
+
     def depth_schedule(self, speculative: Mapping[str, Any], *, data_parallel: int) -> ScheduleReading:
         """The schedule the engine runs for the plan's `engine.speculative` keys (a mapping, None values left out)
         under `data_parallel` replicas; ValueError (the engine's reason) when the engine would refuse it."""

@@ -73,6 +73,7 @@ class SglangProfile:
     kind: str = "sglang"
     name: str = "SGLang"
     speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
+    schedule_keys: tuple[str, ...] = ("speculative_adaptive", "speculative_adaptive_config")
     default_memory_fraction: float | None = None
     memory_fraction_note: str = ("engine.memory_fraction not given: SGLang has no fixed --mem-fraction-static "
                                  "default (it computes one from the GPU's memory and the parallelism at start), so "
@@ -102,10 +103,6 @@ class SglangProfile:
         would be judged on a depth the engine does not run). `_init_adaptive_speculative_params` refuses a
         `--speculative-num-steps` outside the candidate steps. k = steps (top-k 1: one token per step).
         """
-        for key, owner in (("num_speculative_tokens_per_batch_size", "vLLM"), ("draft_len_schedule", "TensorRT-LLM")):
-            if speculative.get(key) is not None:
-                raise ValueError(f"engine.speculative.{key} is {owner}'s; SGLang's depth schedule is "
-                                 "engine.speculative.speculative_adaptive (+ speculative_adaptive_config)")
         config = speculative.get("speculative_adaptive_config")
         if not speculative.get("speculative_adaptive"):
             if config is not None:

@@ -36,7 +36,6 @@ from gate.model.geometry import KVGeometry
 from gate.status import Status
 
 SCHEDULE_KEY = "draft_len_schedule"
-FOREIGN_SCHEDULE_KEYS = ("num_speculative_tokens_per_batch_size", "speculative_adaptive", "speculative_adaptive_config")
 
 
 def _thresholds(raw: Any) -> dict[int, int]:
@@ -56,6 +55,7 @@ class TrtllmProfile:
     kind: str = "trtllm"
     name: str = "TensorRT-LLM"
     speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
+    schedule_keys: tuple[str, ...] = (SCHEDULE_KEY,)
     # kv_cache_config.free_gpu_memory_fraction is a share of the memory left after the model loads, not of the
     # device: the bill's usable = device memory × fraction would be wrong with it, so no default is used
     default_memory_fraction: float | None = None
@@ -83,10 +83,6 @@ class TrtllmProfile:
         """`draft_len_schedule` with `max_draft_len` = `num_speculative_tokens` (exporter.schedule.trtllm_schedule:
         TensorRT-LLM's validation and lookup, its wording). No data-parallel rule was found in the source read:
         the schedule is taken as declared whatever `engine.dp`."""
-        foreign = [key for key in FOREIGN_SCHEDULE_KEYS if speculative.get(key)]
-        if foreign:
-            raise ValueError(f"engine.speculative.{foreign[0]} is not TensorRT-LLM's; its depth schedule is "
-                             f"engine.speculative.{SCHEDULE_KEY}")
         raw = speculative.get(SCHEDULE_KEY)
         if raw is None:
             return ScheduleReading()

@@ -31,10 +31,6 @@ DEFAULT_MEMORY_FRACTION = 0.9  # EngineArgs gpu_memory_utilization (--gpu-memory
 # vLLM 0.32's depth schedule key in --speculative-config (dynamic speculative decoding by batch size), and the
 # SGLang keys a vLLM plan must not carry.
 SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
-# Other engines' schedule keys, by owner: refused by name on a vLLM plan.
-FOREIGN_SCHEDULE_KEYS = {"speculative_adaptive": "SGLang's (--speculative-adaptive)",
-                         "speculative_adaptive_config": "SGLang's (--speculative-adaptive)",
-                         "draft_len_schedule": "TensorRT-LLM's"}
 # Plan methods vLLM spells otherwise in --speculative-config.
 METHOD_NAMES: Mapping[str, str] = {"nextn": "mtp"}
 
@@ -44,6 +40,7 @@ class VllmProfile:
     kind: str = "vllm"
     name: str = "vLLM"
     speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
+    schedule_keys: tuple[str, ...] = (SCHEDULE_KEY,)
     default_memory_fraction: float | None = DEFAULT_MEMORY_FRACTION
     memory_fraction_note: str = ("engine.memory_fraction not given: vLLM's documented --gpu-memory-utilization "
                                  "default 0.9 assumed")
@@ -74,10 +71,6 @@ class VllmProfile:
         scheduler's `build_dynamic_sd_schedule_lookup` validates it (exporter.schedule.vllm_schedule, vLLM's
         wording) and needs num_speculative_tokens > 0.
         """
-        foreign = [key for key in FOREIGN_SCHEDULE_KEYS if speculative.get(key)]
-        if foreign:
-            raise ValueError(f"engine.speculative.{foreign[0]} is {FOREIGN_SCHEDULE_KEYS[foreign[0]]}; vLLM's depth "
-                             f"schedule is engine.speculative.{SCHEDULE_KEY}")
         ranges = speculative.get(SCHEDULE_KEY)
         if ranges is None:
             return ScheduleReading()
