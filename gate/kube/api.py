@@ -2,17 +2,30 @@
 
 Why a wrapper over the real `kubernetes` client: every call needs the same three things — a
 client-side timeout (the server's `timeoutSeconds` does not help against a silent connection),
-retries with exponential backoff on 5xx, 429 and connection errors, and the answers the
-controller acts on as typed errors: `Conflict` (409: someone wrote in between — read again and
-decide again) and `NotFound` (404). Everything else propagates as the client raised it.
+retries on 5xx, 429 and connection errors, and the answers the controller acts on as typed errors:
+`Conflict` (409: someone wrote in between — read again and decide again) and `NotFound` (404).
+Everything else propagates as the client raised it.
+
+Retry waits use "full jitter" (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015): before retry
+n (n = 1, 2, ...) the wait is
+
+    sleep_n = uniform(0, min(cap_s, base_s * 2**(n - 1)))
+
+so controller replicas that failed together (an API server restart) do not come back together. A 429 or
+503 that carries `Retry-After` (delta-seconds or an HTTP-date, RFC 9110 §10.2.3) is obeyed instead: the wait
+is exactly what the server asked for, never less; a server that asks for more than `retry_after_max_s` is
+not waited on (the call fails now and the controller's next pass tries again) so one answer cannot park the
+leader loop. The random source, the clock and the sleep are injected (tests seed them).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from collections.abc import Callable
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +68,26 @@ def transient(e: BaseException) -> bool:
     return isinstance(e, HTTPError | ConnectionError | TimeoutError)
 
 
+def retry_after_s(headers: Any, now: float) -> float | None:
+    """The wait a `Retry-After` header asks for, in seconds (>= 0), or None when absent or unreadable.
+
+    RFC 9110 §10.2.3: either delta-seconds (a non-negative integer) or an HTTP-date, whose wait is
+    date - now (a date in the past asks for no wait)."""
+    raw = headers.get("Retry-After") if headers is not None else None
+    if raw is None:
+        return None
+    raw = str(raw).strip()
+    if raw.isdigit():
+        return float(raw)
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # an HTTP-date is always GMT
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
 def typed(what: str, e: BaseException) -> BaseException:
     """409 → Conflict, 404 → NotFound; anything else unchanged."""
     status = status_of(e)
@@ -69,7 +102,9 @@ class KubeApi:
     """Deployments, Events and Leases in one namespace, with timeouts, retries and typed errors."""
 
     def __init__(self, api_client: ApiClient, namespace: str, *, retries: int = 4, backoff_s: float = 0.5,
-                 timeout_s: float = 30.0, sleep: Callable[[float], None] = time.sleep) -> None:
+                 backoff_cap_s: float = 8.0, retry_after_max_s: float = 60.0, timeout_s: float = 30.0,
+                 sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         from kubernetes import client
 
         self.apps = client.AppsV1Api(api_client)
@@ -78,12 +113,27 @@ class KubeApi:
         self.namespace = namespace
         self.retries = retries
         self.backoff_s = backoff_s
+        self.backoff_cap_s = backoff_cap_s
+        self.retry_after_max_s = retry_after_max_s
         self.timeout_s = timeout_s
         self.sleep = sleep
+        self.rng = rng if rng is not None else random.Random()
+        self.clock = clock
+
+    def wait_before(self, retry: int, e: BaseException) -> float | None:
+        """Seconds to wait before retry number `retry` (1-based) after `e`; None: do not retry.
+
+        `Retry-After` on a 429/503 wins (what the server asked, never less); above `retry_after_max_s` the
+        answer is None. Otherwise full jitter: uniform(0, min(cap_s, base_s * 2**(retry - 1)))."""
+        status = status_of(e)
+        if status in (429, 503):
+            asked = retry_after_s(getattr(e, "headers", None), self.clock())
+            if asked is not None:
+                return asked if asked <= self.retry_after_max_s else None
+        return self.rng.uniform(0.0, min(self.backoff_cap_s, self.backoff_s * 2 ** (retry - 1)))
 
     def retry(self, what: str, call: Callable[[], Any]) -> Json:
         """`call()` until it answers or fails for good; the body as JSON (`_preload_content=False`)."""
-        delay = self.backoff_s
         for attempt in range(1, self.retries + 1):
             try:
                 resp = call()
@@ -92,10 +142,14 @@ class KubeApi:
             except Exception as e:
                 if not transient(e) or attempt == self.retries:
                     raise typed(what, e) from e
-                log.warning("%s failed (%s); retry %d/%d in %g s", what, status_of(e) or type(e).__name__,
+                delay = self.wait_before(attempt, e)
+                if delay is None:
+                    log.warning("%s failed (%s); its Retry-After is over %g s: not waiting", what, status_of(e),
+                                self.retry_after_max_s)
+                    raise typed(what, e) from e
+                log.warning("%s failed (%s); retry %d/%d in %.3g s", what, status_of(e) or type(e).__name__,
                             attempt, self.retries - 1, delay)
                 self.sleep(delay)
-                delay *= 2
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
 
     def list_deployments(self, label_selector: str, name: str | None = None) -> Json:

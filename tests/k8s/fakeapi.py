@@ -131,6 +131,7 @@ class Fault:
     pattern: re.Pattern[str]
     status: int
     times: int
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. Retry-After on a 429/503
 
 
 @dataclass
@@ -192,10 +193,12 @@ class FakeKube:
             self._server.server_close()
 
     # ---- test controls ---------------------------------------------------------------------------------
-    def fail(self, method: str, path_regex: str, status: int = 500, times: int = 1) -> None:
-        """The next `times` requests matching method and path answer `status` with a Status body."""
+    def fail(self, method: str, path_regex: str, status: int = 500, times: int = 1,
+             headers: dict[str, str] | None = None) -> None:
+        """The next `times` requests matching method and path answer `status` with a Status body (and
+        `headers`, e.g. the Retry-After an API server's priority-and-fairness 429 carries)."""
         with self.cond:
-            self.faults.append(Fault(method, re.compile(path_regex), status, times))
+            self.faults.append(Fault(method, re.compile(path_regex), status, times, dict(headers or {})))
 
     def before(self, method: str, path_regex: str, fn: Callable[[FakeKube], None], times: int = 1,
                when: Callable[[dict[str, str]], bool] | None = None) -> None:
@@ -290,10 +293,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch("DELETE")
 
     # ---- plumbing --------------------------------------------------------------------------------------
-    def _send(self, code: int, body: dict[str, Any], log: Logged) -> None:
+    def _send(self, code: int, body: dict[str, Any], log: Logged, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
         log.status = code
         self.send_response(code)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -324,7 +329,7 @@ class _Handler(BaseHTTPRequestHandler):
             hook.fn(kube)
         if fault:
             reason = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests"}.get(fault.status, "Unknown")
-            return self._send(fault.status, status_body(fault.status, reason, "injected fault"), log)
+            return self._send(fault.status, status_body(fault.status, reason, "injected fault"), log, fault.headers)
         m = PATH_RE.match(url.path)
         if not m or (m.group(1), m.group(3)) not in RESOURCES:
             return self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"), log)

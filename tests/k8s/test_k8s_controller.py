@@ -184,7 +184,9 @@ def test_api_errors_mid_way_are_retried_and_never_half_applied(
     sleeps: list[float] = []
     make(api_client, plan_file, Script(pre="pass"), sleeps=sleeps).step()
     assert fake_kube.count("PATCH", DEP_PATH, 500) == 2 and fake_kube.count("PATCH", DEP_PATH, 200) == 1
-    assert sleeps == [0.5, 1.0, 0.5]  # exponential backoff per call: patch 0.5, 1.0; event 0.5
+    # full jitter per call (gate.kube.api): retry n waits uniform(0, min(8, 0.5 * 2**(n-1))): patch <= 0.5,
+    # <= 1.0; event <= 0.5 (the exact draws are tested with a seeded RNG in test_k8s_api.py)
+    assert len(sleeps) == 3 and all(0 <= s <= cap for s, cap in zip(sleeps, [0.5, 1.0, 0.5], strict=True)), sleeps
     dep = fake_kube.get("Deployment", NAMESPACE, "qwen")
     assert engine_args(dep) == BASE_ARGS + SPEC_ARGS and dep["metadata"]["annotations"][ACTIVE] == "qwen-ngram"
     assert [e["reason"] for e in events(fake_kube)] == ["DrafterEnabled"]
