@@ -51,7 +51,9 @@ bounds each request as one exchange (a dripping stream ends there). Every answer
 It believes nothing the engine reports without a check: with ignore_eos each request's
 usage.completion_tokens must equal --output-tokens and the token ids it streamed (a request that
 breaks this failed, it is never output), and each cell's tokens must be held by the engine's own
-generation counter over the cell (else exit 3, no record). Progress goes to stderr.
+generation counter over the cell (else exit 3, no record). Progress goes to stderr, never to stdout: on a
+terminal a bar (cells done of all, requests done of all, elapsed, ETA) under the lines, elsewhere (a pipe, a
+log, CI) the plain lines only; `--no-progress` or SPECGATE_PROGRESS=0 forces the plain lines.
 
 Results of `vllm bench serve --save-result --save-detailed` or AIPerf become probe records with
 `specgate probe import --from vllm-bench|aiperf FILE...` (see `specgate probe import --help`).
@@ -73,6 +75,7 @@ from gate.status import EXIT_PASS, InputError
 
 if TYPE_CHECKING:  # imported where used: `specgate --help` loads no probe machinery
     from gate.evidence.probes import ProbeRecord
+    from gate.probe.progress import Reporter
     from gate.probe.runner import ProbeConfig
 
 
@@ -159,6 +162,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default 3600)")
     parser.add_argument("--max-requests", type=positive_int, default=5000, metavar="N",
                         help="refuse campaigns needing more requests (default 5000)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="plain progress lines on stderr even on a terminal (also SPECGATE_PROGRESS=0); "
+                             "without a terminal they are plain anyway")
     parser.add_argument("--append", action="store_true",
                         help="add the cells to --out's existing record (same arm, engine, model, mixes), "
                              "repetitions numbered on: alternate two engines turn by turn")
@@ -190,8 +196,25 @@ def _write(out: Path, record: ProbeRecord) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gate.probe.progress import reporter
+
+    # the bar is closed (its last frame and a newline) before any error's one line or `wrote FILE`
+    with reporter("[probe]", unit="requests", steps="cells", plain=args.no_progress) as say:
+        done = _probe(args, say)
+    if isinstance(done, str):
+        return invalid(done)
+    for out, record in done:
+        bad = _write(out, record)
+        if bad is not None:
+            return bad
+        say(f"wrote {out}: {len(record.cells)} cells")
+    return EXIT_PASS
+
+
+def _probe(args: argparse.Namespace, say: Reporter) -> list[tuple[Path, ProbeRecord]] | str:
+    """The records to write with their files, or the one-line reason there are none."""
     from gate.evidence.probes import ProbeError, load_record
-    from gate.probe.runner import probe, probe_ab, stderr_progress
+    from gate.probe.runner import probe, probe_ab
     from gate.probe.workload import MixRequest
 
     try:
@@ -212,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
                                  + (f"; missing {', '.join(missing)}" if missing else ""))
             outs: tuple[Path, ...] = (Path(args.out_baseline), Path(args.out_speculative))
             cfgs = (_config(args, args.baseline_url, "baseline"), _config(args, args.speculative_url, "speculative"))
-            records: tuple[ProbeRecord, ...] = probe_ab(cfgs, request, (outs[0].name, outs[1].name), stderr_progress)
+            records: tuple[ProbeRecord, ...] = probe_ab(cfgs, request, (outs[0].name, outs[1].name), say, say)
         else:
             missing = [f for f, v in (("--engine-url", args.engine_url), ("--arm", args.arm), ("--out", args.out))
                        if not v]
@@ -221,12 +244,7 @@ def run(args: argparse.Namespace) -> int:
             outs = (Path(args.out),)
             cfg = _config(args, args.engine_url, args.arm)
             previous = load_record(outs[0]) if args.append and outs[0].exists() else None
-            records = (probe(cfg, request, previous, stderr_progress),)
+            records = (probe(cfg, request, previous, say, say),)
     except (ProbeError, InputError) as e:
-        return invalid(f"probe: {e}")
-    for out, record in zip(outs, records, strict=True):
-        bad = _write(out, record)
-        if bad is not None:
-            return bad
-        stderr_progress(f"wrote {out}: {len(record.cells)} cells")
-    return EXIT_PASS
+        return f"probe: {e}"
+    return list(zip(outs, records, strict=True))

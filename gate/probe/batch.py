@@ -18,7 +18,8 @@ seed gives both arms the same arrival times (common random numbers: the arms dif
 the draw). The cell's clock runs from the first send to the last `[DONE]`, as in closed loop.
 
 With `stop_at` (the campaign's end, monotonic) no request starts after it and those in flight are cut there
-(`TimeUp`).
+(`TimeUp`). `done`, when given, is called once as each request ends (the progress bar's requests; from the
+worker threads, so it must be thread-safe).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -71,7 +72,8 @@ def _finish(results: Sequence[RequestResult | None], count: int, start: float, s
 
 
 def run_closed(client: CompletionClient, prompts: Sequence[str | tuple[int, ...]], max_tokens: int, count: int,
-               concurrency: int, what: str, offset: int = 0, stop_at: float | None = None) -> Batch:
+               concurrency: int, what: str, offset: int = 0, stop_at: float | None = None,
+               done: Callable[[], None] | None = None) -> Batch:
     """`count` requests, `concurrency` in flight at a time (module docstring: the barrier)."""
     results: list[RequestResult | None] = [None] * count
     todo = iter(range(count))  # shared by the workers: next() on a range iterator is atomic in CPython
@@ -84,6 +86,8 @@ def run_closed(client: CompletionClient, prompts: Sequence[str | tuple[int, ...]
             if stop_at is not None and time.monotonic() >= stop_at:
                 return
             results[i] = client.complete(prompts[(offset + i) % len(prompts)], max_tokens, stop_at)
+            if done is not None:
+                done()
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(worker) for _ in range(workers)]
@@ -95,13 +99,16 @@ def run_closed(client: CompletionClient, prompts: Sequence[str | tuple[int, ...]
 
 
 def run_open(client: CompletionClient, prompts: Sequence[str | tuple[int, ...]], max_tokens: int,
-             offsets: Sequence[float], what: str, offset: int = 0, stop_at: float | None = None) -> Batch:
+             offsets: Sequence[float], what: str, offset: int = 0, stop_at: float | None = None,
+             done: Callable[[], None] | None = None) -> Batch:
     """One request at each of `offsets` (seconds after the start), each on its own thread (module docstring)."""
     count = len(offsets)
     results: list[RequestResult | None] = [None] * count
 
     def one(i: int) -> None:
         results[i] = client.complete(prompts[(offset + i) % len(prompts)], max_tokens, stop_at)
+        if done is not None:
+            done()
 
     with ThreadPoolExecutor(max_workers=max(count, 1)) as pool:
         start, started_at = time.monotonic(), time.time()

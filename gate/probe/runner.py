@@ -59,6 +59,7 @@ from gate.inputs.redact import redact_url
 from gate.probe import ceiling as client_ceiling
 from gate.probe.batch import Batch, TimeUp, arrival_offsets, run_closed, run_open
 from gate.probe.client import CompletionClient, RequestResult
+from gate.probe.progress import Meter, NoMeter
 from gate.probe.workload import Mix, MixRequest, PromptShape, mixes_for, wanted_mixes
 from gate.status import InputError
 
@@ -413,14 +414,17 @@ class Campaign:
     snap: EngineSnapshot | None = None
     version: str | None = None
     ceiling: ClientCeiling | None = None
+    meter: Meter = field(default_factory=NoMeter)  # the bar's counts (gate.probe.progress): requests, cells
 
     @classmethod
     def of(cls, cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Progress, stop_at: float,
-           first: EngineSnapshot | None = None) -> Campaign:
+           first: EngineSnapshot | None = None, meter: Meter | None = None) -> Campaign:
         _, metrics_url = split_url(cfg.engine_url)
         cfg.check_bounds([_own(m) for m in mixes])
         pages = Pages(Scraper(metrics_url, engine=cfg.engine, api_key=cfg.api_key), cfg.request_timeout, stop_at)
-        return cls(cfg, mixes, model, _once(progress), stop_at, pages, first)
+        run = cls(cfg, mixes, model, _once(progress), stop_at, pages, first, meter=meter or NoMeter())
+        run.meter.expect(units=cfg.total_requests([_own(m) for m in mixes]), steps=run.n_cells)
+        return run
 
     @property
     def n_cells(self) -> int:
@@ -453,7 +457,8 @@ class Campaign:
                 progress(f"warm-up: {cfg.warmup_requests} request(s) of mix {mix.name} (not counted)")
                 width = max(c for c, _ in cfg.points_of(mix))
                 res = run_closed(self.client, mix.prompts, mix.output_tokens, cfg.warmup_requests,
-                                 min(width, cfg.warmup_requests), f"mix {mix.name}", stop_at=self.stop_at).results
+                                 min(width, cfg.warmup_requests), f"mix {mix.name}", stop_at=self.stop_at,
+                                 done=self.meter.advance).results
                 bad = [r for r in res if not r.ok]
                 if len(bad) == len(res):
                     raise ProbeError(f"every warm-up request failed: {bad[0].error}")
@@ -474,10 +479,11 @@ class Campaign:
                 batch: Batch
                 if rate is None:
                     batch = run_closed(client, mix.prompts, mix.output_tokens, count, conc, what,
-                                       stop_at=self.stop_at)
+                                       stop_at=self.stop_at, done=self.meter.advance)
                 else:
                     batch = run_open(client, mix.prompts, mix.output_tokens,
-                                     arrival_offsets(rate, count, cfg.seed + rep - 1), what, stop_at=self.stop_at)
+                                     arrival_offsets(rate, count, cfg.seed + rep - 1), what, stop_at=self.stop_at,
+                                     done=self.meter.advance)
                 after = _settled_after(self.pages, before, batch.results, self.model)
                 cell = build_cell(mix, conc, rep, batch.results, batch.wall, before, after, self.model, progress)
                 extra: dict[str, Any] = {"started_at": round(batch.started_at, 6)}
@@ -490,6 +496,7 @@ class Campaign:
                 cell = cell.model_copy(update=extra)
                 out.append(cell)
                 self.cells.append(cell)
+                self.meter.step_done()
                 length = f", L {cell.acceptance_length:.2f}" if cell.acceptance_length is not None else ""
                 failed = f", {cell.failed_requests} FAILED" if cell.failed_requests else ""
                 bound = ", CLIENT-BOUND (no evidence)" if cell.client_bound else ""
@@ -516,11 +523,12 @@ class Campaign:
 
 
 def run_probe(cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Progress = stderr_progress,
-              first: EngineSnapshot | None = None, stop_at: float | None = None) -> ProbeRecord:
+              first: EngineSnapshot | None = None, stop_at: float | None = None,
+              meter: Meter | None = None) -> ProbeRecord:
     """The whole campaign; raises ProbeError when a bound is hit or the engine cannot be probed. `stop_at`
-    (monotonic): the campaign's end, default `time_limit` from now."""
+    (monotonic): the campaign's end, default `time_limit` from now; `meter`: the progress bar's counts."""
     stop_at = time.monotonic() + cfg.time_limit if stop_at is None else stop_at
-    run = Campaign.of(cfg, mixes, model, progress, stop_at, first)
+    run = Campaign.of(cfg, mixes, model, progress, stop_at, first, meter)
     try:
         run.start()
         for rep in range(1, cfg.repetitions + 1):
@@ -553,7 +561,7 @@ def pair_cells(base: Sequence[Cell], spec: Sequence[Cell]) -> tuple[list[Cell], 
 
 
 def probe_ab(cfgs: tuple[ProbeConfig, ProbeConfig], request: MixRequest, partners: tuple[str, str],
-             progress: Progress = stderr_progress) -> tuple[ProbeRecord, ProbeRecord]:
+             progress: Progress = stderr_progress, meter: Meter | None = None) -> tuple[ProbeRecord, ProbeRecord]:
     """`specgate probe ab`: both arms, one command. Each arm's mixes (its own engine's tokenizer), arm check,
     ceiling and warm-up once; then per repetition r both arms' cells, baseline first for odd r and speculative
     first for even r (ABBA: a drift linear in time weighs on both arms alike), all inside one `--time-limit`.
@@ -570,7 +578,7 @@ def probe_ab(cfgs: tuple[ProbeConfig, ProbeConfig], request: MixRequest, partner
             model = cfg.model or served_model(base, until(stop_at, min(cfg.request_timeout, 10.0)), cfg.api_key)
             mixes = mixes_for(wanted, base, model, min(cfg.request_timeout, 30.0), cfg.api_key, cfg.prompts_needed,
                               stop_at)
-            runs.append(Campaign.of(replace(cfg, model=model), mixes, model, progress, stop_at))
+            runs.append(Campaign.of(replace(cfg, model=model), mixes, model, progress, stop_at, meter=meter))
         for run in runs:
             run.start()
         for rep in range(1, base_cfg.repetitions + 1):
@@ -605,7 +613,7 @@ def speculative_settings(arm: str, config: str | None) -> dict[str, Any] | None:
 
 
 def probe(cfg: ProbeConfig, request: MixRequest, previous: ProbeRecord | None = None,
-          progress: Progress = stderr_progress) -> ProbeRecord:
+          progress: Progress = stderr_progress, meter: Meter | None = None) -> ProbeRecord:
     """`specgate probe`: the mixes read first (flags and files, nothing sent) and the campaign's bounds checked
     (`check_bounds`), then the engine's model, the prompts, the campaign, and `previous`'s cells before the
     new ones (`--append`); all of it inside one `--time-limit`."""
@@ -623,5 +631,5 @@ def probe(cfg: ProbeConfig, request: MixRequest, previous: ProbeRecord | None = 
             raise TimeUp(f"time limit {cfg.time_limit:g} s reached before the first cell ({e}); no record written") \
                 from None
         raise
-    record = run_probe(cfg, mixes, model, progress, stop_at=stop_at)
+    record = run_probe(cfg, mixes, model, progress, stop_at=stop_at, meter=meter)
     return append_record(previous, record) if previous is not None else record
