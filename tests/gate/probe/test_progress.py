@@ -108,7 +108,12 @@ def test_advance_from_worker_threads_loses_no_count() -> None:
     term = Terminal()
     say = Reporter("[probe]", steps="cells", stream=term, bar=True)
     say.expect(units=1600, steps=1)
-    workers = [threading.Thread(target=lambda: [say.advance() for _ in range(200)]) for _ in range(8)]
+
+    def work() -> None:
+        for _ in range(200):
+            say.advance()
+
+    workers = [threading.Thread(target=work) for _ in range(8)]
     for w in workers:
         w.start()
     for w in workers:
