@@ -248,11 +248,14 @@ def _label_values() -> dict[tuple[str, str], str]:
     from exporter.derive import QUANTILE_VALUES
     from exporter.sanity import ANOMALY_REASONS
     from exporter.scrape import REASONS
+    from gate.status import Decision, Status
 
     windows = ExporterSettings.model_fields["windows"].get_default(call_default_factory=True)
     return {
         ("specgate_engine_scrape_errors", "reason"): ", ".join(f"`{r}`" for r in REASONS),
         ("specgate_engine_anomalies", "reason"): ", ".join(f"`{r}`" for r in sorted(ANOMALY_REASONS)),
+        ("specgate_gate_decisions", "decision"): ", ".join(f"`{d.value}`" for d in Decision),
+        ("specgate_gate_line_status", "status"): ", ".join(f"`{s.value}`" for s in Status),
         ("*", "quantile"): ", ".join(f"`{q:g}`" for q in QUANTILE_VALUES),
         ("*", "engine"): ", ".join(f"`{e}`" for e in ENGINE_KINDS),
         ("*", "window"): "one per `--windows` entry (default " + ", ".join(f"`{duration_label(w)}`" for w in windows)
