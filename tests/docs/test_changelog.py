@@ -62,5 +62,7 @@ def test_every_cited_commit_exists() -> None:
     done = subprocess.run(["git", "cat-file", "--batch-check"], cwd=ROOT, input="\n".join(cited) + "\n",
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
-    assert [line for line in done.stdout.splitlines() if line.endswith(" missing")] == []
+    missing = [line for line in done.stdout.splitlines() if line.endswith(" missing")]
+    assert missing == [], "commits CHANGELOG.md cites are not in this clone (a shallow clone needs " \
+                          "`git fetch --unshallow`)"
     assert all(" commit " in line for line in done.stdout.splitlines()), done.stdout
