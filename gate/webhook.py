@@ -14,6 +14,13 @@ Contracts (design.md "HTTP and Kubernetes contracts"):
 - A token, when configured: `Authorization: Bearer …`, or for Flagger (which cannot set headers)
   `metadata.token`; compared in constant time; 401 without it. `/healthz` and `/metrics` are open.
 - Bodies over `max_body_bytes` are refused with 413 before they are read.
+- TLS (`--tls-cert`, `--tls-key`): `TlsFiles` holds the SSL context; before each accepted connection it
+  stats both files and, when either changed (mtime, size or inode: a Kubernetes Secret volume swaps a
+  symlink), loads the pair into a new context, so a rotated certificate (cert-manager) is served from the
+  next connection on without a restart. A pair that does not load (half-written, key and certificate that do
+  not match) is logged and the previous context keeps serving; it is tried again on the next connection. The
+  handshake runs in the connection's worker thread under the handler's timeout, so a client that stalls
+  it holds one thread, never the accept loop. The bearer token is still required over TLS.
 """
 
 from __future__ import annotations
@@ -21,7 +28,11 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import os
 import re
+import socket
+import ssl
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -59,6 +70,54 @@ class GateConfig:
     default_phase: str = "post"
     max_body_bytes: int = 64 * 1024
     workers: int = 4
+    tls_cert: Path | None = None  # both or neither (the command checks)
+    tls_key: Path | None = None
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path)  # follows symlinks: a Secret volume's ..data swap changes the target's inode
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def load_tls_context(cert: Path, key: Path) -> ssl.SSLContext:
+    """A server context for the PEM pair; OSError (missing, unreadable) or ssl.SSLError (not PEM, key and
+    certificate do not match) propagate for the caller to word."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(certfile=str(cert), keyfile=str(key))
+    return ctx
+
+
+class TlsFiles:
+    """The certificate/key pair and the context built from it, reloaded when either file changes."""
+
+    def __init__(self, cert: Path, key: Path) -> None:
+        self.cert = cert
+        self.key = key
+        self._lock = threading.Lock()
+        self._stamps = (_stamp(cert), _stamp(key))
+        self._context = load_tls_context(cert, key)
+        self.reloads = 0  # successful reloads since start (tests and logs read it)
+
+    def context(self) -> ssl.SSLContext:
+        """The context to wrap the next connection with: a new one when the files changed and load."""
+        with self._lock:
+            try:
+                stamps = (_stamp(self.cert), _stamp(self.key))
+            except OSError as e:
+                log.warning("TLS files unreadable (%s); serving the certificate loaded before", e.strerror or e)
+                return self._context
+            if stamps != self._stamps:
+                try:
+                    self._context = load_tls_context(self.cert, self.key)
+                except (OSError, ssl.SSLError) as e:
+                    log.warning("TLS files changed but do not load (%s); serving the certificate loaded before",
+                                getattr(e, "reason", None) or e)
+                    return self._context  # stamps not stored: tried again on the next connection
+                self._stamps = stamps
+                self.reloads += 1
+                log.info("TLS certificate reloaded from %s", self.cert)
+            return self._context
 
 
 class FlaggerPayload(BaseModel):
@@ -144,9 +203,35 @@ class GateServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, gate: Gate) -> None:
+    def __init__(self, gate: Gate, tls: TlsFiles | None = None) -> None:
         self.gate = gate
+        self.tls = tls
         super().__init__((gate.config.host, gate.config.port), GateHandler)
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        """Accept; with TLS, wrap in the current context (the handshake waits for the worker thread)."""
+        sock, addr = super().get_request()
+        if self.tls is None:
+            return sock, addr
+        try:
+            return self.tls.context().wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+        except (OSError, ssl.SSLError):
+            sock.close()
+            raise
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(GateHandler.timeout)
+            try:
+                request.do_handshake()
+            except (OSError, ssl.SSLError) as e:  # a client that refuses our certificate, plain HTTP, a stall
+                log.info("%s TLS handshake failed: %s", client_address[0], getattr(e, "reason", None) or e)
+                return
+        super().finish_request(request, client_address)
 
     def server_close(self) -> None:
         super().server_close()
@@ -284,5 +369,7 @@ class GateHandler(BaseHTTPRequestHandler):
 
 
 def make_server(config: GateConfig, plan: Any, evaluator: Evaluator | None = None) -> GateServer:
-    """Bind (port 0 picks a free one) without serving yet; `serve_forever()` runs it."""
-    return GateServer(Gate(config, plan, evaluator))
+    """Bind (port 0 picks a free one) without serving yet; `serve_forever()` runs it. With `tls_cert` and
+    `tls_key` the pair is loaded first (OSError / ssl.SSLError propagate: the command words them)."""
+    tls = TlsFiles(config.tls_cert, config.tls_key) if config.tls_cert and config.tls_key else None
+    return GateServer(Gate(config, plan, evaluator), tls)

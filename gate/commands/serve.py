@@ -12,7 +12,9 @@ The default phase is `post` (the live per-window SLO from Prometheus history or 
 counters); an evaluation that does not finish within --timeout answers `inconclusive`.
 The token comes from --token-file or $SPECGATE_GATE_TOKEN (surrounding whitespace stripped; set but empty is
 an error, never an open gate); without either, no token is asked for.
-Listens on 127.0.0.1 unless told otherwise.
+Listens on 127.0.0.1 unless told otherwise. With --tls-cert and --tls-key (PEM files, both or neither) it
+speaks HTTPS only, and reloads the pair when either file changes (checked at each new connection), so a
+rotated Secret is served without a restart; a pair that cannot be loaded at start is one line and exit 3.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import ssl
 import sys
 from pathlib import Path
 
@@ -49,6 +52,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds an evaluation may take before the answer is inconclusive (default 8)")
     parser.add_argument("--phase", choices=("pre", "post"), default="post",
                         help="phase when the request names none (default post)")
+    parser.add_argument("--tls-cert", type=Path, metavar="FILE",
+                        help="PEM certificate (chain) to serve HTTPS with; needs --tls-key; reloaded when it changes")
+    parser.add_argument("--tls-key", type=Path, metavar="FILE", help="PEM private key of --tls-cert")
+
+
+def check_tls(cert: Path, key: Path) -> None:
+    """Load the pair once before listening, so a bad one is one line naming the file (InputError), never a
+    traceback and never the key's content. OpenSSL says "PEM lib" for anything it cannot parse."""
+    from gate.webhook import load_tls_context
+
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if not path.is_file():
+            raise InputError(f"{flag} {path}: not a readable file")
+    try:
+        load_tls_context(cert, key)
+    except ssl.SSLError as e:
+        if e.reason == "KEY_VALUES_MISMATCH":
+            raise InputError(f"--tls-key {key} is not the private key of --tls-cert {cert}") from None
+        raise InputError(f"cannot load --tls-cert {cert} / --tls-key {key}: {e.reason or 'not PEM'} "
+                         "(a PEM certificate and its PEM private key expected)") from None
+    except OSError as e:
+        raise InputError(f"cannot read --tls-cert {cert} / --tls-key {key}: {e.strerror or e}") from None
 
 
 def read_token(path: Path | None) -> str | None:
@@ -83,15 +108,22 @@ def run(args: argparse.Namespace) -> int:
         plan = load_plan(args.plan)
     except InputError as e:  # the plan loader's errors are one-line messages naming the path
         return invalid(f"invalid plan {args.plan}: {e}", PREFIX)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        return invalid("--tls-cert and --tls-key go together", PREFIX)
     host, port = args.listen
     config = GateConfig(plan_path=args.plan, host=host, port=port, prometheus=args.prometheus,
                         metrics=tuple(args.metrics), token=token, timeout_s=args.timeout,
-                        default_phase=args.phase)
+                        default_phase=args.phase, tls_cert=args.tls_cert, tls_key=args.tls_key)
+    if config.tls_cert and config.tls_key:
+        try:
+            check_tls(config.tls_cert, config.tls_key)
+        except InputError as e:
+            return invalid(str(e), PREFIX)
     try:
         server = make_server(config, plan)
     except OSError as e:
         return invalid(f"cannot listen on {host}:{port}: {e.strerror or e}", PREFIX)
-    print(f"specgate serve: listening on http://{host}:{server.server_address[1]} "
+    print(f"specgate serve: listening on {server.scheme}://{host}:{server.server_address[1]} "
           f"(plan {args.plan}, token {'required' if token else 'not required'})", file=sys.stderr)
     try:
         server.serve_forever()
