@@ -32,6 +32,7 @@ import os
 import re
 import socket
 import ssl
+import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -75,7 +76,10 @@ class GateConfig:
 
 
 def _stamp(path: Path) -> tuple[int, int, int]:
+    """(mtime, size, inode) of a regular file; OSError otherwise (a FIFO would block the accept loop)."""
     st = os.stat(path)  # follows symlinks: a Secret volume's ..data swap changes the target's inode
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(f"{path} is not a regular file")
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
