@@ -163,3 +163,45 @@ def test_probe_without_a_terminal_prints_plain_lines_on_stderr_and_nothing_on_st
         f"[probe] [{i}/3] speculative p8-o16 c=1 rep {i}/3" for i in (1, 2, 3)]
     assert lines[-1] == f"[probe] wrote {out}: 3 cells"
     assert len(load_record(out).cells) == 3 and json.loads(out.read_text())["arm"] == "speculative"
+
+
+class Counts:
+    """A Meter that records what the probe told it (gate.probe.progress.Meter)."""
+
+    def __init__(self) -> None:
+        self.expected: list[tuple[int, int]] = []
+        self.units = 0
+        self.steps = 0
+        self.lock = threading.Lock()
+
+    def expect(self, units: int, steps: int = 0) -> None:
+        self.expected.append((units, steps))
+
+    def advance(self, units: int = 1) -> None:
+        with self.lock:
+            self.units += units
+
+    def step_done(self, steps: int = 1) -> None:
+        self.steps += steps
+
+
+def test_probe_ab_adds_both_arms_to_one_bar_and_counts_every_request() -> None:
+    """`probe ab` on two replayed engines (the no-speculation and the ngram capture): each arm expects its own
+    totals — 1 warm-up + 2 repetitions x (closed loop c=1 + open loop at 50/s, 1 request a cell) = 5 requests
+    in 4 cells — and the bar's sums are what was done: every request and every cell of both arms, closed and
+    open loop alike."""
+    from gate.probe.runner import ProbeConfig, probe_ab
+    from gate.probe.workload import MixRequest
+
+    meter, lines = Counts(), list[str]()
+    with ReplayEngine("nospec", slow=0.1) as base, ReplayEngine("ngram", slow=0.1) as spec:
+        cfgs = tuple(ProbeConfig(engine_url=url, arm=arm, concurrencies=(1,), request_rates=(50.0,), repetitions=2,
+                                 warmup_requests=1, requests_per_cell=1, ceiling=False, time_limit=60)
+                     for url, arm in ((base.url, "baseline"), (spec.url, "speculative")))
+        b, s = probe_ab((cfgs[0], cfgs[1]), MixRequest(prompt_tokens=8, output_tokens=16, concurrencies=(1,),
+                                                       request_rates=(50.0,)), ("b.json", "s.json"),
+                        lines.append, meter)
+    assert meter.expected == [(5, 4), (5, 4)]  # per arm: 1 warm-up + 2 reps x (1 closed + 1 open) requests; 4 cells
+    assert (meter.units, meter.steps) == (10, 8)
+    assert len(b.cells) + len(s.cells) == meter.steps
+    assert sum(c.requests for c in b.cells + s.cells) + 2 == meter.units  # + each arm's warm-up request
