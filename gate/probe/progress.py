@@ -25,7 +25,9 @@ ETA = (total − done) / rate, with tqdm's rate: an exponential moving average o
 0.3) — the requests, not the cells, because requests are the finer unit and arrive all through a cell; the
 warm-up's requests count (they take time), the client-ceiling measurement's do not (under a second, against
 a null engine). The totals are what the work says it will do (`expect`), so the ETA is a prediction from the
-rate so far, labelled as such by its name.
+rate so far, labelled as such by its name. A request of a real engine can take seconds or minutes, so the
+bar is also redrawn every `refresh` seconds (1 s) by a timer thread of its own: the elapsed time and the ETA
+move while nothing finishes.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class Reporter:
     stand wherever a plain `Callable[[str], None]` progress function is expected."""
 
     def __init__(self, label: str, *, unit: str = "requests", steps: str | None = None,
-                 stream: TextIO | None = None, bar: bool | None = None) -> None:
+                 stream: TextIO | None = None, bar: bool | None = None, refresh: float = 1.0) -> None:
         self.label = label
         self.unit = unit
         self.steps = steps
@@ -71,6 +73,9 @@ class Reporter:
         self.done_steps = 0
         self._bar: tqdm[Any] | None = None
         self._lock = threading.Lock()  # advance() comes from worker threads; lines and redraws must not interleave
+        self.refresh = refresh
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
 
     def __call__(self, msg: str) -> None:
         """One line: above the bar on a terminal, `label msg` on stderr otherwise."""
@@ -96,6 +101,8 @@ class Reporter:
                                  dynamic_ncols=True, mininterval=0.2, leave=True,
                                  bar_format="{desc}{percentage:3.0f}%|{bar}| " + self.unit
                                  + " {n_fmt}/{total_fmt} [{elapsed} elapsed, ETA {remaining}]")
+                self._timer = threading.Thread(target=self._redraw, name="progress-bar", daemon=True)
+                self._timer.start()
             else:
                 self._bar.total = (self._bar.total or 0) + units
                 self._bar.set_description_str(self._desc(), refresh=False)
@@ -114,9 +121,20 @@ class Reporter:
             if self._bar is not None:
                 self._bar.set_description_str(self._desc(), refresh=True)
 
+    def _redraw(self) -> None:
+        """The timer: redraw every `refresh` seconds until close()."""
+        while not self._stop.wait(self.refresh):
+            with self._lock:
+                if self._bar is not None:
+                    self._bar.refresh()
+
     def close(self) -> None:
         """Draw the last frame and end its line (idempotent): whatever is printed next starts on a line of its
         own — an error's one line, `wrote FILE`."""
+        self._stop.set()
+        if self._timer is not None:
+            self._timer.join()
+            self._timer = None
         with self._lock:
             if self._bar is not None:
                 self._bar.close()

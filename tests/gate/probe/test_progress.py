@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,20 @@ def test_advance_from_worker_threads_loses_no_count() -> None:
         w.join()
     say.close()
     assert BAR.fullmatch(frames(term.getvalue())[-1]).groups()[3:5] == ("1600", "1600")  # type: ignore[union-attr]
+
+
+def test_the_bar_is_redrawn_while_nothing_finishes() -> None:
+    """A real engine's request can take minutes: the timer redraws the bar (elapsed, ETA) with no unit done. Here
+    every 10 ms instead of every second; waited for up to 5 s, stopped by close()."""
+    term = Terminal()
+    say = Reporter("[probe]", steps="cells", stream=term, bar=True, refresh=0.01)
+    say.expect(units=10, steps=1)
+    deadline = time.monotonic() + 5
+    while term.getvalue().count("requests 0/10") < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    say.close()
+    assert term.getvalue().count("requests 0/10") >= 4  # the first frame and at least three redraws
+    assert say._timer is None  # joined
 
 
 def test_the_context_manager_closes_the_bar_when_the_work_fails() -> None:
