@@ -33,7 +33,7 @@ class Tmux:
     """One detached session on a server of its own; `run` types a command and waits for its exit line."""
 
     def __init__(self, tmux: str, socket: str) -> None:
-        self.base = [tmux, "-L", socket]
+        self.base = [tmux, "-L", socket, "-f", "/dev/null"]  # no ~/.tmux.conf: the stock terminal
 
     def __call__(self, *args: str) -> str:
         return subprocess.run([*self.base, *args], check=True, capture_output=True, text=True, timeout=10).stdout
