@@ -10,7 +10,9 @@ repetitions, in the order given (run the tool several times per concurrency: the
 - `vllm-bench`: the JSON of `vllm bench serve --save-result --save-detailed` with
   `--max-concurrency C` (per-request TTFT, chunk gaps, latencies, output lengths; vLLM's own fields);
 - `aiperf`: AIPerf's per-request `profile_export.jsonl` (pass `--concurrency`, which that file does not
-  record; AIPerf's version is read from `profile_export_aiperf.json` beside it).
+  record; AIPerf's version is read from `profile_export_aiperf.json` beside it);
+- `guidellm`: guidellm 0.8's report (`guidellm run --output kind=json` or `kind=yaml`): one cell per
+  benchmark of a `concurrent` or `synchronous` profile (its requests' timings, its measured window).
 
 The record holds the same numbers a native probe cell does (TTFT = first chunk − send, TPOT =
 (last chunk − first chunk) / (tokens − 1), served rate = output tokens / the run's wall clock), and

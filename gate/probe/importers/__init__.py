@@ -7,7 +7,9 @@ so their per-request numbers can be evidence — once they are held to the same 
 
 One module per tool reads one result file into one cell (`ImportedCell`): `vllm_bench` (the JSON of
 `vllm bench serve --save-result --save-detailed`), `aiperf` (AIPerf's per-request
-`profile_export.jsonl`). `build_record` turns the cells into a `specgate.probe/1` record:
+`profile_export.jsonl`); `guidellm` reads one report into one cell per benchmark it holds (a
+`concurrent` profile over several stream counts is several cells). `build_record` turns the cells into
+a `specgate.probe/1` record:
 
 - every file is one cell; cells of one concurrency are numbered as repetitions in the order given;
 - what the file cannot say (the engine's kind and version, the arm, the speculative config, the
@@ -36,6 +38,7 @@ from gate.evidence.probe_vetting import record_defects
 from gate.evidence.probes import Cell, MixSpec, ProbeError, ProbeRecord
 from gate.probe.importers.aiperf import read_aiperf
 from gate.probe.importers.common import ImportedCell
+from gate.probe.importers.guidellm import read_guidellm
 from gate.probe.importers.vllm_bench import read_vllm_bench
 
 
@@ -54,12 +57,13 @@ class ImportSettings:
     tool_version: str | None = None  # where the file does not record the tool's version
 
 
-Reader = Callable[[Path, ImportSettings], ImportedCell]
+Reader = Callable[[Path, ImportSettings], ImportedCell | list[ImportedCell]]  # a list: several cells in one file
 
 # --from NAME -> the reader of one file of that tool
 READERS: dict[str, Reader] = {
     "vllm-bench": lambda p, s: read_vllm_bench(p, concurrency=s.concurrency),
     "aiperf": lambda p, s: read_aiperf(p, concurrency=s.concurrency),
+    "guidellm": lambda p, s: read_guidellm(p, concurrency=s.concurrency, temperature=s.temperature),
 }
 
 
@@ -122,7 +126,8 @@ def import_files(tool: str, paths: Sequence[str | Path], settings: ImportSetting
     reader = READERS.get(tool)
     if reader is None:
         raise ProbeError(f"unknown --from {tool!r}; expected one of {', '.join(sorted(READERS))}")
-    cells = [reader(Path(p), settings) for p in paths]
+    read = [reader(Path(p), settings) for p in paths]
+    cells = [c for got in read for c in (got if isinstance(got, list) else [got])]
     return build_record(tool, cells, settings, [str(p) for p in paths])
 
 
