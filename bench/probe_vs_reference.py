@@ -17,6 +17,18 @@ Per concurrency it prints the medians over pairs of both tools' output tokens/s,
 and the probe / reference ratio; the goal is agreement within 5 % (tokens/s, TPOT p50) and 10 % (TTFT
 p50). Printed, never asserted here (the e2e asserts a looser bound on its short form).
 
+Beside each run, the engine's own clock over the same run (its `/metrics` read before and after):
+vLLM's `e2e_request_latency_seconds` (arrival to finish, per request, on the engine's side) and its
+generated tokens. engine tokens/s = C x Δgenerated / Δe2e_sum: what the engine delivered with C in
+flight, by its own clock (an approximation at ramp-up and tail, the same for both tools, whose runs
+have the same requests and warm-ups at the same concurrency). Two ratios then separate what a
+difference between the tools is: `engine_clock_ratio` (probe / bench of the engine's own rate: the
+engine itself ran faster or slower during one tool's runs — drift of a shared machine, or load the
+tool caused) and `measured_over_engine_ratio` (each tool's reading over that clock: how the tools
+measure the same engine speed). Why: on a 2-CPU machine the engine's own speed moves by 2x between
+runs minutes apart (its decode time per request, by its own histogram, 171-483 ms for the same
+64-token request at concurrency 1 in one session), more than any client difference.
+
     python bench/probe_vs_reference.py [--concurrency 1,8,32] [--pairs 7] [--json]
         [--engine-url URL --tokenizer DIR]      # an engine already up (else the tiny target is started)
 """
@@ -31,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -82,11 +95,57 @@ class Run:
     wall_seconds: float
     started: float  # time.time() when the run was launched
     release_spread_seconds: float | None = None  # vllm bench: max - min send time of the first C requests
+    engine_requests: float | None = None  # the engine's own count of requests finished in this run
+    engine_e2e_seconds_mean: float | None = None  # the engine's own e2e latency per request over this run
+    engine_tokens_per_second: float | None = None  # C x generated tokens / the engine's summed e2e latency
+
+    @property
+    def measured_over_engine(self) -> float | None:
+        """This tool's tokens/s over the engine's own clock for the same run (module docstring)."""
+        e = self.engine_tokens_per_second
+        return self.tokens_per_second / e if e else None
 
 
-def _cell_run(tool: str, pair: int, order: int, cell: Cell, started: float, spread: float | None = None) -> Run:
+def _cell_run(tool: str, pair: int, order: int, cell: Cell, started: float, spread: float | None = None,
+              clock: EngineClock | None = None) -> Run:
     return Run(tool, pair, order, cell.concurrency, cell.requests, cell.served_tokens_per_second,
-               cell.ttft_seconds.p50, cell.tpot_seconds.p50, cell.wall_seconds, started, spread)
+               cell.ttft_seconds.p50, cell.tpot_seconds.p50, cell.wall_seconds, started, spread,
+               *(clock.of(cell.concurrency) if clock else (None, None, None)))
+
+
+# vLLM's own per-request clock: e2e latency from the request's arrival to its finish, and the generated tokens.
+E2E = "vllm:e2e_request_latency_seconds"
+GENERATED = "vllm:generation_tokens_total"
+
+
+def engine_page(url: str) -> dict[str, float]:
+    """The engine's e2e latency histogram sum and count and its generated-token counter, summed over series."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as r:
+        text = r.read().decode()
+    out: dict[str, float] = {}
+    for fam in text_string_to_metric_families(text):
+        for smp in fam.samples:
+            if smp.name in (f"{E2E}_sum", f"{E2E}_count", GENERATED):
+                out[smp.name] = out.get(smp.name, 0.0) + smp.value
+    return out
+
+
+@dataclass(frozen=True)
+class EngineClock:
+    """What the engine itself saw during one run: the deltas of its own counters (before and after the run,
+    the tool's warm-ups included: both tools warm up with the same count at the same concurrency)."""
+
+    before: dict[str, float]
+    after: dict[str, float]
+
+    def of(self, concurrency: int) -> tuple[float | None, float | None, float | None]:
+        d = {k: self.after.get(k, 0.0) - self.before.get(k, 0.0) for k in self.after}
+        n, total, gen = d.get(f"{E2E}_count"), d.get(f"{E2E}_sum"), d.get(GENERATED)
+        if not n or not total or gen is None:
+            return n, None, None
+        return n, total / n, concurrency * gen / total
 
 
 class Reference:
@@ -180,17 +239,19 @@ def calibrate(url: str, tokenizer: str, python: Path, concurrencies: Sequence[in
                     tools = ("probe", "vllm-bench") if pair % 2 == 0 else ("vllm-bench", "probe")
                     for order, tool in enumerate(tools):
                         t0 = time.time()
+                        before = engine_page(url)
                         if tool == "probe":
                             cell = probe_run(url, c, shape, work / f"probe-p{pair}-c{c}.json", log, tree)
-                            run = _cell_run(tool, pair, order, cell, t0)
+                            spread = None
                         else:
                             cell, spread = reference_run(ref, url, tokenizer, model, c, shape, work,
                                                          f"bench-p{pair}-c{c}.json", seed=2 + pair)
-                            run = _cell_run(tool, pair, order, cell, t0, spread)
+                        run = _cell_run(tool, pair, order, cell, t0, spread, EngineClock(before, engine_page(url)))
                         if pair >= 0:
                             runs.append(run)
                         print(f"[calibrate] {'settle' if pair < 0 else 'pair'} {pair + 1}/{pairs} c={c} {tool}: {run.tokens_per_second:.1f} tok/s, "
-                              f"TTFT p50 {_ms(run.ttft_p50)} ms, TPOT p50 {_ms(run.tpot_p50)} ms "
+                              f"TTFT p50 {_ms(run.ttft_p50)} ms, TPOT p50 {_ms(run.tpot_p50)} ms, engine clock "
+                              f"{_num(run.engine_tokens_per_second)} tok/s (e2e {_ms(run.engine_e2e_seconds_mean)} ms) "
                               f"({time.time() - t0:.1f} s)", file=progress, flush=True)
         finally:
             ref.close()
@@ -199,6 +260,10 @@ def calibrate(url: str, tokenizer: str, python: Path, concurrencies: Sequence[in
 
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v * 1000:.2f}"
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -219,6 +284,14 @@ def summary(runs: Sequence[Run]) -> list[dict[str, Any]]:
             ratio = p / b if p is not None and b else None
             row[f"{k}_ratio"] = ratio
             row[f"{k}_within_goal"] = ratio is not None and abs(ratio - 1) <= goal
+        for tool in ("probe", "vllm-bench"):
+            mine = [r for r in runs if r.concurrency == c and r.tool == tool]
+            row[tool]["engine_tokens_per_second"] = _median([r.engine_tokens_per_second for r in mine])
+            row[tool]["measured_over_engine"] = _median([r.measured_over_engine for r in mine])
+        p, b = row["probe"]["engine_tokens_per_second"], row["vllm-bench"]["engine_tokens_per_second"]
+        row["engine_clock_ratio"] = p / b if p is not None and b else None
+        pm, bm = row["probe"]["measured_over_engine"], row["vllm-bench"]["measured_over_engine"]
+        row["measured_over_engine_ratio"] = pm / bm if pm is not None and bm else None
         spreads = [r.release_spread_seconds for r in runs if r.concurrency == c and r.tool == "vllm-bench"]
         row["vllm_bench_release_spread_p50"] = _median(spreads)
         out.append(row)
@@ -241,7 +314,22 @@ def as_text(rows: Sequence[dict[str, Any]]) -> str:
                      f"{_ms(b['tpot_p50']):>10} {_ms(p['tpot_p50']):>10} {ratio('tpot_p50'):>6} | "
                      f"{_ms(b['ttft_p50']):>10} {_ms(p['ttft_p50']):>10} {ratio('ttft_p50'):>6}")
     lines.append("medians over pairs; times in ms; * outside the goal (5 % tok/s and TPOT p50, 10 % TTFT p50)")
+    lines.append("")
+    lines.append(f"{'conc':>4} | {'engine clock tok/s bench':>24} {'probe':>8} {'ratio':>6} | "
+                 f"{'measured/engine bench':>21} {'probe':>6} {'ratio':>6}")
+    for r in rows:
+        b, p = r["vllm-bench"], r["probe"]
+        lines.append(f"{r['concurrency']:>4} | {_num(b['engine_tokens_per_second']):>24} "
+                     f"{_num(p['engine_tokens_per_second']):>8} {_ratio(r['engine_clock_ratio']):>6} | "
+                     f"{_ratio(b['measured_over_engine']):>21} {_ratio(p['measured_over_engine']):>6} "
+                     f"{_ratio(r['measured_over_engine_ratio']):>6}")
+    lines.append("engine clock: the engine's own counters over each run (C x generated tokens / summed e2e latency); "
+                 "measured/engine: each tool's tokens/s over that clock")
     return "\n".join(lines)
+
+
+def _ratio(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
 
 
 def _concurrencies(v: str) -> list[int]:
