@@ -14,10 +14,12 @@ prometheus_client does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from typing import TYPE_CHECKING
 
 from exporter.names import Family
+
+if TYPE_CHECKING:  # prometheus_client is imported by to_metric() only: the sidecar's scrape cycle never needs it
+    from prometheus_client.core import Metric
 
 _SPECIAL = {"inf": "+Inf", "-inf": "-Inf", "nan": "NaN"}
 
@@ -64,6 +66,8 @@ class FamilyRows:
         self.rows.append((labels if type(labels) is tuple else tuple(labels), value))
 
     def to_metric(self) -> Metric:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
         f = self.family
         m = (CounterMetricFamily if f.kind == "counter" else GaugeMetricFamily)(f.name, f.help, labels=list(f.labels))
         for labels, value in self.rows:
@@ -85,6 +89,8 @@ class HistogramRows:
         self.rows.append((tuple(labels), tuple(buckets), sum_value))
 
     def to_metric(self) -> Metric:
+        from prometheus_client.core import HistogramMetricFamily
+
         f = self.family
         m = HistogramMetricFamily(f.name, f.help, labels=list(f.labels))
         for labels, buckets, sum_value in self.rows:

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain
+from operator import itemgetter
 
 from exporter.engines import PAGE_STEMS
 
@@ -153,16 +154,46 @@ def _scan_re(want: frozenset[str] | None, plain: frozenset[str]) -> re.Pattern[s
       or blank line starts with; 7, an indented line that is neither blank, a comment, nor a metric
       name followed by `{` or by blanks and something that can start a number (engines never
       indent, a traceback always does: only indented lines pay for the whole-shape check);
-    and nothing at all for an unwanted line.
+    and nothing at all for an unwanted line. A comment line (a third of an engine's page: HELP and TYPE)
+    is turned away by its first character (`(?!#)`) before any alternative is tried.
     """
     fam = r"[a-zA-Z0-9_:]+" if want is None else _alternation(want)
     pl = _alternation(plain)
     return re.compile(
-        rf"\n(?:[ \t]*+((?:{_STEMS})[:_]{fam}|{pl})"
+        rf"\n(?!#)(?:[ \t]*+((?:{_STEMS})[:_]{fam}|{pl})"
         r"(?:(?:[ \t]*\{([^\n]*)\}[ \t]*|[ \t]+)([^ \t\r\n]+)(?:[ \t]+([^ \t\r\n]+))?[ \t\r]*(?=\n)"
         r"|([ \t{\r][^\n]*|(?=\n)))"
         r"|(?=[^#\n\r\t a-zA-Z_:])([^\n]*)"
         rf"|[ \t]++(?!\r*(?:#|\n|\Z)|{_NAME}(?:[ \t]*\{{|[ \t]+[-+.0-9nNiI]))([^\n]*))")
+
+
+_NAMES, _SERIES, _VALUES, _STAMPS = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+LabelEntry = tuple[Labels, frozenset[tuple[str, str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class PagePlan:
+    """How the last page's wanted lines became its `Samples`, kept to read the next page by position.
+
+    An engine writes the same series in the same order on every scrape; only the values move. When a
+    page's scan finds exactly the last page's lines (each name equal, each label text the same cached
+    label entry, by identity), every sample lands where it landed last time, so the result is built from
+    the values alone, in C (`map(float, ...)`, `zip`), instead of one Python step per sample.
+    `names` holds one string per family run (shared), `entries` the label cache's own entries: the plan
+    keeps no copy of the page. `families`: (key, label mappings, where their values are) in output order.
+    """
+
+    names: list[str]
+    entries: list[LabelEntry | None]
+    families: tuple[tuple[str, tuple[Labels, ...], slice | tuple[int, ...]], ...]
+    duplicates: int
+
+
+def _where(positions: list[int]) -> slice | tuple[int, ...]:
+    """The values' positions, as a slice when they are one run (the usual page)."""
+    if positions and positions[-1] - positions[0] == len(positions) - 1:
+        return slice(positions[0], positions[-1] + 1)
+    return tuple(positions)
 
 
 class PageParser:
@@ -176,6 +207,9 @@ class PageParser:
     we consume is a count, a ratio, a size or a time, so a sample that is NaN, ±Inf or negative is
     no value at all. It is left out of the result and counted in `dropped` as `non_finite` or
     `negative`; a repeat of that series is still a repeat (first wins), never its replacement.
+
+    With a wanted family set, a page whose lines are the last page's is read by position (`PagePlan`);
+    the result is the same as the full reading's (tests/exporter/test_parse_plan.py holds the two equal).
     """
 
     def __init__(self, wanted: Iterable[str] | None = None, unprefixed: Iterable[str] = DEFAULT_UNPREFIXED,
@@ -184,10 +218,11 @@ class PageParser:
         self.wanted = frozenset(wanted) if wanted is not None else None
         self._plain = frozenset(unprefixed)
         self._scan = _scan_re(self.wanted, self._plain)
-        self._cache: dict[str, tuple[Labels, frozenset[tuple[str, str]]]] = {}
+        self._cache: dict[str, LabelEntry] = {}
         self._cache_entries = label_cache_entries
+        self._plan: PagePlan | None = None
 
-    def _labels(self, series: str) -> tuple[Labels, frozenset[tuple[str, str]]]:
+    def _labels(self, series: str) -> LabelEntry:
         labels = parse_labels(series) if series else {}
         entry = (labels, frozenset(labels.items()))
         if len(self._cache) >= self._cache_entries:
@@ -217,8 +252,26 @@ class PageParser:
         # scanned in place from the first line's newline (no copy of a 1 MB page)
         nl = text.find("\n")
         scan = self._scan
-        for name, series, value, ts, bad, garbage, indented in chain(scan.findall("\n" + text[: nl + 1]),
-                                                                     scan.findall(text, nl)):
+        matches = scan.findall(text, nl)
+        first = scan.findall("\n" + text[: nl + 1])
+        if first:
+            matches = first + matches
+        plan = self._plan
+        if plan is not None:
+            got = self._by_plan(plan, matches)
+            if got is not None:
+                if dropped is not None and plan.duplicates:
+                    dropped["duplicate"] = dropped.get("duplicate", 0) + plan.duplicates
+                return got
+        self._plan = None
+        # what the plan of this page will be (only with a wanted family set: without one, `_created`
+        # series are skipped before their labels are read)
+        planning = not any_family
+        names: list[str] = []
+        entries: list[LabelEntry | None] = []
+        where: dict[str, list[int]] = {}
+        at: list[int] = []
+        for i, (name, series, value, ts, bad, garbage, indented) in enumerate(matches):
             if not value:
                 garbage = garbage or indented.lstrip(" \t")
                 if garbage:
@@ -236,27 +289,36 @@ class PageParser:
                 f = out.get(key)
                 if f is None:
                     f = out[key] = {}
-                fam, last_name = f, name
+                    where[key] = []
+                fam, last_name, at = f, name, where[key]
             entry = cache.get(series)
             if entry is None:
                 entry = self._labels(series)
-            if "_" in value or (ts and "_" in ts):
-                raise ParseError(f"malformed sample value {value[:30]!r} for {key}")
+            if planning:
+                names.append(last_name)
+                entries.append(entry)
             try:
                 v = float(value)
                 if ts:
                     float(ts)
             except ValueError:
                 raise ParseError(f"malformed sample value {value[:30]!r} for {key}") from None
-            if entry[1] in fam:
-                duplicates += 1
-                continue
+            if "_" in value or (ts and "_" in ts):  # float() takes "1_000"; the text format does not
+                raise ParseError(f"malformed sample value {value[:30]!r} for {key}")
             if usable_only and not (0.0 <= v < _INF):  # NaN fails both comparisons
+                if entry[1] in fam:
+                    duplicates += 1
+                    continue
                 reason = "negative" if v < 0.0 and v != -_INF else "non_finite"
                 unusable[reason] = unusable.get(reason, 0) + 1
                 fam[entry[1]] = None
                 continue
-            fam[entry[1]] = (entry[0], v)
+            # one dict look-up for the repeat check and the store: a series seen before keeps its first value
+            item = (entry[0], v)
+            if fam.setdefault(entry[1], item) is not item:
+                duplicates += 1
+            elif planning:
+                at.append(i)
         if dropped is not None:
             if duplicates:
                 dropped["duplicate"] = dropped.get("duplicate", 0) + duplicates
@@ -264,7 +326,36 @@ class PageParser:
                 dropped[reason] = dropped.get(reason, 0) + n
         if unusable:
             return {k: [x for x in v.values() if x is not None] for k, v in out.items()}
-        return {k: list(v.values()) for k, v in out.items()}  # type: ignore[arg-type]  # no None in it
+        result: Samples = {k: list(v.values()) for k, v in out.items()}  # type: ignore[arg-type]  # no None in it
+        if planning and len(names) == len(matches):
+            self._plan = PagePlan(names, entries, tuple(
+                (k, tuple(labels for labels, _ in result[k]), _where(where[k])) for k in result), duplicates)
+        return result
+
+    def _by_plan(self, plan: PagePlan, matches: list[tuple[str, ...]]) -> Samples | None:
+        """The page's samples read by `plan`, or None when the page is not the planned one (other lines,
+        a new label text, a timestamp, a malformed or unusable value): the full reading then decides.
+
+        Every test the full reading makes per sample is made here over the whole page: each line is a
+        sample (a value group), no value holds `_`, every value is a float, and with `usable_only` all are
+        finite and >= 0 (their sum is finite: no NaN or ±Inf; their minimum is not below 0)."""
+        if len(matches) != len(plan.names) or list(map(_NAMES, matches)) != plan.names:
+            return None
+        if list(map(self._cache.get, map(_SERIES, matches))) != plan.entries:
+            return None
+        values = list(map(_VALUES, matches))
+        if not all(values) or any(map(_STAMPS, matches)) or "_" in "".join(values):
+            return None
+        try:
+            floats = list(map(float, values))
+        except ValueError:
+            return None
+        if self.usable_only and floats:
+            total = sum(floats)
+            if total - total != 0.0 or min(floats) < 0.0:
+                return None
+        return {key: list(zip(labels, floats[at] if type(at) is slice else map(floats.__getitem__, at), strict=True))
+                for key, labels, at in plan.families}
 
 
 def parse_page(text: str, wanted: Iterable[str] | None = None, unprefixed: Iterable[str] = DEFAULT_UNPREFIXED,
