@@ -59,6 +59,12 @@ def test_every_cited_commit_exists() -> None:
     text = CHANGELOG.read_text(encoding="utf-8")
     cited = sorted(set(re.findall(r"(?<![0-9a-z/.])([0-9a-f]{7})(?![0-9a-z])", text)))
     assert len(cited) >= 30
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)
+    if shallow.returncode != 0 or shallow.stdout.strip() == "true":
+        # A checkout without history (an sdist, a depth-1 CI clone) cannot resolve old commits: the citations are
+        # then held to their form only (seven hex digits each, above) — said here rather than failing on history.
+        return
     done = subprocess.run(["git", "cat-file", "--batch-check"], cwd=ROOT, input="\n".join(cited) + "\n",
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
