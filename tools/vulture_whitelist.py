@@ -45,7 +45,7 @@ _.n_baseline, _.n_speculative, _.baseline_tpot_seconds, _.speculative_tpot_secon
 _.model_artifact, _.image_tag, _.context_limit_tokens, _.speculative_decoding  # the run record (gate/verdict/record.py)
 _.reported_prompt_tokens, _.output_tokens_per_request, _.correctness_checks, _.queueing_observed
 _.failures_observed, _.field_basis, _.evidence_sources
-_.trained_against, _.outcome  # plan keys a user writes (gate/plan/model.py; docs/plan-reference.md)
+_.trained_against, _.outcome  # plan keys a user writes (gate/plan/model.py; docs/reference/plan.md)
 _.checksum  # Flagger's webhook payload (gate/webhook.py)
 _.numbers  # gate/model/plausibility.Implausible: the numbers that show why, for a reader of the finding
 _.correct_drafts_histogram  # gate/probe/per_request.RequestAcceptance: the engine's histogram, kept as given

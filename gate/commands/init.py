@@ -9,7 +9,7 @@ that fits the family and the engine (DFlash/DSpark from the drafter's block_size
 target's MTP layers, else k = 3 — choose it with `specgate tune`), and writes a plan whose keys
 you must decide (budgets, request mixes, acceptance target and its source, memory fraction,
 revisions) are `null` with a `# TODO`. The plan loads as written; `specgate check --plan FILE`
-then names what is still missing. Every key: docs/plan-reference.md.
+then names what is still missing. Every key: docs/reference/plan.md.
 
 Exit codes: 0 written, 3 invalid input (unreadable config, unknown family, method mismatch,
 existing --out without --force).

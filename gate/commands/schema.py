@@ -3,7 +3,7 @@
 Point an editor at it and it completes and checks plan keys: the YAML language server reads a
 first line `# yaml-language-server: $schema=plan.schema.json` (a path relative to the plan, or a
 URL). The committed copy is examples/plans/plan.schema.json, and every key's type, default, unit
-and meaning (with the per-engine semantics) is in docs/plan-reference.md; both are generated from
+and meaning (with the per-engine semantics) is in docs/reference/plan.md; both are generated from
 the model by `make plan-reference`.
 
 Exit codes: 0 ok, 3 invalid input.

@@ -190,7 +190,7 @@ def render(req: InitRequest) -> str:
     L: list[str] = [
         f"# yaml-language-server: $schema={schema}",
         *([] if REPO_SCHEMA.exists() else ["# (write the schema beside this plan: specgate schema plan --out plan.schema.json)"]),
-        f"# Written by `specgate init` for {method} on {req.engine}. Every key: docs/plan-reference.md",
+        f"# Written by `specgate init` for {method} on {req.engine}. Every key: docs/reference/plan.md",
         "# (or `specgate schema plan`). Lines marked TODO are yours to fill in; until then `specgate check`",
         "# says what is missing (no acceptance target is a fail before rollout, unknown budgets inconclusive).",
         "# Paths are relative to this file.",
@@ -256,7 +256,7 @@ def render(req: InitRequest) -> str:
         "costs: []  # TODO (for break-even L*): step costs per point, declared or measured, e.g.",
         "#  - {point: 2K, target_step_ms: 14.1, verify_cycle_ms: 31.2, source: \"specgate probe\"}",
         "",
-        "evidence: {}  # exporter_url / prometheus / captures / reported / probes: see docs/plan-reference.md",
+        "evidence: {}  # exporter_url / prometheus / captures / reported / probes: see docs/reference/plan.md",
     ]
     if family is not None and not embedded:
         L[L.index("budgets:  # TODO: the limits this rollout must fit (per GPU for memory)"):0] = [

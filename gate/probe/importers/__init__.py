@@ -112,6 +112,8 @@ def build_record(tool: str, cells: Sequence[ImportedCell], settings: ImportSetti
             created_at=(datetime.fromtimestamp(created, UTC).isoformat(timespec="seconds")
                         if created is not None else None),
             source=source, cells=out)
+    except ProbeError:  # our own one line (files that disagree), already saying what is wrong
+        raise
     except ValueError as e:  # pydantic's ValidationError is a ValueError: a number out of the record's range
         raise ProbeError(f"the imported cells are not a probe record: {str(e).splitlines()[0]}") from None
     defects = record_defects(record)
