@@ -20,6 +20,7 @@ TOOLS_BIN = REPO / ".tools" / "bin"
 INSTALL_SCRIPT = REPO / "tools" / "install_helm.sh"
 CONFIGS = REPO / "tests" / "fixtures" / "configs"
 MONITORING_API = "monitoring.coreos.com/v1"
+GRAFANA_API = "grafana.integreatly.org/v1beta1"  # grafana-operator's GrafanaDashboard
 RELEASE = "rel"
 NAMESPACE = "llm"
 FULLNAME = "rel-specgate"
@@ -79,7 +80,8 @@ LLAMACPP_PLAN = {
     "slo": {"target_acceptance_length": 2.0, "min_windows": 3},
 }
 
-# The values matrix. Each case renders with and without the monitoring.coreos.com/v1 API.
+# The values matrix. Each case renders with and without the operator APIs (monitoring.coreos.com/v1 and
+# grafana.integreatly.org/v1beta1).
 CASES: dict[str, dict[str, Any]] = {
     "defaults": {},
     "drafter": {
@@ -115,6 +117,15 @@ CASES: dict[str, dict[str, Any]] = {
     "hook-off": {
         "engine": {"speculativeConfig": NGRAM_SPEC},
         "gate": {"plan": NGRAM_PLAN, "planFiles": NGRAM_FILES, "hook": {"enabled": False}},
+    },
+    # prometheus-operator users without a Service scrape, grafana-operator users, HTTPS on the gate.
+    "platform": {
+        "engine": {"speculativeConfig": NGRAM_SPEC},
+        "gate": {"plan": NGRAM_PLAN, "planFiles": NGRAM_FILES},
+        "serve": {"enabled": True, "token": {"existingSecret": "gate-token", "key": "token"},
+                  "tls": {"secretName": "gate-tls"}},
+        "monitoring": {"serviceMonitor": {"enabled": False}, "podMonitor": {"enabled": True},
+                       "grafanaDashboard": {"enabled": True, "folder": "LLM serving"}},
     },
     "serve-controller": {
         "imagePullSecrets": [{"name": "regcred"}],
@@ -167,7 +178,7 @@ def template(helm: Path, values_file: Path | None, api: bool, chart: Path = CHAR
     if values_file is not None:
         args += ["-f", str(values_file)]
     if api:
-        args += ["--api-versions", MONITORING_API]
+        args += ["--api-versions", MONITORING_API, "--api-versions", GRAFANA_API]
     return run_helm(helm, *args)
 
 

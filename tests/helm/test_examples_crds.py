@@ -7,7 +7,6 @@ the web AnalysisTemplate's request is sent, as Argo would send it, to a real `sp
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import re
 import shutil
@@ -18,67 +17,27 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import promql_parser
 import pytest
 import yaml
 
 from exporter import names
+from tests.helm.crd_schemas import CRDS, PINNED, VALIDATORS, digest
+from tests.helm.crd_schemas import errors as _errors
 
 REPO = Path(__file__).resolve().parents[2]
-CRDS = Path(__file__).resolve().parent / "crds"
 NPM = REPO / ".tools" / "npm"
 EXAMPLES = sorted((REPO / "examples" / "argo").glob("*.yaml")) + sorted((REPO / "examples" / "flagger").glob("*.yaml"))
-PINNED = {
-    "argo-rollouts-v1.9.1-analysis-template-crd.yaml": "96a871705477bb8876f91630789ce753c8291f0ff5457a8cbc781ff150522369",
-    "flagger-v1.44.0-crd.yaml": "8d7ad05c2d1d242c0cd4c25c5fb3ad0f75f10706da588aeeb950fe2858134630",
-}
-
-
-def strict(schema: Any) -> Any:
-    """An openAPIV3Schema where every object with declared properties refuses others (unless the CRD says
-    x-kubernetes-preserve-unknown-fields), like an API server with strict field validation."""
-    if isinstance(schema, list):
-        return [strict(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: strict(v) for k, v in schema.items()}
-    if "properties" in out and "additionalProperties" not in out \
-            and not out.get("x-kubernetes-preserve-unknown-fields"):
-        out["additionalProperties"] = False
-    return out
-
-
-def _crd_validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
-    out = {}
-    for f in CRDS.glob("*.yaml"):
-        for crd in yaml.safe_load_all(f.read_text()):
-            if not crd:
-                continue
-            group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
-            for v in crd["spec"]["versions"]:
-                if v.get("served"):
-                    schema = strict(v["schema"]["openAPIV3Schema"])
-                    out[(f"{group}/{v['name']}", kind)] = jsonschema.Draft7Validator(schema)
-    return out
-
-
-VALIDATORS = _crd_validators()
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-def _errors(obj: dict[str, Any]) -> list[str]:
-    v = VALIDATORS.get((obj["apiVersion"], obj["kind"]))
-    assert v is not None, f"no CRD for {obj['apiVersion']} {obj['kind']}"
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in v.iter_errors(obj)]
-
-
 def test_crd_files_are_the_pinned_ones() -> None:
-    for name, digest in PINNED.items():
-        assert hashlib.sha256((CRDS / name).read_bytes()).hexdigest() == digest, name
+    assert sorted(PINNED) == sorted(p.name for p in CRDS.iterdir() if p.name != "README.md")
+    for name, want in PINNED.items():
+        assert digest(name) == want, name
     assert {("argoproj.io/v1alpha1", "AnalysisTemplate"), ("flagger.app/v1beta1", "Canary"),
             ("flagger.app/v1beta1", "MetricTemplate")} <= set(VALIDATORS)
 

@@ -1,6 +1,8 @@
 """The real helm binary lints and renders the chart for the values matrix; every rendered object validates
-against the Kubernetes OpenAPI schemas (kubernetes-validate, strict) or, for the Prometheus Operator kinds,
-against the prometheus-operator CRD models (cloudcoil-models-prometheus-operator)."""
+against the Kubernetes OpenAPI schemas (kubernetes-validate, strict) or, for the operator kinds
+(ServiceMonitor, PodMonitor, PrometheusRule, GrafanaDashboard), against their projects' CRD schemas pinned in
+tests/helm/crds/ (strict) and, for the Prometheus Operator ones, the CRD models of
+cloudcoil-models-prometheus-operator too."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import kubernetes_validate
 import pytest
 from cloudcoil.models.prometheus_operator import v1 as promop
 
+from tests.helm.crd_schemas import VALIDATORS, errors
 from tests.helm.render import (
     CASES,
     CHART,
@@ -24,7 +27,8 @@ from tests.helm.render import (
 
 # The chart's floor (Chart.yaml kubeVersion >=1.27) and a current release.
 KUBE_VERSIONS = ("1.27.0", "1.35.0")
-CRD_MODELS = {"ServiceMonitor": promop.ServiceMonitor, "PrometheusRule": promop.PrometheusRule}
+CRD_MODELS = {"ServiceMonitor": promop.ServiceMonitor, "PrometheusRule": promop.PrometheusRule,
+              "PodMonitor": promop.PodMonitor}
 
 
 def test_helm_is_the_pinned_release(helm: Path) -> None:
@@ -45,12 +49,16 @@ def test_lint_strict(helm: Path, case_name: str, tmp_path: Path) -> None:
 def test_every_object_validates(r: Rendered) -> None:
     assert r.objects, f"{r.case}: nothing rendered"
     for obj in r.objects:
+        crd = (obj["apiVersion"], obj["kind"]) in VALIDATORS
+        if crd:
+            assert errors(obj) == [], f"{r.case}: {obj['kind']} breaks its pinned CRD"
         model = CRD_MODELS.get(obj["kind"])
         if model is not None:
             # The CRD models ignore unknown keys, so a lossless round trip is what proves there are none.
             parsed = model.model_validate(obj)
             assert parsed.model_dump(mode="json", by_alias=True, exclude_unset=True) == obj, (
                 f"{r.case}: {obj['kind']} has fields the prometheus-operator CRD does not define")
+        if crd or model is not None:
             continue
         for version in KUBE_VERSIONS:
             kubernetes_validate.validate(obj, version, strict=True)

@@ -110,6 +110,7 @@ EXPORTER_FROM_PLAN: dict[str, tuple[float | None, int | None]] = {
     "allow-inconclusive": (2.0, 20480),     # from the plan: 8 x (2,048 + 512) = 20,480
     "hook-off": (2.0, 20480),
     "serve-controller": (2.0, 20480),
+    "platform": (2.0, 20480),
     "networkpolicy": (2.0, 20480),
     "sglang": (2.5, 184182),                # 6 x (30,185 + 512) = 184,182 (seed 000's long-agentic mix)
     "llamacpp": (2.0, 1536),                # 4 x (256 + 128) = 1,536 (render.LLAMACPP_PLAN)

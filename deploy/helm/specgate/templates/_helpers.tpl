@@ -75,6 +75,29 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1" -}}true{{- end -}}
 {{- end -}}
 
+{{/* True when the cluster serves grafana-operator's API (GrafanaDashboard). */}}
+{{- define "specgate.hasGrafanaAPI" -}}
+{{- if .Capabilities.APIVersions.Has "grafana.integreatly.org/v1beta1" -}}true{{- end -}}
+{{- end -}}
+
+{{/* How a ServiceMonitor endpoint / PodMonitor podMetricsEndpoint scrapes `specgate serve` over HTTPS
+(serve.tls.secretName set): verify the certificate for the Service's DNS name, against caKey of the same
+Secret when given (else the scraper's system CAs). Nothing when serve speaks plain HTTP. */}}
+{{- define "specgate.gateScrapeTLS" -}}
+{{- $t := .Values.serve.tls -}}
+{{- if $t.secretName }}
+scheme: https
+tlsConfig:
+  serverName: {{ printf "%s.%s.svc" (include "specgate.componentName" (list . "serve")) .Release.Namespace | quote }}
+  {{- if $t.caKey }}
+  ca:
+    secret:
+      name: {{ $t.secretName | quote }}
+      key: {{ $t.caKey | quote }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* The plan must be given whenever something runs the gate on it. Call with (list . "who needs it"). */}}
 {{- define "specgate.requirePlan" -}}
 {{- if not (index . 0).Values.gate.plan -}}
