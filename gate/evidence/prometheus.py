@@ -50,6 +50,7 @@ from gate.evidence.base import (
     Unreachable,
     no_answer_kind,
 )
+from gate.evidence.fleet import answers
 from gate.evidence.fleet import cohorts as cohort_evidence
 from gate.evidence.fleet.collect import FleetAsk
 from gate.evidence.fleet.collect import evaluate as evaluate_fleet
@@ -101,6 +102,34 @@ class AnswerBudget:
             return self.points_left >= 0
 
 
+@dataclass(frozen=True)
+class QueryCost:
+    """Where one query's time went (bench/fleet.py prints these): `backend_seconds` from sending it to the answer's
+    headers (the backend evaluating the query: Prometheus and VictoriaMetrics write headers once the result is
+    computed), `transfer_seconds` reading the body, `decode_seconds` JSON to Python objects; its bytes and points."""
+
+    path: str
+    query: str
+    backend_seconds: float
+    transfer_seconds: float
+    decode_seconds: float
+    bytes: int
+    points: int
+    typed: bool = False  # decoded by gate.evidence.fleet.answers (else json.loads)
+
+
+@dataclass
+class CostLedger:
+    """The costs of one client's queries, appended by the query threads (never read by a verdict, only shown)."""
+
+    entries: list[QueryCost] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, cost: QueryCost) -> None:
+        with self.lock:
+            self.entries.append(cost)
+
+
 class _Watchdog:
     """Shuts the connection's socket at the deadline, so a read blocked on a dripping server returns."""
 
@@ -138,6 +167,7 @@ class PromClient:
     verify: bool | str
     timeout: float
     budget: AnswerBudget = field(default_factory=AnswerBudget, compare=False)
+    ledger: CostLedger = field(default_factory=CostLedger, compare=False)
 
     def _connection(self) -> tuple[http.client.HTTPConnection, str]:
         parts = urlsplit(self.url)
@@ -161,9 +191,10 @@ class PromClient:
             headers["Authorization"] = "Basic " + base64.b64encode(f"{self.auth[0]}:{self.auth[1]}".encode()).decode()
         return headers
 
-    def fetch(self, path: str, params: dict[str, Any]) -> tuple[int, bytearray]:
+    def fetch(self, path: str, params: dict[str, Any],
+              clock: list[float] | None = None) -> tuple[int, bytearray]:
         """(status, body) within one deadline for the whole exchange and the answer limits; Unreachable or
-        BadAnswer otherwise."""
+        BadAnswer otherwise. `clock`, when given, gets the perf_counter times of the headers and of the body's end."""
         shown = redact_url(self.url)
         conn, prefix = self._connection()
         dog = _Watchdog(conn, self.timeout)
@@ -172,6 +203,8 @@ class PromClient:
             if dog.fired:  # it fired while connecting, before there was a socket to shut
                 raise TimeoutError
             r = conn.getresponse()
+            if clock is not None:
+                clock.append(time.perf_counter())
             if (r.getheader("Content-Encoding") or "identity").strip().lower() != "identity":
                 raise BadAnswer(f"Prometheus {shown} sent an encoded body although none was asked for")
             limit = MAX_ANSWER_BYTES if r.status == 200 else ERROR_BODY_BYTES
@@ -186,6 +219,8 @@ class PromClient:
                                     f"{MAX_TOTAL_BYTES // 2**20} MiB together")
             if dog.fired:
                 raise TimeoutError
+            if clock is not None:
+                clock.append(time.perf_counter())
             if len(body) > limit:
                 if r.status == 200:
                     raise BadAnswer(f"Prometheus {shown} sent an answer over {MAX_ANSWER_BYTES // 2**20} MiB")
@@ -206,8 +241,20 @@ class PromClient:
     def query(self, path: str, params: dict[str, Any]) -> Series:
         """The `data.result` list; Unreachable when no answer came, BadAnswer when it was not a success or
         is larger than the bounds allow."""
+        return self._query(path, params, None)
+
+    def query_typed(self, path: str, params: dict[str, Any],
+                    kind: str) -> Series | list[answers.MatrixSeries] | list[answers.VectorSample]:
+        """`query`, the answer decoded straight into typed series (`gate.evidence.fleet.answers`, kind "range" or
+        "instant") when it has the API's success shape; else read as `query` reads it (dicts), same errors."""
+        return self._query(path, params, kind)
+
+    def _query(self, path: str, params: dict[str, Any], kind: str | None) -> Any:
         shown = redact_url(self.url)
-        status, body = self.fetch(path, params)
+        clock = [time.perf_counter()]
+        status, body = self.fetch(path, params, clock)
+        size = len(body)
+        points = 0
         if status == 200:
             points = count_points(body)
             if points > MAX_POINTS + MAX_SERIES + 2:
@@ -215,12 +262,26 @@ class PromClient:
             if not self.budget.take_points(points):
                 raise BadAnswer(f"Prometheus {shown}: the answers of one evaluation passed {MAX_TOTAL_POINTS:,} "
                                 "points together")
+        typed = None
+        doc = None
         with self.budget.parsing:  # one parsed answer in memory at a time
-            try:
-                doc = json.loads(body)
-            except (ValueError, RecursionError):
-                doc = None
+            t0 = time.perf_counter()
+            if kind is not None and status == 200:
+                typed = answers.decode(body, kind)
+            if typed is None:
+                try:
+                    doc = json.loads(body)
+                except (ValueError, RecursionError):
+                    doc = None
+            decoded = time.perf_counter() - t0
         del body
+        if len(clock) == 3:
+            self.ledger.add(QueryCost(path, str(params.get("query", "")), clock[1] - clock[0], clock[2] - clock[1],
+                                      decoded, size, points, typed is not None))
+        if typed is not None:
+            if len(typed) > MAX_SERIES:
+                raise BadAnswer(f"Prometheus {shown} answered with {len(typed):,} series, more than {MAX_SERIES:,}")
+            return typed
         if status != 200 or not isinstance(doc, dict) or doc.get("status") != "success":
             detail = doc.get("error") if isinstance(doc, dict) else None
             detail = str(detail)[:300] if detail is not None else None

@@ -18,7 +18,7 @@ windows do not overlap; the exporter's `--windows` must include it — default 1
 requests (the load), and the cohort's pooled acceptance L = 1 + accepted / drafts. The samples
 the check compares are per pod (issue 21: windows of one pod are not independent samples), so the
 windows are kept by pod. A point counts once and only at a step of the query's grid (as the
-fleet's: `gate.evidence.fleet.collect.on_grid`), in post only when its window ended within the
+fleet's: `gate.evidence.fleet.grid.on_grid`), in post only when its window ended within the
 lookback of now; values that are not finite, or not positive for a speed (an idle window has no
 TPOT and serves 0 tokens/s), are dropped and counted. Errors, never samples: a series of another
 model than the plan's (or of none), a pod answered twice in one query. Names come from
@@ -35,7 +35,8 @@ from typing import Any
 from exporter import formulas, names
 from exporter.settings import duration_label
 from gate.evidence.base import EvidenceError
-from gate.evidence.fleet.collect import NAMED, Client, Grid, fresh_from, on_grid
+from gate.evidence.fleet.collect import NAMED, Client
+from gate.evidence.fleet.grid import Grid, fresh_from, on_grid
 from gate.evidence.fleet.queries import MODEL_LABEL, Query, selector
 from gate.plan.model import PrometheusSource
 

@@ -26,12 +26,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from exporter import formulas, names
 from gate.evidence.base import BadAnswer
+from gate.evidence.fleet.answers import MatrixSeries, VectorSample
+from gate.evidence.fleet.grid import Grid, Steps, fresh_from, on_steps
 from gate.evidence.fleet.queries import MODEL_LABEL, FleetQueries, Query, selector
-from gate.evidence.fleet.table import FleetResult, PodRow
+from gate.evidence.fleet.table import FleetCost, FleetResult, PodRow
 from gate.model import plausibility as pl
 from gate.plan.model import SLO, FleetRule, PrometheusSource
 from gate.status import Status, fleet_status, window_slo_status
@@ -42,7 +44,6 @@ RowKey = tuple[str, ...]
 # Rows in one fleet table: a 10,000-pod fleet with two model or drafter-revision rows per pod fits; more is
 # refused before any row is built (the table and the report stay bounded: ~600 B of JSON per row).
 MAX_ROWS = 20_000
-GRID_TOLERANCE_SECONDS = 1e-3  # a point this close to a step is at that step (float timestamps)
 NAMED = 10  # pods named in one fleet-level reason
 
 
@@ -50,6 +51,14 @@ class Client(Protocol):
     """What the fleet needs of a Prometheus HTTP API client (gate.evidence.prometheus.PromClient)."""
 
     def query(self, path: str, params: dict[str, Any]) -> Series: ...
+
+
+@runtime_checkable
+class TypedClient(Protocol):
+    """A client that can also decode answers straight into typed series (gate.evidence.fleet.answers)."""
+
+    def query_typed(self, path: str, params: dict[str, Any],
+                    kind: str) -> Series | list[MatrixSeries] | list[VectorSample]: ...
 
 
 @dataclass(frozen=True)
@@ -79,16 +88,52 @@ def plan_queries(src: PrometheusSource, ask: FleetAsk) -> tuple[FleetQueries, fl
     return FleetQueries(sel, tuple(rule.pod_labels), tuple(rule.group_by), w, steps * w), float(end), steps
 
 
-def _run(client: Client, queries: list[Query], start: float, end: float, step: int) -> dict[str, Series]:
-    def one(q: Query) -> Series:
-        if q.kind == "range":
-            return client.query("/api/v1/query_range",
-                                {"query": q.promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step}s"})
-        return client.query("/api/v1/query", {"query": q.promql, "time": f"{end:.3f}"})
+@dataclass
+class Answer:
+    """One query's answer read into rows: row -> value (instant) or row -> its steps (range), the rows answered
+    twice (neither believed) and the seconds spent reading it."""
 
-    with ThreadPoolExecutor(max_workers=len(queries)) as pool:
-        results = list(pool.map(one, queries))
-    return {q.key: r for q, r in zip(queries, results, strict=True)}
+    instant: dict[RowKey, float]
+    steps: dict[RowKey, Steps]
+    twice: set[RowKey]
+    seconds: float = 0.0
+
+
+Reader = Callable[[Query, list[Any]], Answer]
+
+
+def _ask(client: Client, q: Query, start: float, end: float, step: int, read: Reader) -> Answer:
+    """One query, its answer read into rows in the query's own thread as soon as it comes (the parsed JSON is
+    dropped before the rows are judged: memory holds the rows, not the objects)."""
+    if q.kind == "range":
+        path, params = "/api/v1/query_range", {"query": q.promql, "start": f"{start:.3f}", "end": f"{end:.3f}",
+                                               "step": f"{step}s"}
+    else:
+        path, params = "/api/v1/query", {"query": q.promql, "time": f"{end:.3f}"}
+    got: list[Any] = client.query_typed(path, params, q.kind) if isinstance(client, TypedClient) else \
+        client.query(path, params)
+    t0 = time.perf_counter()
+    out = read(q, got)
+    del got
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _run(client: Client, q: FleetQueries, grid: Grid) -> tuple[FleetQueries, dict[str, Answer]]:
+    """The pre-flight and the instant queries at once; the range queries as soon as the pre-flight says whether
+    any row has several series (then the backend pools them: `sum by`; else the gate does). Returns the query set
+    used and every answer by key (the pre-flight's as `series_per_row`)."""
+    start, end, step = grid.start, grid.start + (grid.steps - 1) * grid.step, grid.step
+    pre = q.series_per_row()
+    with ThreadPoolExecutor(max_workers=len(q.all()) + 1) as pool:
+        first = pool.submit(_ask, client, pre, start, end, step, reader(q, grid))
+        instant = [(x.key, pool.submit(_ask, client, x, start, end, step, reader(q, grid))) for x in q.instants()]
+        most = max(first.result().instant.values(), default=0.0)
+        used = q if most > 1 else q.unpooled()
+        ranges = [(x.key, pool.submit(_ask, client, x, start, end, step, reader(used, grid))) for x in used.ranges()]
+        answers = {key: f.result() for key, f in (*ranges, *instant)}
+    answers[pre.key] = first.result()
+    return used, answers
 
 
 def _key(metric: dict[str, str], labels: tuple[str, ...]) -> RowKey:
@@ -96,11 +141,20 @@ def _key(metric: dict[str, str], labels: tuple[str, ...]) -> RowKey:
 
 
 def _metric(s: Any) -> dict[str, str]:
+    if isinstance(s, (MatrixSeries, VectorSample)):
+        return s.metric
     m = s.get("metric") if isinstance(s, dict) else None
     return m if isinstance(m, dict) else {}
 
 
-def _instant(result: Series, labels: tuple[str, ...], twice: set[RowKey]) -> dict[RowKey, float]:
+def _points(s: Any) -> Any:
+    """A range series' points: typed (time, value) pairs, or the generic answer's list (None when not there)."""
+    if isinstance(s, MatrixSeries):
+        return s.values
+    return s.get("values") if isinstance(s, dict) else None
+
+
+def _instant(result: list[Any], labels: tuple[str, ...], twice: set[RowKey]) -> dict[RowKey, float]:
     """Row -> value; a row answered twice is added to `twice` (its value is not believed)."""
     out: dict[RowKey, float] = {}
     for s in result:
@@ -108,81 +162,64 @@ def _instant(result: Series, labels: tuple[str, ...], twice: set[RowKey]) -> dic
         if key in out:
             twice.add(key)
         try:
-            out[key] = float(s["value"][1])
+            out[key] = s.value[1] if isinstance(s, VectorSample) else float(s["value"][1])
         except (KeyError, IndexError, TypeError, ValueError):
             continue
     return out
 
 
-def _points(result: Series, labels: tuple[str, ...], twice: set[RowKey]) -> dict[RowKey, list[Any]]:
-    """Row -> its points; a row answered twice is added to `twice` (never "the last one wins")."""
-    out: dict[RowKey, list[Any]] = {}
+def _add(into: Steps, other: Steps) -> None:
+    """A row's second series added step by step into its first (what `sum by` does: a step's sum is over the
+    series with a point there; NaN stays NaN), its dropped points counted with the first's."""
+    slots = into.values
+    for i, v in enumerate(other.values):
+        if v is not None:
+            seen = slots[i]
+            slots[i] = v if seen is None else seen + v
+    into.outside += other.outside
+    into.repeated += other.repeated
+    into.conflicting += other.conflicting
+    into.malformed += other.malformed
+
+
+def _steps(result: list[Any], labels: tuple[str, ...], grid: Grid, twice: set[RowKey],
+           pooled: bool = True) -> dict[RowKey, Steps]:
+    """Row -> its points on the grid (`gate.evidence.fleet.grid.on_steps`). `pooled` (the backend summed by the
+    row labels): a row answered twice is added to `twice` (never "the last one wins"); else the series of one
+    row are added up step by step (a pod's ranks), and only the same series answered twice goes to `twice`."""
+    out: dict[RowKey, Steps] = {}
+    seen: set[tuple[tuple[str, str], ...]] = set()
     for s in result:
-        key = _key(_metric(s), labels)
-        if key in out:
-            twice.add(key)
-        values = s.get("values") if isinstance(s, dict) else None
-        out[key] = values if isinstance(values, list) else []
-    return out
-
-
-@dataclass(frozen=True)
-class Grid:
-    """The query's steps: `start + i·W` for i < steps, each the end of one window."""
-
-    start: float
-    step: int
-    steps: int
-
-    def index(self, t: float) -> int | None:
-        """The step `t` falls on, or None when it is not one of the query's steps."""
-        if not math.isfinite(t):
-            return None
-        i = round((t - self.start) / self.step)
-        if not 0 <= i < self.steps or abs(self.start + i * self.step - t) > GRID_TOLERANCE_SECONDS:
-            return None
-        return i
-
-
-@dataclass
-class OnGrid:
-    """One series' points on the grid: step -> value (first seen), and what was dropped."""
-
-    values: dict[int, Any]
-    outside: int = 0
-    repeated: int = 0
-    conflicting: int = 0
-    malformed: int = 0
-
-
-def on_grid(points: list[Any], grid: Grid) -> OnGrid:
-    """A series' points by step; off-grid, repeated, conflicting and malformed points counted, never kept."""
-    out = OnGrid({})
-    for p in points:
-        try:
-            t = float(p[0])
-            v = p[1]
-        except (IndexError, KeyError, TypeError, ValueError):
-            out.malformed += 1
+        metric = _metric(s)
+        key = _key(metric, labels)
+        steps = on_steps(_points(s), grid)
+        if key not in out:
+            out[key] = steps
+            if not pooled:
+                seen.add(tuple(sorted(metric.items())))
             continue
-        i = grid.index(t)
-        if i is None:
-            out.outside += 1
-        elif i in out.values:
-            if out.values[i] == v:
-                out.repeated += 1
-            else:
-                out.conflicting += 1
-        else:
-            out.values[i] = v
+        if pooled:
+            twice.add(key)
+            out[key] = steps
+            continue
+        series = tuple(sorted(metric.items()))
+        if series in seen:
+            twice.add(key)
+        seen.add(series)
+        _add(out[key], steps)
     return out
 
 
-def _float(x: Any) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
+def reader(q: FleetQueries, grid: Grid) -> Reader:
+    """How each query's answer is read: range answers onto the grid, instant ones to one value a row; rows are
+    the row labels, the pod labels for the exporter-level engine_up."""
+    def read(query: Query, result: list[Any]) -> Answer:
+        labels = q.pod_labels if query.key == "engine_up" else q.row_labels
+        twice: set[RowKey] = set()
+        if query.kind == "range":
+            return Answer({}, _steps(result, labels, grid, twice, pooled=q.pooled), twice)
+        return Answer(_instant(result, labels, twice), {}, twice)
+    return read
 
 
 def _pod_name(key: RowKey, pod_labels: tuple[str, ...]) -> str:
@@ -209,59 +246,54 @@ class _Acc:
     max_l: float = -math.inf
 
 
-def fresh_from(grid: Grid, now: float, lookback_seconds: float) -> int:
-    """The first step whose window ended within `lookback_seconds` of `now` (steps are window ends)."""
-    return max(0, math.ceil((now - lookback_seconds - grid.start) / grid.step - 1e-9))
-
-
-def _windows(dpoints: list[Any], apoints: list[Any], resets: set[int], min_drafts: float,
-             target: float | None, grid: Grid, first: int = 0) -> _Acc:
-    """One row's windows: each step of the grid at most once (drafts and accepted matched by step);
-    steps before `first` ended too long ago (post) and are `stale`."""
+def _windows(d: Steps, a: Steps | None, resets: set[int], min_drafts: float, target: float | None,
+             first: int = 0) -> _Acc:
+    """One row's windows: each step of the grid at most once (drafts and accepted matched by step); steps
+    before `first` ended too long ago (post) and are `stale`. In this order a window is stale, reset,
+    non-finite (drafts NaN, infinite or negative), below min_drafts, without accepted tokens, non-finite
+    (accepted), else evidence: L = formulas.acceptance_length(accepted, drafts), met when L >= target.
+    One pass over the row's slots with the counts in locals (the loop every window of the fleet goes through)."""
     acc = _Acc()
     floor = max(min_drafts, 1.0)
-    d_clean, a_clean = on_grid(dpoints, grid), on_grid(apoints, grid)
-    acc.outside = d_clean.outside + d_clean.malformed
-    acc.repeated = d_clean.repeated
-    acc.conflicting = d_clean.conflicting + a_clean.conflicting
-    for i in sorted(d_clean.values):
-        v, av = d_clean.values[i], a_clean.values.get(i)
+    acc.outside = d.outside + d.malformed
+    acc.repeated = d.repeated
+    acc.conflicting = d.conflicting + (a.conflicting if a is not None else 0)
+    av: list[float | None] = a.values if a is not None else [None] * len(d.values)
+    length_of = formulas.acceptance_length
+    inf = math.inf
+    eligible = met = reset = thin = no_accepted = non_finite = stale = 0
+    drafts = accepted = 0.0
+    lo, hi = inf, -inf
+    for i, dv in enumerate(d.values):
+        if dv is None:
+            continue
         if i < first:
-            acc.stale += 1
-            continue
-        if i in resets:
-            acc.reset += 1
-            continue
-        try:
-            d = float(v)
-        except (TypeError, ValueError):
-            acc.non_finite += 1
-            continue
-        if not math.isfinite(d) or d < 0:
-            acc.non_finite += 1
-            continue
-        if d < floor:
-            acc.thin += 1
-            continue
-        try:
-            a = None if av is None else float(av)
-        except (TypeError, ValueError):
-            a = math.nan
-        if a is None:
-            acc.no_accepted += 1
-            continue
-        if not math.isfinite(a) or a < 0:
-            acc.non_finite += 1
-            continue
-        length = formulas.acceptance_length(a, d)
-        assert length is not None  # d ≥ floor > 0
-        acc.eligible += 1
-        acc.drafts += d
-        acc.accepted += a
-        acc.min_l = min(acc.min_l, length)
-        acc.max_l = max(acc.max_l, length)
-        if target is not None and length >= target:
-            acc.met += 1
+            stale += 1
+        elif i in resets:
+            reset += 1
+        elif not 0 <= dv < inf:  # NaN fails both comparisons
+            non_finite += 1
+        elif dv < floor:
+            thin += 1
+        elif (x := av[i]) is None:
+            no_accepted += 1
+        elif not 0 <= x < inf:
+            non_finite += 1
+        else:
+            length = length_of(x, dv)
+            assert length is not None  # dv >= floor > 0
+            eligible += 1
+            drafts += dv
+            accepted += x
+            if length < lo:
+                lo = length
+            if length > hi:
+                hi = length
+            if target is not None and length >= target:
+                met += 1
+    acc.eligible, acc.met, acc.reset, acc.thin = eligible, met, reset, thin
+    acc.no_accepted, acc.non_finite, acc.stale = no_accepted, non_finite, stale
+    acc.drafts, acc.accepted, acc.min_l, acc.max_l = drafts, accepted, lo, hi
     return acc
 
 
@@ -347,18 +379,17 @@ def evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name: 
     q, end, steps = plan_queries(src, ask)
     start = end - (steps - 1) * q.window_seconds
     grid = Grid(start, q.window_seconds, steps)
-    queries = q.all()
-    res = _run(client, queries, start, end, q.window_seconds)
+    q, res = _run(client, q, grid)
+    answered = clock()
     labels = q.row_labels
-    twice: dict[str, set[RowKey]] = {name: set() for name in res}
-    drafts = _points(res["drafts"], labels, twice["drafts"])
-    accepted = _points(res["accepted"], labels, twice["accepted"])
-    resets = _points(res["resets"], labels, twice["resets"])
-    restarts = _instant(res["restarts"], labels, twice["restarts"])
-    lt = {name: _instant(res[name], labels, twice[name])
-          for name in ("drafts_lookback", "accepted_lookback", "draft_tokens")}
-    up = _instant(res["engine_up"], q.pod_labels, twice["engine_up"])
-    targets = _instant(res["targets"], labels, twice["targets"]) if "targets" in res else {}
+    twice: dict[str, set[RowKey]] = {name: a.twice for name, a in res.items() if name != "series_per_row"}
+    drafts = res["drafts"].steps
+    accepted = res["accepted"].steps
+    resets = res["resets"].steps
+    restarts = res["restarts"].instant
+    lt = {name: res[name].instant for name in ("drafts_lookback", "accepted_lookback", "draft_tokens")}
+    up = res["engine_up"].instant
+    targets = res["targets"].instant if "targets" in res else {}
 
     stream_keys = set(drafts) | set(restarts) | set(lt["draft_tokens"])
     keys = set(stream_keys)
@@ -375,10 +406,9 @@ def evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name: 
     for key in sorted(keys):
         acc = None
         if key in drafts:
-            rset = {i for t, _ in (p for p in resets.get(key, []) if isinstance(p, list) and len(p) == 2)
-                    if (i := grid.index(_float(t))) is not None}
-            acc = _windows(drafts[key], accepted.get(key, []), rset, ask.min_drafts, ask.slo.target_acceptance_length,
-                           grid, first)
+            rset = resets[key].present() if key in resets else set()
+            acc = _windows(drafts[key], accepted.get(key), rset, ask.min_drafts, ask.slo.target_acceptance_length,
+                           first)
         lifetime: dict[str, float | None] = {"drafts": lt["drafts_lookback"].get(key),
                                              "accepted": lt["accepted_lookback"].get(key),
                                              "draft_tokens": lt["draft_tokens"].get(key),
@@ -411,7 +441,9 @@ def evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name: 
         status, reason = Status.INCONCLUSIVE, f"not evidence: {late.reason}"
     return FleetResult(source=source_name, selector=q.selector, rule=rule.model_dump(mode="json"),
                        window_seconds=q.window_seconds, lookback_seconds=q.lookback_seconds, end=end,
-                       rows=tuple(rows), missing_pods=missing, status=status, reason=reason, queries=len(queries),
-                       seconds=clock() - t0,
+                       rows=tuple(rows), missing_pods=missing, status=status, reason=reason, queries=len(res),
+                       seconds=(done := clock()) - t0,
+                       cost=FleetCost(answers_seconds=answered - t0, read_seconds=sum(a.seconds for a in res.values()),
+                                      judge_seconds=done - answered),
                        counts={"pods": pods_seen, "rows": len(rows), "pass": passed, "fail": failed,
                                "inconclusive": incon, "missing": missing})

@@ -41,6 +41,18 @@ class PodRow:
 
 
 @dataclass(frozen=True)
+class FleetCost:
+    """Where one fleet evaluation's time went (shown by bench/fleet.py, never part of a verdict or its JSON):
+    `answers_seconds` until every query was answered and read (the queries run in parallel), of which
+    `read_seconds` (summed over the query threads) placing the answers' points on the grid, and
+    `judge_seconds` building the rows and the fleet verdict from them."""
+
+    answers_seconds: float
+    read_seconds: float
+    judge_seconds: float
+
+
+@dataclass(frozen=True)
 class FleetResult:
     """Every row, the fleet's verdict under the plan's rule, and what it cost to get."""
 
@@ -57,6 +69,7 @@ class FleetResult:
     queries: int
     seconds: float
     counts: dict[str, int] = field(default_factory=dict)
+    cost: FleetCost | None = field(default=None, compare=False)
 
     def failed(self) -> list[PodRow]:
         return [r for r in self.rows if r.status is Status.FAIL]

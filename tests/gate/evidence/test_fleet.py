@@ -58,7 +58,7 @@ def test_the_one_bad_pod_is_named_among_good_ones(backend: tuple[str, int]) -> N
     ev = _collect(url, end, fleet={"group_by": ["model", "drafter_revision"]})
     assert ev.errors == [] and ev.fleet is not None
     fleet = ev.fleet
-    assert fleet.queries == 9  # fixed, whatever the number of pods (eight + the scrape targets per row)
+    assert fleet.queries == 10  # fixed, whatever the number of pods (the pre-flight, eight, the scrape targets)
     assert len(fleet.rows) == PODS and fleet.counts["pods"] == PODS
     assert [r.pod for r in fleet.failed()] == [_pod(BAD)]
     bad = next(r for r in fleet.rows if r.pod == _pod(BAD))

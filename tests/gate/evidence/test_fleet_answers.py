@@ -66,6 +66,8 @@ class Fleet:
             "engine_up": [self.end, "1"], "targets": [self.end, str(self.targets_per_row)]}
         if key == "resets":
             return []
+        if key == "series_per_row":  # the pre-flight: one series behind every row (the range queries unpooled)
+            return [{"metric": {}, "value": [self.end, "1"]}]
         labels = q.pod_labels if key == "engine_up" else rows
         seen: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
         for i in range(self.pods):
@@ -78,7 +80,8 @@ class Fleet:
         return self.edit(key, out)
 
     def client(self, q: FleetQueries) -> Any:
-        keys = {x.promql: x.key for x in q.all()}
+        pre = q.series_per_row()
+        keys = {x.promql: x.key for x in (*q.all(), *q.unpooled().all(), pre)}
         outer = self
 
         class Stub:

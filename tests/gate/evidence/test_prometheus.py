@@ -126,7 +126,7 @@ def test_per_pod_windows_with_restart_marked_reset(prom_server: tuple[str, float
     assert a.acceptance_length == pytest.approx(3.0) and a.min_acceptance_length == pytest.approx(3.0)
     assert (b.windows, b.met, b.acceptance_length) == (WINDOWS, 0, pytest.approx(1.2))
     assert (a.status.value, b.status.value) == ("pass", "fail")
-    assert ev.fleet.status.value == "fail" and ev.fleet.queries == 9  # eight + the scrape targets per row
+    assert ev.fleet.status.value == "fail" and ev.fleet.queries == 10  # the pre-flight, eight, the scrape targets
 
 
 def test_fleet_judged_per_pod(prom_server: tuple[str, float]) -> None:
