@@ -167,3 +167,18 @@ def test_a_tenant_cannot_smuggle_headers() -> None:
     data["evidence"] = {"prometheus": {"url": "http://127.0.0.1:1", "tenant": "a\r\nX-Evil: 1"}}
     with pytest.raises(PlanError, match="tenant"):
         plan_from_dict(data)
+
+
+def test_pooled_by_the_backend_or_by_the_gate_the_rows_are_the_same(backend: tuple[str, int],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every row is one series here, so the pre-flight asks for the series as they are and the gate pools
+    (issue 26); forced to the backend's `sum by`, the same real backend gives the same table."""
+    from gate.evidence.fleet.queries import FleetQueries
+
+    url, end = backend
+    gate_pooled = _collect(url, end, fleet={"group_by": ["model", "drafter_revision"]}).fleet
+    monkeypatch.setattr(FleetQueries, "unpooled", lambda self: self)
+    backend_pooled = _collect(url, end, fleet={"group_by": ["model", "drafter_revision"]}).fleet
+    assert gate_pooled is not None and backend_pooled is not None
+    assert [r.to_json() for r in gate_pooled.rows] == [r.to_json() for r in backend_pooled.rows]
+    assert gate_pooled.status is backend_pooled.status and len(gate_pooled.rows) == PODS
