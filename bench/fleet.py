@@ -1,16 +1,27 @@
 """Fleet verdicts at size: N pods x 6 h at a 30 s step in a real Prometheus and a real VictoriaMetrics.
 
-    .venv/bin/python bench/fleet.py --json [--pods N ...] [--lookback-seconds S] [--window-seconds W]
+    .venv/bin/python bench/fleet.py --json [--pods N ...] [--backend B ...] [--plot PNG | --no-plot]
+    .venv/bin/python bench/fleet.py --json --quick          # 5,000 pods only, both backends, no PNG
 
-For every size (default 10, 100, 1,000, 5,000 pods) the synthetic fleet of tests/gate/fleet_stack.py
-(shaped like the real captures, only the families the verdict reads, exactly one pod below the SLO)
-is loaded into each backend — `promtool tsdb create-blocks-from openmetrics` then a Prometheus 2.42
-serving the blocks; a VictoriaMetrics 1.79 fed through `/api/v1/import/prometheus` — and the gate's
+For every size (default 10, 100, 1,000, 5,000 and 10,000 pods) the synthetic fleet of tests/gate/fleet_stack.py
+(shaped like the real captures, only the families the verdict reads, exactly one pod below the SLO) is loaded
+into each backend — `promtool tsdb create-blocks-from openmetrics` then a Prometheus 2.42 serving the blocks
+(background compaction off); a VictoriaMetrics 1.79 fed through `/api/v1/import/prometheus` — and the gate's
 Prometheus source (`gate.evidence.prometheus.collect`, the path `specgate check` takes, with the fleet
-evaluation inside) judges the fleet in a fresh interpreter. Printed per backend and size: `seconds`
-(the first verdict, wall time), `seconds_repeat` (the best of two more), `queries` (HTTP queries the
-verdict sent), `peak_rss_mib` (the verdict process' peak RSS), `backend_rss_mib` (the server's peak),
-`load_seconds`, `bad_pods` (pods the verdict failed), `inconclusive_pods` and `injected_bad_pods`.
+evaluation inside) judges the fleet in a fresh interpreter, three times.
+
+Printed per backend and size: `seconds` (the first verdict, wall time), `seconds_repeat` (the best of two
+more), `cpu_seconds` / `server_cpu_seconds` (CPU the verdict process and the backend spent on the first
+verdict: on a shared machine these move less than wall time), `load_average` (1-minute, just before and
+after the verdicts), `queries` (HTTP queries the verdict sent), `peak_rss_mib` (the verdict process' peak
+RSS), `backend_rss_mib` (the server's peak), `load_seconds` (backfill or import), `bad_pods` (pods the
+verdict failed), `inconclusive_pods`, `injected_bad_pods`, and where the first verdict's time went:
+`cost` (`answers_seconds` until every query was answered and read, `read_seconds` placing the answers'
+points on the grid, summed over the query threads, `judge_seconds` building the table) and `per_query`
+(for each query: `backend_seconds` until the answer's headers, i.e. the backend evaluating it,
+`transfer_seconds` reading the body, `decode_seconds` JSON to typed series, bytes, points, `typed`).
+With two or more sizes it writes `--plot` (default docs/scale-fleet.png: verdict time and peak RSS
+against pods, both backends; matplotlib, Agg) and the JSON document beside it (docs/scale-fleet.json).
 The plan judged: target L 2.0 in 95 % of 60 s windows over the last hour (the plan defaults; pass
 `--lookback-seconds 21600` to judge all 6 h). A benchmark, not a test: numbers depend on the machine.
 """
@@ -34,46 +45,82 @@ if str(ROOT) not in sys.path:
 
 from tests.gate import fleet_stack  # noqa: E402
 
-DEFAULT_PODS = (10, 100, 1000, 5000)
+DEFAULT_PODS = (10, 100, 1000, 5000, 10000)
+QUICK_PODS = (5000,)
 BACKENDS = ("prometheus", "victoriametrics")
+PLOT = ROOT / "docs" / "scale-fleet.png"
+LABELS = {"prometheus": "Prometheus 2.42", "victoriametrics": "VictoriaMetrics 1.79"}
 
 
-def verdict(url: str, end: float, lookback: float, window: float) -> dict[str, Any]:
-    """One fleet verdict through the gate's Prometheus source, counting the queries it sends."""
+def cpu_seconds_of(pid: int | None) -> float | None:
+    """A process' user + system CPU seconds so far (/proc/PID/stat), or None."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mib() -> float:
+    """This process' peak RSS: VmHWM (of this program only; getrusage's ru_maxrss keeps the high-water mark of
+    the parent it was forked from across exec, which once showed the bench's import buffers as the verdict's)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def verdict(url: str, end: float, lookback: float, window: float, server_pid: int | None) -> dict[str, Any]:
+    """Three fleet verdicts through the gate's Prometheus source; the first one's costs, query by query."""
     from gate.evidence import prometheus as prom
     from gate.plan.model import SLO, PrometheusSource
 
-    sent = {"n": 0}
+    clients: list[prom.PromClient] = []
     real_client_for = prom.client_for
 
-    class Counting:
-        def __init__(self, inner: prom.PromClient) -> None:
-            self.inner = inner
+    def counting(src: PrometheusSource, u: str) -> prom.PromClient:
+        clients.append(real_client_for(src, u))
+        return clients[-1]
 
-        def query(self, path: str, params: dict[str, Any]) -> prom.Series:
-            sent["n"] += 1
-            return self.inner.query(path, params)
-
-    prom.client_for = lambda src, u: Counting(real_client_for(src, u))  # type: ignore[assignment,return-value]
+    prom.client_for = counting  # type: ignore[assignment]
     slo = SLO(target_acceptance_length=2.0, window_seconds=window, lookback_seconds=lookback, min_windows=5,
               required_fraction=0.95)
     src = PrometheusSource(end=end, timeout_seconds=120, fleet={"group_by": ["model", "drafter_revision"]})
     times = []
+    first: dict[str, Any] = {}
     ev = None
+    load_before = os.getloadavg()[0]
     for _ in range(3):
-        t0 = time.perf_counter()
+        s0, c0, t0 = cpu_seconds_of(server_pid), time.process_time(), time.perf_counter()
         ev = prom.collect(src, url, window, lookback, min_drafts=1, slo=slo, k=fleet_stack.K, method="draft_model")
         times.append(time.perf_counter() - t0)
         if len(times) == 1:
-            queries = sent["n"]
+            s1 = cpu_seconds_of(server_pid)
+            first = {"cpu_seconds": time.process_time() - c0,
+                     "server_cpu_seconds": None if s0 is None or s1 is None else s1 - s0,
+                     "ledger": list(clients[-1].ledger.entries),
+                     "cost": ev.fleet.cost if ev.fleet is not None else None}
     assert ev is not None
     if ev.fleet is None:
         raise SystemExit(f"no fleet verdict: {ev.errors}")
-    return {"seconds": times[0], "seconds_repeat": min(times[1:]), "queries": queries,
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    cost = first["cost"]
+    return {"seconds": times[0], "seconds_repeat": min(times[1:]), "cpu_seconds": first["cpu_seconds"],
+            "server_cpu_seconds": first["server_cpu_seconds"],
+            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            "queries": len(first["ledger"]),
+            "peak_rss_mib": peak_rss_mib(),
             "status": ev.fleet.status.value, "rows": len(ev.fleet.rows),
             "bad_pods": [r.pod for r in ev.fleet.failed()],
-            "inconclusive_pods": [r.pod for r in ev.fleet.inconclusive()]}
+            "inconclusive_pods": [r.pod for r in ev.fleet.inconclusive()],
+            "cost": None if cost is None else {"answers_seconds": round(cost.answers_seconds, 3),
+                                               "read_seconds": round(cost.read_seconds, 3),
+                                               "judge_seconds": round(cost.judge_seconds, 3)},
+            "per_query": [{"query": e.query, "backend_seconds": round(e.backend_seconds, 3),
+                           "transfer_seconds": round(e.transfer_seconds, 3),
+                           "decode_seconds": round(e.decode_seconds, 3), "bytes": e.bytes, "points": e.points,
+                           "typed": e.typed} for e in first["ledger"]]}
 
 
 def run_size(pods: int, backend: str, workdir: Path, lookback: float, window: float) -> dict[str, Any]:
@@ -85,45 +132,100 @@ def run_size(pods: int, backend: str, workdir: Path, lookback: float, window: fl
     load = time.perf_counter() - t0
     try:
         out = subprocess.run([sys.executable, __file__, "--verdict", server.url, "--end", str(end),
+                              "--server-pid", str(server.proc.pid),
                               "--lookback-seconds", str(lookback), "--window-seconds", str(window)],
                              capture_output=True, text=True, check=True, cwd=ROOT)
         got = json.loads(out.stdout)
         backend_rss = server.peak_rss_mib()
     finally:
         server.stop()
-    return {"backend": backend, "pods": pods, "seconds": round(got["seconds"], 3),
-            "seconds_repeat": round(got["seconds_repeat"], 3), "queries": got["queries"],
+    r3 = lambda x: None if x is None else round(x, 3)  # noqa: E731
+    return {"backend": backend, "pods": pods, "seconds": r3(got["seconds"]), "seconds_repeat": r3(got["seconds_repeat"]),
+            "cpu_seconds": r3(got["cpu_seconds"]), "server_cpu_seconds": r3(got["server_cpu_seconds"]),
+            "load_average": got["load_average"], "queries": got["queries"],
             "peak_rss_mib": round(got["peak_rss_mib"], 1),
             "backend_rss_mib": None if backend_rss is None else round(backend_rss, 1),
             "load_seconds": round(load, 1), "status": got["status"], "rows": got["rows"],
             "bad_pods": got["bad_pods"], "inconclusive_pods": got["inconclusive_pods"],
-            "injected_bad_pods": [f"llm/{spec.pod(bad)}"]}
+            "injected_bad_pods": [f"llm/{spec.pod(bad)}"], "cost": got["cost"], "per_query": got["per_query"]}
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Verdict time (first and repeat) and peak RSS against pods, one line per backend (log-log)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for backend, color in zip(BACKENDS, ("tab:orange", "tab:purple"), strict=True):
+        pts = sorted((r for r in rows if r["backend"] == backend), key=lambda r: r["pods"])
+        if not pts:
+            continue
+        pods = [r["pods"] for r in pts]
+        ax_t.plot(pods, [r["seconds"] for r in pts], "o-", color=color, label=f"{LABELS[backend]}, first")
+        ax_t.plot(pods, [r["seconds_repeat"] for r in pts], "s--", color=color, alpha=0.6,
+                  label=f"{LABELS[backend]}, repeat")
+        ax_m.plot(pods, [r["peak_rss_mib"] for r in pts], "o-", color=color, label=f"{LABELS[backend]}: verdict")
+        if all(r["backend_rss_mib"] is not None for r in pts):
+            ax_m.plot(pods, [r["backend_rss_mib"] for r in pts], "^:", color=color, alpha=0.6,
+                      label=f"{LABELS[backend]}: server")
+    ax_t.axhline(2.0, color="grey", lw=0.8, ls=":")
+    ax_t.set(xscale="log", yscale="log", xlabel="pods", ylabel="verdict wall seconds",
+             title="Fleet verdict time (1 h in 60 s windows)")
+    ax_m.axhline(256, color="grey", lw=0.8, ls=":")
+    ax_m.set(xscale="log", xlabel="pods", ylabel="peak RSS MiB", title="Peak memory")
+    loads = [x for r in rows for x in r["load_average"]]
+    fig.suptitle(f"bench/fleet.py on {os.cpu_count()} CPUs, 1-min load average {min(loads):.1f}–{max(loads):.1f} "
+                 "while the verdicts ran", fontsize=9)
+    for ax in (ax_t, ax_m):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true", help="print the JSON document (the only output format)")
-    ap.add_argument("--pods", type=int, nargs="+", default=list(DEFAULT_PODS))
+    ap.add_argument("--pods", type=int, nargs="+", default=None, help=f"sizes (default {list(DEFAULT_PODS)})")
+    ap.add_argument("--quick", action="store_true", help=f"only {list(QUICK_PODS)} pods (no PNG)")
     ap.add_argument("--backend", choices=BACKENDS, nargs="+", default=list(BACKENDS))
     ap.add_argument("--lookback-seconds", type=float, default=3600.0)
     ap.add_argument("--window-seconds", type=float, default=60.0)
+    ap.add_argument("--plot", type=Path, default=PLOT, help="the PNG written with two or more sizes")
+    ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--verdict", metavar="URL", help=argparse.SUPPRESS)
     ap.add_argument("--end", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.verdict:
-        print(json.dumps(verdict(args.verdict, args.end, args.lookback_seconds, args.window_seconds)))
+        print(json.dumps(verdict(args.verdict, args.end, args.lookback_seconds, args.window_seconds,
+                                 args.server_pid)))
         return 0
+    sizes = list(QUICK_PODS) if args.quick else list(args.pods or DEFAULT_PODS)
     rows = []
     with tempfile.TemporaryDirectory(prefix="specgate-fleet-") as tmp:
-        for pods in args.pods:
+        for pods in sizes:
             for backend in args.backend:
                 t0 = time.perf_counter()
                 rows.append(run_size(pods, backend, Path(tmp), args.lookback_seconds, args.window_seconds))
-                print(f"bench/fleet: {backend} {pods} pods: verdict {rows[-1]['seconds']:.2f} s "
-                      f"(load {rows[-1]['load_seconds']:.0f} s, total {time.perf_counter() - t0:.0f} s)",
-                      file=sys.stderr)
+                r = rows[-1]
+                print(f"bench/fleet: {backend} {pods} pods: verdict {r['seconds']:.2f} s, repeat "
+                      f"{r['seconds_repeat']:.2f} s, cpu {r['cpu_seconds']:.2f} s + server {r['server_cpu_seconds']} s,"
+                      f" {r['peak_rss_mib']:.0f} MiB, load {r['load_average']}, bad {r['bad_pods']} "
+                      f"(backfill {r['load_seconds']:.0f} s, total {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    plotted = None
+    if len({r["pods"] for r in rows}) >= 2 and not args.no_plot:
+        plot(rows, args.plot)
+        plotted = str(args.plot.resolve().relative_to(ROOT) if args.plot.resolve().is_relative_to(ROOT)
+                      else args.plot)
     doc = {"lookback_seconds": args.lookback_seconds, "window_seconds": args.window_seconds,
-           "history_hours": 6, "step_seconds": 30, "cpus": os.cpu_count(), "backends": rows}
+           "history_hours": 6, "step_seconds": 30, "cpus": os.cpu_count(), "plot": plotted, "backends": rows}
+    if plotted is not None:  # the curve's points beside it
+        args.plot.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
     print(json.dumps(doc, indent=2))
     return 0
 
