@@ -120,7 +120,7 @@ class TlsFiles:
                     return self._context  # stamps not stored: tried again on the next connection
                 self._stamps = stamps
                 self.reloads += 1
-                log.info("TLS certificate reloaded from %s", self.cert)
+                log.info("TLS certificate reloaded from %s (reload %d since start)", self.cert, self.reloads)
             return self._context
 
 
