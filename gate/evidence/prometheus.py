@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import logging
 import os
 import socket
 import ssl
@@ -58,6 +59,8 @@ from gate.inputs.loading import read_secret
 from gate.inputs.redact import redact_url
 from gate.plan.model import SLO, PlanError, PrometheusSource
 from gate.status import InputError
+
+log = logging.getLogger(__name__)
 
 DRAFTS = names.SPEC_DRAFTS.series
 ACCEPTED = names.SPEC_ACCEPTED.series
@@ -126,6 +129,9 @@ class CostLedger:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, cost: QueryCost) -> None:
+        log.debug("query %.80s: backend %.3fs, transfer %.3fs, decode %.3fs (%s), %d bytes, %d points", cost.query,
+                  cost.backend_seconds, cost.transfer_seconds, cost.decode_seconds,
+                  "typed" if cost.typed else "json", cost.bytes, cost.points)
         with self.lock:
             self.entries.append(cost)
 
@@ -380,6 +386,10 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
         return ev
     ev.fleet = result
     ev.live = True
+    if result.cost is not None:
+        log.debug("%s: %d rows, answered and read in %.3fs (reading %.3fs over the query threads), judged in %.3fs",
+                  source, len(result.rows), result.cost.answers_seconds, result.cost.read_seconds,
+                  result.cost.judge_seconds)
     # Canary against stable over the same window (gate.evidence.fleet.cohorts): its own errors, never the fleet's.
     ev.cohorts = cohort_evidence.collect(client, src, window_seconds, lookback_seconds, end, source,
                                          served_model_name=served_model_name, now=ask.now if require_recent else None)
