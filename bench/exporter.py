@@ -12,8 +12,17 @@ least noisy estimate of cost on a shared machine). This prints ratios; it is not
 The ratio is for the page replayed as it is (zero deltas); the same cycle on pages whose counters
 advance every scrape (`advancing_pages`, what traffic looks like) is printed next to it.
 
-    python bench/exporter.py --json     # {"pages": [{"page", "page_bytes", ...}, ...]}
+    python bench/exporter.py --json     # {"pages": [{"page", "page_bytes", ..., "phases"}, ...]}
     python bench/exporter.py --soak     # 10,000 cycles on the large page in a subprocess, RSS start/end
+    python bench/exporter.py --curve    # cycle time and RSS against streams per page (1 ... 256), one
+                                        # subprocess per point; writes docs/scale-exporter.png and .json
+
+Each side's figure is its best over `ROUNDS` rounds that take turns (ours, the reference, ours on
+advancing pages, then again), so a quiet moment of the shared machine helps both sides alike.
+`phases` splits the advancing cycle (best of the same repetitions, each phase on its own): parse +
+normalise (`Scraper.snapshot_from_page`), derive (`ExporterState.record_success`), the windows
+(`ExporterState.view`: the sliding windows' deltas and quantiles) and the exposition (the rows and
+their text).
 
 Pages: the real vLLM 0.32 ngram capture (tests/fixtures/vllm/metrics-ngram-after.txt) and a
 large page generated from it by relabelling (8 models x 4 DP ranks = 32 streams, deterministic).
@@ -29,16 +38,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
-
-from exporter.collect import SpecgateExposition  # noqa: E402
+from exporter.collect import SpecgateExposition, families  # noqa: E402
 from exporter.scrape import Scraper  # noqa: E402
 from exporter.settings import ExporterSettings  # noqa: E402
 from exporter.state import ExporterState  # noqa: E402
@@ -49,6 +56,9 @@ RANKS = 4
 SCRAPE_STEP_SECONDS = 5.0  # simulated time between scrapes (the sidecar default interval)
 SOAK_CYCLES = 10_000
 SOAK_WARMUP_CYCLES = 300  # 25 simulated minutes: snapshot ring and window history are full by then
+ROUNDS = 3  # turns each side takes (best over all of them)
+CURVE_STREAMS: tuple[tuple[int, int], ...] = ((1, 1), (2, 4), (8, 4), (32, 4), (64, 4))  # models x ranks
+CURVE_PNG = ROOT / "docs" / "scale-exporter.png"
 
 
 def large_page(capture: str, models: int = MODELS, ranks: int = RANKS) -> str:
@@ -85,8 +95,7 @@ class Cycle:
     """The sidecar's per-scrape work on one page, with simulated time advancing each call."""
 
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.raw = text.encode()
+        self.raw = text.encode()  # only the bytes, as a sidecar holds a fetched page
         self.scraper = Scraper(f"http://127.0.0.1:{closed_port()}", engine="auto", timeout=0.5)
         self.state = ExporterState.from_settings(ExporterSettings(), started_at=0.0)
         self.exposition = SpecgateExposition(self.state)
@@ -111,18 +120,26 @@ def advancing_pages(text: str, n: int) -> list[bytes]:
     """`n` pages of `text` whose counters, histograms and gauges grow by 0.2 % a scrape (the start time,
     info gauges and ratios stay): what an engine with traffic serves. The replayed page has zero deltas,
     so its windows' quantile arithmetic short-circuits; these pages pay for it."""
-    def scaled(f: float) -> Callable[[re.Match[str]], str]:
-        def sub(m: re.Match[str]) -> str:
-            head = m.group(1)
-            if "process_start" in head or "_info" in head or "perc" in head:
-                return m.group(0)
-            return head + repr(float(m.group(2)) * f)
-        return sub
-    return [_SAMPLE_VALUE.sub(scaled(1 + 0.002 * i), text).encode() for i in range(n)]
+    return [advancing_page(text, i) for i in range(n)]
+
+
+def advancing_page(text: str, i: int) -> bytes:
+    """The `i`-th of `advancing_pages` alone (the curve's large pages are made one at a time)."""
+    f = 1 + 0.002 * i
+
+    def sub(m: re.Match[str]) -> str:
+        head = m.group(1)
+        if "process_start" in head or "_info" in head or "perc" in head:
+            return m.group(0)
+        return head + repr(float(m.group(2)) * f)
+    return _SAMPLE_VALUE.sub(sub, text).encode()
 
 
 def reference_parse(text: str) -> int:
-    """prometheus_client's parser, every family and sample consumed."""
+    """prometheus_client's parser, every family and sample consumed (imported here: the soak and curve
+    children measure the exporter's memory, not the reference's)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     n = 0
     for family in text_string_to_metric_families(text):
         for _ in family.samples:
@@ -139,32 +156,60 @@ def best_of(fn: Callable[[], object], repeats: int) -> float:
     return best
 
 
-def measure(name: str, text: str, repeats: int) -> dict:
+def phase_times(cycle: Cycle, feed: Iterator[bytes], repeats: int) -> dict[str, float]:
+    """Each phase of the advancing cycle, best of `repeats` (seconds): parse + normalise, derive, the
+    windows (`view`: sliding windows' deltas and quantiles), the exposition (rows and text)."""
+    best = dict.fromkeys(("parse_normalise", "derive", "windows", "exposition"), float("inf"))
+    clock = time.perf_counter
+    for _ in range(repeats):
+        cycle.now += SCRAPE_STEP_SECONDS
+        raw = next(feed)
+        t0 = clock()
+        snap = cycle.scraper.snapshot_from_page(raw, cycle.now)
+        t1 = clock()
+        cycle.state.record_success(snap, 0.0)
+        t2 = clock()
+        view = cycle.state.view()
+        t3 = clock()
+        cycle.exposition.writer.write(families(view))
+        t4 = clock()
+        for k, dt in zip(best, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            best[k] = min(best[k], dt)
+    return best
+
+
+def measure(name: str, text: str, repeats: int, rounds: int = ROUNDS) -> dict:
+    """Both sides' best over `rounds` turns of `repeats` each (the turns alternate, see the docstring)."""
     cycle = Cycle(text)
     for _ in range(cycle.warm_cycles()):  # steady state: every sliding window has its start snapshot
         cycle()
-    ours = best_of(cycle, repeats)
-    theirs = best_of(lambda: reference_parse(text), repeats)
     moving = Cycle(text)
-    feed = iter(advancing_pages(text, moving.warm_cycles() + repeats))
+    feed = iter(advancing_pages(text, moving.warm_cycles() + (rounds + 1) * repeats))
 
     def advancing() -> bytes:
         moving.raw = next(feed)
         return moving()
     for _ in range(moving.warm_cycles()):
         advancing()
-    ours_moving = best_of(advancing, repeats)
+    ours = theirs = ours_moving = float("inf")
+    for _ in range(rounds):
+        ours = min(ours, best_of(cycle, repeats))
+        theirs = min(theirs, best_of(lambda: reference_parse(text), repeats))
+        ours_moving = min(ours_moving, best_of(advancing, repeats))
+    phases = phase_times(moving, feed, repeats)
     return {"page": name, "page_bytes": len(text.encode()), "specgate_cycle_seconds": ours,
             "prometheus_client_parse_seconds": theirs, "ratio": theirs / ours,
-            "specgate_cycle_advancing_seconds": ours_moving, "ratio_advancing": theirs / ours_moving}
+            "specgate_cycle_advancing_seconds": ours_moving, "ratio_advancing": theirs / ours_moving,
+            "phases_advancing_seconds": phases, "rounds": rounds, "repeats": repeats,
+            "load_average_1m": os.getloadavg()[0]}
 
 
 def pages() -> list[tuple[str, str, int]]:
     capture = CAPTURE.read_text()
     # Enough repetitions that the minimum is stable on a shared 2-core machine (5 on the large page
-    # let one noisy run decide); the whole run stays well under 30 s.
-    return [("vllm-0.32-ngram-capture", capture, 200),
-            (f"vllm-generated-{MODELS}x{RANKS}-streams", large_page(capture), 20)]
+    # let one noisy run decide), times ROUNDS turns; the whole run stays under a minute.
+    return [("vllm-0.32-ngram-capture", capture, 100),
+            (f"vllm-generated-{MODELS}x{RANKS}-streams", large_page(capture), 10)]
 
 
 def rss_mib() -> float:
@@ -181,8 +226,8 @@ def soak_child(cycles: int) -> dict:
     Growth is expected until the 5-minute snapshot ring (one snapshot per scrape) and the
     completed-window history (1,000 windows) are full; after that any growth would be a leak.
     """
-    text = large_page(CAPTURE.read_text())
-    cycle = Cycle(text)
+    cycle = Cycle(large_page(CAPTURE.read_text()))
+    page_bytes = len(cycle.raw)
     start = rss_mib()
     t0 = time.perf_counter()
     for _ in range(SOAK_WARMUP_CYCLES):
@@ -193,11 +238,84 @@ def soak_child(cycles: int) -> dict:
     for _ in range(cycles - SOAK_WARMUP_CYCLES):
         cycle()
     end = rss_mib()
-    return {"cycles": cycles, "page_bytes": len(text.encode()), "streams": MODELS * RANKS,
+    return {"cycles": cycles, "page_bytes": page_bytes, "streams": MODELS * RANKS,
             "warmup_cycles": SOAK_WARMUP_CYCLES, "ring_snapshots": full[0], "completed_windows": full[1],
             "rss_start_mib": round(start, 2), "rss_after_warmup_mib": round(warm, 2), "rss_end_mib": round(end, 2),
             "rss_growth_after_warmup_mib": round(end - warm, 2), "rss_growth_total_mib": round(end - start, 2),
             "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def curve_child(models: int, ranks: int) -> dict:
+    """One point of the curve: RSS once the exporter's bounded memory is full, then the cycle's time.
+
+    RSS: a fresh process, the page replayed until the 5-minute ring is full and the completed-window
+    history (1,000 windows, 1 per stream every batch window) too, holding the page's bytes as a sidecar
+    does. Time: best cycle on pages whose counters advance (the windows' quantile work runs), made one
+    at a time after the RSS is read."""
+    streams = models * ranks
+    capture = CAPTURE.read_text()
+    cycle = Cycle(large_page(capture, models, ranks))
+    page_bytes = len(cycle.raw)
+    s = cycle.state.settings
+    per_close = int(s.batch_window / SCRAPE_STEP_SECONDS)
+    warm = max(cycle.warm_cycles(), (-(-s.history // streams) + 1) * per_close)
+    start = rss_mib()
+    t0 = time.perf_counter()
+    for _ in range(warm):
+        cycle()
+    warm_seconds = time.perf_counter() - t0
+    rss = rss_mib()
+    full = (len(cycle.state.tracker.ring), len(cycle.state.tracker.completed))
+    text = large_page(capture, models, ranks)
+    repeats = max(4, min(200, 6400 // streams))
+    best = float("inf")
+    for i in range(1, repeats + 1):
+        cycle.raw = advancing_page(text, i)
+        t0 = time.perf_counter()
+        cycle()
+        best = min(best, time.perf_counter() - t0)
+    return {"streams": streams, "models": models, "ranks": ranks, "page_bytes": page_bytes,
+            "cycle_advancing_seconds": best, "repeats": repeats, "warmup_cycles": warm,
+            "warmup_seconds": round(warm_seconds, 2), "ring_snapshots": full[0], "completed_windows": full[1],
+            "rss_start_mib": round(start, 2), "rss_after_warmup_mib": round(rss, 2)}
+
+
+def curve() -> dict:
+    """Every point in its own subprocess (RSS is a process's); writes CURVE_PNG and its JSON beside it."""
+    points = []
+    for models, ranks in CURVE_STREAMS:
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--curve-child", str(models), str(ranks)],
+                           capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            raise RuntimeError(f"curve point {models}x{ranks} failed: {r.stderr.strip()[-400:]}")
+        points.append(json.loads(r.stdout))
+    out = {"points": points, "load_average_1m": os.getloadavg()[0], "png": str(CURVE_PNG.relative_to(ROOT))}
+    CURVE_PNG.with_suffix(".json").write_text(json.dumps(out, indent=1) + "\n")
+    plot(points, CURVE_PNG)
+    return out
+
+
+def plot(points: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [p["streams"] for p in points]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
+    a.plot(xs, [p["cycle_advancing_seconds"] * 1e3 for p in points], "o-")
+    a.set(xscale="log", yscale="log", xlabel="streams per page (models x DP ranks)", ylabel="ms per scrape cycle",
+          title="cycle: parse + derive + windows + /metrics")
+    b.plot(xs, [p["rss_after_warmup_mib"] for p in points], "o-", color="tab:red")
+    b.set(xscale="log", xlabel="streams per page (models x DP ranks)", ylabel="MiB",
+          title="RSS, ring and window history full")
+    for ax in (a, b):
+        ax.set_xticks(xs, [str(x) for x in xs])
+        ax.grid(True, alpha=0.3)
+    fig.suptitle("specgate exporter cost against streams per page (bench/exporter.py --curve)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,9 +324,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--soak", action="store_true", help=f"{SOAK_CYCLES} cycles on the large page in a subprocess")
     ap.add_argument("--cycles", type=int, default=SOAK_CYCLES, help=argparse.SUPPRESS)
     ap.add_argument("--soak-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--curve", action="store_true",
+                    help=f"cycle time and RSS against streams per page; writes {CURVE_PNG.relative_to(ROOT)}")
+    ap.add_argument("--curve-child", nargs=2, type=int, metavar=("MODELS", "RANKS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.soak_child:
         print(json.dumps(soak_child(args.cycles)))
+        return 0
+    if args.curve_child:
+        print(json.dumps(curve_child(*args.curve_child)))
+        return 0
+    if args.curve:
+        got = curve()
+        if args.json:
+            print(json.dumps({"curve": got}))
+        else:
+            for p in got["points"]:
+                print(f"{p['streams']:4} streams {p['page_bytes']:>10} B  cycle {p['cycle_advancing_seconds'] * 1e3:9.3f} ms"
+                      f"  RSS {p['rss_after_warmup_mib']:6.1f} MiB")
+            print(f"wrote {got['png']} (load average {got['load_average_1m']:.1f})")
         return 0
     if args.soak:
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--soak-child", "--cycles", str(args.cycles)],
@@ -227,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"prometheus_client {r['prometheus_client_parse_seconds'] * 1e3:8.3f} ms  ratio {r['ratio']:.1f}x  "
                   f"(counters advancing: {r['specgate_cycle_advancing_seconds'] * 1e3:.3f} ms, "
                   f"{r['ratio_advancing']:.1f}x)")
+            ph = r["phases_advancing_seconds"]
+            print(f"{'':34} phases (advancing): " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in ph.items())
+                  + f"  (load average {r['load_average_1m']:.1f})")
     return 0
 
 

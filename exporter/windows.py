@@ -257,15 +257,16 @@ class WindowTracker:
         sa, sb = a.snapshot, b.snapshot
         seconds = max(sb.timestamp - sa.timestamp, 0.0)
         fired = self._fired_after(a)
+        variable = variable_by_construction(sb.speculative)  # the engine's, the same for every stream
+        moved_at = self._depth_moved_at
         out = []
         for s in sb.streams:
             before = sa.stream(s.model, s.rank)
-            reset = (before is None or s.key in fired
+            reset = (before is None or (bool(fired) and s.key in fired)
                      or restarted(before, s, sa.process_start_time, sb.process_start_time))
             known = configured_depth(sb.speculative, s, self.told_depth)
-            depth = WindowDepth(max_k=known[0] if known is not None else None,
-                                variable=variable_by_construction(sb.speculative),
-                                moved=self._depth_moved_at.get(s.key, -1.0) > sa.timestamp, gauged=gauged(s))
+            depth = WindowDepth(max_k=known[0] if known is not None else None, variable=variable,
+                                moved=bool(moved_at) and moved_at.get(s.key, -1.0) > sa.timestamp, gauged=gauged(s))
             out.append(window_stats(sb.engine, before, s, stream_delta(before, s, reset), seconds, min_drafts, depth))
         return out
 

@@ -34,6 +34,7 @@ def families(v: ExporterView) -> Iterator[Rows]:
         return
     wl, wt, wb = histogram(names.WINDOW_ACCEPTANCE_LENGTH), counter(names.SPEC_WINDOWS), \
         counter(names.SPEC_WINDOWS_BELOW_SLO)
+    bounds = [(b, bound(b)) for b in (*v.window_buckets, float("inf"))]  # the same for every stream
     for sv in v.streams:
         t = sv.totals
         if t is None or sv.stream.spec is None:
@@ -41,9 +42,9 @@ def families(v: ExporterView) -> Iterator[Rows]:
         lv = stream_labels(sv.stream.model, v.latest.engine, sv.stream.rank)
         hist = dict(t.window_hist)
         cum, buckets = 0, []
-        for b in [*v.window_buckets, float("inf")]:
+        for b, text in bounds:
             cum += hist.get(b, 0)
-            buckets.append((bound(b), cum))
+            buckets.append((text, cum))
         wl.add_metric(lv, buckets, t.window_sum)
         wt.add_metric(lv, t.windows_total)
         if v.acceptance_slo_target is not None:
