@@ -13,7 +13,7 @@ help:
 	@echo "make test    - unit, golden, promtool, helm and live-Prometheus tests"
 	@echo "make bench   - exporter benchmark (ratios vs prometheus_client's parser, side by side with Prometheus, RSS soak)"
 	@echo "make fuzz    - the parser's differential tests against prometheus_client and the restart rule's, 20,000 examples each (FUZZ_EXAMPLES=N)"
-	@echo "make e2e     - real vLLM and real SGLang on CPU, scraped by the exporter, judged by the gate"
+	@echo "make e2e     - real vLLM, SGLang and llama.cpp on CPU, scraped by the exporter, judged by the gate"
 	@echo "make reference - regenerate docs/reference/ (cli, metrics, exporter, plan) and examples/plans/plan.schema.json from the code"
 	@echo "make lock    - regenerate deploy/image/requirements.lock, the image's hash-pinned dependencies (UPGRADE=1: newest)"
 
@@ -53,6 +53,7 @@ bench: venv tools
 	$(BIN)/python bench/exporter.py --soak
 	$(BIN)/python bench/exporter.py --curve
 	$(BIN)/python bench/probe_vs_reference.py
+	$(BIN)/python bench/fleet.py --json  # docs/scale-fleet.png and .json: 10 to 10,000 pods, ~30 min
 
 # The differential tests of tests/exporter/test_parse_oracle.py (300 pages each in make test), run longer.
 FUZZ_EXAMPLES ?= 20000
