@@ -34,6 +34,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -247,15 +248,18 @@ class PromClient:
     def query(self, path: str, params: dict[str, Any]) -> Series:
         """The `data.result` list; Unreachable when no answer came, BadAnswer when it was not a success or
         is larger than the bounds allow."""
-        return self._query(path, params, None)
+        return self._query(path, params, None, None)
 
-    def query_typed(self, path: str, params: dict[str, Any],
-                    kind: str) -> Series | list[answers.MatrixSeries] | list[answers.VectorSample]:
+    def query_typed(self, path: str, params: dict[str, Any], kind: str,
+                    read: Callable[[list[Any]], Any] | None = None) -> Any:
         """`query`, the answer decoded straight into typed series (`gate.evidence.fleet.answers`, kind "range" or
-        "instant") when it has the API's success shape; else read as `query` reads it (dicts), same errors."""
-        return self._query(path, params, kind)
+        "instant") when it has the API's success shape, else read as `query` reads it (dicts), same errors; then
+        `read(result)` inside the one-answer-at-a-time section (so the decoded objects of one answer are turned
+        into rows and dropped before the next answer is decoded), and its return value returned."""
+        return self._query(path, params, kind, read)
 
-    def _query(self, path: str, params: dict[str, Any], kind: str | None) -> Any:
+    def _query(self, path: str, params: dict[str, Any], kind: str | None,
+               read: Callable[[list[Any]], Any] | None) -> Any:
         shown = redact_url(self.url)
         clock = [time.perf_counter()]
         status, body = self.fetch(path, params, clock)
@@ -268,37 +272,35 @@ class PromClient:
             if not self.budget.take_points(points):
                 raise BadAnswer(f"Prometheus {shown}: the answers of one evaluation passed {MAX_TOTAL_POINTS:,} "
                                 "points together")
-        typed = None
-        doc = None
-        with self.budget.parsing:  # one parsed answer in memory at a time
+        with self.budget.parsing:  # one parsed answer in memory at a time (and, with `read`, its rows made)
             t0 = time.perf_counter()
-            if kind is not None and status == 200:
-                typed = answers.decode(body, kind)
+            typed = answers.decode(body, kind) if kind is not None and status == 200 else None
+            doc = None
             if typed is None:
                 try:
                     doc = json.loads(body)
                 except (ValueError, RecursionError):
                     doc = None
             decoded = time.perf_counter() - t0
-        del body
-        if len(clock) == 3:
-            self.ledger.add(QueryCost(path, str(params.get("query", "")), clock[1] - clock[0], clock[2] - clock[1],
-                                      decoded, size, points, typed is not None))
-        if typed is not None:
-            if len(typed) > MAX_SERIES:
-                raise BadAnswer(f"Prometheus {shown} answered with {len(typed):,} series, more than {MAX_SERIES:,}")
-            return typed
+            del body
+            if len(clock) == 3:
+                self.ledger.add(QueryCost(path, str(params.get("query", "")), clock[1] - clock[0],
+                                          clock[2] - clock[1], decoded, size, points, typed is not None))
+            result = typed if typed is not None else self._result(status, doc)
+            if len(result) > MAX_SERIES:
+                raise BadAnswer(f"Prometheus {shown} answered with {len(result):,} series, more than {MAX_SERIES:,}")
+            return read(result) if read is not None else result
+
+    def _result(self, status: int, doc: Any) -> list[Any]:
+        """The generic answer's `data.result`; BadAnswer when it is not a success."""
+        shown = redact_url(self.url)
         if status != 200 or not isinstance(doc, dict) or doc.get("status") != "success":
             detail = doc.get("error") if isinstance(doc, dict) else None
             detail = str(detail)[:300] if detail is not None else None
             raise BadAnswer(f"Prometheus {shown} answered HTTP {status}" + (f": {detail}" if detail else ""))
         data = doc.get("data")
         result = data.get("result") if isinstance(data, dict) else None
-        if not isinstance(result, list):
-            return []
-        if len(result) > MAX_SERIES:
-            raise BadAnswer(f"Prometheus {shown} answered with {len(result):,} series, more than {MAX_SERIES:,}")
-        return result
+        return result if isinstance(result, list) else []
 
 
 def _secret_from(env: str | None, file: Path | None, what: str) -> str | None:

@@ -57,8 +57,8 @@ class Client(Protocol):
 class TypedClient(Protocol):
     """A client that can also decode answers straight into typed series (gate.evidence.fleet.answers)."""
 
-    def query_typed(self, path: str, params: dict[str, Any],
-                    kind: str) -> Series | list[MatrixSeries] | list[VectorSample]: ...
+    def query_typed(self, path: str, params: dict[str, Any], kind: str,
+                    read: Callable[[list[Any]], Any] | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -110,29 +110,35 @@ def _ask(client: Client, q: Query, start: float, end: float, step: int, read: Re
                                                "step": f"{step}s"}
     else:
         path, params = "/api/v1/query", {"query": q.promql, "time": f"{end:.3f}"}
-    got: list[Any] = client.query_typed(path, params, q.kind) if isinstance(client, TypedClient) else \
-        client.query(path, params)
-    t0 = time.perf_counter()
-    out = read(q, got)
-    del got
-    out.seconds = time.perf_counter() - t0
-    return out
+    seconds = [0.0]
+
+    def rows(got: list[Any]) -> Answer:
+        t0 = time.perf_counter()
+        out = read(q, got)
+        seconds[0] = time.perf_counter() - t0
+        return out
+
+    if isinstance(client, TypedClient):  # read inside the client's one-answer-at-a-time section
+        answer: Answer = client.query_typed(path, params, q.kind, rows)
+    else:
+        answer = rows(client.query(path, params))
+    answer.seconds = seconds[0]
+    return answer
 
 
 def _run(client: Client, q: FleetQueries, grid: Grid) -> tuple[FleetQueries, dict[str, Answer]]:
-    """The pre-flight and the instant queries at once; the range queries as soon as the pre-flight says whether
-    any row has several series (then the backend pools them: `sum by`; else the gate does). Returns the query set
-    used and every answer by key (the pre-flight's as `series_per_row`)."""
+    """The pre-flight alone (one number, answered fastest with nothing beside it), then every other query at
+    once: the range queries `sum by` the row labels when it says some row has several series (the backend pools
+    them), else as the series are (the gate pools). Returns the query set used and every answer by key (the
+    pre-flight's as `series_per_row`)."""
     start, end, step = grid.start, grid.start + (grid.steps - 1) * grid.step, grid.step
     pre = q.series_per_row()
-    with ThreadPoolExecutor(max_workers=len(q.all()) + 1) as pool:
-        first = pool.submit(_ask, client, pre, start, end, step, reader(q, grid))
-        instant = [(x.key, pool.submit(_ask, client, x, start, end, step, reader(q, grid))) for x in q.instants()]
-        most = max(first.result().instant.values(), default=0.0)
-        used = q if most > 1 else q.unpooled()
-        ranges = [(x.key, pool.submit(_ask, client, x, start, end, step, reader(used, grid))) for x in used.ranges()]
-        answers = {key: f.result() for key, f in (*ranges, *instant)}
-    answers[pre.key] = first.result()
+    first = _ask(client, pre, start, end, step, reader(q, grid))
+    used = q if max(first.instant.values(), default=0.0) > 1 else q.unpooled()
+    with ThreadPoolExecutor(max_workers=len(used.all())) as pool:
+        futures = [(x.key, pool.submit(_ask, client, x, start, end, step, reader(used, grid))) for x in used.all()]
+        answers = {key: f.result() for key, f in futures}
+    answers[pre.key] = first
     return used, answers
 
 
@@ -188,24 +194,24 @@ def _steps(result: list[Any], labels: tuple[str, ...], grid: Grid, twice: set[Ro
     row labels): a row answered twice is added to `twice` (never "the last one wins"); else the series of one
     row are added up step by step (a pod's ranks), and only the same series answered twice goes to `twice`."""
     out: dict[RowKey, Steps] = {}
-    seen: set[tuple[tuple[str, str], ...]] = set()
+    first: dict[RowKey, dict[str, str]] = {}  # each row's first series' labels
+    more: dict[RowKey, list[dict[str, str]]] = {}  # every series' labels, for the rows answered with several
     for s in result:
         metric = _metric(s)
         key = _key(metric, labels)
         steps = on_steps(_points(s), grid)
         if key not in out:
             out[key] = steps
-            if not pooled:
-                seen.add(tuple(sorted(metric.items())))
+            first[key] = metric
             continue
         if pooled:
             twice.add(key)
             out[key] = steps
             continue
-        series = tuple(sorted(metric.items()))
-        if series in seen:
+        seen = more.setdefault(key, [first[key]])
+        if metric in seen:  # the same series again (label sets compared as dicts)
             twice.add(key)
-        seen.add(series)
+        seen.append(metric)
         _add(out[key], steps)
     return out
 
@@ -223,7 +229,7 @@ def reader(q: FleetQueries, grid: Grid) -> Reader:
 
 
 def _pod_name(key: RowKey, pod_labels: tuple[str, ...]) -> str:
-    return "/".join(v for v in key[: len(pod_labels)] if v) or "(no pod labels)"
+    return "/".join([v for v in key[: len(pod_labels)] if v]) or "(no pod labels)"
 
 
 @dataclass
@@ -246,6 +252,19 @@ class _Acc:
     max_l: float = -math.inf
 
 
+def _full(dv: list[float], av: list[float], floor: float,
+          target: float | None) -> tuple[int, int, float, float, float, float] | None:
+    """A row whose every step is evidence (the usual row): drafts and accepted at every step, all finite, drafts
+    at least `floor` and accepted at least 0 — then (eligible, met, drafts, accepted, min L, max L) from a few
+    C-level passes, the same numbers the loop of `_windows` adds up (same order); else None (take the loop)."""
+    sd, sa = sum(dv), sum(av)
+    if not (math.isfinite(sd) and math.isfinite(sa)) or min(dv) < floor or min(av) < 0:
+        return None  # a NaN or an infinity makes the sums non-finite, so min() is only asked of finite numbers
+    lengths: list[float] = list(map(formulas.acceptance_length, av, dv))  # type: ignore[arg-type]  # dv >= floor > 0
+    met = 0 if target is None else sum(1 for x in lengths if x >= target)
+    return len(dv), met, sd, sa, min(lengths), max(lengths)
+
+
 def _windows(d: Steps, a: Steps | None, resets: set[int], min_drafts: float, target: float | None,
              first: int = 0) -> _Acc:
     """One row's windows: each step of the grid at most once (drafts and accepted matched by step); steps
@@ -261,6 +280,11 @@ def _windows(d: Steps, a: Steps | None, resets: set[int], min_drafts: float, tar
     av: list[float | None] = a.values if a is not None else [None] * len(d.values)
     length_of = formulas.acceptance_length
     inf = math.inf
+    if not first and not resets and None not in d.values and None not in av:
+        full = _full(d.values, av, floor, target)  # type: ignore[arg-type]  # no None in either: checked
+        if full is not None:
+            acc.eligible, acc.met, acc.drafts, acc.accepted, acc.min_l, acc.max_l = full
+            return acc
     eligible = met = reset = thin = no_accepted = non_finite = stale = 0
     drafts = accepted = 0.0
     lo, hi = inf, -inf
