@@ -170,10 +170,10 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         if all(r["backend_rss_mib"] is not None for r in pts):
             ax_m.plot(pods, [r["backend_rss_mib"] for r in pts], "^:", color=color, alpha=0.6,
                       label=f"{LABELS[backend]}: server")
-    ax_t.axhline(2.0, color="grey", lw=0.8, ls=":")
+    ax_t.axhline(2.0, color="grey", lw=0.8, ls=":", label="2 s (issue 26, at 5,000 pods)")
     ax_t.set(xscale="log", yscale="log", xlabel="pods", ylabel="verdict wall seconds",
              title="Fleet verdict time (1 h in 60 s windows)")
-    ax_m.axhline(256, color="grey", lw=0.8, ls=":")
+    ax_m.axhline(256, color="grey", lw=0.8, ls=":", label="256 MiB (issue 26, verdict at 5,000 pods)")
     ax_m.set(xscale="log", xlabel="pods", ylabel="peak RSS MiB", title="Peak memory")
     loads = [x for r in rows for x in r["load_average"]]
     fig.suptitle(f"bench/fleet.py on {os.cpu_count()} CPUs, 1-min load average {min(loads):.1f}–{max(loads):.1f} "
