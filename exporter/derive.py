@@ -183,7 +183,7 @@ def _hist_delta(b: Histogram | None, a: Histogram | None, reset: bool) -> Bucket
     if a is None:
         return None
     if reset:
-        return a.les, a.counts
+        return a.les, tuple(a.counts)
     if b is None:
         return None
     if a.les is b.les or a.les == b.les:

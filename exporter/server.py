@@ -22,14 +22,16 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST
-
 from exporter.collect import SpecgateExposition
 from exporter.exits import EXIT_INVALID
 from exporter.redact import redact_url
 from exporter.scrape import ScrapeError, Scraper
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState
+
+# prometheus_client's CONTENT_TYPE_LATEST (the classic text format), as a literal: importing prometheus_client
+# for one string held ~1.9 MiB in every sidecar (tests/exporter/test_memory_imports.py holds the two equal)
+CONTENT_TYPE_LATEST = "text/plain; version=1.0.0; charset=utf-8"
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "specgate exporter: %(message)s"
