@@ -101,59 +101,79 @@ class HistogramRows:
 class ExpositionWriter:
     """Writes our families' rows as the text exposition, the bytes `generate_latest` writes for them.
 
-    Label sets repeat on every render (the same streams, windows and positions), so each label text
-    is built once and remembered (at most `LABEL_TEXTS`, then it starts over); HELP/TYPE headers too.
-    Safe to share between the HTTP server's threads: a cache miss only builds a text again.
+    Label sets repeat on every render (the same streams, windows and positions), so each line's text up
+    to its value (`name{labels} `) is built once and remembered per family, keyed by the row's label
+    values alone (a histogram's bucket lines by their bound text under the series' entry): a render then
+    costs one look-up, one value text and one join per line. At most `LABEL_TEXTS` lines are remembered,
+    then it starts over; HELP/TYPE headers too. Safe to share between the HTTP server's threads: a cache
+    miss only builds a text again, and starting over swaps in new dicts.
     """
 
     def __init__(self, label_texts: int = LABEL_TEXTS) -> None:
         self._max = label_texts
-        self._labels: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
-        self._heads: dict[int, tuple[Family, str]] = {}  # by the family's identity (hashing one hashes every field)
+        self._size = 0  # lines remembered, over every family
+        # by the family's identity (hashing one hashes every field): (family, head, its lines by label values)
+        self._families: dict[int, tuple[Family, str, dict]] = {}
 
     def _label_text(self, names: tuple[str, ...], values: tuple[str, ...]) -> str:
-        key = (names, values)
-        text = self._labels.get(key)
-        if text is None:
-            pairs = sorted(dict(zip(names, values, strict=True)).items())
-            text = "{" + ",".join([f'{k}="{_esc(v)}"' for k, v in pairs]) + "}" if pairs else ""
-            if len(self._labels) >= self._max:
-                self._labels.clear()
-            self._labels[key] = text
-        return text
+        pairs = sorted(dict(zip(names, values, strict=True)).items())
+        return "{" + ",".join([f'{k}="{_esc(v)}"' for k, v in pairs]) + "}" if pairs else ""
 
-    def _head(self, f: Family) -> str:
-        got = self._heads.get(id(f))
-        if got is not None and got[0] is f:
-            return got[1]
+    def _family(self, f: Family) -> tuple[Family, str, dict]:
         mname = f.name + ("_total" if f.kind == "counter" else "")
         doc = f.help.replace("\\", r"\\").replace("\n", r"\n")
-        head = f"# HELP {mname} {doc}\n# TYPE {mname} {f.kind}\n"
-        if len(self._heads) >= self._max:
-            self._heads.clear()
-        self._heads[id(f)] = (f, head)
-        return head
+        got: tuple[Family, str, dict] = (f, f"# HELP {mname} {doc}\n# TYPE {mname} {f.kind}\n", {})
+        self._remember(1)
+        self._families[id(f)] = got
+        return got
+
+    def _remember(self, n: int) -> None:
+        """Count `n` new lines; past the limit, forget every family's lines (the next render rebuilds them)."""
+        self._size += n
+        if self._size > self._max:
+            self._size = n
+            self._families = {}
+
+    def _line(self, lines: dict, f: Family, labels: tuple[str, ...]) -> str:
+        text = f"{f.name}{'_total' if f.kind == 'counter' else ''}{self._label_text(f.labels, labels)} "
+        self._remember(1)
+        lines[labels] = text
+        return text
+
+    def _series(self, lines: dict, f: Family, labels: tuple[str, ...]) -> tuple[dict[str, str], str, str]:
+        """A histogram series' remembered texts: bucket lines by bound text, the `_count` and `_sum` lines."""
+        text = self._label_text(f.labels, labels)
+        got: tuple[dict[str, str], str, str] = ({}, f"{f.name}_count{text} ", f"{f.name}_sum{text} ")
+        self._remember(2)
+        lines[labels] = got
+        return got
+
+    def _bucket(self, by_bound: dict[str, str], f: Family, labels: tuple[str, ...], b: str) -> str:
+        text = f"{f.name}_bucket{self._label_text((*f.labels, 'le'), (*labels, b))} "
+        self._remember(1)
+        by_bound[b] = text
+        return text
 
     def write(self, families: Iterable[FamilyRows | HistogramRows]) -> bytes:
         out: list[str] = []
-        append, texts, label_text, fmt = out.append, self._labels, self._label_text, go_float
+        append, fmt = out.append, go_float
         for fam in families:
             f = fam.family
-            names = f.labels
-            append(self._head(f))
+            got = self._families.get(id(f))
+            if got is None or got[0] is not f:
+                got = self._family(f)
+            _, head, lines = got
+            append(head)
             if isinstance(fam, HistogramRows):
-                bucket_names = (*names, "le")
-                bucket, count, total = f.name + "_bucket", f.name + "_count", f.name + "_sum"
                 for labels, buckets, sum_value in fam.rows:
+                    series = lines.get(labels) or self._series(lines, f, labels)
+                    by_bound = series[0]
                     for b, v in buckets:
-                        key = (bucket_names, (*labels, b))
-                        text = texts.get(key) or label_text(*key)
-                        append(f"{bucket}{text} {fmt(v)}\n")
+                        append(f"{by_bound.get(b) or self._bucket(by_bound, f, labels, b)}{fmt(v)}\n")
                     if buckets and float(buckets[0][0]) >= 0 and sum_value is not None:  # as add_metric does
-                        text = texts.get((names, labels)) or label_text(names, labels)
-                        append(f"{count}{text} {fmt(buckets[-1][1])}\n{total}{text} {fmt(sum_value)}\n")
+                        append(f"{series[1]}{fmt(buckets[-1][1])}\n{series[2]}{fmt(sum_value)}\n")
                 continue
-            name = f.name + ("_total" if f.kind == "counter" else "")
+            get = lines.get
             for labels, value in fam.rows:
-                append(f"{name}{texts.get((names, labels)) or label_text(names, labels)} {fmt(value)}\n")
+                append(f"{get(labels) or self._line(lines, f, labels)}{fmt(value)}\n")
         return "".join(out).encode("utf-8")
