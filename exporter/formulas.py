@@ -10,6 +10,7 @@ import bisect
 import math
 import operator
 from collections.abc import Iterable
+from functools import lru_cache
 
 
 def acceptance_length(accepted: float, drafts: float) -> float | None:
@@ -147,6 +148,13 @@ def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | 
     return None
 
 
+@lru_cache(maxsize=64)
+def _strictly_increasing(les: tuple[float, ...]) -> bool:
+    """Whether the bounds rise strictly. An adapter hands out one bounds tuple per bucket layout, so this is
+    worked out once per layout and then found by the tuple (hashing it costs less than comparing its pairs)."""
+    return all(map(operator.lt, les, les[1:]))
+
+
 def histogram_quantiles(qs: tuple[float, ...], les: tuple[float, ...],
                         counts: tuple[float, ...]) -> list[float | None]:
     """`histogram_quantile(q, list(zip(les, counts)))` for each q, without pairing and sorting the buckets:
@@ -155,7 +163,7 @@ def histogram_quantiles(qs: tuple[float, ...], les: tuple[float, ...],
     n = len(les)
     if n == 0:
         return [None] * len(qs)
-    if not all(map(operator.lt, les, les[1:])):
+    if not _strictly_increasing(les):
         pairs = list(zip(les, counts, strict=True))
         return [histogram_quantile(q, pairs) for q in qs]
     if not math.isinf(les[-1]):
