@@ -446,17 +446,9 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="exit 1 when a committed file differs (write nothing)")
     args = ap.parse_args(argv)
-    stale = []
-    for path, text in outputs().items():
-        current = path.read_text(encoding="utf-8") if path.exists() else None
-        if current != text:
-            stale.append(path)
-            if not args.check:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
-    for p in stale:
-        print(f"{'stale' if args.check else 'wrote'} {p.relative_to(ROOT)}", file=sys.stderr)
-    return 1 if args.check and stale else 0
+    from gate.plan.reference import write_generated
+
+    return write_generated(outputs(), check=args.check)
 
 
 if __name__ == "__main__":

@@ -247,17 +247,23 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="exit 1 when the committed files differ (write nothing)")
     args = ap.parse_args(argv)
+    return write_generated({SCHEMA: schema_text(), REFERENCE: render_reference()}, check=args.check)
+
+
+def write_generated(outputs: dict[Path, str], check: bool) -> int:
+    """Write each generated file whose text changed (or, with `check`, only name it); 1 when `check` found drift.
+    Shared by `make reference` (tools/gen_reference.py) and this module's own command."""
     stale = []
-    for path, text in ((SCHEMA, schema_text()), (REFERENCE, render_reference())):
+    for path, text in outputs.items():
         current = path.read_text(encoding="utf-8") if path.exists() else None
         if current != text:
             stale.append(path)
-            if not args.check:
+            if not check:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
     for p in stale:
-        print(f"{'stale' if args.check else 'wrote'} {p.relative_to(ROOT)}", file=sys.stderr)
-    return 1 if args.check and stale else 0
+        print(f"{'stale' if check else 'wrote'} {p.relative_to(ROOT)}", file=sys.stderr)
+    return 1 if check and stale else 0
 
 
 if __name__ == "__main__":
