@@ -127,18 +127,19 @@ def _ask(client: Client, q: Query, start: float, end: float, step: int, read: Re
 
 
 def _run(client: Client, q: FleetQueries, grid: Grid) -> tuple[FleetQueries, dict[str, Answer]]:
-    """The pre-flight alone (one number, answered fastest with nothing beside it), then every other query at
-    once: the range queries `sum by` the row labels when it says some row has several series (the backend pools
-    them), else as the series are (the gate pools). Returns the query set used and every answer by key (the
-    pre-flight's as `series_per_row`)."""
+    """The pre-flight and the instant queries at once (the instants do not depend on it), then, as soon as the
+    pre-flight answers, the range queries: `sum by` the row labels when it says some row has several series
+    (the backend pools them), else as the series are (the gate pools). Returns the query set used and every
+    answer by key (the pre-flight's as `series_per_row`)."""
     start, end, step = grid.start, grid.start + (grid.steps - 1) * grid.step, grid.step
     pre = q.series_per_row()
-    first = _ask(client, pre, start, end, step, reader(q, grid))
-    used = q if max(first.instant.values(), default=0.0) > 1 else q.unpooled()
-    with ThreadPoolExecutor(max_workers=len(used.all())) as pool:
-        futures = [(x.key, pool.submit(_ask, client, x, start, end, step, reader(used, grid))) for x in used.all()]
-        answers = {key: f.result() for key, f in futures}
-    answers[pre.key] = first
+    with ThreadPoolExecutor(max_workers=len(q.all()) + 1) as pool:
+        first = pool.submit(_ask, client, pre, start, end, step, reader(q, grid))
+        instants = [(x.key, pool.submit(_ask, client, x, start, end, step, reader(q, grid))) for x in q.instants()]
+        used = q if max(first.result().instant.values(), default=0.0) > 1 else q.unpooled()
+        ranges = [(x.key, pool.submit(_ask, client, x, start, end, step, reader(used, grid))) for x in used.ranges()]
+        answers = {key: f.result() for key, f in [*ranges, *instants]}
+    answers[pre.key] = first.result()
     return used, answers
 
 
