@@ -10,6 +10,7 @@ sent beside it (a sequential order would wait out the 10 s guard and fail).
 
 from __future__ import annotations
 
+import gc
 import threading
 from typing import Any
 
@@ -61,7 +62,7 @@ class Ordered(Fleet):
         return Stub()
 
 
-def _judge(f: Ordered) -> fleet.FleetResult:
+def _judge(f: Fleet) -> fleet.FleetResult:
     src = PrometheusSource(end=f.end, fleet={"pod_labels": list(f.pod_labels), "group_by": list(f.group_by)})
     ask = fleet.FleetAsk(slo=SLO_, window_seconds=W, lookback_seconds=LOOKBACK, min_drafts=1, end=f.end, k=3,
                          method="ngram", require_engine_up=True, now=NOW, served_model_name=MODEL)
@@ -80,3 +81,42 @@ def test_instants_beside_the_preflight_ranges_after_it(per_row: str, form: str) 
     assert sorted(f.sent) == sorted(["series_per_row", "drafts", "accepted", "resets", "restarts", "drafts_lookback",
                                      "accepted_lookback", "draft_tokens", "engine_up", "targets"])
     assert result.queries == 10 and result.status is Status.PASS  # the same answers judged: every pod at L 3.0
+
+
+class Watched(Fleet):
+    """Fleet's answers, noting whether the cyclic collector was on while each query was answered."""
+
+    def client(self, q: FleetQueries) -> Any:
+        inner = super().client(q)
+        self.collector: list[bool] = []
+        outer = self
+
+        class Stub:
+            def query(self, path: str, params: dict[str, Any]) -> Series:
+                outer.collector.append(gc.isenabled())
+                return inner.query(path, params)
+
+        return Stub()
+
+
+def test_the_collector_is_paused_while_a_fleet_is_evaluated_and_restored_after() -> None:
+    """On during the answers it was not (all ten saw it off); on again after; left off when it was off before."""
+    assert gc.isenabled()
+    f = Watched(pods=3)
+    assert _judge(f).status is Status.PASS
+    assert f.collector == [False] * 10 and gc.isenabled()
+    gc.disable()
+    try:
+        _judge(Watched(pods=3))
+        assert not gc.isenabled()  # not turned on by the evaluation when the caller had it off
+    finally:
+        gc.enable()
+
+
+def test_the_collector_comes_back_when_the_evaluation_raises() -> None:
+    def broken(key: str, series: Series) -> Series:
+        raise RuntimeError("backend gone")
+
+    with pytest.raises(RuntimeError, match="backend gone"):
+        _judge(Watched(pods=3, edit=broken))
+    assert gc.isenabled()
