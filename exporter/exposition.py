@@ -14,6 +14,7 @@ prometheus_client does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from math import copysign
 from typing import TYPE_CHECKING
 
 from exporter.names import Family
@@ -45,6 +46,38 @@ def _esc(v: str) -> str:
 
 
 LABEL_TEXTS = 16_384  # label texts an ExpositionWriter remembers between renders (then it starts over)
+
+
+def _zeros(fam: FamilyRows | HistogramRows) -> tuple[tuple[int, int], ...] | None:
+    """Where `fam`'s values are zero, as (row, bucket) with bucket -1 for a histogram's sum; None when one
+    of them is -0.0.
+
+    A family's remembered text is reused when its rows compare equal to the ones it was written from;
+    `==` on floats holds `-0.0 == 0.0`, which are written differently ("-0.0"). Equal values other than
+    zeros are the same float, so only the zeros' signs are looked at again (`_zeros_clear`), and a text
+    with "-0.0" in it is not remembered at all."""
+    out: list[tuple[int, int]] = []
+    if isinstance(fam, HistogramRows):
+        for i, (_, buckets, sum_value) in enumerate(fam.rows):
+            out.extend((i, j) for j, (_, v) in enumerate(buckets) if v == 0)
+            if sum_value is not None and sum_value == 0:
+                out.append((i, -1))
+    else:
+        out.extend((i, 1) for i, (_, v) in enumerate(fam.rows) if v == 0)
+    return tuple(out) if _zeros_clear(fam, out) else None
+
+
+def _zeros_clear(fam: FamilyRows | HistogramRows, zeros: Iterable[tuple[int, int]]) -> bool:
+    """The values at `zeros` (from `_zeros`) have their sign bit clear: 0.0 (or 0), not -0.0."""
+    if isinstance(fam, HistogramRows):
+        hrows = fam.rows
+        for i, j in zeros:
+            v = hrows[i][2] if j < 0 else hrows[i][1][j][1]  # the sum (never None where `_zeros` saw a zero)
+            if v is None or copysign(1.0, v) < 0.0:
+                return False
+        return True
+    rows = fam.rows
+    return all(copysign(1.0, rows[i][1]) > 0.0 for i, _ in zeros)
 
 
 class FamilyRows:
@@ -107,6 +140,14 @@ class ExpositionWriter:
     costs one look-up, one value text and one join per line. At most `LABEL_TEXTS` lines are remembered,
     then it starts over; HELP/TYPE headers too. Safe to share between the HTTP server's threads: a cache
     miss only builds a text again, and starting over swaps in new dicts.
+
+    A family whose rows are the same as at the last two renders (info gauges, pools, settings-derived
+    series, the batch windows' histogram between closes, counters without traffic) is written as the
+    text it had then, HELP and TYPE included (`_texts`, one entry per family, kept only while the
+    family's lines are all remembered, forgotten with them): only families with moving values are
+    formatted, and a family that moved last time pays one comparison and a copy of its rows, not a
+    copy of its text. Rows are equal by `==` and the zeros are 0.0 on both sides (`_zeros`), so a
+    reused text is byte for byte the one the rows would be written as.
     """
 
     def __init__(self, label_texts: int = LABEL_TEXTS) -> None:
@@ -114,6 +155,9 @@ class ExpositionWriter:
         self._size = 0  # lines remembered, over every family
         # by the family's identity (hashing one hashes every field): (family, head, its lines by label values)
         self._families: dict[int, tuple[Family, str, dict]] = {}
+        # by the family's identity, as `_families`: (family, its rows at the last render, its text's pieces and
+        # where its zeros are when those rows were also the render's before; None until the rows stay the same)
+        self._texts: dict[int, tuple[Family, list, tuple[list[str], tuple[tuple[int, int], ...]] | None]] = {}
 
     def _label_text(self, names: tuple[str, ...], values: tuple[str, ...]) -> str:
         pairs = sorted(dict(zip(names, values, strict=True)).items())
@@ -133,6 +177,7 @@ class ExpositionWriter:
         if self._size > self._max:
             self._size = n
             self._families = {}
+            self._texts = {}
 
     def _line(self, lines: dict, f: Family, labels: tuple[str, ...]) -> str:
         text = f"{f.name}{'_total' if f.kind == 'counter' else ''}{self._label_text(f.labels, labels)} "
@@ -159,10 +204,19 @@ class ExpositionWriter:
         append, fmt = out.append, go_float
         for fam in families:
             f = fam.family
-            got = self._families.get(id(f))
+            seen = self._texts.get(id(f))
+            same = seen is not None and seen[0] is f and seen[1] == fam.rows
+            if seen is not None and same:
+                kept = seen[2]
+                if kept is not None and (not kept[1] or _zeros_clear(fam, kept[1])):
+                    out += kept[0]
+                    continue
+            memo = self._families
+            got = memo.get(id(f))
             if got is None or got[0] is not f:
                 got = self._family(f)
             _, head, lines = got
+            start = len(out)
             append(head)
             if isinstance(fam, HistogramRows):
                 for labels, buckets, sum_value in fam.rows:
@@ -172,8 +226,12 @@ class ExpositionWriter:
                         append(f"{by_bound.get(b) or self._bucket(by_bound, f, labels, b)}{fmt(v)}\n")
                     if buckets and float(buckets[0][0]) >= 0 and sum_value is not None:  # as add_metric does
                         append(f"{series[1]}{fmt(buckets[-1][1])}\n{series[2]}{fmt(sum_value)}\n")
-                continue
-            get = lines.get
-            for labels, value in fam.rows:
-                append(f"{get(labels) or self._line(lines, f, labels)}{fmt(value)}\n")
+            else:
+                get = lines.get
+                for labels, value in fam.rows:
+                    append(f"{get(labels) or self._line(lines, f, labels)}{fmt(value)}\n")
+            if self._families is memo:  # every line of it is remembered: its rows and text count in that bound
+                zeros = _zeros(fam) if seen is not None and same else None
+                self._texts[id(f)] = (f, seen[1], (out[start:], zeros)) if seen is not None and zeros is not None \
+                    else (f, list(fam.rows), None)
         return "".join(out).encode("utf-8")
