@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from gate.probe.progress import reporter  # noqa: E402
 from tests.gate import fleet_stack  # noqa: E402
 
 DEFAULT_PODS = (10, 100, 1000, 5000, 10000)
@@ -213,17 +214,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = list(QUICK_PODS) if args.quick else list(args.pods or DEFAULT_PODS)
     rows = []
-    with tempfile.TemporaryDirectory(prefix="specgate-fleet-") as tmp:
+    # On a terminal a bar (runs done, elapsed, ETA: optimistic, the sizes grow); else the same lines as before.
+    with tempfile.TemporaryDirectory(prefix="specgate-fleet-") as tmp, reporter("bench/fleet:", unit="runs") as say:
+        say.expect(units=len(sizes) * len(args.backend))
         for pods in sizes:
             for backend in args.backend:
                 t0 = time.perf_counter()
                 rows.append(run_size(pods, backend, Path(tmp), args.lookback_seconds, args.window_seconds))
                 r = rows[-1]
-                print(f"bench/fleet: {backend} {pods} pods: verdict {r['seconds']:.2f} s, repeat "
-                      f"{r['seconds_repeat']:.2f} s, cpu {r['cpu_seconds']:.2f} s + server {r['server_cpu_seconds']} s "
-                      f"(repeat {r['cpu_seconds_repeat']:.2f} + {r['server_cpu_seconds_repeat']} s),"
-                      f" {r['peak_rss_mib']:.0f} MiB, load {r['load_average']}, bad {r['bad_pods']} "
-                      f"(backfill {r['load_seconds']:.0f} s, total {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+                say(f"{backend} {pods} pods: verdict {r['seconds']:.2f} s, repeat "
+                    f"{r['seconds_repeat']:.2f} s, cpu {r['cpu_seconds']:.2f} s + server {r['server_cpu_seconds']} s "
+                    f"(repeat {r['cpu_seconds_repeat']:.2f} + {r['server_cpu_seconds_repeat']} s),"
+                    f" {r['peak_rss_mib']:.0f} MiB, load {r['load_average']}, bad {r['bad_pods']} "
+                    f"(backfill {r['load_seconds']:.0f} s, total {time.perf_counter() - t0:.0f} s)")
+                say.advance()
     plotted = None
     if len({r["pods"] for r in rows}) >= 2 and not args.no_plot:
         plot(rows, args.plot)
