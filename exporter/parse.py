@@ -354,7 +354,10 @@ class PageParser:
             total = sum(floats)
             if total - total != 0.0 or min(floats) < 0.0:
                 return None
-        return {key: list(zip(labels, floats[at] if type(at) is slice else map(floats.__getitem__, at), strict=True))
+        # not zip(strict=True): each family's labels and positions were made from the same samples, and
+        # `floats` has the planned length (checked above); the strict check cost ~1/3 of this build
+        return {key: list(zip(labels, floats[at] if type(at) is slice else map(floats.__getitem__, at),
+                                      strict=False))
                 for key, labels, at in plan.families}
 
 
