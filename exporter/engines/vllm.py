@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import is_, itemgetter
 from typing import Final
 
 from exporter.engines.base import (
@@ -65,6 +66,9 @@ FAMILIES = frozenset({
 })
 
 
+_LABELS = itemgetter(0)
+
+
 def _replica(labels: Mapping[str, str]) -> str | None:
     """Ray Serve's replica of a `ray_vllm_` series (`ReplicaId`, else its `WorkerId`); None on vLLM's own page."""
     return labels.get("ReplicaId") or labels.get("WorkerId") or None
@@ -95,6 +99,10 @@ class VllmAdapter:
     def __init__(self) -> None:
         self._histograms: HistogramMemo[StreamKey] = HistogramMemo()  # common.histograms
         self._keys = SeriesKeys(_key)
+        # the last page's cache_config_info label mappings (the parser's own, the same objects while the
+        # series are the same), the pools read from them and the hints that reading gave
+        self._pools_memo: tuple[list[Mapping[str, str]], dict[str | None, tuple[int | None, int | None]],
+                                list[str]] | None = None
 
     def side_info(self, get_json: GetJson) -> SideInfo:
         """`max_model_len` per served model from `GET /v1/models` (the context cap is not in `/metrics`),
@@ -146,7 +154,7 @@ class VllmAdapter:
             keys |= set(folded)
         keys |= set(per_pos) | set(ttft)
 
-        pools = self._pools(samples(page, KIND, CACHE_INFO), hints)
+        pools = self._pools_of(samples(page, KIND, CACHE_INFO), hints)
         for rank in pools:
             if not any(k[1] == rank for k in keys):
                 keys.add(StreamKey(None, rank))  # a page with only cache_config_info: its own stream
@@ -178,6 +186,19 @@ class VllmAdapter:
             version=side.version, version_hints=tuple(hints),
             anomalies={"position_limit": beyond} if beyond else {},
         )
+
+    def _pools_of(self, infos: list[Sample], hints: list[str]) -> dict[str | None, tuple[int | None, int | None]]:
+        """`_pools`, read again only when the info series are not the last page's label mappings (by
+        identity: the parser hands out one mapping per label text): the pool is in the labels alone, not
+        in the value. The result is only read by `snapshot`."""
+        memo = self._pools_memo
+        if memo is not None and len(memo[0]) == len(infos) and all(map(is_, memo[0], map(_LABELS, infos))):
+            hints.extend(h for h in memo[2] if h not in hints)
+            return memo[1]
+        before = len(hints)
+        pools = self._pools(infos, hints)
+        self._pools_memo = ([labels for labels, _ in infos], pools, hints[before:])
+        return pools
 
     @staticmethod
     def _pools(infos: list[Sample], hints: list[str]) -> dict[str | None, tuple[int | None, int | None]]:
