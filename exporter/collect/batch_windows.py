@@ -23,10 +23,19 @@ rules over it are quoted in `exporter.names`.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 
 from exporter import names
 from exporter.collect.families import Rows, bound, counter, histogram, non_empty, stream_labels
 from exporter.state import ExporterView
+
+
+@lru_cache(maxsize=8)
+def _bounds(window_buckets: tuple[float, ...]) -> tuple[tuple[float, str], ...]:
+    """Each bucket bound and its text, +Inf last: one tracker's buckets are fixed (`WindowTracker.buckets`),
+    so the texts are made once, not at every render (a zero SLO target is never a bound: no -0.0 for the
+    tuple's `==` to take for 0.0)."""
+    return tuple((b, bound(b)) for b in (*window_buckets, float("inf")))
 
 
 def families(v: ExporterView) -> Iterator[Rows]:
@@ -34,7 +43,7 @@ def families(v: ExporterView) -> Iterator[Rows]:
         return
     wl, wt, wb = histogram(names.WINDOW_ACCEPTANCE_LENGTH), counter(names.SPEC_WINDOWS), \
         counter(names.SPEC_WINDOWS_BELOW_SLO)
-    bounds = [(b, bound(b)) for b in (*v.window_buckets, float("inf"))]  # the same for every stream
+    bounds = _bounds(v.window_buckets)  # the same for every stream
     for sv in v.streams:
         t = sv.totals
         if t is None or sv.stream.spec is None:
