@@ -405,8 +405,8 @@ def gc_paused() -> Iterator[None]:
 
     Why: at 5,000 pods the two range answers decode into ~600,000 (time, value) tuples, each one a tracked
     allocation, so the collector ran hundreds of young-generation passes and several full ones over every
-    live object while the answers were read — ~0.24 s of the verdict's ~1.0 s of CPU (measured, docs/scale.md:
-    0.97 -> 0.73 s CPU, median wall 2.38 -> 2.04 s on one live Prometheus, interleaved). Nothing the
+    live object while the answers were read — about a quarter of the verdict's CPU (measured: 1.03 -> 0.77 s over
+    8 interleaved verdicts on one live 5,000-pod Prometheus at load 3.6-4.1, docs/scale.md). Nothing the
     evaluation builds is cyclic garbage: reference counting frees every answer as before (peak RSS unchanged,
     the answers are bounded by gate.evidence.prometheus' limits), and whatever cycles the rest of the process
     made are collected once it is back on. Two evaluations at once (the webhook): the first to end turns it
