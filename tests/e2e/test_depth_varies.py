@@ -57,20 +57,28 @@ from harness import PROMPTS, SPECGATE, Samples, log, parse_samples, sample_value
 
 from exporter.schedule import DepthSchedule, sglang_adaptive_schedule, vllm_schedule
 
-SCRAPE_SECONDS = 0.5  # the exporters' engine scrapes and Prometheus' scrapes and rule evaluations
+SCRAPE_SECONDS = 0.5  # the exporters' engine scrapes
+# Prometheus' scrapes of the exporters and its rule evaluations. Not 0.5 s: with vLLM busy on both CPUs an exporter
+# answered in 0.545 s once during a hold here (Prometheus' scrape_duration_seconds), past a 0.5 s timeout; a failed
+# scrape marks the target's series stale, which empties the rule's expression and restarts its for:.
+PROMETHEUS_SECONDS = 1.0
 DEPTH_WINDOW_SECONDS = 15  # the exporter's sliding window: each measured phase must fit inside it
 DEPTH_WINDOW = f"{DEPTH_WINDOW_SECONDS}s"
 PHASE_GAP_SECONDS = 3.0  # idle between phases: the next window's start snapshot is taken in the gap
 K_MAX = 3  # num_speculative_tokens of the draft arm (vllm_live.NUM_SPECULATIVE_TOKENS)
 # The mixin's SpecgateSpeculationOff shortened for the live run (the shipped defaults are 5m / 10m): firing needs
-# about window + for after the last draft, and the hold is capped by the context (HOLD_MAX_TOKENS: 16 s on a quiet
-# machine, where 4 s / 8 s fired too late to be seen; 2 s / 4 s fired 7.2 s into the hold). A 3 s rate window
-# holds 6 scrapes of 0.5 s, so a slow scrape on a loaded machine does not empty it.
-OFF_WINDOW_SECONDS = 3
+# about window + for after the last draft, and one wave of the hold is capped by the context (HOLD_MAX_TOKENS: 16 s
+# on a quiet machine, 12.9 s on CI). A 4 s rate window holds 4 scrapes of 1 s, so one failed scrape does not empty
+# it.
+OFF_WINDOW_SECONDS = 4
 OFF_FOR_SECONDS = 4
-# The k = 0 traffic is held for twice what firing needs (the window since the last draft, then for:), or until the
-# first request reaches the context cap (HOLD_MAX_TOKENS); it must have lasted at least twice for:.
-HOLD_SECONDS = 2 * (OFF_WINDOW_SECONDS + OFF_FOR_SECONDS)
+# The k = 0 traffic is held for three times what firing needs (the window since the last draft, then for:), or
+# until a request of the second wave reaches the context cap (HOLD_MAX_TOKENS); it must have lasted at least twice
+# for:. Two waves: the second is sent HOLD_SECOND_WAVE_AFTER_SECONDS into the hold, while the first's eight run, so
+# its arrivals are scheduled in batches of 8 or more (k = 0) and it carries the hold past the first wave's cap (one
+# wave ended 12.9 s into the hold on CI, before the alert fired; it fired 8.2 s in with 3 s / 4 s here).
+HOLD_SECONDS = 3 * (OFF_WINDOW_SECONDS + OFF_FOR_SECONDS)
+HOLD_SECOND_WAVE_AFTER_SECONDS = 4.0
 IDLE_SECONDS = OFF_WINDOW_SECONDS + OFF_FOR_SECONDS + 2  # long enough that the alert would have fired on idle
 DEPTH_TOLERANCE = 0.10  # issue 22: the mean depth follows the schedule within 10 %
 # Traffic per measured phase (temperature 0, ignore_eos, harness.PROMPTS): `concurrency` requests sent at once,
@@ -83,14 +91,14 @@ DEPTH_TOLERANCE = 0.10  # issue 22: the mean depth follows the schedule within 1
 # name -> (concurrency, max_tokens). The arrivals' few steps at batch 1-3 run the schedule's k = 3 (measured: 1.065
 # tokens per draft at concurrency 4 with 192 tokens a request); longer requests dilute them.
 PHASES = {"c1": (1, 128), "c4": (4, 384)}
-# The k = 0 hold: eight streaming requests sent at once, long enough to outlast the hold, cut when it ends (vLLM
-# aborts a stream whose client went away). The context cap and the KV pool of this engine are raised for them, to
-# the tiny target's max_position_embeddings (2,048; vLLM refuses more): 8 x 2,048 tokens x 1,280 B (target + draft
-# KV per token, vllm_checks.EXPECTED_BLOCKS' draft arm) = 20 MiB.
+# The k = 0 hold: two waves of eight streaming requests, each wave sent at once, long enough to outlast the hold,
+# cut when it ends (vLLM aborts a stream whose client went away). The context cap and the KV pool of this engine are
+# raised for them, to the tiny target's max_position_embeddings (2,048; vLLM refuses more): 2 x 8 x 2,048 tokens x
+# 1,280 B (target + draft KV per token, vllm_checks.EXPECTED_BLOCKS' draft arm) = 40 MiB.
 HOLD_CONCURRENCY = 8
 HOLD_MODEL_LEN = 2048
 HOLD_MAX_TOKENS = HOLD_MODEL_LEN - 64  # the prompts are well under 64 tokens
-HOLD_KV_BYTES = HOLD_CONCURRENCY * HOLD_MODEL_LEN * 1280
+HOLD_KV_BYTES = 2 * HOLD_CONCURRENCY * HOLD_MODEL_LEN * 1280
 # SGLang adaptive: requests of this many tokens, one at a time, until spec_num_steps reads 1.
 SGLANG_TOKENS = 32
 SGLANG_MAX_REQUESTS = 4
@@ -199,18 +207,21 @@ def _measured_phase(name: str, eng: vllm_live.VLLMProcess, exp: harness.Exporter
 
 
 def _hold(eng: vllm_live.VLLMProcess, seconds: float, poll: Callable[[], None]) -> tuple[float, float, int]:
-    """HOLD_CONCURRENCY streaming requests sent at once, read until `seconds` passed or the first of them
-    finished, then closed (vLLM aborts them); `poll` runs about once a second meanwhile. Returns (start, end,
-    streamed chunks)."""
+    """Two waves of HOLD_CONCURRENCY streaming requests, each sent at once, the second
+    HOLD_SECOND_WAVE_AFTER_SECONDS after the first; read until `seconds` passed or the first request of the second
+    wave finished (a first-wave one, before the second wave was sent), then closed (vLLM aborts them). `poll` runs
+    about once a second meanwhile. Returns (start, end, streamed chunks)."""
     start = time.time()
     deadline = start + seconds
-    chunks = [0] * HOLD_CONCURRENCY
+    chunks = [0] * (2 * HOLD_CONCURRENCY)
     errors: list[BaseException] = []
     done = threading.Event()
+    second_sent = threading.Event()
 
     def one(i: int) -> None:
         body = {"model": harness.SERVED_MODEL_NAME, "prompt": PROMPTS[i % len(PROMPTS)], "stream": True,
                 "max_tokens": HOLD_MAX_TOKENS, "temperature": 0, "ignore_eos": True}
+        second = i >= HOLD_CONCURRENCY
         try:
             with requests.post(f"{eng.url}/v1/completions", json=body, timeout=300, stream=True) as r:
                 r.raise_for_status()
@@ -221,14 +232,23 @@ def _hold(eng: vllm_live.VLLMProcess, seconds: float, poll: Callable[[], None]) 
                         break
         except BaseException as e:  # noqa: BLE001 - reported by the main thread
             errors.append(e)
-        finally:
             done.set()
+        finally:
+            if second or not second_sent.is_set():
+                done.set()
 
-    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(HOLD_CONCURRENCY)]
-    for t in threads:
-        t.start()
+    def wave(first: int) -> list[threading.Thread]:
+        ts = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(first, first + HOLD_CONCURRENCY)]
+        for t in ts:
+            t.start()
+        return ts
+
+    threads = wave(0)
     while not done.is_set():
         poll()
+        if not second_sent.is_set() and time.time() >= start + HOLD_SECOND_WAVE_AFTER_SECONDS:
+            second_sent.set()
+            threads += wave(HOLD_CONCURRENCY)
         done.wait(1.0)
     end = time.time()
     for t in threads:
@@ -251,8 +271,8 @@ class Prometheus:
 
 
 def _start_prometheus(work: Path, targets: dict[str, int]) -> Prometheus:
-    """Prometheus on a free loopback port, scraping each exporter (job = its name) every SCRAPE_SECONDS with the mixin's
-    rules rendered with SpecgateSpeculationOff's window and for: shortened (tests.observability.sources)."""
+    """Prometheus on a free loopback port, scraping each exporter (job = its name) every PROMETHEUS_SECONDS with the
+    mixin's rules rendered with SpecgateSpeculationOff's window and for: shortened (tests.observability.sources)."""
     from tests.observability.live_stack import PrometheusAPI
     from tests.observability.sources import find_tool, render_rules
 
@@ -264,7 +284,7 @@ def _start_prometheus(work: Path, targets: dict[str, int]) -> Prometheus:
     scrape = "".join(f"  - job_name: {job}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
                      for job, port in targets.items())
     config = work / "prometheus.yml"
-    every = f"{int(SCRAPE_SECONDS * 1000)}ms"
+    every = f"{int(PROMETHEUS_SECONDS * 1000)}ms"
     config.write_text(f"global:\n  scrape_interval: {every}\n  scrape_timeout: {every}\n  evaluation_interval: {every}\n"
                       f"rule_files:\n  - {rules}\nscrape_configs:\n{scrape}")
     port = harness.free_port()
@@ -285,6 +305,29 @@ def _start_prometheus(work: Path, targets: dict[str, int]) -> Prometheus:
     return prom
 
 
+def _hold_scrapes(prom: Any, start: float, end: float) -> dict[str, dict[str, Any]]:
+    """Prometheus' own view of the hold, per job, for a failing assertion to show why the alert did not fire: a
+    failed scrape (up 0) marks the target's series stale and resets the rule's for:; the slowest scrape; how many
+    rule evaluations saw no draft in the window."""
+    span = f"{max(1, int(end - start))}s"
+    at = end
+    queries = {"min_up": f"min_over_time(up[{span}])",
+               "max_scrape_seconds": f"max_over_time(scrape_duration_seconds[{span}])",
+               "no_draft_evaluations": f"count_over_time((rate(specgate_spec_drafts_total[{OFF_WINDOW_SECONDS}s]) == 0)"
+                                       f"[{span}:{int(PROMETHEUS_SECONDS * 1000)}ms])",
+               "running_min": f"min_over_time(specgate_requests_running[{span}])"}
+    out: dict[str, dict[str, Any]] = {}
+    for key, expr in queries.items():
+        try:
+            answer = prom.query(expr, at=at)
+        except OSError as e:  # a diagnostic: never what fails the run
+            out.setdefault("error", {})[key] = str(e)
+            continue
+        for r in answer:
+            out.setdefault(r["metric"].get("job", "?"), {})[key] = round(float(r["value"][1]), 3)
+    return out
+
+
 # --- the vLLM run -----------------------------------------------------------------------------------
 
 @dataclass
@@ -300,6 +343,8 @@ class ScheduleRun:
     hold_chunks: int = 0
     hold_pages: list[tuple[float, Samples]] = field(default_factory=list)  # (time, schedule exporter page)
     first_firing: dict[str, float] = field(default_factory=dict)  # severity -> seconds after the hold began
+    hold_alert_states: list[tuple[float, str, str]] = field(default_factory=list)  # (s into the hold, job:sev, state)
+    hold_scrapes: dict[str, dict[str, Any]] = field(default_factory=dict)  # job -> Prometheus' view of the hold
     firing_at_end: list[dict[str, Any]] = field(default_factory=list)
     after_idle_alerts: list[dict[str, Any]] = field(default_factory=list)
     check_doc: dict[str, Any] | None = None
@@ -338,7 +383,8 @@ def schedule_run(vllm_python: Path, tiny_models: Path, e2e_logs: Path, e2e_recor
         stop.append(prom.stop)
         eng = vllm_live.start_arm("draft", tiny_models, python=vllm_python, log_dir=e2e_logs, port=port,
                                   speculative_overrides=fragment, max_model_len=HOLD_MODEL_LEN,
-                                  kv_cache_memory_bytes=HOLD_KV_BYTES)
+                                  kv_cache_memory_bytes=HOLD_KV_BYTES,
+                                  extra_args=("--max-num-seqs", str(2 * HOLD_CONCURRENCY)))  # both waves run
         stop.append(eng.stop)
         run.startup_seconds = eng.wait_ready(300)
         told.wait_for(harness.engine_up, 30, "specgate_engine_up 1")
@@ -363,6 +409,7 @@ def schedule_run(vllm_python: Path, tiny_models: Path, e2e_logs: Path, e2e_recor
             run.hold_pages.append((now, told.samples()))
             for a in _alerts(prom.api, "SpecgateSpeculationOff"):
                 sev = f"{a['labels'].get('job')}:{a['labels'].get('severity')}"
+                run.hold_alert_states.append((round(now - run.hold_start, 1), sev, a["state"]))
                 if a["state"] == "firing" and sev not in run.first_firing:
                     run.first_firing[sev] = now - run.hold_start
 
@@ -370,9 +417,10 @@ def schedule_run(vllm_python: Path, tiny_models: Path, e2e_logs: Path, e2e_recor
         start, end, served = _hold(eng, HOLD_SECONDS, poll)
         run.hold_start, run.hold_end, run.hold_chunks = start, end, served
         run.firing_at_end = [a for a in _alerts(prom.api, "SpecgateSpeculationOff") if a["state"] == "firing"]
+        run.hold_scrapes = _hold_scrapes(prom.api, run.hold_start, run.hold_end)
         # idle again: no request running, so the alert resolves (the rule needs requests_running > 0)
         told.wait_for(lambda s: sample_value(s, "specgate_requests_running") == 0.0, 30, "requests_running 0")
-        time.sleep(3 * SCRAPE_SECONDS)
+        time.sleep(3 * PROMETHEUS_SECONDS)
         run.after_idle_alerts = _alerts(prom.api, "SpecgateSpeculationOff")
     finally:
         for s in reversed(stop):
@@ -385,6 +433,7 @@ def schedule_run(vllm_python: Path, tiny_models: Path, e2e_logs: Path, e2e_recor
            for n, p in run.phases.items()},
         "hold_seconds": round(run.hold_end - run.hold_start, 1), "hold_chunks": run.hold_chunks,
         **{f"firing_after_s_{k}": round(v, 1) for k, v in run.first_firing.items()},
+        "hold_scrapes": run.hold_scrapes,
         "module_part_seconds": round(run.wall_seconds, 1),
         "check_acceptance": (run.check_doc or {}).get("checks", {}).get("acceptance", {}).get("reason", "")[:300]}
     log(f"depth schedule run: {e2e_record['depth-schedule']}")
@@ -455,17 +504,21 @@ def test_speculation_off_silent_on_the_idle_engine(schedule_run):
 
 
 def test_speculation_off_fires_at_k0(schedule_run):
-    """Held at batch 8 (k = 0): warning where the exporter was told the schedule (scheduled k 0), critical where
+    """Held at batch 8-16 (k = 0): warning where the exporter was told the schedule (scheduled k 0), critical where
     it was not; both firing at the end of the hold and resolved once the engine is idle again."""
     run = schedule_run
     steady = [p for t, p in run.hold_pages if run.hold_start + 2 < t < run.hold_end - 1]
     running = [sample_value(p, "specgate_requests_running") for p in steady]
-    assert running and set(running) == {float(HOLD_CONCURRENCY)}, running
+    # one wave of eight, then both (16), then the second alone: every batch in the schedule's k = 0 band
+    assert running and all(r is not None and r >= HOLD_CONCURRENCY and _k_at(run, int(r)) == 0 for r in running), \
+        running
+    assert max(running) == 2 * HOLD_CONCURRENCY, running  # the second wave ran alongside the first
     assert {sample_value(p, "specgate_spec_depth_scheduled") for p in steady} == {0.0}
     drafts = [sample_value(p, "specgate_spec_drafts_total") for p in steady]
     assert drafts[0] == drafts[-1], drafts  # k = 0 at batch 8: vLLM proposed nothing once all eight were running
     assert run.hold_end - run.hold_start >= 2 * OFF_FOR_SECONDS
-    assert set(run.first_firing) == {"told:warning", "plain:critical"}, run.first_firing
+    why = (run.first_firing, run.hold_scrapes, run.hold_alert_states)
+    assert set(run.first_firing) == {"told:warning", "plain:critical"}, why
     assert {(a["labels"]["job"], a["labels"]["severity"]) for a in run.firing_at_end} == \
         {("told", "warning"), ("plain", "critical")}
     assert all(v >= OFF_FOR_SECONDS for v in run.first_firing.values()), run.first_firing
