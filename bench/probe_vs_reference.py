@@ -98,6 +98,26 @@ class Run:
     engine_requests: float | None = None  # the engine's own count of requests finished in this run
     engine_e2e_seconds_mean: float | None = None  # the engine's own e2e latency per request over this run
     engine_tokens_per_second: float | None = None  # C x generated tokens / the engine's summed e2e latency
+    engine_ttft_mean: float | None = None  # the engine's own time to first token per request over this run
+    engine_running_mean: float | None = None  # requests running in the engine, sampled while any ran (Occupancy)
+    engine_running_samples: int | None = None
+    engine_running_nonzero_mean: float | None = None  # the same, over the samples that saw one running only
+    engine_tpot_mean: float | None = None  # the engine's own decode time per token: (e2e - TTFT) / (n - 1), means
+
+    @property
+    def tpot_over_engine(self) -> float | None:
+        """This tool's TPOT p50 over the engine's own time per output token in the same run: ~1 for a client
+        that times what the engine did; below 1 means the client saw tokens closer together than the engine
+        made them (they reached it in bursts)."""
+        e = self.engine_tpot_mean
+        return self.tpot_p50 / e if self.tpot_p50 is not None and e else None
+
+    @property
+    def ttft_over_engine(self) -> float | None:
+        """This tool's TTFT p50 over the engine's own time to first token (arrival to first token) in the same
+        run: above 1 by what the API server's output path and the client add."""
+        e = self.engine_ttft_mean
+        return self.ttft_p50 / e if self.ttft_p50 is not None and e else None
 
     @property
     def measured_over_engine(self) -> float | None:
@@ -107,15 +127,23 @@ class Run:
 
 
 def _cell_run(tool: str, pair: int, order: int, cell: Cell, started: float, spread: float | None = None,
-              clock: EngineClock | None = None) -> Run:
+              clock: EngineClock | None = None,
+              occupancy: tuple[float | None, int, float | None] = (None, 0, None),
+              output_tokens: int | None = None) -> Run:
+    n, e2e, rate, ttft = clock.of(cell.concurrency) if clock else (None, None, None, None)
+    tpot = (e2e - ttft) / (output_tokens - 1) if e2e and ttft is not None and output_tokens and output_tokens > 1 \
+        else None
     return Run(tool, pair, order, cell.concurrency, cell.requests, cell.served_tokens_per_second,
                cell.ttft_seconds.p50, cell.tpot_seconds.p50, cell.wall_seconds, started, spread,
-               *(clock.of(cell.concurrency) if clock else (None, None, None)))
+               n, e2e, rate, ttft, engine_running_mean=occupancy[0], engine_running_samples=occupancy[1],
+               engine_running_nonzero_mean=occupancy[2], engine_tpot_mean=tpot)
 
 
 # vLLM's own per-request clock: e2e latency from the request's arrival to its finish, and the generated tokens.
 E2E = "vllm:e2e_request_latency_seconds"
+TTFT = "vllm:time_to_first_token_seconds"
 GENERATED = "vllm:generation_tokens_total"
+RUNNING = "vllm:num_requests_running"
 
 
 def engine_page(url: str) -> dict[str, float]:
@@ -127,7 +155,7 @@ def engine_page(url: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for fam in text_string_to_metric_families(text):
         for smp in fam.samples:
-            if smp.name in (f"{E2E}_sum", f"{E2E}_count", GENERATED):
+            if smp.name in (f"{E2E}_sum", f"{E2E}_count", f"{TTFT}_sum", f"{TTFT}_count", GENERATED):
                 out[smp.name] = out.get(smp.name, 0.0) + smp.value
     return out
 
@@ -140,12 +168,72 @@ class EngineClock:
     before: dict[str, float]
     after: dict[str, float]
 
-    def of(self, concurrency: int) -> tuple[float | None, float | None, float | None]:
+    def of(self, concurrency: int) -> tuple[float | None, float | None, float | None, float | None]:
+        """(requests finished, e2e seconds per request, engine tokens/s, TTFT seconds per request)."""
         d = {k: self.after.get(k, 0.0) - self.before.get(k, 0.0) for k in self.after}
         n, total, gen = d.get(f"{E2E}_count"), d.get(f"{E2E}_sum"), d.get(GENERATED)
+        tn, tsum = d.get(f"{TTFT}_count"), d.get(f"{TTFT}_sum")
+        ttft = tsum / tn if tn and tsum is not None else None
         if not n or not total or gen is None:
-            return n, None, None
-        return n, total / n, concurrency * gen / total
+            return n, None, None, ttft
+        return n, total / n, concurrency * gen / total, ttft
+
+
+class Occupancy:
+    """How many requests the engine itself had running during a run: its `num_requests_running` gauge read
+    every `every` seconds on a thread (a line scan of the page, no parser, so the sampler costs the engine
+    and the tools little), averaged over the samples from the first to the last that saw one running.
+
+    Why: a closed-loop client at concurrency C should keep C in flight; a client that sends the next request
+    late (a busy event loop, a slow release) leaves slots empty, which lowers its tokens/s below the engine's
+    own rate without the engine being any slower. The mean running count, by the engine's clock, is that
+    directly: C for a client that keeps up."""
+
+    def __init__(self, url: str, every: float = 0.05) -> None:
+        import threading
+
+        self.url, self.every = f"{url}/metrics", every
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _read(self) -> float | None:
+        with urllib.request.urlopen(self.url, timeout=5) as r:
+            total, seen = 0.0, False
+            for raw in r:
+                if raw.startswith(RUNNING.encode()):
+                    total += float(raw.rsplit(None, 1)[-1])
+                    seen = True
+        return total if seen else None
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                v = self._read()
+            except OSError:
+                v = None
+            if v is not None:
+                self.samples.append(v)
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> Occupancy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def mean_while_busy(self) -> tuple[float | None, int, float | None]:
+        """(mean over the busy span, its samples, mean over the non-zero samples). The span holds the tool's
+        warm-ups and the pause after them (both tools have one), so it reads below C for either; the non-zero
+        mean leaves out moments with nothing running."""
+        busy = [i for i, v in enumerate(self.samples) if v > 0]
+        if not busy:
+            return None, 0, None
+        span = self.samples[busy[0]:busy[-1] + 1]
+        nonzero = [v for v in span if v > 0]
+        return sum(span) / len(span), len(span), sum(nonzero) / len(nonzero)
 
 
 class Reference:
@@ -240,18 +328,21 @@ def calibrate(url: str, tokenizer: str, python: Path, concurrencies: Sequence[in
                     for order, tool in enumerate(tools):
                         t0 = time.time()
                         before = engine_page(url)
-                        if tool == "probe":
-                            cell = probe_run(url, c, shape, work / f"probe-p{pair}-c{c}.json", log, tree)
-                            spread = None
-                        else:
-                            cell, spread = reference_run(ref, url, tokenizer, model, c, shape, work,
-                                                         f"bench-p{pair}-c{c}.json", seed=2 + pair)
-                        run = _cell_run(tool, pair, order, cell, t0, spread, EngineClock(before, engine_page(url)))
+                        with Occupancy(url) as occ:
+                            if tool == "probe":
+                                cell = probe_run(url, c, shape, work / f"probe-p{pair}-c{c}.json", log, tree)
+                                spread = None
+                            else:
+                                cell, spread = reference_run(ref, url, tokenizer, model, c, shape, work,
+                                                             f"bench-p{pair}-c{c}.json", seed=2 + pair)
+                        run = _cell_run(tool, pair, order, cell, t0, spread, EngineClock(before, engine_page(url)),
+                                        occ.mean_while_busy(), shape.output_tokens)
                         if pair >= 0:
                             runs.append(run)
                         print(f"[calibrate] {'settle' if pair < 0 else 'pair'} {pair + 1}/{pairs} c={c} {tool}: {run.tokens_per_second:.1f} tok/s, "
                               f"TTFT p50 {_ms(run.ttft_p50)} ms, TPOT p50 {_ms(run.tpot_p50)} ms, engine clock "
-                              f"{_num(run.engine_tokens_per_second)} tok/s (e2e {_ms(run.engine_e2e_seconds_mean)} ms) "
+                              f"{_num(run.engine_tokens_per_second)} tok/s (e2e {_ms(run.engine_e2e_seconds_mean)} ms, TTFT "
+                              f"{_ms(run.engine_ttft_mean)} ms, running {_num(run.engine_running_mean)}) "
                               f"({time.time() - t0:.1f} s)", file=progress, flush=True)
         finally:
             ref.close()
@@ -288,10 +379,25 @@ def summary(runs: Sequence[Run]) -> list[dict[str, Any]]:
             mine = [r for r in runs if r.concurrency == c and r.tool == tool]
             row[tool]["engine_tokens_per_second"] = _median([r.engine_tokens_per_second for r in mine])
             row[tool]["measured_over_engine"] = _median([r.measured_over_engine for r in mine])
+            row[tool]["engine_ttft_mean"] = _median([r.engine_ttft_mean for r in mine])
+            row[tool]["engine_running_mean"] = _median([r.engine_running_mean for r in mine])
+            row[tool]["engine_running_nonzero_mean"] = _median([r.engine_running_nonzero_mean for r in mine])
         p, b = row["probe"]["engine_tokens_per_second"], row["vllm-bench"]["engine_tokens_per_second"]
         row["engine_clock_ratio"] = p / b if p is not None and b else None
         pm, bm = row["probe"]["measured_over_engine"], row["vllm-bench"]["measured_over_engine"]
         row["measured_over_engine_ratio"] = pm / bm if pm is not None and bm else None
+        # the same three held against the engine's own clock run by run (each tool's reading over what the engine
+        # itself did in that run), so the engine's drift between the two tools' runs falls out
+        for tool in ("probe", "vllm-bench"):
+            mine = [r for r in runs if r.concurrency == c and r.tool == tool]
+            row[tool]["tpot_over_engine"] = _median([r.tpot_over_engine for r in mine])
+            row[tool]["ttft_over_engine"] = _median([r.ttft_over_engine for r in mine])
+        for k, field in (("tokens_per_second", "measured_over_engine"), ("tpot_p50", "tpot_over_engine"),
+                         ("ttft_p50", "ttft_over_engine")):
+            p, b = row["probe"][field], row["vllm-bench"][field]
+            ratio = p / b if p is not None and b else None
+            row[f"{k}_engine_corrected_ratio"] = ratio
+            row[f"{k}_engine_corrected_within_goal"] = ratio is not None and abs(ratio - 1) <= GOALS[k]
         spreads = [r.release_spread_seconds for r in runs if r.concurrency == c and r.tool == "vllm-bench"]
         row["vllm_bench_release_spread_p50"] = _median(spreads)
         out.append(row)
@@ -325,6 +431,34 @@ def as_text(rows: Sequence[dict[str, Any]]) -> str:
                      f"{_ratio(r['measured_over_engine_ratio']):>6}")
     lines.append("engine clock: the engine's own counters over each run (C x generated tokens / summed e2e latency); "
                  "measured/engine: each tool's tokens/s over that clock")
+    lines.append("")
+    lines.append(f"{'conc':>4} | {'TPOT/engine bench':>17} {'probe':>6} {'ratio':>7} | "
+                 f"{'TTFT/engine bench':>17} {'probe':>6} {'ratio':>7} | {'tok/s ratio':>11}")
+    for r in rows:
+        b, p = r["vllm-bench"], r["probe"]
+
+        def corr(k: str, r: dict[str, Any] = r) -> str:
+            v = r[f"{k}_engine_corrected_ratio"]
+            return "-" if v is None else f"{v:.3f}" + ("" if r[f"{k}_engine_corrected_within_goal"] else "*")
+
+        lines.append(f"{r['concurrency']:>4} | {_ratio(b['tpot_over_engine']):>17} {_ratio(p['tpot_over_engine']):>6} "
+                     f"{corr('tpot_p50'):>7} | {_ratio(b['ttft_over_engine']):>17} {_ratio(p['ttft_over_engine']):>6} "
+                     f"{corr('ttft_p50'):>7} | {corr('tokens_per_second'):>11}")
+    lines.append("held against the engine's own clock run by run: each tool's TPOT p50 over the engine's (e2e - TTFT) / "
+                 "(n - 1), TTFT p50 over the engine's TTFT mean, tokens/s over the engine clock; medians over pairs, "
+                 "probe / bench; * outside the goal")
+    lines.append("")
+    lines.append(f"{'conc':>4} | {'engine running bench':>20} {'probe':>6} | {'non-zero bench':>14} {'probe':>6} | "
+                 f"{'engine TTFT mean bench':>22} {'probe':>8}")
+    for r in rows:
+        b, p = r["vllm-bench"], r["probe"]
+        lines.append(f"{r['concurrency']:>4} | {_num(b['engine_running_mean']):>20} {_num(p['engine_running_mean']):>6} | "
+                     f"{_num(b['engine_running_nonzero_mean']):>14} {_num(p['engine_running_nonzero_mean']):>6} | "
+                     f"{_ms(b['engine_ttft_mean']):>22} {_ms(p['engine_ttft_mean']):>8}")
+    lines.append("engine running: the engine's num_requests_running gauge sampled every 50 ms, from the first to the "
+                 "last sample with one running (C for a client that keeps C in flight; the tools' warm-ups and the "
+                 "pause after them count), and over the non-zero samples only; engine TTFT mean: its own "
+                 "time-to-first-token histogram, ms")
     return "\n".join(lines)
 
 
