@@ -141,8 +141,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default = f.get_default(call_default_factory=True)
         if isinstance(default, list):
             default = ",".join(duration_label(x) for x in default)
+        elif isinstance(default, bool):
+            default = str(default).lower()  # the flag's own spelling: true | false
+        said = "unset" if default is None else f"default {default}"
         parser.add_argument("--" + name.replace("_", "-"), default=None,
-                            help=f"{f.description} (env SPECGATE_{name.upper()}; default {default})", **extra)
+                            help=f"{f.description} (env SPECGATE_{name.upper()}; {said})", **extra)
 
 
 def settings_from_args(args: argparse.Namespace) -> ExporterSettings:
