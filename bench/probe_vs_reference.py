@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -404,66 +404,82 @@ def summary(runs: Sequence[Run]) -> list[dict[str, Any]]:
     return out
 
 
-def as_text(rows: Sequence[dict[str, Any]]) -> str:
-    head = (f"{'conc':>4} {'pairs':>5} | {'tok/s bench':>11} {'tok/s probe':>11} {'ratio':>6} | "
-            f"{'TPOT bench':>10} {'TPOT probe':>10} {'ratio':>6} | {'TTFT bench':>10} {'TTFT probe':>10} {'ratio':>6}")
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        b, p = r["vllm-bench"], r["probe"]
-
-        def ratio(k: str, r: dict[str, Any] = r) -> str:
-            v = r[f"{k}_ratio"]
-            return "-" if v is None else f"{v:.3f}" + ("" if r[f"{k}_within_goal"] else "*")
-
-        lines.append(f"{r['concurrency']:>4} {min(b['pairs'], p['pairs']):>5} | {b['tokens_per_second']:>11.1f} "
-                     f"{p['tokens_per_second']:>11.1f} {ratio('tokens_per_second'):>6} | "
-                     f"{_ms(b['tpot_p50']):>10} {_ms(p['tpot_p50']):>10} {ratio('tpot_p50'):>6} | "
-                     f"{_ms(b['ttft_p50']):>10} {_ms(p['ttft_p50']):>10} {ratio('ttft_p50'):>6}")
-    lines.append("medians over pairs; times in ms; * outside the goal (5 % tok/s and TPOT p50, 10 % TTFT p50)")
-    lines.append("")
-    lines.append(f"{'conc':>4} | {'engine clock tok/s bench':>24} {'probe':>8} {'ratio':>6} | "
-                 f"{'measured/engine bench':>21} {'probe':>6} {'ratio':>6}")
-    for r in rows:
-        b, p = r["vllm-bench"], r["probe"]
-        lines.append(f"{r['concurrency']:>4} | {_num(b['engine_tokens_per_second']):>24} "
-                     f"{_num(p['engine_tokens_per_second']):>8} {_ratio(r['engine_clock_ratio']):>6} | "
-                     f"{_ratio(b['measured_over_engine']):>21} {_ratio(p['measured_over_engine']):>6} "
-                     f"{_ratio(r['measured_over_engine_ratio']):>6}")
-    lines.append("engine clock: the engine's own counters over each run (C x generated tokens / summed e2e latency); "
-                 "measured/engine: each tool's tokens/s over that clock")
-    lines.append("")
-    lines.append(f"{'conc':>4} | {'TPOT/engine bench':>17} {'probe':>6} {'ratio':>7} | "
-                 f"{'TTFT/engine bench':>17} {'probe':>6} {'ratio':>7} | {'tok/s ratio':>11}")
-    for r in rows:
-        b, p = r["vllm-bench"], r["probe"]
-
-        def corr(k: str, r: dict[str, Any] = r) -> str:
-            v = r[f"{k}_engine_corrected_ratio"]
-            return "-" if v is None else f"{v:.3f}" + ("" if r[f"{k}_engine_corrected_within_goal"] else "*")
-
-        lines.append(f"{r['concurrency']:>4} | {_ratio(b['tpot_over_engine']):>17} {_ratio(p['tpot_over_engine']):>6} "
-                     f"{corr('tpot_p50'):>7} | {_ratio(b['ttft_over_engine']):>17} {_ratio(p['ttft_over_engine']):>6} "
-                     f"{corr('ttft_p50'):>7} | {corr('tokens_per_second'):>11}")
-    lines.append("held against the engine's own clock run by run: each tool's TPOT p50 over the engine's (e2e - TTFT) / "
-                 "(n - 1), TTFT p50 over the engine's TTFT mean, tokens/s over the engine clock; medians over pairs, "
-                 "probe / bench; * outside the goal")
-    lines.append("")
-    lines.append(f"{'conc':>4} | {'engine running bench':>20} {'probe':>6} | {'non-zero bench':>14} {'probe':>6} | "
-                 f"{'engine TTFT mean bench':>22} {'probe':>8}")
-    for r in rows:
-        b, p = r["vllm-bench"], r["probe"]
-        lines.append(f"{r['concurrency']:>4} | {_num(b['engine_running_mean']):>20} {_num(p['engine_running_mean']):>6} | "
-                     f"{_num(b['engine_running_nonzero_mean']):>14} {_num(p['engine_running_nonzero_mean']):>6} | "
-                     f"{_ms(b['engine_ttft_mean']):>22} {_ms(p['engine_ttft_mean']):>8}")
-    lines.append("engine running: the engine's num_requests_running gauge sampled every 50 ms, from the first to the "
-                 "last sample with one running (C for a client that keeps C in flight; the tools' warm-ups and the "
-                 "pause after them count), and over the non-zero samples only; engine TTFT mean: its own "
-                 "time-to-first-token histogram, ms")
-    return "\n".join(lines)
+def _judged(row: dict[str, Any], key: str) -> str:
+    """row[key + "_ratio"] to three places, starred when row[key + "_within_goal"] is false."""
+    v = row[f"{key}_ratio"]
+    return "-" if v is None else f"{v:.3f}" + ("" if row[f"{key}_within_goal"] else "*")
 
 
 def _ratio(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
+
+
+# The printed tables: (title, [(column heading, width, cell of a summary row)], footnote). A cell is a function
+# of the row; the bench and probe readings sit under "vllm-bench" and "probe".
+Column = tuple[str, int, Callable[[dict[str, Any]], str]]
+
+
+def _of(tool: str, key: str, fmt: Callable[[float | None], str]) -> Callable[[dict[str, Any]], str]:
+    return lambda r: fmt(r[tool][key])
+
+
+TABLES: list[tuple[list[Column], str]] = [
+    ([("conc", 4, lambda r: str(r["concurrency"])), ("pairs", 5, lambda r: str(min(r["vllm-bench"]["pairs"],
+                                                                                r["probe"]["pairs"]))),
+      ("| tok/s bench", 13, _of("vllm-bench", "tokens_per_second", _num)),
+      ("tok/s probe", 11, _of("probe", "tokens_per_second", _num)),
+      ("ratio", 6, lambda r: _judged(r, "tokens_per_second")),
+      ("| TPOT bench", 12, _of("vllm-bench", "tpot_p50", _ms)),
+      ("TPOT probe", 10, _of("probe", "tpot_p50", _ms)), ("ratio", 6, lambda r: _judged(r, "tpot_p50")),
+      ("| TTFT bench", 12, _of("vllm-bench", "ttft_p50", _ms)),
+      ("TTFT probe", 10, _of("probe", "ttft_p50", _ms)), ("ratio", 6, lambda r: _judged(r, "ttft_p50"))],
+     "medians over pairs; times in ms; * outside the goal (5 % tok/s and TPOT p50, 10 % TTFT p50)"),
+    ([("conc", 4, lambda r: str(r["concurrency"])),
+      ("| engine clock tok/s bench", 26, _of("vllm-bench", "engine_tokens_per_second", _num)),
+      ("probe", 8, _of("probe", "engine_tokens_per_second", _num)),
+      ("ratio", 6, lambda r: _ratio(r["engine_clock_ratio"])),
+      ("| measured/engine bench", 23, _of("vllm-bench", "measured_over_engine", _ratio)),
+      ("probe", 6, _of("probe", "measured_over_engine", _ratio)),
+      ("ratio", 6, lambda r: _ratio(r["measured_over_engine_ratio"]))],
+     "engine clock: the engine's own counters over each run (C x generated tokens / summed e2e latency); "
+     "measured/engine: each tool's tokens/s over that clock"),
+    ([("conc", 4, lambda r: str(r["concurrency"])),
+      ("| TPOT/engine bench", 19, _of("vllm-bench", "tpot_over_engine", _ratio)),
+      ("probe", 6, _of("probe", "tpot_over_engine", _ratio)),
+      ("ratio", 7, lambda r: _judged(r, "tpot_p50_engine_corrected")),
+      ("| TTFT/engine bench", 19, _of("vllm-bench", "ttft_over_engine", _ratio)),
+      ("probe", 6, _of("probe", "ttft_over_engine", _ratio)),
+      ("ratio", 7, lambda r: _judged(r, "ttft_p50_engine_corrected")),
+      ("| tok/s ratio", 13, lambda r: _judged(r, "tokens_per_second_engine_corrected"))],
+     "held against the engine's own clock run by run: each tool's TPOT p50 over the engine's (e2e - TTFT) / (n - 1), "
+     "TTFT p50 over the engine's TTFT mean, tokens/s over the engine clock; medians over pairs, probe / bench; "
+     "* outside the goal"),
+    ([("conc", 4, lambda r: str(r["concurrency"])),
+      ("| engine running bench", 22, _of("vllm-bench", "engine_running_mean", _num)),
+      ("probe", 6, _of("probe", "engine_running_mean", _num)),
+      ("| non-zero bench", 16, _of("vllm-bench", "engine_running_nonzero_mean", _num)),
+      ("probe", 6, _of("probe", "engine_running_nonzero_mean", _num)),
+      ("| engine TTFT mean bench", 24, _of("vllm-bench", "engine_ttft_mean", _ms)),
+      ("probe", 8, _of("probe", "engine_ttft_mean", _ms))],
+     "engine running: the engine's num_requests_running gauge sampled every 50 ms, from the first to the last sample "
+     "with one running (C for a client that keeps C in flight; the tools' warm-ups and the pause after them count), "
+     "and over the non-zero samples only; engine TTFT mean: its own time-to-first-token histogram, ms"),
+]
+
+
+def as_text(rows: Sequence[dict[str, Any]]) -> str:
+    lines: list[str] = []
+    for columns, footnote in TABLES:
+        head = " ".join(f"{name:>{width}}" for name, width, _ in columns)
+        lines += [head, "-" * len(head)]
+        for r in rows:
+            cells = []
+            for name, width, cell in columns:
+                bar = "| " if name.startswith("| ") else ""
+                cells.append(f"{bar}{cell(r):>{width - len(bar)}}")
+            lines.append(" ".join(cells))
+        lines += [footnote, ""]
+    return "\n".join(lines[:-1])
 
 
 def _concurrencies(v: str) -> list[int]:
