@@ -59,15 +59,6 @@ class Measured:
     wall_seconds: float
 
 
-class _Sized(pvr.Shape):
-    def __init__(self, requests: int) -> None:
-        super().__init__()
-        self._requests = requests
-
-    def requests(self, c: int) -> int:
-        return self._requests
-
-
 def measure(url: str, tokenizer: str, python: Path, concurrency: int, repetitions: int, work: Path,
             env: dict[str, str] | None) -> list[Measured]:
     out: list[Measured] = []
@@ -76,7 +67,7 @@ def measure(url: str, tokenizer: str, python: Path, concurrency: int, repetition
         try:
             for rep in range(repetitions):
                 for n in (2 * concurrency, 16 * concurrency):
-                    shape = _Sized(n)
+                    shape = pvr.Shape(requests_per_run=n)
                     for tool in (("probe", "vllm-bench") if rep % 2 == 0 else ("vllm-bench", "probe")):
                         before, w0 = pvr.engine_page(url), time.time()
                         if tool == "probe":

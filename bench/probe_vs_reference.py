@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -190,8 +191,6 @@ class Occupancy:
     directly: C for a client that keeps up."""
 
     def __init__(self, url: str, every: float = 0.05) -> None:
-        import threading
-
         self.url, self.every = f"{url}/metrics", every
         self.samples: list[float] = []
         self._stop = threading.Event()
@@ -273,9 +272,10 @@ class Reference:
 class Shape:
     prompt_tokens: int = 32
     output_tokens: int = 64
+    requests_per_run: int | None = None  # None: max(16, 4 C)
 
     def requests(self, c: int) -> int:
-        return max(16, 4 * c)
+        return self.requests_per_run or max(16, 4 * c)
 
     def warmup(self, c: int) -> int:
         return max(2, c)
@@ -362,42 +362,37 @@ def _median(values: Sequence[float | None]) -> float | None:
     return statistics.median(known) if known else None
 
 
+# Per tool, the medians over pairs a summary row holds: the goal readings (GOALS), the engine's own clock beside
+# them, and each reading held against that clock run by run.
+TOOL_MEDIANS = (*GOALS, "engine_tokens_per_second", "measured_over_engine", "engine_ttft_mean", "engine_running_mean",
+                "engine_running_nonzero_mean", "tpot_over_engine", "ttft_over_engine")
+# goal reading -> the same reading over the engine's clock: their probe / bench ratio is the engine-corrected one,
+# from which the engine's drift between the two tools' runs has fallen out
+ENGINE_CORRECTED = {"tokens_per_second": "measured_over_engine", "tpot_p50": "tpot_over_engine",
+                    "ttft_p50": "ttft_over_engine"}
+
+
+def _over(p: float | None, b: float | None) -> float | None:
+    return p / b if p is not None and b else None
+
+
 def summary(runs: Sequence[Run]) -> list[dict[str, Any]]:
-    """Per concurrency: both tools' medians over pairs, probe / reference, and whether each is within its goal."""
+    """Per concurrency: both tools' medians over pairs, probe / reference, and whether each is within its goal,
+    raw and engine-corrected."""
     out = []
     for c in sorted({r.concurrency for r in runs}):
         row: dict[str, Any] = {"concurrency": c}
         for tool in ("probe", "vllm-bench"):
             mine = [r for r in runs if r.concurrency == c and r.tool == tool]
-            row[tool] = {"pairs": len(mine), **{k: _median([getattr(r, k) for r in mine]) for k in GOALS}}
+            row[tool] = {"pairs": len(mine), **{k: _median([getattr(r, k) for r in mine]) for k in TOOL_MEDIANS}}
+        p, b = row["probe"], row["vllm-bench"]
         for k, goal in GOALS.items():
-            p, b = row["probe"][k], row["vllm-bench"][k]
-            ratio = p / b if p is not None and b else None
-            row[f"{k}_ratio"] = ratio
-            row[f"{k}_within_goal"] = ratio is not None and abs(ratio - 1) <= goal
-        for tool in ("probe", "vllm-bench"):
-            mine = [r for r in runs if r.concurrency == c and r.tool == tool]
-            row[tool]["engine_tokens_per_second"] = _median([r.engine_tokens_per_second for r in mine])
-            row[tool]["measured_over_engine"] = _median([r.measured_over_engine for r in mine])
-            row[tool]["engine_ttft_mean"] = _median([r.engine_ttft_mean for r in mine])
-            row[tool]["engine_running_mean"] = _median([r.engine_running_mean for r in mine])
-            row[tool]["engine_running_nonzero_mean"] = _median([r.engine_running_nonzero_mean for r in mine])
-        p, b = row["probe"]["engine_tokens_per_second"], row["vllm-bench"]["engine_tokens_per_second"]
-        row["engine_clock_ratio"] = p / b if p is not None and b else None
-        pm, bm = row["probe"]["measured_over_engine"], row["vllm-bench"]["measured_over_engine"]
-        row["measured_over_engine_ratio"] = pm / bm if pm is not None and bm else None
-        # the same three held against the engine's own clock run by run (each tool's reading over what the engine
-        # itself did in that run), so the engine's drift between the two tools' runs falls out
-        for tool in ("probe", "vllm-bench"):
-            mine = [r for r in runs if r.concurrency == c and r.tool == tool]
-            row[tool]["tpot_over_engine"] = _median([r.tpot_over_engine for r in mine])
-            row[tool]["ttft_over_engine"] = _median([r.ttft_over_engine for r in mine])
-        for k, field in (("tokens_per_second", "measured_over_engine"), ("tpot_p50", "tpot_over_engine"),
-                         ("ttft_p50", "ttft_over_engine")):
-            p, b = row["probe"][field], row["vllm-bench"][field]
-            ratio = p / b if p is not None and b else None
-            row[f"{k}_engine_corrected_ratio"] = ratio
-            row[f"{k}_engine_corrected_within_goal"] = ratio is not None and abs(ratio - 1) <= GOALS[k]
+            for key, field in ((k, k), (f"{k}_engine_corrected", ENGINE_CORRECTED[k])):
+                ratio = _over(p[field], b[field])
+                row[f"{key}_ratio"] = ratio
+                row[f"{key}_within_goal"] = ratio is not None and abs(ratio - 1) <= goal
+        row["engine_clock_ratio"] = _over(p["engine_tokens_per_second"], b["engine_tokens_per_second"])
+        row["measured_over_engine_ratio"] = row["tokens_per_second_engine_corrected_ratio"]  # its earlier name
         spreads = [r.release_spread_seconds for r in runs if r.concurrency == c and r.tool == "vllm-bench"]
         row["vllm_bench_release_spread_p50"] = _median(spreads)
         out.append(row)
