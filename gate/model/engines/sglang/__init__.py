@@ -4,7 +4,7 @@ Sources: SGLang's `ServerArgs` (`--speculative-num-draft-tokens` counts the veri
 k = num_draft_tokens − 1; a chain of `num_steps` drafts `num_steps + 1`; DFlash requires
 num_draft_tokens = block_size, DSpark sets block_size + 1; `--mem-fraction-static` is computed at start,
 no fixed default; `--page-size`), `/server_info` `speculative_algorithm` names, the pool configurator
-(a draft slot per target token, charged as `draft_charge` says with file:line; `gate.model.pools`), the
+(a draft slot per target token, charged as `draft_charge` says with file:line; `pools.py` here), the
 EAGLE-3 capture (id k = the output of layer k),
 and seed 002 (DSpark, DFlash and MTP generally available in 0.5.18).
 """
@@ -18,8 +18,8 @@ from typing import Any
 
 from exporter.schedule import SGLANG_DEFAULT_CANDIDATE_STEPS, sglang_adaptive_schedule
 from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule, ScheduleReading
+from gate.model.engines.sglang.pools import sglang_draft_cell_bytes, sglang_pool_tokens
 from gate.model.geometry import GROWING_KINDS, KVGeometry
-from gate.model.pools import sglang_draft_cell_bytes, sglang_pool_tokens
 from gate.status import Status
 
 # The `--speculative-algorithm` the controller launches each plan method with.
@@ -156,7 +156,7 @@ class SglangProfile:
         (:734-760, :772-779). `draft_num_layers` is the draft config's layer count, or the target's
         `num_nextn_predict_layers` for a path-less MTP head (model_runner_components/spec_aux_hidden_state.py:
         155-176). So the charge is the target's full-attention bytes over its full-attention layers — never
-        over all layers of a hybrid — times the draft's layers (`gate.model.pools.sglang_draft_cell_bytes`).
+        over all layers of a hybrid — times the draft's layers (`pools.sglang_draft_cell_bytes`).
 
         The draft worker then takes the target's pool config, i.e. its token count
         (mem_cache/kv_cache_configurator.py:470-474), and shapes its own pool from its own config: a head

