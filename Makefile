@@ -43,8 +43,16 @@ else
 	$(BIN)/python tools/demo.py
 endif
 
+# The suites that hold a live stack on a clock (a real Prometheus / VictoriaMetrics / Alertmanager waited on, a
+# terminal under tmux) run alone after the rest; everything else runs on both cores (pytest-xdist, a test
+# file per worker: module fixtures are built once). TEST_WORKERS=0 runs it all in one process.
+TEST_WORKERS ?= 2
+SERIAL_TESTS := tests/observability tests/gate/evidence/test_fleet.py tests/gate/evidence/test_prometheus.py \
+	tests/gate/checks/acceptance/test_cohorts.py tests/gate/test_examples_live.py tests/gate/probe/test_progress_tty.py
 test: venv tools lint
-	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest tests --ignore=tests/e2e --ignore=tests/tools
+	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests \
+		--ignore=tests/e2e --ignore=tests/tools $(addprefix --ignore=,$(SERIAL_TESTS))
+	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest $(SERIAL_TESTS)
 
 # Ratios (best of several runs), then a real Prometheus side by side (medians), then the RSS soak.
 bench: venv tools
