@@ -28,7 +28,7 @@ holds the measured point alone.
 
 When the depth varied in the run (issue 22; `varied_reason`: Δdraft_tokens < k · Δdrafts, a
 drafterless method, a declared depth schedule) vLLM's p_i = accepted_i / drafts counts drafts that
-never reached position i as misses there (gate.evidence.positions), so L(k') = 1 + Σ_{i<k'} p_i is a
+never reached position i as misses there (gate.model.speedup.counters), so L(k') = 1 + Σ_{i<k'} p_i is a
 **lower bound** of a fixed-depth run's L(k') (basis `lower_bound`, never `exact`): its band runs from
 the sampling low up to the physical 1 + k', since the counters cannot say how much higher it is.
 A draft model proposes exactly k every step (draft_tokens = k · drafts), so its run keeps `exact`.
@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gate.evidence.positions import CountersError, PositionCounters, pooled
+from gate.model.speedup.counters import CountersError, PositionCounters, pooled
 
 __all__ = ["MIN_DRAFTS", "AcceptanceCurve", "Basis", "DepthAcceptance", "PositionCounters", "TuneInputError",
            "acceptance_curve", "conditional_rates", "curve_for_point", "model_statement", "pooled", "varied_reason",

@@ -6,14 +6,8 @@ import pytest
 
 from gate.evidence import captures
 from gate.evidence.gather import gather_metrics, request_for
-from gate.evidence.positions import (
-    CountersError,
-    PositionCounters,
-    capture_point_name,
-    observed_depth,
-    point_name,
-    pooled,
-)
+from gate.evidence.positions import capture_point_name, observed_depth, point_name
+from gate.model.speedup.counters import CountersError, PositionCounters, pooled
 from gate.plan.model import CaptureGroup, StepCost, load_plan
 from gate.tune.depth import TuneInputError
 from tests.gate.helpers import PLANS
