@@ -1,10 +1,12 @@
-"""Floor 0: one gate-side profile per engine — what the gate must know of an engine, in one file each.
+"""Floor 0: one gate-side profile per engine — what the gate must know of an engine, in one package each.
 
 Why: the gate's lines, the bill, `specgate init` and the controller's engine arguments all need a few
 engine-specific facts (how the engine spells the depth k, what it charges for the drafter's KV, its
 memory-fraction default, its speculative flags, its tap convention, …). Each engine's facts live in
-`gate/model/engines/<engine>.py` behind the `EngineProfile` protocol (`base.py`), so a new engine is
-one file here (plus its adapter in `exporter/engines/`) and no other module compares engine names.
+`gate/model/engines/<engine>/` (the profile in `__init__.py`, its pool arithmetic or schedule writer beside
+it) behind the `EngineProfile` protocol, with `BaseProfile`'s defaults (`base.py`), so a new engine is one
+package here plus one line in `PROFILES` (and its adapter in `exporter/engines/`), and no other module
+compares engine names.
 """
 
 from __future__ import annotations

@@ -1,13 +1,18 @@
-"""The protocol every gate-side engine profile meets (one instance per engine, frozen, no state).
+"""The protocol every gate-side engine profile meets (one instance per engine, frozen, no state), and
+`BaseProfile`, its defaults.
 
 Why a protocol of facts, not of decisions: the lines, the bill, `specgate init` and the controller
 keep their own logic; what differs between engines (how k is spelled, what the engine charges for
 the drafter's KV, the memory-fraction default, the flags that turn speculation on, the tap
-convention, …) is asked of `profile(plan.engine.kind)`. A third engine answers every member below.
+convention, …) is asked of `profile(plan.engine.kind)`. A new engine answers every member below;
+subclassing `BaseProfile` it writes only what differs from the common case (k = `num_speculative_tokens`,
+one drafter pass per drafted token, the drafter charged its own KV, no algorithm names, no version floor,
+no depth schedule).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -261,3 +266,99 @@ class EngineProfile(Protocol):
         """The prefixes of every flag `speculative_flags` may write: the controller strips them before it adds
         the plan's (`gate.kube.engine_args.strip_speculative`), so flags never pile up on a reconcile."""
         ...
+
+
+# `specgate init`'s reason when the user chose the depth (--num-speculative-tokens), in every engine's keys.
+USER_DEPTH_WHY = "your choice (--num-speculative-tokens)"
+
+
+def block_or_user_depth(block_size: int, depth: int | None, block_why: str) -> DepthKeys:
+    """`num_speculative_tokens` = the user's depth, else the drafter's `block_size` (`block_why` says why, in the
+    engine's words): the block keys of an engine whose k is `num_speculative_tokens` and has no rule of its own."""
+    if depth is not None:
+        return DepthKeys({"num_speculative_tokens": depth}, USER_DEPTH_WHY)
+    return DepthKeys({"num_speculative_tokens": block_size}, block_why)
+
+
+@dataclass(frozen=True)
+class BaseProfile(ABC):
+    """An `EngineProfile` with the defaults most engines share; an engine overrides only what differs.
+
+    Why a base: every engine re-stated "k = `num_speculative_tokens`", the same flag prefixes and the same draft
+    charge, and the copies drifted apart only in their docstrings. The facts every engine words its own way (the
+    notes and comments, the pool, the taps, the rules on k, the keys and flags it launches) have no default. A
+    profile without `schedule_keys`/`depth_schedule` is no `DepthScheduler`: it runs one fixed k.
+    """
+
+    kind: str
+    name: str
+    memory_fraction_note: str
+    kv_pool_note: str
+    draft_kv_note: str
+    init_block_size_comment: str
+    init_memory_fraction_comment: str
+    speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
+    default_memory_fraction: float | None = None
+
+    def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
+              num_steps: int | None, eagle_topk: int | None) -> int | None:
+        """k = `num_speculative_tokens` (the engine has no other spelling)."""
+        return num_speculative_tokens
+
+    def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
+                    num_steps: int | None, eagle_topk: int | None) -> int | None:
+        """One drafter forward per drafted token of a chain: k."""
+        return self.depth(num_speculative_tokens=num_speculative_tokens, num_draft_tokens=num_draft_tokens,
+                          num_steps=num_steps, eagle_topk=eagle_topk)
+
+    def algorithms(self, method: str) -> frozenset[str] | None:
+        """Nothing the gate reads names the engine's algorithm."""
+        return None
+
+    def general_availability(self, method: str) -> tuple[int, ...] | None:
+        """No engine version floor is known to matter for a method."""
+        return None
+
+    def drafter_dtype_note(self, target_dtype: str) -> str | None:
+        """The drafter's KV keeps its own dtype (its own config decides it)."""
+        return None
+
+    def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
+        """The drafter's own attention KV per target token."""
+        return drafter.attention_bytes_per_token, None
+
+    def chain_depth_keys(self, depth: int, why: str) -> DepthKeys:
+        """A chain of depth k: `num_speculative_tokens` = k."""
+        return DepthKeys({"num_speculative_tokens": depth}, why)
+
+    @abstractmethod
+    def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
+                     has_drafter: bool, block_size: int | None,
+                     configured_max_total_tokens: int | None) -> PoolPrediction:
+        """The pool the engine allocates (EngineProfile.predict_pool)."""
+
+    @abstractmethod
+    def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
+        """The engine's reading of explicit EAGLE-3 tap ids (EngineProfile.eagle3_taps)."""
+
+    @abstractmethod
+    def block_rule(self, family: str, block_size: int, depth: int | None) -> Rule:
+        """The engine's rule on k for a block drafter (EngineProfile.block_rule)."""
+
+    @abstractmethod
+    def mtp_rule(self, mtp_layers: int, depth: int | None) -> Rule:
+        """The engine's rule on k for an MTP target (EngineProfile.mtp_rule)."""
+
+    @abstractmethod
+    def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
+        """`specgate init`'s keys for a block drafter (EngineProfile.block_depth_keys)."""
+
+    @abstractmethod
+    def speculative_config(self, method: str, model: str | None, *, num_speculative_tokens: int | None,
+                           num_steps: int | None, eagle_topk: int | None,
+                           num_draft_tokens: int | None) -> dict[str, Any]:
+        """The content of the engine's speculative flags (EngineProfile.speculative_config)."""
+
+    @abstractmethod
+    def speculative_flags(self, cfg: Mapping[str, Any]) -> list[str]:
+        """The flags that carry `cfg` (EngineProfile.speculative_flags)."""

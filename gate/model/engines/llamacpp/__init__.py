@@ -6,7 +6,9 @@ Sources, all llama.cpp b11434 (the tree tools/llamacpp_cpu.sh builds):
   round early when its token's probability falls below `--spec-draft-p-min` (default 0: never), and the
   n-gram types draft what matches, so a round drafts up to k. The per-position counter has exactly k
   positions (`common_speculative_n_max`).
-- drafter passes: `draft-simple` runs the draft model once per drafted token (a chain of up to k).
+- drafter passes: `draft-simple` runs the draft model once per drafted token (a chain of up to k; fewer when a
+  round stops at `--spec-draft-p-min`): k is the bound the cost model uses (`BaseProfile`'s defaults for k and
+  the passes).
 - names: `--spec-type` (common/speculative.cpp `common_speculative_type_from_name_map`), reported by `/props`
   `default_generation_settings.params["speculative.types"]` (the exporter's `speculative` algorithm).
 - the drafter's KV: `common_base_params_to_speculative` copies the server's parameters into the draft
@@ -16,6 +18,7 @@ Sources, all llama.cpp b11434 (the tree tools/llamacpp_cpu.sh builds):
 - the pool: llama.cpp does not size the cache from a memory budget. It allocates `--ctx-size` cells (split
   over `--parallel` slots), whatever the memory; a cache that does not fit fails the launch. So the predicted
   pool is the plan's `configured_max_total_tokens` (= `--ctx-size`) with or without a drafter.
+- llama.cpp numbers builds, not releases: no version floor is known to matter.
 - no memory fraction, no block size (cells are single tokens), no tap ids (EAGLE-3 heads are converted to
   GGUF with their own taps), MTP via `draft-mtp`.
 """
@@ -27,8 +30,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule
-from gate.model.geometry import KVGeometry
+from gate.model.engines.base import (
+    BaseProfile,
+    DepthKeys,
+    Eagle3Taps,
+    PoolPrediction,
+    Rule,
+    block_or_user_depth,
+)
 from gate.status import Status
 
 # The `--spec-type` each plan method is launched with.
@@ -44,11 +53,10 @@ REPORTED_TYPES: Mapping[str, frozenset[str]] = MappingProxyType({
 
 
 @dataclass(frozen=True)
-class LlamacppProfile:
+class LlamacppProfile(BaseProfile):
     kind: str = "llamacpp"
     name: str = "llama.cpp"
     speculative_flag_prefixes: tuple[str, ...] = ("--spec-", "--spec_")
-    default_memory_fraction: float | None = None
     memory_fraction_note: str = ("engine.memory_fraction not given: llama.cpp has none; its KV is --ctx-size cells "
                                  "(engine.configured_max_total_tokens), whatever the memory")
     kv_pool_note: str = " (llama.cpp's draft model keeps a context of its own, --ctx-size cells of its own KV)"
@@ -59,31 +67,8 @@ class LlamacppProfile:
     init_memory_fraction_comment: str = ("llama.cpp has no memory fraction: set engine.configured_max_total_tokens "
                                          "to --ctx-size instead")
 
-    def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
-              num_steps: int | None, eagle_topk: int | None) -> int | None:
-        """k = `num_speculative_tokens`, launched as `--spec-draft-n-max` (llama.cpp's only spelling)."""
-        return num_speculative_tokens
-
-    def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
-                    num_steps: int | None, eagle_topk: int | None) -> int | None:
-        """`draft-simple` runs the draft model once per drafted token: up to k passes (fewer when a round
-        stops at `--spec-draft-p-min`); k is the bound the cost model uses."""
-        return num_speculative_tokens
-
     def algorithms(self, method: str) -> frozenset[str] | None:
         return REPORTED_TYPES.get(method)
-
-    def general_availability(self, method: str) -> tuple[int, ...] | None:
-        """llama.cpp numbers builds, not releases: no floor is known to matter."""
-        return None
-
-    def drafter_dtype_note(self, target_dtype: str) -> str | None:
-        """The draft context's cache has its own types (`--spec-draft-type-k/-v`, default f16)."""
-        return None
-
-    def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
-        """One cell of the drafter's own attention KV per target token (its context has the same cells)."""
-        return drafter.attention_bytes_per_token, None
 
     def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
                      has_drafter: bool, block_size: int | None,
@@ -126,10 +111,9 @@ class LlamacppProfile:
                                  "--spec-draft-n-max")
 
     def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
-        k = depth if depth is not None else block_size
-        why = "your choice (--num-speculative-tokens)" if depth is not None else (
-            f"llama.cpp: --spec-draft-n-max = the drafter's block_size {block_size}")
-        return DepthKeys({"num_speculative_tokens": k}, why)
+        """The user's k, else the drafter's block (a round drafts at most the block)."""
+        return block_or_user_depth(block_size, depth,
+                                   f"llama.cpp: --spec-draft-n-max = the drafter's block_size {block_size}")
 
     def chain_depth_keys(self, depth: int, why: str) -> DepthKeys:
         return DepthKeys({"num_speculative_tokens": depth}, f"{why}; llama.cpp: --spec-draft-n-max {depth}")

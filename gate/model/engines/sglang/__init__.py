@@ -4,7 +4,8 @@ Sources: SGLang's `ServerArgs` (`--speculative-num-draft-tokens` counts the veri
 k = num_draft_tokens − 1; a chain of `num_steps` drafts `num_steps + 1`; DFlash requires
 num_draft_tokens = block_size, DSpark sets block_size + 1; `--mem-fraction-static` is computed at start,
 no fixed default; `--page-size`), `/server_info` `speculative_algorithm` names, the pool configurator
-(a draft slot per target token, charged as `draft_charge` says with file:line; `pools.py` here), the
+(a draft slot per target token, charged as `draft_charge` says with file:line; `pools.py` here; the draft
+pool has its own dtype, the drafter's config decides it), the
 EAGLE-3 capture (id k = the output of layer k),
 and seed 002 (DSpark, DFlash and MTP generally available in 0.5.18).
 """
@@ -17,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from exporter.schedule import SGLANG_DEFAULT_CANDIDATE_STEPS, sglang_adaptive_schedule
-from gate.model.engines.base import DepthKeys, Eagle3Taps, PoolPrediction, Rule, ScheduleReading
+from gate.model.engines.base import BaseProfile, DepthKeys, Eagle3Taps, PoolPrediction, Rule, ScheduleReading
 from gate.model.engines.sglang.pools import sglang_draft_cell_bytes, sglang_pool_tokens
 from gate.model.geometry import GROWING_KINDS, KVGeometry
 from gate.status import Status
@@ -69,12 +70,10 @@ def _n(x: int | None) -> str:
 
 
 @dataclass(frozen=True)
-class SglangProfile:
+class SglangProfile(BaseProfile):
     kind: str = "sglang"
     name: str = "SGLang"
-    speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
     schedule_keys: tuple[str, ...] = ("speculative_adaptive", "speculative_adaptive_config")
-    default_memory_fraction: float | None = None
     memory_fraction_note: str = ("engine.memory_fraction not given: SGLang has no fixed --mem-fraction-static "
                                  "default (it computes one from the GPU's memory and the parallelism at start), so "
                                  "the usable memory is unknown")
@@ -138,10 +137,6 @@ class SglangProfile:
 
     def general_availability(self, method: str) -> tuple[int, ...] | None:
         return GENERAL_AVAILABILITY.get(method)
-
-    def drafter_dtype_note(self, target_dtype: str) -> str | None:
-        """SGLang's draft pool has its own dtype: the drafter's config decides it."""
-        return None
 
     def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
         """STANDALONE/EAGLE/EAGLE3/NEXTN drafts are charged the target's KV per full-attention layer, times the

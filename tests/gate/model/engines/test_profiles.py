@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gate.inputs.configs import load_config
 from gate.model.depth import draft_forward_passes, speculative_depth
 from gate.model.engines import PROFILES, profile
-from gate.model.engines.base import DepthKeys, EngineProfile, PoolPrediction, Rule
+from gate.model.engines.base import BaseProfile, DepthKeys, Eagle3Taps, EngineProfile, PoolPrediction, Rule
 from gate.model.geometry import kv_geometry
 from gate.status import Status
 
@@ -51,6 +53,70 @@ def test_profiles_are_frozen() -> None:
     for p in PROFILES.values():
         with pytest.raises(AttributeError):
             p.kind = "other"  # type: ignore[misc]
+
+
+def test_every_profile_builds_on_the_base() -> None:
+    assert all(isinstance(p, BaseProfile) for p in PROFILES.values())
+
+
+def test_a_new_engine_writes_only_what_differs() -> None:
+    """A stub engine answers the engine-specific members; BaseProfile gives it the rest (k = num_speculative_tokens,
+    one drafter pass per drafted token, its own KV charged, no names, no floor, no schedule)."""
+    import dataclasses
+
+    from gate.model.engines.base import DepthScheduler
+
+    @dataclasses.dataclass(frozen=True)
+    class Stub(BaseProfile):
+        kind: str = "stub"
+        name: str = "Stub"
+        memory_fraction_note: str = "m"
+        kv_pool_note: str = "p"
+        draft_kv_note: str = "d"
+        init_block_size_comment: str = "b"
+        init_memory_fraction_comment: str = "f"
+
+        def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
+                         has_drafter: bool, block_size: int | None,
+                         configured_max_total_tokens: int | None) -> PoolPrediction:
+            return PoolPrediction(None, None, None)
+
+        def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
+            return Eagle3Taps(num_layers, "", ())
+
+        def block_rule(self, family: str, block_size: int, depth: int | None) -> Rule:
+            return Rule(Status.PASS, "")
+
+        def mtp_rule(self, mtp_layers: int, depth: int | None) -> Rule:
+            return Rule(Status.PASS, "")
+
+        def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
+            return DepthKeys({}, "")
+
+        def speculative_config(self, method: str, model: str | None, *, num_speculative_tokens: int | None,
+                               num_steps: int | None, eagle_topk: int | None,
+                               num_draft_tokens: int | None) -> dict[str, Any]:
+            return {}
+
+        def speculative_flags(self, cfg: Mapping[str, Any]) -> list[str]:
+            return []
+
+    stub = Stub()
+    assert [m for m in MEMBERS if not hasattr(stub, m)] == []
+    keys = {"num_speculative_tokens": 4, "num_draft_tokens": 9, "num_steps": 7, "eagle_topk": 2}
+    assert stub.depth(**keys) == stub.draft_steps(**keys) == 4
+    assert stub.draft_charge("eagle3", TARGET, DRAFT) == (256, None)
+    assert (stub.algorithms("eagle3"), stub.general_availability("dflash"), stub.drafter_dtype_note("bf16"),
+            stub.default_memory_fraction) == (None, None, None, None)
+    assert stub.chain_depth_keys(3, "why") == DepthKeys({"num_speculative_tokens": 3}, "why")
+    assert stub.speculative_flag_prefixes == ("--speculative-", "--speculative_")
+    assert not isinstance(stub, DepthScheduler)
+
+    class Bare(BaseProfile):
+        pass
+
+    with pytest.raises(TypeError, match="abstract"):  # the engine-specific members have no default
+        Bare(*"knmpdbf")  # type: ignore[abstract]
 
 
 # --- names -------------------------------------------------------------------------------------------
