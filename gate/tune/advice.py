@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gate.evidence.positions import PositionEvidence
+from gate.model.speedup.curves import TuneInputError
 from gate.plan.model import Plan
-from gate.tune.depth import TuneInputError
 from gate.tune.orchestrate import from_evidence, run
 from gate.tune.predict import dominating
 
@@ -31,7 +31,7 @@ class DepthAdvice:
     points: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     note: str | None = None
-    # Why the run's depth varied, so its L by depth is a lower bound, not exact (gate.tune.depth); None: fixed.
+    # Why the run's depth varied, so its L by depth is a lower bound, not exact (gate.model.speedup.curves); None: fixed.
     lower_bound: str | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gate.model.speedup.curves import TuneInputError
 from gate.stats import median
-from gate.tune.depth import TuneInputError
 
 CostKind = Literal["measured", "fitted", "declared"]
 

@@ -39,7 +39,7 @@ from types import MappingProxyType
 from typing import Any
 
 from exporter.schedule import DepthSchedule, sglang_adaptive_schedule, trtllm_schedule, vllm_schedule
-from gate.tune.depth import TuneInputError
+from gate.model.speedup.curves import TuneInputError
 from gate.tune.predict import Prediction, TuneResult, crossover
 
 # The last vLLM range must end somewhere; past any batch an engine runs (vLLM's max_num_seqs defaults to 256 or

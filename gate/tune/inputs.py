@@ -26,10 +26,10 @@ from gate.evidence.positions import PositionEvidence, capture_point_name, counte
 from gate.inputs.loading import PLAN_LIMITS, parse_yaml, read_text
 from gate.model.depth import MAX_SPECULATIVE_DEPTH
 from gate.model.speedup.counters import PositionCounters
+from gate.model.speedup.curves import TuneInputError
 from gate.plan.model import Plan, PlanError, load_plan
 from gate.status import InputError
 from gate.tune.cost import CostSample, DraftBand
-from gate.tune.depth import TuneInputError
 from gate.tune.orchestrate import TuneInputs, from_evidence
 
 

@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from gate.evidence.positions import PositionCounters, PositionEvidence, point_name
 from gate.model.depth import MAX_SPECULATIVE_DEPTH, VARIABLE_LENGTH_METHODS
+from gate.model.speedup.curves import TuneInputError, curve_for_point
 from gate.plan.model import Plan
 from gate.tune.cost import CostSample, DraftBand, cycle_models
-from gate.tune.depth import TuneInputError, curve_for_point
 from gate.tune.predict import TuneResult, predict
 
 # The deepest depth predicted unless asked (or the counters or the plan go deeper).
@@ -36,7 +36,7 @@ class TuneInputs:
     notes: list[str] = field(default_factory=list)
     plan_k: int | None = None
     # Why the plan says the depth varies (a drafterless method, a depth schedule): its counters' L by depth is then
-    # a lower bound whatever they show (gate.tune.depth.varied_reason).
+    # a lower bound whatever they show (gate.model.speedup.curves.varied_reason).
     depth_varies: str | None = None
     # The speculative arms' `speculative` settings from their probe records (`--speculative-config` as recorded):
     # what `tune --emit vllm` merges its schedule over (gate.tune.emit).

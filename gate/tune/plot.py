@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gate.tune.depth import TuneInputError
+from gate.model.speedup.curves import TuneInputError
 from gate.tune.predict import TuneResult
 
 

@@ -1,4 +1,4 @@
-"""Acceptance length by speculation depth k, from one run's per-position counters.
+"""Floor 0: acceptance length by speculation depth k, from one run's per-position counters.
 
 Why no model is needed up to the measured depth: vLLM accepts drafted tokens prefix-wise
 (position i counts only if positions 0..i-1 were accepted), so a depth-k run already says how
@@ -53,9 +53,8 @@ from typing import Literal
 
 from gate.model.speedup.counters import CountersError, PositionCounters, pooled
 
-__all__ = ["MIN_DRAFTS", "AcceptanceCurve", "Basis", "DepthAcceptance", "PositionCounters", "TuneInputError",
-           "acceptance_curve", "conditional_rates", "curve_for_point", "model_statement", "pooled", "varied_reason",
-           "wilson"]
+__all__ = ["MIN_DRAFTS", "AcceptanceCurve", "Basis", "DepthAcceptance", "TuneInputError", "acceptance_curve",
+           "conditional_rates", "curve_for_point", "model_statement", "varied_reason", "wilson"]
 
 Basis = Literal["measured", "exact", "lower_bound", "extrapolated"]
 
@@ -66,8 +65,8 @@ MIN_DRAFTS = 100
 Z_95 = 1.96
 
 
-# Unusable tune input (one line, exit 3): the evidence layer's counters error, under tune's name, so a bad counter
-# read by the evidence layer and a bad tune flag are caught alike.
+# Unusable tune input (one line, exit 3): the counters' error (gate.model.speedup.counters), under tune's name, so a
+# bad counter read by the evidence layer and a bad tune flag are caught alike.
 TuneInputError = CountersError
 
 

@@ -8,8 +8,8 @@ from gate.evidence import captures
 from gate.evidence.gather import gather_metrics, request_for
 from gate.evidence.positions import capture_point_name, observed_depth, point_name
 from gate.model.speedup.counters import CountersError, PositionCounters, pooled
+from gate.model.speedup.curves import TuneInputError
 from gate.plan.model import CaptureGroup, StepCost, load_plan
-from gate.tune.depth import TuneInputError
 from tests.gate.helpers import PLANS
 
 SEED004 = PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml"

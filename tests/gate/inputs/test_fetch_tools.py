@@ -10,7 +10,7 @@ import pytest
 
 from gate.cli import main
 from gate.inputs.fetch import PAGE_BYTES
-from gate.tune.depth import TuneInputError
+from gate.model.speedup.curves import TuneInputError
 from gate.tune.inputs import from_exporter
 from tests.gate.inputs.fetch_servers import RawServer, Request, answer, drip
 

@@ -17,9 +17,9 @@ import pytest
 import gate.tune
 from gate.cli import main
 from gate.evidence.gather import gather_metrics, request_for
+from gate.model.speedup.curves import TuneInputError
 from gate.plan.model import load_plan
 from gate.tune.advice import depth_advice
-from gate.tune.depth import TuneInputError
 from gate.tune.orchestrate import DEFAULT_K_MAX, TuneInputs, default_k_max, from_evidence
 from gate.tune.report import to_json
 from tests.gate.helpers import PLANS

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gate.tune.depth import TuneInputError
+from gate.model.speedup.curves import TuneInputError
 from gate.tune.probes import record_depth
 from tests.gate.probe.test_compare import FAST, record
 
