@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from exporter.engines import sglang
 from exporter.engines.base import SpeculativeSettings, StreamSnapshot
+from exporter.engines.sglang.depth import VARIABLE_LENGTH_ALGORITHMS
+from exporter.engines.sglang.depth import depth as sglang_depth
 from exporter.schedule import sglang_adaptive_schedule
 
 # The largest candidate of SGLang 0.5.23's default adaptive tiers (`--speculative-adaptive` without a config
@@ -68,7 +69,7 @@ def configured_depth(speculative: SpeculativeSettings | None, stream: StreamSnap
         return len(spec.accepted_per_position), "positions"
     sp = speculative
     if sp is not None and not sp.adaptive:
-        k = sglang.depth(sp.num_draft_tokens, sp.num_steps, sp.eagle_topk)
+        k = sglang_depth(sp.num_draft_tokens, sp.num_steps, sp.eagle_topk)
         if k is not None:
             return k, "server_info"
     if sp is not None and sp.adaptive and sp.adaptive_config is None:
@@ -76,7 +77,7 @@ def configured_depth(speculative: SpeculativeSettings | None, stream: StreamSnap
     if told is not None:
         return told, "schedule"
     if sp is None or not sp.adaptive:
-        k = sglang.depth(_positive(stream.spec_num_draft_tokens), _positive(stream.spec_num_steps), None)
+        k = sglang_depth(_positive(stream.spec_num_draft_tokens), _positive(stream.spec_num_steps), None)
         if k is not None:
             return k, "gauge"
     return None
@@ -86,7 +87,7 @@ def variable_by_construction(speculative: SpeculativeSettings | None) -> bool:
     """The engine's reported algorithm drafts a different number of tokens every round (SGLang NGRAM). vLLM
     reports no method; there the measured mean decides (`exporter.derive._depth_in_window`)."""
     algo = speculative.algorithm if speculative is not None else None
-    return algo is not None and algo.upper() in sglang.VARIABLE_LENGTH_ALGORITHMS
+    return algo is not None and algo.upper() in VARIABLE_LENGTH_ALGORITHMS
 
 
 def gauged(stream: StreamSnapshot) -> bool:

@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter import formulas
 from exporter.collect import exposition
 from exporter.depth import SGLANG_ADAPTIVE_DEFAULT_MAX, configured_depth
-from exporter.engines import sglang
 from exporter.engines.base import SideInfo, SpeculativeSettings
+from exporter.engines.sglang.depth import depth
 from exporter.scrape import snapshot_from_text
 from exporter.settings import ExporterSettings, told_schedule
 from exporter.state import ExporterState
@@ -119,8 +119,8 @@ def test_sglang_decode_only_length_on_the_real_adaptive_capture():
 
 
 def test_sglang_spelling_of_k():
-    assert sglang.depth(4, 3, 1) == 3 and sglang.depth(None, 3, 1) == 3 and sglang.depth(None, 3, 4) is None
-    assert sglang.depth(0, None, None) == 0 and sglang.depth(None, None, None) is None
+    assert depth(4, 3, 1) == 3 and depth(None, 3, 1) == 3 and depth(None, 3, 4) is None
+    assert depth(0, None, None) == 0 and depth(None, None, None) is None
 
 
 @pytest.mark.parametrize(("flags", "needle"), [
