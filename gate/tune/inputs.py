@@ -25,11 +25,11 @@ from gate.evidence.captures import counters_source, read_group
 from gate.evidence.positions import PositionEvidence, capture_point_name, counters_from_snapshots
 from gate.inputs.loading import PLAN_LIMITS, parse_yaml, read_text
 from gate.model.depth import MAX_SPECULATIVE_DEPTH
+from gate.model.speedup.cost import CostSample, DraftBand
 from gate.model.speedup.counters import PositionCounters
 from gate.model.speedup.curves import TuneInputError
 from gate.plan.model import Plan, PlanError, load_plan
 from gate.status import InputError
-from gate.tune.cost import CostSample, DraftBand
 from gate.tune.orchestrate import TuneInputs, from_evidence
 
 

@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from gate.evidence.positions import PositionCounters, PositionEvidence, point_name
 from gate.model.depth import MAX_SPECULATIVE_DEPTH, VARIABLE_LENGTH_METHODS
+from gate.model.speedup.cost import CostSample, DraftBand, cycle_models
 from gate.model.speedup.curves import TuneInputError, curve_for_point
 from gate.plan.model import Plan
-from gate.tune.cost import CostSample, DraftBand, cycle_models
 from gate.tune.predict import TuneResult, predict
 
 # The deepest depth predicted unless asked (or the counters or the plan go deeper).

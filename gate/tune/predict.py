@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gate.model.speedup.cost import CostKind, CycleModel
 from gate.model.speedup.curves import AcceptanceCurve, Basis, model_statement
-from gate.tune.cost import CostKind, CycleModel
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from gate.evidence.probe_vetting import record_depth as vetted_depth
 from gate.evidence.probes import ProbeError, ProbeRecord, load_record
+from gate.model.speedup.cost import CostSample
 from gate.model.speedup.counters import PositionCounters
 from gate.model.speedup.curves import TuneInputError
-from gate.tune.cost import CostSample
 from gate.tune.orchestrate import TuneInputs
 
 

@@ -1,4 +1,4 @@
-"""Cost of one verify cycle by depth k and concurrency B, per running sequence.
+"""Floor 0: cost of one verify cycle by depth k and concurrency B, per running sequence.
 
 Why a linear model: a cycle is k draft forwards and one batched verify of k+1 tokens,
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
+from gate.model.speedup.cost import CostSample, DraftBand, cycle_models
 from gate.model.speedup.counters import PositionCounters, pooled
 from gate.model.speedup.curves import TuneInputError, acceptance_curve, conditional_rates, wilson
-from gate.tune.cost import CostSample, DraftBand, cycle_models
 from gate.tune.inputs import from_captures, parse_draft_band
 from gate.tune.predict import crossover, dominating, predict
 

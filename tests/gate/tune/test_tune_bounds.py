@@ -13,9 +13,9 @@ import pytest
 
 from gate.cli import main
 from gate.model.depth import MAX_SPECULATIVE_DEPTH
+from gate.model.speedup.cost import CostSample, cycle_models
 from gate.model.speedup.counters import PositionCounters
 from gate.model.speedup.curves import MIN_DRAFTS, TuneInputError, acceptance_curve, wilson
-from gate.tune.cost import CostSample, cycle_models
 from gate.tune.orchestrate import TuneInputs, run
 
 REPO = Path(__file__).resolve().parents[3]
