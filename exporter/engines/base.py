@@ -10,6 +10,7 @@ Missing inputs are `None` (absent), never 0.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -235,22 +236,28 @@ class GetJson(Protocol):
         ...
 
 
-class EngineAdapter(Protocol):
-    """One implementation per engine (Flagger-style pluggable source)."""
+class EngineAdapter(ABC):
+    """One subclass per engine (Flagger-style pluggable source), registered in `exporter.engines.ADAPTERS`.
+
+    Besides reading pages (`snapshot`, `side_info`, `side_incomplete`, which every engine writes), the class
+    holds the engine's rules as hooks the engine-neutral core calls on the class found by the snapshot's
+    engine kind (`ADAPTERS[kind]`), never by comparing names. Each hook has the engine-neutral default here,
+    so an engine overrides only what differs.
+    """
 
     kind: EngineKind
     prefixes: tuple[str, ...]
     families: frozenset[str]  # base names (prefix stripped) this adapter consumes
 
+    @abstractmethod
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         """Normalise one parsed page into a snapshot."""
-        ...
 
+    @abstractmethod
     def side_info(self, get_json: GetJson) -> SideInfo:
         """What the engine's other endpoints tell (which endpoints, and how to read them, is the engine's);
         a failed endpoint leaves its facts unknown."""
-        ...
 
+    @abstractmethod
     def side_incomplete(self, side: SideInfo) -> bool:
         """Whether `side` lacks what this engine's side endpoints should have given (asked again later)."""
-        ...

@@ -51,6 +51,7 @@ from typing import Any, Final
 
 from exporter.engines.base import (
     MAX_POSITIONS,
+    EngineAdapter,
     EngineKind,
     EngineSnapshot,
     GetJson,
@@ -126,7 +127,7 @@ def _one(page: ParsedPage, base: str) -> float | None:
     return sum(vals) if vals else None
 
 
-class LlamacppAdapter:
+class LlamacppAdapter(EngineAdapter):
     """Normalises a `llama-server` page into its one stream (the served model, rank None)."""
 
     kind: EngineKind = KIND

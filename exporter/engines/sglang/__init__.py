@@ -36,6 +36,7 @@ from typing import Any, Final
 
 from exporter import formulas
 from exporter.engines.base import (
+    EngineAdapter,
     EngineKind,
     EngineSnapshot,
     GetJson,
@@ -191,7 +192,7 @@ def _fold2(samples: list[Sample], how: str) -> dict[RawKey, float]:
     return fold(fold(samples, _full_key, how).items(), _stream_key, "max")
 
 
-class SglangAdapter:
+class SglangAdapter(EngineAdapter):
     """Normalises an SGLang page into streams keyed by (model_name, dp_rank)."""
 
     kind: EngineKind = KIND

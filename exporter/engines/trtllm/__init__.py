@@ -44,6 +44,7 @@ from typing import Final
 
 from exporter.engines.base import (
     MAX_POSITIONS,
+    EngineAdapter,
     EngineKind,
     EngineSnapshot,
     GetJson,
@@ -99,7 +100,7 @@ def pool_tokens(max_blocks: float | None, tokens_per_block: float | None) -> int
     return int(max_blocks) * int(tokens_per_block)
 
 
-class TrtllmAdapter:
+class TrtllmAdapter(EngineAdapter):
     """Normalises a `trtllm-serve` page into one stream per `model_name`."""
 
     kind: EngineKind = KIND

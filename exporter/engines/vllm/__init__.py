@@ -25,6 +25,7 @@ from typing import Final
 
 from exporter.engines.base import (
     MAX_POSITIONS,
+    EngineAdapter,
     EngineKind,
     EngineSnapshot,
     GetJson,
@@ -86,7 +87,7 @@ def _key(labels: Mapping[str, str]) -> StreamKey:
     return StreamKey(labels.get("model_name"), _rank(labels))
 
 
-class VllmAdapter:
+class VllmAdapter(EngineAdapter):
     """Normalises a vLLM page into streams keyed by (model_name, engine)."""
 
     kind: EngineKind = KIND
