@@ -8,7 +8,7 @@ files, exporter), probes (probe records as costs), report (text, json), plot (PN
 k per band of batch sizes as a schedule vLLM, SGLang or TensorRT-LLM runs).
 """
 
+from gate.model.speedup.predict import TuneResult
 from gate.tune.orchestrate import TuneInputs, run
-from gate.tune.predict import TuneResult
 
 __all__ = ["TuneInputs", "TuneResult", "run"]

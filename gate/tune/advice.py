@@ -18,9 +18,9 @@ from typing import Any
 
 from gate.evidence.positions import PositionEvidence
 from gate.model.speedup.curves import TuneInputError
+from gate.model.speedup.predict import dominating
 from gate.plan.model import Plan
 from gate.tune.orchestrate import from_evidence, run
-from gate.tune.predict import dominating
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """`specgate tune --emit vllm|sglang|trtllm`: the best depth per concurrency band as a schedule the engine runs.
 
 Why from the tune result and nothing else: the best k per measured concurrency and the crossover are what tune
-already predicts (gate.tune.predict); the schedule only writes them in the engine's spelling. The bands:
+already predicts (gate.model.speedup.predict); the schedule only writes them in the engine's spelling. The bands:
 
 - the measured concurrencies c_1 < … < c_n each get their best k (the largest predicted point speedup), or
   k = 0 where even the best depth does not pay (predicted speedup ≤ 1); where nothing pays anywhere the
@@ -9,7 +9,7 @@ already predicts (gate.tune.predict); the schedule only writes them in the engin
   measured, TensorRT-LLM cannot say it and is refused);
 - band i covers batches [c_i, c_{i+1} − 1] (the first from batch 1, the last every larger batch): a measured
   concurrency's k holds until the next measured one changes it — except where speculation stops paying
-  between them: k_i's predicted speedup falls through 1 at the interpolated crossover b* (gate.tune.predict.
+  between them: k_i's predicted speedup falls through 1 at the interpolated crossover b* (gate.model.speedup.predict.
   crossover), so batches up to ⌊b*⌋ keep k_i and k = 0 starts at ⌊b*⌋ + 1;
 - neighbours with the same k are one band.
 
@@ -40,7 +40,7 @@ from typing import Any
 
 from exporter.schedule import DepthSchedule, sglang_adaptive_schedule, trtllm_schedule, vllm_schedule
 from gate.model.speedup.curves import TuneInputError
-from gate.tune.predict import Prediction, TuneResult, crossover
+from gate.model.speedup.predict import Prediction, TuneResult, crossover
 
 # The last vLLM range must end somewhere; past any batch an engine runs (vLLM's max_num_seqs defaults to 256 or
 # 1024), and vLLM's dense lookup carries the last k to every batch up to max_num_seqs whatever the end.

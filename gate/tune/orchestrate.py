@@ -20,8 +20,8 @@ from gate.evidence.positions import PositionCounters, PositionEvidence, point_na
 from gate.model.depth import MAX_SPECULATIVE_DEPTH, VARIABLE_LENGTH_METHODS
 from gate.model.speedup.cost import CostSample, DraftBand, cycle_models
 from gate.model.speedup.curves import TuneInputError, curve_for_point
+from gate.model.speedup.predict import TuneResult, predict
 from gate.plan.model import Plan
-from gate.tune.predict import TuneResult, predict
 
 # The deepest depth predicted unless asked (or the counters or the plan go deeper).
 DEFAULT_K_MAX = 8

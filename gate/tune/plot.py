@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gate.model.speedup.curves import TuneInputError
-from gate.tune.predict import TuneResult
+from gate.model.speedup.predict import TuneResult
 
 
 def write_png(result: TuneResult, path: Path, title: str | None = None) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gate.inputs.jsontext import printable
-from gate.tune.predict import Prediction, TuneResult
+from gate.model.speedup.predict import Prediction, TuneResult
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:

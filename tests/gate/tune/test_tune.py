@@ -16,8 +16,8 @@ from gate.cli import main
 from gate.model.speedup.cost import CostSample, DraftBand, cycle_models
 from gate.model.speedup.counters import PositionCounters, pooled
 from gate.model.speedup.curves import TuneInputError, acceptance_curve, conditional_rates, wilson
+from gate.model.speedup.predict import crossover, dominating, predict
 from gate.tune.inputs import from_captures, parse_draft_band
-from gate.tune.predict import crossover, dominating, predict
 
 REPO = Path(__file__).resolve().parents[3]
 VLLM = REPO / "tests" / "fixtures" / "vllm"

@@ -1,4 +1,4 @@
-"""Predicted speedup by depth and concurrency, the best depth, and the crossover concurrency.
+"""Floor 0: predicted speedup by depth and concurrency, the best depth, and the crossover concurrency.
 
     speedup(k, B) = L(k) * t_step(B) / t_cycle(k, B)
 
