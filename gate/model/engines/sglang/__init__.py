@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from exporter.engines.sglang.depth import depth as sglang_depth
 from exporter.schedule import SGLANG_DEFAULT_CANDIDATE_STEPS, sglang_adaptive_schedule
 from gate.model.engines.base import BaseProfile, DepthKeys, Eagle3Taps, PoolPrediction, Rule, ScheduleReading
 from gate.model.engines.sglang.pools import sglang_draft_cell_bytes, sglang_pool_tokens
@@ -86,13 +87,10 @@ class SglangProfile(BaseProfile):
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
               num_steps: int | None, eagle_topk: int | None) -> int | None:
-        """k = `num_draft_tokens − 1` (the verify block holds the root token too); with only
-        `num_steps` and top-k 1 (a chain) SGLang's default block is `num_steps + 1`, so k = `num_steps`."""
-        if num_draft_tokens is not None:
-            return max(num_draft_tokens - 1, 0)
-        if num_steps is not None and (eagle_topk or 1) == 1:
-            return num_steps
-        return num_speculative_tokens
+        """k as SGLang spells it, read by the one SGLang k rule (`exporter.engines.sglang.depth.depth`:
+        `num_draft_tokens − 1`, or `num_steps` for a top-k 1 chain); `num_speculative_tokens` when neither says."""
+        k = sglang_depth(num_draft_tokens, num_steps, eagle_topk)
+        return num_speculative_tokens if k is None else k
 
     def depth_schedule(self, speculative: Mapping[str, Any], *, data_parallel: int) -> ScheduleReading:
         """SGLang 0.5.23's `--speculative-adaptive` (+ `--speculative-adaptive-config`): candidate steps per tier.
