@@ -21,13 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from exporter.engines.base import SpeculativeSettings, StreamSnapshot
-from exporter.engines.sglang.depth import VARIABLE_LENGTH_ALGORITHMS
+from exporter.engines.sglang.depth import SGLANG_ADAPTIVE_DEFAULT_MAX, VARIABLE_LENGTH_ALGORITHMS
 from exporter.engines.sglang.depth import depth as sglang_depth
-from exporter.schedule import sglang_adaptive_schedule
-
-# The largest candidate of SGLang 0.5.23's default adaptive tiers (`--speculative-adaptive` without a config
-# file): what such an engine may run at most, though its `/server_info` steps are the starting point.
-SGLANG_ADAPTIVE_DEFAULT_MAX: int = sglang_adaptive_schedule(None).max_k
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,13 +14,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from exporter.engines.base import ENGINE_KINDS, EngineKind
-from exporter.schedule import (
-    DepthSchedule,
-    sglang_adaptive_schedule,
-    speculative_config_schedule,
-    vllm_schedule,
-)
+from exporter.engines import ADAPTERS
+from exporter.engines.base import ENGINE_KINDS, EngineAdapter, EngineKind
+from exporter.schedule import DepthSchedule
 from exporter.scrape import ScrapeError, read_page_file
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -172,8 +168,14 @@ def _flag(name: str) -> str:
     return f"--{name.replace('_', '-')} / SPECGATE_{name.upper()}"
 
 
+def _told_reader(setting: str) -> type[EngineAdapter]:
+    """The adapter whose engine a schedule setting belongs to (its `schedule_setting`): it reads the schedule."""
+    return next(cls for cls in ADAPTERS.values() if cls.schedule_setting == setting)
+
+
 def told_schedule(settings: ExporterSettings) -> DepthSchedule | None:
-    """The depth schedule the exporter was told, read as the engine reads it (`exporter.schedule`): vLLM's
+    """The depth schedule the exporter was told, read as the engine reads it (by the adapter whose
+    `schedule_setting` it is, `EngineAdapter.told_schedule`): vLLM's
     `--speculative-config` JSON (its `num_speculative_tokens_per_batch_size`; a config without one runs
     `num_speculative_tokens` at every batch: one band), or SGLang's `--speculative-adaptive-config` file
     (`default`: SGLang's built-in tiers). None when told neither. ValueError with one line naming the
@@ -188,22 +190,16 @@ def told_schedule(settings: ExporterSettings) -> DepthSchedule | None:
             doc = json.loads(cfg)
             if not isinstance(doc, dict):
                 raise ValueError(f"expected a JSON object, got {type(doc).__name__}")
-            sched = speculative_config_schedule(doc)
-            if sched is None:
-                k = doc.get("num_speculative_tokens")
-                if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-                    raise ValueError(f"num_speculative_tokens must be an integer >= 1, got {k!r}")
-                sched = vllm_schedule([[1, 1, k]], k)
-            return sched
+            return _told_reader(name).told_schedule(doc)
         if path is not None:
             name = "speculative_adaptive_config"
             if path == ADAPTIVE_DEFAULT:
-                return sglang_adaptive_schedule(None)
+                return _told_reader(name).told_schedule(None)
             raw, _ = read_page_file(path, CONFIG_BYTES)
             doc = json.loads(raw)
             if not isinstance(doc, dict):
                 raise ValueError(f"expected a JSON object, got {type(doc).__name__}")
-            return sglang_adaptive_schedule(doc)
+            return _told_reader(name).told_schedule(doc)
     except ScrapeError as e:
         raise ValueError(f"invalid setting: {_flag(name)}: {e}") from None
     except (ValueError, RecursionError) as e:  # json.JSONDecodeError is a ValueError

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, NamedTuple, Protocol, get_args
 
+from exporter.schedule import DepthSchedule
+
 EngineKind = Literal["vllm", "sglang", "trtllm", "llamacpp"]
 # Every engine kind, in the order the CLIs list them (the one list: `--engine` choices, the plan, probe records).
 ENGINE_KINDS: tuple[str, ...] = get_args(EngineKind)
@@ -261,3 +263,19 @@ class EngineAdapter(ABC):
     @abstractmethod
     def side_incomplete(self, side: SideInfo) -> bool:
         """Whether `side` lacks what this engine's side endpoints should have given (asked again later)."""
+
+    # Depth schedules (`exporter.schedule`). The exporter setting (an `exporter.settings.ExporterSettings` field)
+    # that tells this engine's schedule; None: the exporter is told none for this engine.
+    schedule_setting: str | None = None
+
+    @staticmethod
+    def config_schedule(config: Mapping[str, object]) -> DepthSchedule | None:
+        """The depth schedule a `--speculative-config` object declares in this engine's spelling, None when it
+        declares none (`exporter.schedule.speculative_config_schedule` asks every adapter). Default: none."""
+        return None
+
+    @staticmethod
+    def told_schedule(config: Mapping[str, object] | None) -> DepthSchedule | None:
+        """The depth schedule the exporter was told in `schedule_setting` (its JSON object; None: the engine's
+        built-in default), read as the engine reads it; ValueError (one line) for one the engine would refuse."""
+        return None

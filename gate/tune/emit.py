@@ -25,7 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from exporter.schedule import DepthSchedule, sglang_adaptive_schedule, trtllm_schedule, vllm_schedule
+from exporter.engines.sglang.schedule import sglang_adaptive_schedule
+from exporter.engines.trtllm.schedule import trtllm_schedule
+from exporter.engines.vllm.schedule import vllm_schedule
+from exporter.schedule import DepthSchedule
 from gate.model.speedup.bands import BatchBand, Emitted, batch_bands, candidates
 from gate.model.speedup.curves import TuneInputError
 from gate.model.speedup.predict import TuneResult

@@ -8,7 +8,7 @@ step and the target accepts none, so a draft's length is the k the schedule gave
 else), started WITH the speculative-config fragment `specgate tune --emit vllm` writes from probe records
 at fixed k = 0, 1, 3 (`_probe_records`: crafted served rates whose best k is 3 at concurrency 1, 1 at 4,
 none at 6 and 8; tune's bands: k = 3 at batch 1-3, 1 at 4-5, 0 from 6). The fragment is read with
-exporter.schedule.vllm_schedule (vLLM's own validation and lookup); the engine serving it is the proof that
+exporter.engines.vllm.schedule.vllm_schedule (vLLM's own validation and lookup); the engine serving it is the proof that
 vLLM 0.32 accepts it. The expected depth of a phase is that schedule's k at the phase's batch. On that one
 server:
 
@@ -55,7 +55,9 @@ import vllm_live
 import vllm_plans
 from harness import PROMPTS, SPECGATE, Samples, log, parse_samples, sample_value
 
-from exporter.schedule import DepthSchedule, sglang_adaptive_schedule, vllm_schedule
+from exporter.engines.sglang.schedule import sglang_adaptive_schedule
+from exporter.engines.vllm.schedule import vllm_schedule
+from exporter.schedule import DepthSchedule
 
 SCRAPE_SECONDS = 0.5  # the exporters' engine scrapes
 # Prometheus' scrapes of the exporters and its rule evaluations. Not 0.5 s: with vLLM busy on both CPUs an exporter
@@ -446,7 +448,7 @@ def _k_at(run: ScheduleRun, batch: int) -> int:
 
 def test_tune_emits_a_schedule_vllm_validates(schedule_run):
     """The fragment is vLLM's own shape: num_speculative_tokens the largest k, ranges from batch 1 (vLLM's
-    validation is exporter.schedule.vllm_schedule's; the engine serving it below is vLLM's own acceptance)."""
+    validation is exporter.engines.vllm.schedule.vllm_schedule's; the engine serving it below is vLLM's own acceptance)."""
     frag, sched = schedule_run.fragment, schedule_run.schedule
     assert frag["method"] == "draft_model", frag  # the probe records' speculative keys, kept under the schedule
     assert frag["num_speculative_tokens"] == sched.max_k == K_MAX, frag

@@ -1,4 +1,4 @@
-"""exporter.schedule: each engine's depth schedule read the way the engine reads it.
+"""exporter/engines/<engine>/schedule.py and exporter.schedule: each engine's depth schedule read the way the engine reads it.
 
 Expected lookups come from the engines' own code: the vLLM cases were checked batch by batch (1..200) against
 vLLM 0.32's `build_dynamic_sd_schedule_lookup(ranges, 200, k)` run in the cached CPU venv, and every vLLM error
@@ -12,16 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.schedule import (
-    SGLANG_SOURCE,
-    TRTLLM_SOURCE,
-    VLLM_SOURCE,
-    DepthBand,
-    sglang_adaptive_schedule,
-    speculative_config_schedule,
-    trtllm_schedule,
-    vllm_schedule,
-)
+from exporter.engines.sglang.schedule import SGLANG_SOURCE, sglang_adaptive_schedule
+from exporter.engines.trtllm.schedule import TRTLLM_SOURCE, trtllm_schedule
+from exporter.engines.vllm.schedule import VLLM_SOURCE, vllm_schedule
+from exporter.schedule import DepthBand, speculative_config_schedule
 
 
 def _bands(schedule: object) -> list[tuple[int, int | None, int, int]]:

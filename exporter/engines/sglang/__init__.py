@@ -50,6 +50,7 @@ from exporter.engines.base import (
     StreamSnapshot,
 )
 from exporter.engines.common import HistogramMemo, SeriesKeys, finite, fold, histograms, samples
+from exporter.engines.sglang.schedule import sglang_adaptive_schedule
 from exporter.engines.versions import VersionRange
 
 KIND: Final = "sglang"
@@ -200,6 +201,8 @@ class SglangAdapter(EngineAdapter):
     families = FAMILIES
     tested_versions = VersionRange((0, 4), (0, 5, 23), "0.4–0.5.23",
                                    "SGLang 0.5.23 CPU captures and the names of design.md's engine table")
+    schedule_setting = "speculative_adaptive_config"  # SGLang's --speculative-adaptive-config file
+    told_schedule = staticmethod(sglang_adaptive_schedule)
 
     def __init__(self) -> None:
         self._histograms: HistogramMemo[RawKey] = HistogramMemo()  # common.histograms

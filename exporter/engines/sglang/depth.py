@@ -7,9 +7,15 @@ adapter's hooks) and the gate's SGLang profile read k from one address, never wr
 
 from __future__ import annotations
 
+from exporter.engines.sglang.schedule import sglang_adaptive_schedule
+
 # SGLang algorithms whose proposer drafts a different number of tokens every round by construction (the
 # n-gram trie's match); SGLang has no suffix method.
 VARIABLE_LENGTH_ALGORITHMS = frozenset({"NGRAM"})
+
+# The largest candidate of SGLang 0.5.23's default adaptive tiers (`--speculative-adaptive` without a config
+# file): what such an engine may run at most, though its `/server_info` steps are the starting point.
+SGLANG_ADAPTIVE_DEFAULT_MAX: int = sglang_adaptive_schedule(None).max_k
 
 
 def depth(num_draft_tokens: int | None, num_steps: int | None, eagle_topk: int | None) -> int | None:

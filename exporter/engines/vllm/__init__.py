@@ -39,6 +39,7 @@ from exporter.engines.base import (
 )
 from exporter.engines.common import HistogramMemo, SeriesKeys, as_int, finite, fold, histograms, samples
 from exporter.engines.versions import VersionRange
+from exporter.engines.vllm.schedule import vllm_config_schedule, vllm_told_schedule
 
 KIND: Final = "vllm"
 PREFIXES: tuple[str, ...] = ("vllm:", "vllm_", "ray_vllm_")
@@ -96,6 +97,9 @@ class VllmAdapter(EngineAdapter):
     tested_versions = VersionRange((0, 8), (0, 33), "0.8–0.33",
                                    "vLLM 0.32 CPU captures and the names of design.md's engine table")
     shapes = {ACCEPTED_POS: frozenset({"position"})}  # exporter.engines.versions.conforming
+    schedule_setting = "speculative_config"  # vLLM's --speculative-config JSON
+    config_schedule = staticmethod(vllm_config_schedule)
+    told_schedule = staticmethod(vllm_told_schedule)
 
     def __init__(self) -> None:
         self._histograms: HistogramMemo[StreamKey] = HistogramMemo()  # common.histograms

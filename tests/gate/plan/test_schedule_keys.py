@@ -103,7 +103,7 @@ def test_sglang_key_on_vllm_and_vllm_key_on_sglang() -> None:
 
 def test_trtllm_draft_len_schedule_plan_bounds_at_max_draft_len() -> None:
     """TensorRT-LLM's own example shape: {4: 3, 8: 2} with max_draft_len 3 — batches 1-4 run 3, 5-8 run 2,
-    above 8 run 0 (keys end their bands, exporter.schedule.trtllm_schedule); the bound is the deepest, 3."""
+    above 8 run 0 (keys end their bands, exporter.engines.trtllm.schedule.trtllm_schedule); the bound is the deepest, 3."""
     p = tiny_plan("draft")
     p["engine"]["kind"] = "trtllm"
     p["engine"]["speculative"] = {"method": "draft_model", "num_speculative_tokens": 3,

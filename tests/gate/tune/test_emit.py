@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter.schedule import sglang_adaptive_schedule, speculative_config_schedule, trtllm_schedule
+from exporter.engines.sglang.schedule import sglang_adaptive_schedule
+from exporter.engines.trtllm.schedule import trtllm_schedule
+from exporter.schedule import speculative_config_schedule
 from gate.cli import main
 
 LENGTHS = {1: 1.8, 2: 2.4, 3: 2.9}

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from exporter.engines.sglang.depth import depth as sglang_depth
-from exporter.schedule import SGLANG_DEFAULT_CANDIDATE_STEPS, sglang_adaptive_schedule
+from exporter.engines.sglang.schedule import SGLANG_DEFAULT_CANDIDATE_STEPS, sglang_adaptive_schedule
 from gate.model.engines.base import BaseProfile, DepthKeys, Eagle3Taps, PoolPrediction, Rule, ScheduleReading
 from gate.model.engines.sglang.pools import sglang_draft_cell_bytes, sglang_pool_tokens
 from gate.model.geometry import GROWING_KINDS, KVGeometry

@@ -4,7 +4,7 @@ TensorRT-LLM needs a GPU, so nothing here was measured. Sources (NVIDIA/TensorRT
 exporter adapter cites, `exporter/engines/trtllm.py`):
 - the depth: `speculative_config.max_draft_len` is k (the plan's `num_speculative_tokens`); a
   `draft_len_schedule` ({batch size: draft length}) varies it by batch size, validated and read as
-  TensorRT-LLM does (`exporter.schedule.trtllm_schedule`: each key ends its band, the smallest key >= the
+  TensorRT-LLM does (`exporter.engines.trtllm.schedule.trtllm_schedule`: each key ends its band, the smallest key >= the
   batch wins, batches above the largest key run 0; the smallest key's length must equal max_draft_len);
 - the drafter's KV: `tensorrt_llm/_torch/pyexecutor/_util.py` `KvCacheCreator._get_kv_size_per_token` adds
   the draft model's bytes per token (`get_cache_size_per_token(draft_model_config)`) to the target's, and
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.schedule import trtllm_schedule
+from exporter.engines.trtllm.schedule import trtllm_schedule
 from gate.model.engines.base import (
     BaseProfile,
     DepthKeys,
@@ -71,7 +71,7 @@ class TrtllmProfile(BaseProfile):
                                          "free_gpu_memory_fraction is of free memory, not of the device)")
 
     def depth_schedule(self, speculative: Mapping[str, Any], *, data_parallel: int) -> ScheduleReading:
-        """`draft_len_schedule` with `max_draft_len` = `num_speculative_tokens` (exporter.schedule.trtllm_schedule:
+        """`draft_len_schedule` with `max_draft_len` = `num_speculative_tokens` (exporter.engines.trtllm.schedule.trtllm_schedule:
         TensorRT-LLM's validation and lookup, its wording). No data-parallel rule was found in the source read:
         the schedule is taken as declared whatever `engine.dp`."""
         raw = speculative.get(SCHEDULE_KEY)

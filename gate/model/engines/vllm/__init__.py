@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.schedule import vllm_schedule
+from exporter.engines.vllm.schedule import vllm_schedule
 from gate.model.engines.base import (
     USER_DEPTH_WHY,
     BaseProfile,
@@ -59,7 +59,7 @@ class VllmProfile(BaseProfile):
         `VllmConfig._maybe_disable_dynamic_sd_for_data_parallel` (vllm/config/vllm.py) sets the schedule to None
         when data_parallel_size > 1 (ranks could pick different k and deadlock) before anything validates it,
         so such a plan runs the fixed `num_speculative_tokens`: a warning, not a refusal. Otherwise the
-        scheduler's `build_dynamic_sd_schedule_lookup` validates it (exporter.schedule.vllm_schedule, vLLM's
+        scheduler's `build_dynamic_sd_schedule_lookup` validates it (exporter.engines.vllm.schedule.vllm_schedule, vLLM's
         wording) and needs num_speculative_tokens > 0.
         """
         ranges = speculative.get(SCHEDULE_KEY)

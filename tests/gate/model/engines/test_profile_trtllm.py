@@ -36,7 +36,7 @@ def test_depth_is_max_draft_len_and_a_chain_drafts_one_token_per_step() -> None:
 
 
 def test_draft_len_schedule_varies_the_depth_by_batch_size() -> None:
-    """source (exporter.schedule.trtllm_schedule, TensorRT-LLM since PR #10860): each key ends its band, the smallest
+    """source (exporter.engines.trtllm.schedule.trtllm_schedule, TensorRT-LLM since PR #10860): each key ends its band, the smallest
     key >= batch wins and batches above the largest key run 0; YAML keys arrive as strings."""
     reading = depth_schedule("trtllm", {"num_speculative_tokens": 4, "draft_len_schedule": {"1": 4, "8": 2, "32": 0}})
     assert reading.declared and reading.schedule is not None and reading.schedule.varies
