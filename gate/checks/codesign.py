@@ -41,7 +41,7 @@ from gate.model.config import (
     reduced_draft_vocab,
 )
 from gate.model.depth import BLOCK_METHODS
-from gate.model.engines import PROFILES, profile
+from gate.model.engines import DEFAULT_KIND, PROFILES, profile
 from gate.model.geometry import STATE_KINDS, classify_layers
 from gate.model.identity import before_general_availability, family_mismatch
 from gate.status import LineResult, Status, combine
@@ -401,7 +401,7 @@ def _parallelism(draft_tp: int | None, target_tp: int | None) -> Finding:
     return Finding("parallelism", Status.FAIL, f"draft TP {draft_tp} not in {{1, target TP {ttp}}}")
 
 
-def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str = "vllm",
+def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str = DEFAULT_KIND,
              depth: int | None = None, draft_tp: int | None = None,
              target_tp: int | None = None, max_model_len: int | None = None,
              deployed_target: str | None = None, d2t_tensor: bool | None = None,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from exporter.engines.base import ENGINE_KINDS
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_int
+from gate.model.engines import DEFAULT_KIND
 from gate.status import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, InputError, Status
 
 if TYPE_CHECKING:  # the checks load in run(): `specgate --help` imports no line
@@ -33,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="TARGET_CONFIG", help="the target's config.json (or its directory)")
     parser.add_argument("drafter", metavar="DRAFTER_CONFIG",
                         help="the drafter's config.json (or its directory); 'none' for the target's MTP layers")
-    parser.add_argument("--engine", choices=ENGINE_KINDS, default="vllm", help="serving engine (default vllm)")
+    parser.add_argument("--engine", choices=ENGINE_KINDS, default=DEFAULT_KIND,
+                        help=f"serving engine (default {DEFAULT_KIND})")
     parser.add_argument("--num-speculative-tokens", type=positive_int, metavar="K",
                         help="draft depth: vLLM num_speculative_tokens / SGLang draft tokens per verify")
     parser.add_argument("--target-tp", type=positive_int, metavar="N", help="target tensor-parallel size (default 1)")

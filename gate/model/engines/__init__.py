@@ -20,10 +20,13 @@ from gate.model.engines.sglang import SGLANG
 from gate.model.engines.trtllm import TRTLLM
 from gate.model.engines.vllm import VLLM
 
-# The registry: one line per engine (its profile module holds everything else).
+# The registry: one line per engine (its profile package holds everything else).
 PROFILES: Mapping[str, EngineProfile] = MappingProxyType({p.kind: p for p in (VLLM, SGLANG, TRTLLM, LLAMACPP)})
+# The engine a command assumes when none is named (`specgate codesign --engine`): the registry's first.
+DEFAULT_KIND: str = next(iter(PROFILES))
 
 
 def profile(kind: str) -> EngineProfile:
-    """The profile of engine `kind`; an unknown kind gets vLLM's (the plan model refuses unknown kinds)."""
-    return PROFILES.get(kind, VLLM)
+    """The profile of engine `kind`; an unknown kind gets the default engine's (the plan model refuses unknown
+    kinds)."""
+    return PROFILES.get(kind, PROFILES[DEFAULT_KIND])
