@@ -1,8 +1,10 @@
-"""What the artifacts are, from their files alone: configs, dtypes, KV geometry, pools, weights, the bill.
+"""Floor 0: the rules and the arithmetic, on configs and numbers alone — nothing here imports evidence.
 
-`config` (reading config.json, resolving the text model once: `ModelConfig`; drafter families),
-`dtypes`, `geometry` (bytes per token by layer kind; `breakdown()` a view), `pools` (how each engine
-turns KV bytes into a token pool and what it charges a drafter), `weights` (safetensors metadata),
-`facts` (a plan's artifacts read once: `ArtifactFacts`) and `budget` (the memory bill the kv_pool and
-artifacts lines judge). Nothing here imports evidence: it is arithmetic on configs, whatever was measured.
+`config` (reading config.json, resolving the text model once: `ModelConfig`; drafter families), `dtypes`,
+`geometry` (bytes per token by layer kind; `breakdown()` a view), `pools` (a drafter's KV need against the
+engine's charge), `depth` (the depth k, the method sets, depth schedules), `identity` and `plausibility`
+(what evidence may say of a plan, and what acceptance numbers are possible), `engines/` (one profile package
+per engine: `PROFILES`, `BaseProfile`; each engine's spelling of k, its pool arithmetic, flags and rules) and
+`speedup/` (the predicted speedup: acceptance curves, cycle cost, prediction, bands). The memory bill the
+kv_pool and artifacts lines judge is `gate.bill`.
 """

@@ -2,11 +2,15 @@
 
 k is the number of draft tokens proposed per round that one verify can accept. It bounds the
 acceptance arithmetic (`exporter.formulas`): 1 ≤ L ≤ 1 + k and a ≥ (L − 1)/k. Each engine spells
-it its own way, so the spelling is read by that engine's gate profile (`gate.model.engines`):
+it its own way, so the spelling is read by that engine's gate profile (`gate.model.engines.<engine>`,
+`BaseProfile.depth` by default), never re-derived here:
 
-    vLLM     k = num_speculative_tokens
-    SGLang   k = num_draft_tokens − 1        (the verify block holds the root token too)
-             k = num_steps                    (only steps given, top-k 1: a chain of num_steps + 1)
+    vLLM          k = num_speculative_tokens
+    SGLang        k = num_draft_tokens − 1   (the verify block holds the root token too)
+                  k = num_steps              (only steps given, top-k 1: a chain of num_steps + 1)
+                  (the rule is the exporter's, `exporter.engines.sglang.depth`; the profile reads it)
+    TensorRT-LLM  k = max_draft_len, written num_speculative_tokens
+    llama.cpp     k = --spec-draft-n-max, written num_speculative_tokens
 
 Method sets (what a method needs and how it proposes):
 
@@ -20,17 +24,18 @@ Drafter forward passes per verify cycle (`draft_forward_passes`; what the cost m
 
     drafterless              0
     block                    1
-    chain or tree, vLLM      k = num_speculative_tokens (one drafter step per proposed token)
     chain or tree, SGLang    num_steps (a tree of top-k > 1 grows by one level per step, so
                              num_draft_tokens − 1 may exceed the steps); k when only k is given
+    chain, other engines     k (one drafter step per proposed token: `BaseProfile.draft_steps`)
 
 When the depth varies (issue 22): an engine may run a depth schedule instead of one k — vLLM's
 `num_speculative_tokens_per_batch_size` (k by batch size), SGLang's `speculative_adaptive` (candidate
-steps per batch-size tier, picked at run time). `depth_schedule` reads the plan's keys through the
-engine's profile (`DepthScheduler`, validated as the engine validates them) into an
-`exporter.schedule.DepthSchedule`. The bounds then use the largest k any batch may run
-(`bound_depth`: 1 ≤ L ≤ 1 + k_max, a ≥ (L − 1)/k_max); k itself (the engine's configured depth: the
-positions vLLM counts, SGLang's starting steps) stays what identity is matched against.
+steps per batch-size tier, picked at run time), TensorRT-LLM's `draft_len_schedule` (k by batch size).
+`depth_schedule` reads the plan's keys through the engine's profile (`DepthScheduler`, validated as the
+engine validates them) into an `exporter.schedule.DepthSchedule`; llama.cpp runs no schedule. The bounds
+then use the largest k any batch may run (`bound_depth`: 1 ≤ L ≤ 1 + k_max, a ≥ (L − 1)/k_max); k itself
+(the engine's configured depth: the positions vLLM counts, SGLang's starting steps) stays what identity is
+matched against.
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ def speculative_depth(engine: str, *, num_speculative_tokens: int | None = None,
                       eagle_topk: int | None = None) -> int | None:
     """k, the draft tokens proposed per round that one verify can accept (None when not declared).
 
-    The engine's profile reads its own spelling (module docstring); an unknown engine is vLLM's.
+    The engine's profile reads its own spelling (module docstring); an unknown engine is the default one's.
     """
     return profile(engine).depth(num_speculative_tokens=num_speculative_tokens,
                                  num_draft_tokens=num_draft_tokens, num_steps=num_steps, eagle_topk=eagle_topk)
