@@ -24,6 +24,18 @@ rank sum, each sum bounded by the s largest ranks. Its work is about N · Σ_{k�
 steps (`exact_work`); above `EXACT_MAX_WORK` the normal approximation with tie correction and a
 continuity correction is used instead, and the result says `method="normal"` (3 against 300 cells:
 exact in milliseconds; 40 against 40: normal). The choice depends only on n and m, never on the values.
+
+Where speculation stops paying over increasing load (concurrency, or request rate) — two rules, here
+side by side because they answer different questions:
+
+- `crossover` (measured, `specgate compare` and the acceptance line's probes): the sides are the points'
+  verdicts (rank tests, inconclusive points skipped), so the two speedups of the first pays → does-not-pay
+  pair need not bracket the threshold; then the midpoint of the two loads is all that can be said;
+- `fall_through` (predicted, `specgate tune` and its `--emit` bands): the side is the point speedup
+  itself (≥ threshold or below), so the first fall always brackets it.
+
+Both interpolate linearly between the two loads, x1 + (s1 − t) / (s1 − s2) · (x2 − x1); each keeps its own
+order of the floating-point operations, so each caller's answers stay bit for bit what they were.
 """
 
 from __future__ import annotations
@@ -237,3 +249,34 @@ def speedup(x: Sequence[float], y: Sequence[float], *, confidence: float = 0.95,
                        IntervalKind.BOOTSTRAP, mx, my, len(xs), len(ys))
     return Speedup(point, min(xs) / max(ys), max(xs) / min(ys), IntervalKind.OBSERVED_RANGE,
                    mx, my, len(xs), len(ys))
+
+
+def crossover(points: Sequence[tuple[float, float | None, bool | None]],
+              threshold: float = 1.0) -> tuple[float, tuple[float, float]] | None:
+    """Where a measured series stops paying: between the first load that pays and the next decisive one that
+    does not, and those two loads; None when there is no such pair.
+
+    `points`: (load, point speedup or None, pays: True, does not pay: False, undecided: None — skipped, counted
+    as neither), one axis only. Interpolated where the speedup crosses `threshold`; the midpoint of the two
+    loads when either speedup is unknown or the two do not bracket it (the sides are verdicts, not speedups).
+    """
+    decisive = sorted((p for p in points if p[2] is not None), key=lambda p: p[0])
+    for (x1, s1, pays1), (x2, s2, pays2) in zip(decisive, decisive[1:], strict=False):
+        if pays1 is not True or pays2 is not False:
+            continue
+        if s1 is None or s2 is None or s1 <= s2 or not (s2 <= threshold <= s1):
+            at = (x1 + x2) / 2.0
+        else:
+            at = x1 + (s1 - threshold) / (s1 - s2) * (x2 - x1)
+        return at, (x1, x2)
+    return None
+
+
+def fall_through(pairs: Sequence[tuple[float, float]], threshold: float = 1.0) -> float | None:
+    """Where a predicted speedup first falls through `threshold` over increasing load: interpolated linearly
+    between the last load at or above it and the next one below (None when it never falls through)."""
+    pts = sorted(pairs)
+    for (b0, s0), (b1, s1) in zip(pts, pts[1:], strict=False):
+        if s0 >= threshold > s1:
+            return b0 + (s0 - threshold) * (b1 - b0) / (s0 - s1)
+    return None

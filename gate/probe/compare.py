@@ -26,7 +26,7 @@ L* = cycle / step) where the speculative arm's acceptance is known, from decode 
 (medians over repetitions of the cells' TPOT p50), so speculation pays in decode iff L > L*.
 crossover_concurrency of a mix: between the last concurrency that pays and the next measured one
 that does not, interpolated linearly where the speedup crosses the threshold (1, or min_speedup):
-c1 + (s1 − t) / (s1 − s2) · (c2 − c1); null when there is no such pair.
+c1 + (s1 − t) / (s1 − s2) · (c2 − c1) (gate.stats.crossover); null when there is no such pair.
 
 Fail closed: a point with a failed request, a cell whose engine restarted, a non-finite or zero
 rate, or cells in only one arm is inconclusive with its reason; two records of the same arm, and
@@ -49,7 +49,7 @@ from gate.evidence.probe_vetting import client_bound, pair_defects, record_defec
 from gate.evidence.probes import Cell, MixSpec, ProbeRecord
 from gate.inputs.jsontext import printable
 from gate.model.plausibility import MAX_ALPHA
-from gate.stats import Alternative, StatsError, mann_whitney_u, speedup
+from gate.stats import Alternative, StatsError, crossover, mann_whitney_u, speedup
 
 DEFAULT_ALPHA = 0.05
 TEST_NAME = "one-sided exact Mann-Whitney U on served tokens/s per repetition"
@@ -261,23 +261,14 @@ def _load(p: PointResult) -> float:
     return p.request_rate if p.request_rate is not None else float(p.concurrency)
 
 
-def crossover(points: Sequence[PointResult], threshold: float = 1.0) -> tuple[float | None, tuple[Any, Any] | None]:
-    """Where one mix stops paying: between the last paying load and the next measured one that does not pay
-    (inconclusive points in between are skipped, not counted as either). The load is the concurrency, or for
-    open-loop points (pass those of one kind only) the request rate."""
-    decisive = sorted((p for p in points if p.verdict is not Verdict.INCONCLUSIVE), key=_load)
-    for p, q in zip(decisive, decisive[1:], strict=False):
-        if p.verdict is not Verdict.PAYS or q.verdict is not Verdict.DOES_NOT_PAY:
-            continue
-        c1, c2 = (p.request_rate, q.request_rate) if p.request_rate is not None and q.request_rate is not None \
-            else (p.concurrency, q.concurrency)
-        s1, s2 = p.speedup, q.speedup
-        if s1 is None or s2 is None or s1 <= s2 or not (s2 <= threshold <= s1):
-            at = (c1 + c2) / 2.0
-        else:
-            at = c1 + (s1 - threshold) / (s1 - s2) * (c2 - c1)
-        return at, (c1, c2)
-    return None, None
+def _crossover(points: Sequence[PointResult], threshold: float) -> tuple[float | None, tuple[Any, Any] | None]:
+    """Where one mix stops paying (gate.stats.crossover on the points' verdicts): between the last paying load and
+    the next measured one that does not pay. The load is the concurrency, or for open-loop points (pass those of
+    one kind only) the request rate."""
+    found = crossover([(p.request_rate if p.request_rate is not None else p.concurrency, p.speedup,
+                        None if p.verdict is Verdict.INCONCLUSIVE else p.verdict is Verdict.PAYS) for p in points],
+                      threshold)
+    return (None, None) if found is None else found
 
 
 def compare(base: ProbeRecord, spec: ProbeRecord, alpha: float = DEFAULT_ALPHA,
@@ -307,9 +298,9 @@ def compare(base: ProbeRecord, spec: ProbeRecord, alpha: float = DEFAULT_ALPHA,
         # open-loop points of a mix are on another axis (requests/s): their own crossover
         opened = [p for p in points if p.mix == mix and p.request_rate is not None]
         if closed:
-            crossovers[mix], between[mix] = crossover(closed, min_speedup or 1.0)
+            crossovers[mix], between[mix] = _crossover(closed, min_speedup or 1.0)
         if opened:
-            rate_cross[mix], rate_between[mix] = crossover(opened, min_speedup or 1.0)
+            rate_cross[mix], rate_between[mix] = _crossover(opened, min_speedup or 1.0)
     return Comparison(points, crossovers, between, alpha, min_speedup, _about(base), _about(spec),
                       rate_crossovers=rate_cross, rate_crossover_between=rate_between, pairing=_pairing(base, spec))
 

@@ -205,3 +205,20 @@ def test_exact_with_ties_matches_brute_force_when_the_baseline_is_the_smaller_ar
     y = [1.0, 2.0, 5.0]
     assert mann_whitney_u(x, y).p_value == pytest.approx(float(brute_force_p(x, y)), abs=1e-12)
     assert mann_whitney_u(x, y, Alternative.LESS).p_value == pytest.approx(float(brute_force_p(y, x)), abs=1e-12)
+
+
+def test_crossover_judges_by_verdicts_skipping_the_undecided_with_a_midpoint_fallback() -> None:
+    """The measured rule: the sides are verdicts, so the speedups need not bracket the threshold."""
+    assert stats.crossover([(1, 1.5, True), (2, 1.1, None), (4, 0.5, False)]) == (1 + 0.5 / 1.0 * 3, (1, 4))
+    assert stats.crossover([(1, 1.5, True), (4, 1.2, False)]) == (2.5, (1, 4))  # does not pay, yet above 1
+    assert stats.crossover([(4, 0.5, False), (1, 1.5, True)]) == (2.5, (1, 4))  # sorted by load first
+    assert stats.crossover([(1, 1.5, True), (4, 1.2, True)]) is None
+    at, between = stats.crossover([(1, 1.5, True), (4, 1.0, False)], threshold=1.2) or (None, None)
+    assert at == pytest.approx(1 + 0.3 / 0.5 * 3) and between == (1, 4)
+
+
+def test_fall_through_is_the_first_fall_of_the_point_speedup() -> None:
+    """The predicted rule: the side is the point speedup itself, every point counts."""
+    assert stats.fall_through([(8, 0.8), (1, 1.5), (4, 1.2)]) == 4 + 0.2 * 4 / 0.4
+    assert stats.fall_through([(1, 0.9), (4, 1.2), (8, 0.8)]) == 4 + 0.2 * 4 / 0.4
+    assert stats.fall_through([(1, 1.5), (4, 1.2)]) is None

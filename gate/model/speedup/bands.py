@@ -9,7 +9,7 @@ writers: gate.tune.emit). The bands:
 - band i covers batches [c_i, c_{i+1} − 1] (the first from batch 1, the last every larger batch): a measured
   concurrency's k holds until the next measured one changes it — except where speculation stops paying
   between them: k_i's predicted speedup falls through 1 at the interpolated crossover b*
-  (gate.model.speedup.predict.crossover), so batches up to ⌊b*⌋ keep k_i and k = 0 starts at ⌊b*⌋ + 1;
+  (gate.stats.fall_through), so batches up to ⌊b*⌋ keep k_i and k = 0 starts at ⌊b*⌋ + 1;
 - neighbours with the same k are one band.
 
 Each band carries its predicted speedup (the smallest point speedup over its measured concurrencies) and band
@@ -26,7 +26,8 @@ from typing import Any
 
 from exporter.schedule import DepthSchedule
 from gate.model.speedup.curves import TuneInputError
-from gate.model.speedup.predict import Prediction, TuneResult, crossover
+from gate.model.speedup.predict import Prediction, TuneResult
+from gate.stats import fall_through
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def batch_bands(result: TuneResult, point: str | None = None) -> tuple[str | Non
             same = result.at(chosen, conc, prev_k)
             s_next = same.speedup if same is not None and same.speedup is not None else rows[i][2].speedup
             assert prev_cell.speedup is not None and s_next is not None
-            b_star = crossover([(prev_conc, prev_cell.speedup), (conc, s_next)])
+            b_star = fall_through([(prev_conc, prev_cell.speedup), (conc, s_next)])
             if b_star is not None:
                 start = min(conc, max(prev_conc + 1, math.floor(b_star) + 1))
         starts.append((start, k))

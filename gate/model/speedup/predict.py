@@ -8,8 +8,8 @@ an operating point is the one with the largest point speedup; `dominating` lists
 whole band lies above another depth's band (the gate's acceptance line warns with it) — the bands
 without the counters' sampling, which every depth of one point shares (the same drafts move them alike).
 
-The crossover concurrency is where the best depth's point speedup falls through 1, interpolated
-linearly between the last concurrency that pays and the first that does not (null when no cost
+The crossover concurrency is where the best depth's point speedup falls through 1 (gate.stats.fall_through),
+interpolated linearly between the last concurrency that pays and the first that does not (null when no cost
 data varies the concurrency, or when it never falls through).
 """
 
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from gate.model.speedup.cost import CostKind, CycleModel
 from gate.model.speedup.curves import AcceptanceCurve, Basis, model_statement
+from gate.stats import fall_through
 
 
 @dataclass(frozen=True)
@@ -133,15 +134,6 @@ def draft_break_even(m: CycleModel, curve: AcceptanceCurve, k: int) -> float | N
     return c0 * (a.acceptance_length / a0.acceptance_length - 1.0) / (k - k0)
 
 
-def crossover(pairs: Sequence[tuple[int, float]]) -> float | None:
-    """First fall of the speedup through 1 over increasing concurrency, interpolated linearly."""
-    pts = sorted(pairs)
-    for (b0, s0), (b1, s1) in zip(pts, pts[1:], strict=False):
-        if s0 >= 1.0 > s1:
-            return b0 + (s0 - 1.0) * (b1 - b0) / (s0 - s1)
-    return None
-
-
 def predict(curves: Sequence[AcceptanceCurve], models: Sequence[CycleModel], k_max: int,
             notes: Sequence[str] = ()) -> TuneResult:
     """Join acceptance by depth with cost by depth; without costs, acceptance alone (speedup null)."""
@@ -201,7 +193,7 @@ def predict(curves: Sequence[AcceptanceCurve], models: Sequence[CycleModel], k_m
         result.best.append(Best(point, conc, top.k))
         if conc is not None:
             by_point.setdefault(point, []).append((conc, top.speedup or 0.0))
-    crossings = [x for x in (crossover(v) for v in by_point.values() if len(v) >= 2) if x is not None]
+    crossings = [x for x in (fall_through(v) for v in by_point.values() if len(v) >= 2) if x is not None]
     result.crossover_concurrency = min(crossings) if crossings else None
     if len(by_point) > 1 and crossings:
         result.assumptions.append("crossover_concurrency is the lowest over the operating points")

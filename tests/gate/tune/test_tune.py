@@ -16,7 +16,8 @@ from gate.cli import main
 from gate.model.speedup.cost import CostSample, DraftBand, cycle_models
 from gate.model.speedup.counters import PositionCounters, pooled
 from gate.model.speedup.curves import TuneInputError, acceptance_curve, conditional_rates, wilson
-from gate.model.speedup.predict import crossover, dominating, predict
+from gate.model.speedup.predict import dominating, predict
+from gate.stats import fall_through
 from gate.tune.inputs import from_captures, parse_draft_band
 
 REPO = Path(__file__).resolve().parents[3]
@@ -191,8 +192,8 @@ def test_speedup_is_length_times_step_over_cycle_with_its_band():
 
 
 def test_crossover_interpolates_where_the_best_speedup_falls_through_one():
-    assert crossover([(1, 1.5), (4, 1.2), (8, 0.8)]) == pytest.approx(4 + 0.2 * 4 / 0.4)  # 6.0
-    assert crossover([(1, 1.5), (4, 1.2)]) is None
+    assert fall_through([(1, 1.5), (4, 1.2), (8, 0.8)]) == pytest.approx(4 + 0.2 * 4 / 0.4)  # 6.0
+    assert fall_through([(1, 1.5), (4, 1.2)]) is None
     samples = []
     for b, step in ((1, 10.0), (8, 10.0)):
         samples.append(CostSample(None, b, 0, step, "p"))
