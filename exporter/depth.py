@@ -1,28 +1,22 @@
 """The depth actually used, per stream (issue 22; design.md "When the depth varies", exporter part).
 
-What each engine exposes, and so what the exporter can know:
+What each engine exposes, and so what the exporter can know, is the engine's: its adapter's depth hooks
+(`exporter.engines.base.EngineAdapter.configured_depth` / `variable_by_construction`, found by the snapshot's
+engine kind in `exporter.engines.ADAPTERS`). By default a stream's configured maximum k is the number of its
+per-position counter series (vLLM creates exactly `num_speculative_tokens` of them), else the schedule the
+exporter was told; an engine with proposed-token counters (vLLM) also has the mean proposed depth
+k̄ = Δdraft_tokens / Δdrafts per window (`exporter.formulas.mean_depth`). SGLang's reading of its
+`/server_info` and gauges is in `exporter/engines/sglang/depth.py`.
 
-- vLLM: proposed tokens (`spec_decode_num_draft_tokens`) and drafts, so the mean proposed depth
-  k̄ = Δdraft_tokens / Δdrafts per window (`exporter.formulas.mean_depth`), and the configured maximum k
-  as the number of `position` series of `spec_decode_num_accepted_tokens_per_pos` (vLLM creates exactly
-  `num_speculative_tokens` of them). Its speculative config (a batch-size schedule) is served on no HTTP
-  endpoint outside dev mode: the exporter knows a schedule only when told (`--speculative-config`).
-- SGLang: no proposed-token counter (draft tokens are verify calls × (spec_num_draft_tokens − 1)), so no
-  k̄; the configured depth from `/server_info` (`speculative_num_draft_tokens` / `speculative_num_steps`,
-  SGLang's spelling `exporter.engines.sglang.depth`), and the current depth from the gauges
-  `spec_num_steps` / `spec_num_draft_tokens`, which `--speculative-adaptive` moves.
-
-Data decide, not engine names: a stream with per-position counters is read by positions, an engine
-whose `/server_info` gave speculative settings by those.
+Here: what a window's depth values are judged against (`WindowDepth`), and whether a stream's current depth
+gauges moved (`gauged`, `depth_moved`; data decide, not engine names: only SGLang reports those gauges).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from exporter.engines.base import SpeculativeSettings, StreamSnapshot
-from exporter.engines.sglang.depth import SGLANG_ADAPTIVE_DEFAULT_MAX, VARIABLE_LENGTH_ALGORITHMS
-from exporter.engines.sglang.depth import depth as sglang_depth
+from exporter.engines.base import StreamSnapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,51 +32,6 @@ class WindowDepth:
     variable: bool = False
     moved: bool = False
     gauged: bool = False
-
-
-def _positive(v: float | None) -> int | None:
-    return int(v) if v is not None and v > 0 else None
-
-
-def configured_depth(speculative: SpeculativeSettings | None, stream: StreamSnapshot,
-                     told: int | None = None) -> tuple[int, str] | None:
-    """The configured maximum k of a speculating stream and where it was read (`names.SPEC_DEPTH_MAX`'s
-    `source`), first found wins; None for a stream without speculation or when nothing says.
-
-    1. `positions`: the stream's per-position counter series (vLLM).
-    2. `server_info`: SGLang's `/server_info` settings by SGLang's rule; under `speculative_adaptive` the
-       settings are the starting steps, not the largest candidate: then only with SGLang's default tiers
-       (`speculative_adaptive_config` None), their largest candidate (`SGLANG_ADAPTIVE_DEFAULT_MAX`).
-    3. `schedule`: the largest k of the schedule the exporter was told (`told`).
-    4. `gauge`: SGLang's current `spec_num_draft_tokens` − 1, or `spec_num_steps` (never under adaptive
-       speculation, where they are the current depth, not the maximum).
-    """
-    spec = stream.spec
-    if spec is None:
-        return None
-    if spec.accepted_per_position:
-        return len(spec.accepted_per_position), "positions"
-    sp = speculative
-    if sp is not None and not sp.adaptive:
-        k = sglang_depth(sp.num_draft_tokens, sp.num_steps, sp.eagle_topk)
-        if k is not None:
-            return k, "server_info"
-    if sp is not None and sp.adaptive and sp.adaptive_config is None:
-        return SGLANG_ADAPTIVE_DEFAULT_MAX, "server_info"
-    if told is not None:
-        return told, "schedule"
-    if sp is None or not sp.adaptive:
-        k = sglang_depth(_positive(stream.spec_num_draft_tokens), _positive(stream.spec_num_steps), None)
-        if k is not None:
-            return k, "gauge"
-    return None
-
-
-def variable_by_construction(speculative: SpeculativeSettings | None) -> bool:
-    """The engine's reported algorithm drafts a different number of tokens every round (SGLang NGRAM). vLLM
-    reports no method; there the measured mean decides (`exporter.derive._depth_in_window`)."""
-    algo = speculative.algorithm if speculative is not None else None
-    return algo is not None and algo.upper() in VARIABLE_LENGTH_ALGORITHMS
 
 
 def gauged(stream: StreamSnapshot) -> bool:

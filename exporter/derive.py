@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from exporter import formulas
-from exporter.depth import WindowDepth, configured_depth, depth_moved, gauged, variable_by_construction
-from exporter.engines import sglang
+from exporter.depth import WindowDepth, depth_moved, gauged
+from exporter.engines import ADAPTERS, sglang
 from exporter.engines.base import EngineSnapshot, Histogram, SpecCounters, StreamSnapshot
 
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
@@ -398,13 +398,14 @@ def derive_window(before: EngineSnapshot, after: EngineSnapshot, seconds: float 
     window. `seconds` defaults to the difference of the snapshots' timestamps.
     """
     secs = seconds if seconds is not None else max(after.timestamp - before.timestamp, 0.0)
+    rules = ADAPTERS[after.engine]  # the engine's depth hooks
     out = []
     for s in after.streams:
         b = before.stream(s.model, s.rank)
         reset = b is None or restarted(b, s, before.process_start_time, after.process_start_time)
-        known = configured_depth(after.speculative, s)
+        known = rules.configured_depth(after.speculative, s)
         dk = WindowDepth(max_k=known[0] if known is not None else None,
-                         variable=variable_by_construction(after.speculative),
+                         variable=rules.variable_by_construction(after.speculative),
                          moved=b is not None and not reset and depth_moved(b, s), gauged=gauged(s))
         out.append(window_stats(after.engine, b, s, stream_delta(b, s, reset), secs, min_drafts, dk))
     return out

@@ -23,8 +23,9 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from exporter.depth import WindowDepth, configured_depth, depth_moved, gauged, variable_by_construction
+from exporter.depth import WindowDepth, depth_moved, gauged
 from exporter.derive import StreamDelta, WindowStats, last_known, restarted, stream_delta, window_stats
+from exporter.engines import ADAPTERS
 from exporter.engines.base import EngineSnapshot, StreamKey, StreamSnapshot
 
 # Per-window acceptance-length histogram bounds (L >= 1); the SLO target is added when set.
@@ -257,14 +258,15 @@ class WindowTracker:
         sa, sb = a.snapshot, b.snapshot
         seconds = max(sb.timestamp - sa.timestamp, 0.0)
         fired = self._fired_after(a)
-        variable = variable_by_construction(sb.speculative)  # the engine's, the same for every stream
+        rules = ADAPTERS[sb.engine]  # the engine's depth hooks
+        variable = rules.variable_by_construction(sb.speculative)  # the engine's, the same for every stream
         moved_at = self._depth_moved_at
         out = []
         for s in sb.streams:
             before = sa.stream(s.model, s.rank)
             reset = (before is None or (bool(fired) and s.key in fired)
                      or restarted(before, s, sa.process_start_time, sb.process_start_time))
-            known = configured_depth(sb.speculative, s, self.told_depth)
+            known = rules.configured_depth(sb.speculative, s, self.told_depth)
             depth = WindowDepth(max_k=known[0] if known is not None else None, variable=variable,
                                 moved=bool(moved_at) and moved_at.get(s.key, -1.0) > sa.timestamp, gauged=gauged(s))
             out.append(window_stats(sb.engine, before, s, stream_delta(before, s, reset), seconds, min_drafts, depth))

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 from exporter import names
 from exporter.collect.families import Rows, gauge, non_empty, stream_labels
-from exporter.depth import configured_depth
+from exporter.engines import ADAPTERS
 from exporter.state import ExporterView
 
 
@@ -35,6 +35,7 @@ def families(v: ExporterView) -> Iterator[Rows]:
     if v.latest is None or not v.up:
         return
     told = v.schedule.max_k if v.schedule is not None else None
+    configured_depth = ADAPTERS[v.latest.engine].configured_depth  # the engine's depth hook
     kmax, steps, ndt, scheduled = (gauge(names.SPEC_DEPTH_MAX), gauge(names.SPEC_NUM_STEPS),
                                    gauge(names.SPEC_NUM_DRAFT_TOKENS), gauge(names.SPEC_DEPTH_SCHEDULED))
     for sv in v.streams:

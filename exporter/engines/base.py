@@ -230,6 +230,12 @@ class SideInfo:
     speculative: SpeculativeSettings | None = None
 
 
+def positions_depth(spec: SpecCounters) -> int | None:
+    """k as per-position counters show it: one series per draft position (vLLM creates exactly
+    `num_speculative_tokens` of them; an engine with per-position series is read the same way); None without."""
+    return len(spec.accepted_per_position) if spec.accepted_per_position else None
+
+
 class GetJson(Protocol):
     """One bounded GET of an engine's JSON endpoint (`exporter.scrape.Scraper`): the object, or None when
     the endpoint failed or did not answer a JSON object. `v1`: a `/v1/*` path (the API key goes with it)."""
@@ -263,6 +269,37 @@ class EngineAdapter(ABC):
     @abstractmethod
     def side_incomplete(self, side: SideInfo) -> bool:
         """Whether `side` lacks what this engine's side endpoints should have given (asked again later)."""
+
+    # The depth k (`exporter.depth`; a page's identity, `gate.evidence.captures.identity_of`).
+    @staticmethod
+    def configured_depth(speculative: SpeculativeSettings | None, stream: StreamSnapshot,
+                         told: int | None = None) -> tuple[int, str] | None:
+        """The configured maximum k of a speculating stream and where it was read (`names.SPEC_DEPTH_MAX`'s
+        `source`), first found wins; None for a stream without speculation or when nothing says. Default:
+        1. `positions`: the stream's per-position counter series (`positions_depth`);
+        2. `schedule`: the largest k of the schedule the exporter was told (`told`)."""
+        if stream.spec is None:
+            return None
+        k = positions_depth(stream.spec)
+        if k is not None:
+            return k, "positions"
+        return (told, "schedule") if told is not None else None
+
+    @staticmethod
+    def variable_by_construction(speculative: SpeculativeSettings | None) -> bool:
+        """The engine's reported algorithm drafts a different number of tokens every round by construction.
+        Default: no (the measured mean decides, `exporter.derive._depth_in_window`)."""
+        return False
+
+    @staticmethod
+    def counted_depth(spec: SpecCounters) -> int | None:
+        """k as one stream's counters show it (a page's identity). Default: `positions_depth`."""
+        return positions_depth(spec)
+
+    @staticmethod
+    def settings_depth(speculative: SpeculativeSettings | None) -> int | None:
+        """k as the engine's reported settings say it, for a page whose counters do not. Default: unknown."""
+        return None
 
     # Depth schedules (`exporter.schedule`). The exporter setting (an `exporter.settings.ExporterSettings` field)
     # that tells this engine's schedule; None: the exporter is told none for this engine.

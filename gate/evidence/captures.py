@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exporter.derive import derive_window
+from exporter.engines import ADAPTERS
 from exporter.engines.base import EngineSnapshot
 from exporter.scrape import ScrapeError, snapshot_from_text
 from gate.evidence.base import AcceptanceWindow, EvidenceRequest, MetricsEvidence, PoolObservation
@@ -56,20 +57,21 @@ def pool_of(snap: EngineSnapshot, source: str) -> PoolObservation | None:
 def identity_of(snap: EngineSnapshot, source: str) -> EvidenceIdentity:
     """What a page says about its deployment: engine, served model names, speculation on/off and depth.
 
-    vLLM shows its depth as one per-position counter per draft position; SGLang's
-    `spec_num_draft_tokens` gauge counts the root token too (k = num_draft_tokens − 1).
+    The depth is the engine's to read (its adapter's hooks, `exporter.engines.base.EngineAdapter`): the last
+    stream whose counters show it (`counted_depth`: one per-position series per draft position, or SGLang's
+    draft-token gauge by its k rule), else what the engine's reported settings say (`settings_depth`).
     """
     models = tuple(sorted({s.model for s in snap.streams if s.model}))
     specs = [s.spec for s in snap.streams if s.spec is not None]
+    rules = ADAPTERS[snap.engine]
     depth: int | None = None
     for sp in specs:
-        if sp.accepted_per_position:
-            depth = len(sp.accepted_per_position)
-        elif sp.num_draft_tokens and sp.num_draft_tokens > 1:
-            depth = int(sp.num_draft_tokens) - 1
+        k = rules.counted_depth(sp)
+        if k is not None:
+            depth = k
     said = snap.speculative  # SGLang /server_info: the algorithm it runs, and k where the gauge does not say yet
-    if depth is None and said is not None and said.num_draft_tokens is not None and said.num_draft_tokens > 1:
-        depth = said.num_draft_tokens - 1
+    if depth is None:
+        depth = rules.settings_depth(said)
     return EvidenceIdentity(source=source, engine=snap.engine, models=models, speculating=bool(specs),
                             depth=depth, algorithm=said.algorithm if said is not None else None,
                             version=snap.version)

@@ -14,9 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import formulas
 from exporter.collect import exposition
-from exporter.depth import configured_depth
 from exporter.engines.base import SideInfo, SpeculativeSettings
-from exporter.engines.sglang.depth import SGLANG_ADAPTIVE_DEFAULT_MAX, depth
+from exporter.engines.sglang.depth import SGLANG_ADAPTIVE_DEFAULT_MAX, configured_depth, depth
 from exporter.scrape import snapshot_from_text
 from exporter.settings import ExporterSettings, told_schedule
 from exporter.state import ExporterState

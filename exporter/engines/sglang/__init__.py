@@ -50,6 +50,7 @@ from exporter.engines.base import (
     StreamSnapshot,
 )
 from exporter.engines.common import HistogramMemo, SeriesKeys, finite, fold, histograms, samples
+from exporter.engines.sglang import depth as k_rule
 from exporter.engines.sglang.schedule import sglang_adaptive_schedule
 from exporter.engines.versions import VersionRange
 
@@ -203,6 +204,10 @@ class SglangAdapter(EngineAdapter):
                                    "SGLang 0.5.23 CPU captures and the names of design.md's engine table")
     schedule_setting = "speculative_adaptive_config"  # SGLang's --speculative-adaptive-config file
     told_schedule = staticmethod(sglang_adaptive_schedule)
+    configured_depth = staticmethod(k_rule.configured_depth)
+    variable_by_construction = staticmethod(k_rule.variable_by_construction)
+    counted_depth = staticmethod(k_rule.counted_depth)
+    settings_depth = staticmethod(k_rule.settings_depth)
 
     def __init__(self) -> None:
         self._histograms: HistogramMemo[RawKey] = HistogramMemo()  # common.histograms

@@ -1,12 +1,18 @@
-"""SGLang's depth k: THE rule (`gate/model/depth.py`'s docstring), and the algorithms whose depth varies.
+"""SGLang's depth k: THE rule (`gate/model/depth.py`'s docstring), and what the exporter reads of it.
 
-Kept here, on floor 0, so the exporter (`exporter.depth`, `gate.evidence.captures.identity_of` through the
-adapter's hooks) and the gate's SGLang profile read k from one address, never writing
-`num_draft_tokens − 1` again.
+`depth` is kept here, on floor 0, so the exporter (the adapter's depth hooks below, which `exporter.depth`,
+`exporter.derive` and `gate.evidence.captures.identity_of` call) and the gate's SGLang profile read k from one
+address, never writing `num_draft_tokens − 1` again.
+
+What SGLang exposes: no proposed-token counter (draft tokens are verify calls × (spec_num_draft_tokens − 1)),
+so no mean depth k̄; the configured depth from `/server_info` (`speculative_num_draft_tokens` /
+`speculative_num_steps`), and the current depth from the gauges `spec_num_steps` / `spec_num_draft_tokens`,
+which `--speculative-adaptive` moves.
 """
 
 from __future__ import annotations
 
+from exporter.engines.base import SpecCounters, SpeculativeSettings, StreamSnapshot, positions_depth
 from exporter.engines.sglang.schedule import sglang_adaptive_schedule
 
 # SGLang algorithms whose proposer drafts a different number of tokens every round by construction (the
@@ -28,3 +34,64 @@ def depth(num_draft_tokens: int | None, num_steps: int | None, eagle_topk: int |
     if num_steps is not None and (eagle_topk or 1) == 1:
         return num_steps
     return None
+
+
+def _positive(v: float | None) -> int | None:
+    return int(v) if v is not None and v > 0 else None
+
+
+def configured_depth(speculative: SpeculativeSettings | None, stream: StreamSnapshot,
+                     told: int | None = None) -> tuple[int, str] | None:
+    """`EngineAdapter.configured_depth`, SGLang's order, first found wins:
+
+    1. `positions`: the stream's per-position counter series (`positions_depth`; SGLang has none).
+    2. `server_info`: `/server_info`'s settings by the k rule; under `speculative_adaptive` the settings are the
+       starting steps, not the largest candidate: then only with SGLang's default tiers
+       (`speculative_adaptive_config` None), their largest candidate (`SGLANG_ADAPTIVE_DEFAULT_MAX`).
+    3. `schedule`: the largest k of the schedule the exporter was told (`told`).
+    4. `gauge`: the current `spec_num_draft_tokens` − 1, or `spec_num_steps` (never under adaptive
+       speculation, where they are the current depth, not the maximum).
+    """
+    spec = stream.spec
+    if spec is None:
+        return None
+    k = positions_depth(spec)
+    if k is not None:
+        return k, "positions"
+    sp = speculative
+    if sp is not None and not sp.adaptive:
+        k = depth(sp.num_draft_tokens, sp.num_steps, sp.eagle_topk)
+        if k is not None:
+            return k, "server_info"
+    if sp is not None and sp.adaptive and sp.adaptive_config is None:
+        return SGLANG_ADAPTIVE_DEFAULT_MAX, "server_info"
+    if told is not None:
+        return told, "schedule"
+    if sp is None or not sp.adaptive:
+        k = depth(_positive(stream.spec_num_draft_tokens), _positive(stream.spec_num_steps), None)
+        if k is not None:
+            return k, "gauge"
+    return None
+
+
+def variable_by_construction(speculative: SpeculativeSettings | None) -> bool:
+    """The reported algorithm drafts a different number of tokens every round (`VARIABLE_LENGTH_ALGORITHMS`)."""
+    algo = speculative.algorithm if speculative is not None else None
+    return algo is not None and algo.upper() in VARIABLE_LENGTH_ALGORITHMS
+
+
+def counted_depth(spec: SpecCounters) -> int | None:
+    """k as one stream's counters show it: its per-position series, else its `spec_num_draft_tokens` gauge by
+    the k rule (above 1 only: the gauge counts the verified root too)."""
+    k = positions_depth(spec)
+    if k is None and spec.num_draft_tokens and spec.num_draft_tokens > 1:
+        k = depth(int(spec.num_draft_tokens), None, None)
+    return k
+
+
+def settings_depth(speculative: SpeculativeSettings | None) -> int | None:
+    """k from `/server_info`'s `speculative_num_draft_tokens` by the k rule (above 1 only), for a page whose gauge
+    does not say it yet."""
+    if speculative is None or speculative.num_draft_tokens is None or speculative.num_draft_tokens <= 1:
+        return None
+    return depth(speculative.num_draft_tokens, None, None)
