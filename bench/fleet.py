@@ -8,7 +8,8 @@ For every size (default 10, 100, 1,000, 5,000 and 10,000 pods) the synthetic fle
 into each backend — `promtool tsdb create-blocks-from openmetrics` then a Prometheus 2.42 serving the blocks
 (background compaction off); a VictoriaMetrics 1.79 fed through `/api/v1/import/prometheus` — and the gate's
 Prometheus source (`gate.evidence.prometheus.collect`, the path `specgate check` takes, with the fleet
-evaluation inside) judges the fleet in a fresh interpreter, three times.
+evaluation inside) builds the per-pod table and the acceptance line's fleet rule
+(`gate.checks.acceptance.fleet_rule.judge_fleet`) judges it, in a fresh interpreter, three times.
 
 Printed per backend and size: `seconds` (the first verdict, wall time), `seconds_repeat` (the best of two
 more), `cpu_seconds` / `server_cpu_seconds` (CPU the verdict process and the backend spent on the first
@@ -18,7 +19,7 @@ after the verdicts), `queries` (HTTP queries the verdict sent), `peak_rss_mib` (
 RSS), `backend_rss_mib` (the server's peak), `load_seconds` (backfill or import), `bad_pods` (pods the
 verdict failed), `inconclusive_pods`, `injected_bad_pods`, and where the first verdict's time went:
 `cost` (`answers_seconds` until every query was answered and read, `read_seconds` placing the answers'
-points on the grid, summed over the query threads, `judge_seconds` building the table) and `per_query`
+points on the grid, summed over the query threads, `judge_seconds` building the table and judging it) and `per_query`
 (for each query: `backend_seconds` until the answer's headers, i.e. the backend evaluating it,
 `transfer_seconds` reading the body, `decode_seconds` JSON to typed series, bytes, points, `typed`).
 With two or more sizes it writes `--plot` (default docs/scale-fleet.png: verdict time and peak RSS
@@ -76,6 +77,7 @@ def peak_rss_mib() -> float:
 
 def verdict(url: str, end: float, lookback: float, window: float, server_pid: int | None) -> dict[str, Any]:
     """Three fleet verdicts through the gate's Prometheus source; the first one's costs, query by query."""
+    from gate.checks.acceptance.fleet_rule import FleetVerdict, judge_fleet
     from gate.evidence import prometheus as prom
     from gate.plan.model import SLO, PrometheusSource
 
@@ -94,20 +96,23 @@ def verdict(url: str, end: float, lookback: float, window: float, server_pid: in
     cpus: list[tuple[float, float | None]] = []  # (verdict, server) CPU seconds of each verdict
     first: dict[str, Any] = {}
     ev = None
+    fleet: FleetVerdict | None = None
     load_before = os.getloadavg()[0]
     for _ in range(3):
         s0, c0, t0 = cpu_seconds_of(server_pid), time.process_time(), time.perf_counter()
         ev = prom.collect(src, url, window, lookback, min_drafts=1, slo=slo, k=fleet_stack.K, method="draft_model")
-        times.append(time.perf_counter() - t0)
+        j0 = time.perf_counter()
+        fleet = None if ev.fleet is None else judge_fleet(ev.fleet, slo, src.fleet, require_engine_up=True)
+        times.append((j1 := time.perf_counter()) - t0)
         s1 = cpu_seconds_of(server_pid)
         cpus.append((time.process_time() - c0, None if s0 is None or s1 is None else s1 - s0))
         if len(times) == 1:
+            cost = getattr(ev.fleet, "cost", None)  # the Prometheus table's (gate.evidence.fleet.table.FleetCost)
             first = {"cpu_seconds": cpus[0][0], "server_cpu_seconds": cpus[0][1],
-                     "ledger": list(clients[-1].ledger.entries),
-                     "cost": ev.fleet.cost if ev.fleet is not None else None}
+                     "ledger": list(clients[-1].ledger.entries), "cost": cost, "judge_seconds": j1 - j0}
     best = 1 + min(range(len(times) - 1), key=lambda i: times[1 + i])  # the repeat whose time is reported
     assert ev is not None
-    if ev.fleet is None:
+    if fleet is None:
         raise SystemExit(f"no fleet verdict: {ev.errors}")
     cost = first["cost"]
     return {"seconds": times[0], "seconds_repeat": min(times[1:]), "cpu_seconds": first["cpu_seconds"],
@@ -116,12 +121,12 @@ def verdict(url: str, end: float, lookback: float, window: float, server_pid: in
             "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "queries": len(first["ledger"]),
             "peak_rss_mib": peak_rss_mib(),
-            "status": ev.fleet.status.value, "rows": len(ev.fleet.rows),
-            "bad_pods": [r.pod for r in ev.fleet.failed()],
-            "inconclusive_pods": [r.pod for r in ev.fleet.inconclusive()],
+            "status": fleet.status.value, "rows": len(fleet.rows),
+            "bad_pods": [r.pod for r in fleet.failed()],
+            "inconclusive_pods": [r.pod for r in fleet.inconclusive()],
             "cost": None if cost is None else {"answers_seconds": round(cost.answers_seconds, 3),
                                                "read_seconds": round(cost.read_seconds, 3),
-                                               "judge_seconds": round(cost.judge_seconds, 3)},
+                                               "judge_seconds": round(cost.rows_seconds + first["judge_seconds"], 3)},
             "per_query": [{"query": e.query, "backend_seconds": round(e.backend_seconds, 3),
                            "transfer_seconds": round(e.transfer_seconds, 3),
                            "decode_seconds": round(e.decode_seconds, 3), "bytes": e.bytes, "points": e.points,

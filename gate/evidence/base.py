@@ -8,20 +8,24 @@ context cap, engine version, cold start) — so the acceptance, kv_pool and stag
 nothing in it); `gather` turns it into an evidence error, so the line turns inconclusive, never
 pass. Backends: `captures`, `engine`, `sidecar`, `prometheus`; `metrics` routes a `--metrics`
 argument or a plan URL to one of them.
+
+A fleet's per-pod table and a canary/stable comparison's samples ride on `MetricsEvidence` as the
+protocols below (`FleetFacts`, `CohortFacts`): this module names no backend, so no backend's import
+can close a cycle through it. The Prometheus backend's types (gate.evidence.fleet.table,
+gate.evidence.fleet.cohorts) satisfy them; the checks judge them (sources return facts, never
+verdicts).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gate.evidence.fleet.table import FleetResult
 from gate.model.identity import EvidenceIdentity
 
 if TYPE_CHECKING:
-    from gate.evidence.fleet.cohorts import CohortEvidence
     from gate.evidence.positions import PositionEvidence
     from gate.evidence.probes import ProbeEvidence
 
@@ -108,6 +112,95 @@ class AcceptanceWindow:
         return dict(self.__dict__)
 
 
+class FleetRowFacts(Protocol):
+    """One row of a fleet's per-pod table, as the acceptance line judges it (gate.checks.acceptance.fleet_rule).
+
+    `windows` evidence windows, `met` of them at L ≥ target; `excluded` windows by why (its `non_finite`
+    count keeps a row from passing); `not_evidence` why the row is not this plan's evidence, in the order
+    found; `implausible` why its acceptance is impossible (None: possible); `restarts_unknown`: drafts
+    windows without a restarts series; `to_json` the table's columns."""
+
+    @property
+    def pod(self) -> str: ...
+    @property
+    def windows(self) -> int: ...
+    @property
+    def met(self) -> int: ...
+    @property
+    def engine_up(self) -> bool | None: ...
+    @property
+    def excluded(self) -> Mapping[str, int]: ...
+    @property
+    def not_evidence(self) -> Sequence[str]: ...
+    @property
+    def implausible(self) -> str | None: ...
+    @property
+    def restarts_unknown(self) -> bool: ...
+    def to_json(self) -> dict[str, Any]: ...
+
+
+class FleetFacts(Protocol):
+    """A fleet's per-pod table (gate.evidence.fleet.table.FleetResult): what was asked, every row, and
+    `not_recent` (why its last window is not recent evidence; None when it is)."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def selector(self) -> str: ...
+    @property
+    def window_seconds(self) -> int: ...
+    @property
+    def lookback_seconds(self) -> int: ...
+    @property
+    def end(self) -> float: ...
+    @property
+    def queries(self) -> int: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def rows(self) -> Sequence[FleetRowFacts]: ...
+    @property
+    def not_recent(self) -> str | None: ...
+    def pooled_length(self) -> float | None:
+        """Drafts-weighted L over every row's evidence windows."""
+        ...
+
+
+class CohortSampleFacts(Protocol):
+    """One cohort's windows by pod (gate.evidence.fleet.cohorts.CohortSamples): each speed and the load, every
+    pod seen, its pooled L."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def selector(self) -> str: ...
+    @property
+    def pods(self) -> Sequence[str]: ...
+    @property
+    def tpot_seconds(self) -> Mapping[str, Sequence[float]]: ...
+    @property
+    def tokens_per_second(self) -> Mapping[str, Sequence[float]]: ...
+    @property
+    def running(self) -> Mapping[str, Sequence[float]]: ...
+    @property
+    def acceptance_length(self) -> float | None: ...
+
+
+class CohortFacts(Protocol):
+    """Canary and stable over one window (gate.evidence.fleet.cohorts.CohortEvidence), or the errors that stopped
+    a cohort from being read; `cohorts` by name ("canary", "stable")."""
+
+    @property
+    def window_label(self) -> str: ...
+    @property
+    def lookback_seconds(self) -> int: ...
+    @property
+    def cohorts(self) -> Mapping[str, CohortSampleFacts]: ...
+    @property
+    def errors(self) -> Sequence[str]: ...
+    def to_json(self) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class PoolObservation:
     """An allocated pool an engine reported; `speculating` False when its page shows no speculative
@@ -140,12 +233,12 @@ class MetricsEvidence:
     identity: EvidenceIdentity | None = None
     live: bool = False
     engine_up: bool | None = None
-    # A Prometheus source's per-pod table and fleet verdict (gate.evidence.fleet): it judges each pod's windows,
-    # restarts and engine state itself, so its windows are not in `windows`.
-    fleet: FleetResult | None = None
+    # A Prometheus source's per-pod table (gate.evidence.fleet): each pod's windows, restarts and engine state as
+    # facts, judged pod by pod by gate.checks.acceptance.fleet_rule, so its windows are not in `windows`.
+    fleet: FleetFacts | None = None
     # A Prometheus source's canary and stable cohorts over the same window (gate.evidence.fleet.cohorts), when the
     # plan names both; judged in --phase post by gate.checks.acceptance.cohorts.
-    cohorts: CohortEvidence | None = None
+    cohorts: CohortFacts | None = None
     # The plan's capture groups' per-position counters (gate.evidence.positions), from the same pages as their
     # windows: the acceptance line's depth advice (gate.tune.advice) reads these, never the files.
     positions: list[PositionEvidence] = field(default_factory=list)

@@ -67,10 +67,11 @@ def sources_for(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str 
     if prom_url:
         from gate.evidence.prometheus import PrometheusHistory
 
-        # The fleet judges each pod by the plan's SLO and depth; the engine must be up in post (vetting's rule, per pod).
+        # The fleet's rows count windows against the plan's target and check them at its depth; the acceptance line
+        # judges them (gate.checks.acceptance.fleet_rule: by the same source's rule, the engine up in post, per pod).
         out.append(PrometheusHistory(prom_src or PrometheusSource(), prom_url, slo=plan.slo, k=plan.bound_depth,
-                                     method=plan.method, require_engine_up=phase == "post",
-                                     served_model_name=plan.served_model_name, require_recent=phase == "post"))
+                                     method=plan.method, served_model_name=plan.served_model_name,
+                                     require_recent=phase == "post"))
     return out
 
 

@@ -1,8 +1,9 @@
 """Acceptance evidence from Prometheus history (post phase; Thanos, Mimir and VictoriaMetrics speak the same API).
 
 Why range queries over the exporter's counters, judged as a fleet: every pod the plan's selector
-matches is judged on its own windows (gate.evidence.fleet: a fixed set of queries, never one per pod; the
-per-pod table and the fleet rule `evidence.prometheus.fleet`), and the answer comes at once from
+matches gets a row of its own windows (gate.evidence.fleet: a fixed set of queries, never one per pod, and
+the per-pod table of facts; the acceptance line judges each row and the fleet by the rule
+`evidence.prometheus.fleet`, gate.checks.acceptance.fleet_rule), and the answer comes at once from
 history — nothing waits for a new window inside an HTTP request. Each step of
 `increase(specgate_spec_drafts_total[W])` at step W is one batch window; a window in which
 `specgate_engine_restarts_total` increased is `reset` and never evidence. Timeouts, errors and
@@ -363,18 +364,18 @@ def _instant_values(result: Series) -> list[tuple[dict[str, str], float]]:
 
 def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_seconds: float,
             min_drafts: float, slo: SLO | None = None, k: int | None = None, method: str | None = None,
-            require_engine_up: bool = True, now: float | None = None,
-            served_model_name: str | None = None, require_recent: bool = False) -> MetricsEvidence:
-    """The fleet's per-pod table (gate.evidence.fleet) plus the side facts; every failure is an error, never a pass."""
+            now: float | None = None, served_model_name: str | None = None,
+            require_recent: bool = False) -> MetricsEvidence:
+    """The fleet's per-pod table of facts (gate.evidence.fleet) plus the side facts; every failure is an error, never
+    a pass."""
     source = f"Prometheus {redact_url(url)}"
     ev = MetricsEvidence(sources=[source])
     client = client_for(src, url)
     end = _end_time(src)
     ask = FleetAsk(slo=slo or SLO(window_seconds=window_seconds, lookback_seconds=lookback_seconds),
                    window_seconds=window_seconds, lookback_seconds=lookback_seconds, min_drafts=min_drafts,
-                   end=end, k=k, method=method, require_engine_up=require_engine_up,
-                   now=time.time() if now is None else now, served_model_name=served_model_name,
-                   require_recent=require_recent)
+                   end=end, k=k, method=method, now=time.time() if now is None else now,
+                   served_model_name=served_model_name, require_recent=require_recent)
     sel = _selector(src)
     try:
         result = evaluate_fleet(client, src, ask, source)
@@ -389,9 +390,9 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
     ev.fleet = result
     ev.live = True
     if result.cost is not None:
-        log.debug("%s: %d rows, answered and read in %.3fs (reading %.3fs over the query threads), judged in %.3fs",
-                  source, len(result.rows), result.cost.answers_seconds, result.cost.read_seconds,
-                  result.cost.judge_seconds)
+        log.debug("%s: %d rows, answered and read in %.3fs (reading %.3fs over the query threads), rows built in "
+                  "%.3fs", source, len(result.rows), result.cost.answers_seconds, result.cost.read_seconds,
+                  result.cost.rows_seconds)
     # Canary against stable over the same window (gate.evidence.fleet.cohorts): its own errors, never the fleet's.
     ev.cohorts = cohort_evidence.collect(client, src, window_seconds, lookback_seconds, end, source,
                                          served_model_name=served_model_name, now=ask.now if require_recent else None)
@@ -417,7 +418,6 @@ class PrometheusHistory:
     slo: SLO | None = None
     k: int | None = None
     method: str | None = None
-    require_engine_up: bool = True
     served_model_name: str | None = None
     require_recent: bool = False  # post: windows must have ended within lookback_seconds of now
 
@@ -427,5 +427,5 @@ class PrometheusHistory:
 
     def collect(self, request: EvidenceRequest) -> MetricsEvidence:
         return collect(self.source, self.url, request.window_seconds, request.lookback_seconds, request.min_drafts,
-                       slo=self.slo, k=self.k, method=self.method, require_engine_up=self.require_engine_up,
-                       served_model_name=self.served_model_name, require_recent=self.require_recent)
+                       slo=self.slo, k=self.k, method=self.method, served_model_name=self.served_model_name,
+                       require_recent=self.require_recent)

@@ -1,7 +1,8 @@
 """Issue 10 details below the CLI: restart status unknown, special tokens, general availability, drafter change.
 
 The exporter windows document has the real `/api/v1/windows` shape. (Prometheus' "no restarts series is
-unknown" rule lives with the per-pod fleet judgement, gate.evidence.fleet, and is tested there.)
+unknown" rule lives with the per-pod fleet judgement, gate.checks.acceptance.fleet_rule, and is tested with the
+fleet: tests/gate/evidence/test_fleet*.py, tests/gate/checks/acceptance/test_fleet_judged.py.)
 """
 
 from __future__ import annotations

@@ -31,12 +31,13 @@ plan: gate.plan.model.Cohorts.)
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gate.checks.acceptance import verdicts
 from gate.checks.acceptance.finding import Finding
 from gate.checks.base import CheckContext
-from gate.evidence.fleet.cohorts import CohortEvidence, CohortSamples
+from gate.evidence.base import CohortFacts, CohortSampleFacts
 from gate.plan.model import Plan
 from gate.probe.compare import Verdict
 from gate.stats import Alternative, StatsError, mann_whitney_u, median, speedup
@@ -74,12 +75,12 @@ def _metric(name: str, unit: str, x: list[float], y: list[float], shown_x: float
 NAMED = 10  # pods named in one reason
 
 
-def pod_medians(by_pod: dict[str, list[float]], min_windows: int) -> list[float]:
+def pod_medians(by_pod: Mapping[str, Sequence[float]], min_windows: int) -> list[float]:
     """One sample per pod: its median over its windows, for pods with at least `min_windows` of them."""
     return [median(v) for _, v in sorted(by_pod.items()) if len(v) >= min_windows]
 
 
-def _short(c: CohortSamples, what: str, by_pod: dict[str, list[float]], min_windows: int,
+def _short(c: CohortSampleFacts, what: str, by_pod: Mapping[str, Sequence[float]], min_windows: int,
            min_pods: int) -> str | None:
     if not any(by_pod.values()):
         return f"the {c.name} cohort ({c.selector}) has no {what} samples"
@@ -102,13 +103,13 @@ def sub(ctx: CheckContext) -> Finding:
     return judge(ctx.plan, ctx.phase, ctx.metrics.cohorts)
 
 
-def judge(plan: Plan, phase: str, ev: CohortEvidence | None) -> Finding:
+def judge(plan: Plan, phase: str, ev: CohortFacts | None) -> Finding:
     """`sub` on its parts: the plan, the phase and the cohort evidence."""
     statuses, parts, values = _judge(plan, phase, ev)
     return Finding.of(statuses, parts, {"cohorts": values} if values is not None else {})
 
 
-def _judge(plan: Plan, phase: str, ev: CohortEvidence | None
+def _judge(plan: Plan, phase: str, ev: CohortFacts | None
            ) -> tuple[list[Status], list[str], dict[str, Any] | None]:
     src = plan.evidence.prometheus
     if src is None or src.cohorts is None or not src.cohorts.stable:

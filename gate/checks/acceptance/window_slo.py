@@ -2,8 +2,11 @@
 
 Each stream's eligible windows are judged by `gate.status.window_slo_status` (at least
 `slo.min_windows`, a share ≥ `slo.required_fraction` at L ≥ target) — the same rule every pod of a
-Prometheus fleet is judged by (gate.evidence.fleet). No usable window is inconclusive in `post`
-or with evidence errors, and not judged (no status) before the switch without evidence.
+Prometheus fleet is judged by: the fleet's source returns each pod's facts (gate.evidence.fleet),
+and this sub-check judges them, each pod and then the fleet by the plan's rule
+(gate.checks.acceptance.fleet_rule; the engine must be up in `post`). No usable window is
+inconclusive in `post` or with evidence errors, and not judged (no status) before the switch
+without evidence.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.checks.acceptance.finding import Finding
+from gate.checks.acceptance.fleet_rule import judge_fleet
 from gate.checks.acceptance.windows import GroupKey, line_evidence
 from gate.checks.base import CheckContext
 from gate.evidence.base import AcceptanceWindow
-from gate.plan.model import Plan
+from gate.plan.model import Plan, PrometheusSource
 from gate.status import Status, combine, window_slo_status
 
 
@@ -45,8 +49,10 @@ def sub(ctx: CheckContext) -> Finding:
     status, txt, per_stream = _slo(ctx.plan, ctx.phase, groups, ev.errors, bool(ev.windows) or ev.fleet is not None)
     values: dict[str, Any] = {}
     if ev.fleet is not None:
-        # The Prometheus fleet: each pod judged on its own windows, the fleet by the plan's rule (gate.evidence.fleet.rule).
-        fleet = ev.fleet
+        # The Prometheus fleet's rows: each pod judged on its own windows, the fleet by the plan's rule (the source the
+        # plan names, else a default one: gate.evidence.gather asks the same), gate.checks.acceptance.fleet_rule.
+        rule = (ctx.plan.evidence.prometheus or PrometheusSource()).fleet
+        fleet = judge_fleet(ev.fleet, ctx.plan.slo, rule, require_engine_up=ctx.phase == "post")
         named = fleet.named()
         fleet_txt = f"fleet {fleet.status.value}: {fleet.reason}" + (f" [{named}]" if named else "")
         status, txt = ((fleet.status, fleet_txt) if not groups else

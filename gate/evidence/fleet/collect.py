@@ -1,4 +1,4 @@
-"""Run the fleet's fixed query set against one Prometheus-API backend and build the per-pod table.
+"""Run the fleet's fixed query set against one Prometheus-API backend and build the per-pod table of facts.
 
 Why parallel and why these shapes: the two range queries (drafts and accepted tokens per window)
 carry almost all the points; the others are sparse or instant. They run at the same time, so the
@@ -6,7 +6,7 @@ wall time is the slowest query plus the parsing, and the number of queries never
 number of pods. Windows are the steps of `increase(x[W])` at step W with `end` aligned to W (both
 Prometheus and VictoriaMetrics then evaluate the same instants); a window in which the restarts
 counter rose is `reset` and never evidence. Numbers go through `gate.model.plausibility`: a pod
-whose acceptance no engine can produce at depth k is inconclusive, never pass.
+whose acceptance no engine can produce at depth k says so (`PodRow.implausible`), and is never a pass.
 
 Answers are checked, not believed (issue 21): a window counts once, and only at a step of the
 query's own grid (`start + i·W` inside `[start, end]`: a point off it — from another range, days
@@ -15,8 +15,12 @@ before — is dropped and counted as `outside_range`; a repeated timestamp count
 window that ended more than `lookback_seconds` before now is `stale`, never evidence; a row
 answered twice in one query (a backend answers one series per label set), a row without a
 `model` label (of unknown model), or a row behind which more than one scrape target stands
-(`pod_labels` pooling pods) is inconclusive, naming it; more pods than `expected_pods` make the
-fleet inconclusive, naming them; more than `MAX_ROWS` rows are refused before any row is built.
+(`pod_labels` pooling pods) says why it is not evidence (`PodRow.not_evidence`); more than
+`MAX_ROWS` rows are refused before any row is built.
+
+Facts, never verdicts (design.md "Floors": sources return facts and rows): nothing here sets a status. The
+acceptance line judges the rows (gate.checks.acceptance.fleet_rule: each pod by the per-window SLO,
+the fleet by the plan's rule, more pods than `expected_pods` included).
 """
 
 from __future__ import annotations
@@ -37,8 +41,7 @@ from gate.evidence.fleet.grid import Grid, Steps, fresh_from, on_steps
 from gate.evidence.fleet.queries import MODEL_LABEL, FleetQueries, Query, selector
 from gate.evidence.fleet.table import FleetCost, FleetResult, PodRow
 from gate.model import plausibility as pl
-from gate.plan.model import SLO, FleetRule, PrometheusSource
-from gate.status import Status, fleet_status, window_slo_status
+from gate.plan.model import SLO, PrometheusSource
 
 Series = list[dict[str, Any]]
 RowKey = tuple[str, ...]
@@ -46,7 +49,7 @@ RowKey = tuple[str, ...]
 # Rows in one fleet table: a 10,000-pod fleet with two model or drafter-revision rows per pod fits; more is
 # refused before any row is built (the table and the report stay bounded: ~600 B of JSON per row).
 MAX_ROWS = 20_000
-NAMED = 10  # pods named in one fleet-level reason
+NAMED = 10  # pods named in one reason about many (the cohorts' problems, the fleet rule's extra pods)
 
 
 class Client(Protocol):
@@ -65,7 +68,8 @@ class TypedClient(Protocol):
 
 @dataclass(frozen=True)
 class FleetAsk:
-    """One fleet question: the SLO, the window and lookback, depth k for plausibility, and the end."""
+    """One fleet question: the SLO (its target: which windows met it), the window and lookback, depth k for
+    plausibility, and the end."""
 
     slo: SLO
     window_seconds: float
@@ -74,7 +78,6 @@ class FleetAsk:
     end: float
     k: int | None = None
     method: str | None = None
-    require_engine_up: bool = True
     now: float | None = None
     served_model_name: str | None = None  # rows of another model are not this plan's evidence
     require_recent: bool = False  # post: windows must have ended within lookback_seconds of `now`
@@ -106,7 +109,7 @@ Reader = Callable[[Query, list[Any]], Answer]
 
 def _ask(client: Client, q: Query, start: float, end: float, step: int, read: Reader) -> Answer:
     """One query, its answer read into rows in the query's own thread as soon as it comes (the parsed JSON is
-    dropped before the rows are judged: memory holds the rows, not the objects)."""
+    dropped before the rows are built: memory holds the rows, not the objects)."""
     if q.kind == "range":
         path, params = "/api/v1/query_range", {"query": q.promql, "start": f"{start:.3f}", "end": f"{end:.3f}",
                                                "step": f"{step}s"}
@@ -326,13 +329,13 @@ def _windows(d: Steps, a: Steps | None, resets: set[int], min_drafts: float, tar
 
 def _row(key: RowKey, q: FleetQueries, ask: FleetAsk, steps: int, acc: _Acc | None, lifetime: dict[str, float | None],
          restarts_known: bool, engine_up: float | None, flags: list[str] | None = None, stream: bool = True) -> PodRow:
-    """One row's verdict; `flags` are reasons found across the answers (a row answered twice, pods pooled),
-    `stream` False for a row seen only through the exporter-level engine_up (no model to ask for)."""
-    slo = ask.slo
+    """One row's facts; `flags` are reasons found across the answers (a row answered twice, pods pooled),
+    `stream` False for a row seen only through the exporter-level engine_up (no model to ask for). The row is
+    judged by gate.checks.acceptance.fleet_rule."""
     labels = dict(zip(q.row_labels, key, strict=True))
     pod = _pod_name(key, q.pod_labels)
     model = labels.get("model") or None
-    target = slo.target_acceptance_length
+    target = ask.slo.target_acceptance_length
     a = acc or _Acc()
     seen = a.eligible + a.reset + a.thin + a.no_accepted + a.non_finite + a.stale
     excluded = {"reset": a.reset, "below_min_drafts": a.thin, "no_accepted": a.no_accepted,
@@ -342,27 +345,23 @@ def _row(key: RowKey, q: FleetQueries, ask: FleetAsk, steps: int, acc: _Acc | No
     acc_lt, tok_lt = lifetime.get("accepted"), lifetime.get("draft_tokens")
     rate_lt = acc_lt / tok_lt if acc_lt is not None and tok_lt else None
     up = None if engine_up is None else engine_up >= 1.0
-    why: list[str] = []
-    unknown: list[str] = []
-    status = Status.PASS
+    not_evidence: list[str] = []
 
     pod_label = q.pod_labels[-1]
     if not labels.get(pod_label):
-        unknown.append(f"series without a {pod_label} label would pool several pods into one row "
-                       "(set evidence.prometheus.fleet.pod_labels)")
+        not_evidence.append(f"series without a {pod_label} label would pool several pods into one row "
+                            "(set evidence.prometheus.fleet.pod_labels)")
     if acc is None:
-        unknown.append("no drafts series in the lookback")
+        not_evidence.append("no drafts series in the lookback")
     if model is None and stream:
-        unknown.append(f"series without a {MODEL_LABEL} label: of unknown model, not shown to be this plan's evidence")
-    unknown += flags or []
+        not_evidence.append(f"series without a {MODEL_LABEL} label: of unknown model, not shown to be this plan's "
+                            "evidence")
+    not_evidence += flags or []
     if a.conflicting:
-        unknown.append(f"{a.conflicting} window(s) answered with two different values at one timestamp")
+        not_evidence.append(f"{a.conflicting} window(s) answered with two different values at one timestamp")
     if model is not None and ask.served_model_name is not None and model != ask.served_model_name:
-        unknown.append(f"not this plan's evidence: model {model!r} is not the served model {ask.served_model_name!r}")
-    if target is None:
-        unknown.append("no acceptance-length target")
-    slo_st = window_slo_status(a.eligible, a.met, min_windows=slo.min_windows,
-                                                    required_fraction=slo.required_fraction) if target is not None and not unknown else None
+        not_evidence.append(f"not this plan's evidence: model {model!r} is not the served model "
+                            f"{ask.served_model_name!r}")
     # Plausibility: every window's L within [1, 1 + k]; the lookback's L and a together possible at k.
     found = None
     if a.eligible:
@@ -371,32 +370,12 @@ def _row(key: RowKey, q: FleetQueries, ask: FleetAsk, steps: int, acc: _Acc | No
     if found is None and d_lt:
         l_lt = formulas.acceptance_length(acc_lt, d_lt) if acc_lt is not None else None
         found = pl.acceptance(l_lt, rate_lt, ask.k, method=ask.method, where=pod)
-    if a.non_finite:
-        unknown.append(f"{a.non_finite} window(s) with a non-finite or negative count")
-    if found is not None:
-        unknown.append(f"not evidence: {found.reason}")
-        slo_st = None
-    if slo_st is Status.FAIL:
-        status = Status.FAIL
-        why.append(f"{a.met}/{a.eligible} windows ≥ {target:g}, required {slo.required_fraction:g}")
-    else:
-        if slo_st is Status.INCONCLUSIVE:
-            unknown.append(f"{a.eligible} evidence window(s), fewer than min_windows {slo.min_windows}")
-        if not restarts_known and acc is not None:
-            unknown.append("restart status unknown (no restarts series)")
-        if ask.require_engine_up and up is not True:
-            unknown.append("engine down at the end of the lookback" if up is False
-                           else "engine state unknown (no engine_up series at the end)")
-        if unknown:
-            status = Status.INCONCLUSIVE
-        elif slo_st is Status.PASS:
-            why.append(f"{a.met}/{a.eligible} windows ≥ {target:g}")
-    reason = "; ".join(why + unknown)
     return PodRow(pod=pod, labels=labels, model=model, windows=a.eligible, met=a.met, drafts=a.drafts,
                   below_slo_share=(a.eligible - a.met) / a.eligible if a.eligible and target is not None else None,
                   acceptance_length=pooled, min_acceptance_length=a.min_l if a.eligible else None,
-                  acceptance_rate=rate_lt,
-                  restarts=lifetime.get("restarts"), engine_up=up, excluded=excluded, status=status, reason=reason)
+                  acceptance_rate=rate_lt, restarts=lifetime.get("restarts"), engine_up=up, excluded=excluded,
+                  not_evidence=tuple(not_evidence), implausible=None if found is None else found.reason,
+                  restarts_unknown=not restarts_known and acc is not None)
 
 
 @contextmanager
@@ -422,8 +401,8 @@ def gc_paused() -> Iterator[None]:
 
 def evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name: str,
              clock: Callable[[], float] = time.perf_counter) -> FleetResult:
-    """The per-pod table and the fleet verdict, with the collector paused (`gc_paused`); EvidenceError from
-    the client propagates (no answer)."""
+    """The per-pod table of facts, with the collector paused (`gc_paused`); EvidenceError from the client
+    propagates (no answer)."""
     with gc_paused():
         return _evaluate(client, src, ask, source_name, clock)
 
@@ -477,28 +456,10 @@ def _evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name:
                          f"{list(q.pod_labels)} pools several pods into it")
         rows.append(_row(key, q, ask, steps, acc, lifetime, key in restarts,
                          up.get(key[: len(q.pod_labels)]), flags, stream=key in stream_keys))
-    failed = sum(1 for r in rows if r.status is Status.FAIL)
-    incon = sum(1 for r in rows if r.status is Status.INCONCLUSIVE)
-    passed = len(rows) - failed - incon
-    pods = sorted({r.pod for r in rows})
-    pods_seen = len(pods)
-    rule: FleetRule = src.fleet
-    missing = max((rule.expected_pods or 0) - pods_seen, 0)
-    status, reason = fleet_status(failed, incon, passed, missing, max_failed_fraction=rule.max_failed_fraction,
-                                  max_inconclusive_fraction=rule.max_inconclusive_fraction)
-    if rule.expected_pods is not None and pods_seen > rule.expected_pods and status is not Status.FAIL:
-        shown = ", ".join(pods[:NAMED]) + (f" and {pods_seen - NAMED} more" if pods_seen > NAMED else "")
-        status, reason = Status.INCONCLUSIVE, (
-            f"{pods_seen} pods answered, more than fleet.expected_pods {rule.expected_pods}: the selector matches "
-            f"pods it should not ({shown})")
-    if ask.now is not None and (late := pl.recency(end, ask.now, q.lookback_seconds, require_recent=ask.require_recent,
-                                                   where=source_name)) is not None:
-        status, reason = Status.INCONCLUSIVE, f"not evidence: {late.reason}"
-    return FleetResult(source=source_name, selector=q.selector, rule=rule.model_dump(mode="json"),
-                       window_seconds=q.window_seconds, lookback_seconds=q.lookback_seconds, end=end,
-                       rows=tuple(rows), missing_pods=missing, status=status, reason=reason, queries=len(res),
-                       seconds=(done := clock()) - t0,
+    late = (pl.recency(end, ask.now, q.lookback_seconds, require_recent=ask.require_recent, where=source_name)
+            if ask.now is not None else None)
+    return FleetResult(source=source_name, selector=q.selector, window_seconds=q.window_seconds,
+                       lookback_seconds=q.lookback_seconds, end=end, rows=tuple(rows), queries=len(res),
+                       seconds=(done := clock()) - t0, not_recent=None if late is None else late.reason,
                        cost=FleetCost(answers_seconds=answered - t0, read_seconds=sum(a.seconds for a in res.values()),
-                                      judge_seconds=done - answered),
-                       counts={"pods": pods_seen, "rows": len(rows), "pass": passed, "fail": failed,
-                               "inconclusive": incon, "missing": missing})
+                                      rows_seconds=done - answered))

@@ -1,7 +1,8 @@
 """The fleet table for people: text for a terminal, Markdown for a pull request or job summary.
 
-It renders the JSON view (`FleetResult.to_json()`, what `checks.acceptance.values.fleet` holds), so
-the report renders a verdict without the evidence objects. Every pod that did not pass is listed by
+It renders the judged table's JSON view (`gate.checks.acceptance.fleet_rule.FleetVerdict.to_json()`,
+what `checks.acceptance.values.fleet` holds: each pod's status and reason come from the check), so
+the report renders a verdict without the evidence objects, and nothing here judges. Every pod that did not pass is listed by
 name with its reason (a missing pod is named, never hidden in a count); passing pods are counted,
 and listed too when there are at most `show_passing` of them. Every row is in `--format json`.
 """

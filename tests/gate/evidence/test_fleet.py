@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from gate.checks.acceptance.fleet_rule import FleetVerdict, judge_fleet
 from gate.evidence import prometheus as prom
 from gate.plan.model import SLO, PrometheusSource, plan_from_dict
 from tests.gate import fleet_stack
@@ -49,6 +50,14 @@ def _collect(url: str, end: int, **src: Any) -> prom.MetricsEvidence:
                         min_drafts=1, slo=SLO_, k=fleet_stack.K, method="draft_model")
 
 
+def _judged(url: str, end: int, **src: Any) -> FleetVerdict | None:
+    """The fleet's table judged as the acceptance line judges it in post (gate.checks.acceptance.fleet_rule)."""
+    ev = _collect(url, end, **src)
+    if ev.fleet is None:
+        return None
+    return judge_fleet(ev.fleet, SLO_, PrometheusSource(**src).fleet, require_engine_up=True)
+
+
 def _pod(i: int) -> str:
     return f"llm/vllm-{i:05d}"
 
@@ -57,41 +66,43 @@ def test_the_one_bad_pod_is_named_among_good_ones(backend: tuple[str, int]) -> N
     url, end = backend
     ev = _collect(url, end, fleet={"group_by": ["model", "drafter_revision"]})
     assert ev.errors == [] and ev.fleet is not None
-    fleet = ev.fleet
-    assert fleet.queries == 10  # fixed, whatever the number of pods (the pre-flight, eight, the scrape targets)
+    table = ev.fleet
+    assert table.queries == 10  # fixed, whatever the number of pods (the pre-flight, eight, the scrape targets)
+    fleet = judge_fleet(table, SLO_, PrometheusSource(fleet={"group_by": ["model", "drafter_revision"]}).fleet,
+                        require_engine_up=True)
     assert len(fleet.rows) == PODS and fleet.counts["pods"] == PODS
     assert [r.pod for r in fleet.failed()] == [_pod(BAD)]
-    bad = next(r for r in fleet.rows if r.pod == _pod(BAD))
+    bad = next(r.facts for r in fleet.rows if r.pod == _pod(BAD))
     assert bad.windows == 60 and bad.met == 0 and bad.below_slo_share == 1.0
     assert bad.acceptance_length == pytest.approx(fleet_stack.BAD_L, abs=0.1)
     # the pod with no speculative counters is named, never silently skipped and never a pass
     assert [(r.pod, r.reason) for r in fleet.inconclusive()] == [(_pod(SILENT), "no drafts series in the lookback")]
     restarted = next(r for r in fleet.rows if r.pod == _pod(RESTARTED))
-    assert (restarted.status.value, restarted.windows, restarted.excluded["reset"], restarted.restarts) == (
-        "pass", 59, 1, pytest.approx(1.0, abs=0.05))
-    good = [r for r in fleet.rows if r.status.value == "pass"]
+    assert (restarted.status.value, restarted.facts.windows, restarted.facts.excluded["reset"],
+            restarted.facts.restarts) == ("pass", 59, 1, pytest.approx(1.0, abs=0.05))
+    good = [r.facts for r in fleet.rows if r.status.value == "pass"]
     assert len(good) == PODS - 2 and all(2.8 < (r.acceptance_length or 0) < 3.5 for r in good)
-    assert all(r.engine_up is True for r in fleet.rows)
-    assert {r.labels["drafter_revision"] for r in fleet.rows if r.model} == {"r0", "r1"}
+    assert all(r.engine_up is True for r in table.rows)
+    assert {r.labels["drafter_revision"] for r in table.rows if r.model} == {"r0", "r1"}
     assert fleet.status.value == "fail" and _pod(BAD) in fleet.named()
 
 
 def test_the_rule_and_pods_that_sent_nothing(backend: tuple[str, int]) -> None:
     url, end = backend
     sel = f'pod!="vllm-{BAD:05d}"'
-    strict = _collect(url, end, selector=sel).fleet
+    strict = _judged(url, end, selector=sel)
     assert strict is not None and strict.status.value == "inconclusive" and _pod(SILENT) in strict.named()
-    lenient = _collect(url, end, selector=sel, fleet={"max_inconclusive_fraction": 0.05}).fleet
+    lenient = _judged(url, end, selector=sel, fleet={"max_inconclusive_fraction": 0.05})
     assert lenient is not None and lenient.status.value == "pass"  # 1 of 39 inconclusive: 2.6 % ≤ 5 %
     # six pods the operator expects sent nothing at all: they count as inconclusive, never as passing
-    short = _collect(url, end, selector=sel, fleet={"max_inconclusive_fraction": 0.05, "expected_pods": 45}).fleet
+    short = _judged(url, end, selector=sel, fleet={"max_inconclusive_fraction": 0.05, "expected_pods": 45})
     assert short is not None and short.status.value == "inconclusive" and short.missing_pods == 6
     assert "6 expected but not seen" in short.reason and "6 expected pod(s) sent no series" in short.named()
 
 
 def test_series_without_the_pod_label_are_named_not_pooled(backend: tuple[str, int]) -> None:
     url, end = backend
-    fleet = _collect(url, end, fleet={"pod_labels": ["instance"]}).fleet
+    fleet = _judged(url, end, fleet={"pod_labels": ["instance"]})
     assert fleet is not None and fleet.status.value == "inconclusive"
     assert all(r.status.value == "inconclusive" and "without a instance label" in r.reason for r in fleet.rows)
 
@@ -176,9 +187,9 @@ def test_pooled_by_the_backend_or_by_the_gate_the_rows_are_the_same(backend: tup
     from gate.evidence.fleet.queries import FleetQueries
 
     url, end = backend
-    gate_pooled = _collect(url, end, fleet={"group_by": ["model", "drafter_revision"]}).fleet
+    gate_pooled = _judged(url, end, fleet={"group_by": ["model", "drafter_revision"]})
     monkeypatch.setattr(FleetQueries, "unpooled", lambda self: self)
-    backend_pooled = _collect(url, end, fleet={"group_by": ["model", "drafter_revision"]}).fleet
+    backend_pooled = _judged(url, end, fleet={"group_by": ["model", "drafter_revision"]})
     assert gate_pooled is not None and backend_pooled is not None
     assert [r.to_json() for r in gate_pooled.rows] == [r.to_json() for r in backend_pooled.rows]
     assert gate_pooled.status is backend_pooled.status and len(gate_pooled.rows) == PODS

@@ -4,7 +4,8 @@ The stub answers every query of `FleetQueries.all()` from a synthetic fleet (eve
 every 60 s window, target 2.0), so a control passes and each case changes one thing: a window repeated at
 one timestamp, windows outside the query's range, a post pass on old windows, rows without a model, two
 series for one row, more pods than expected, pod labels that pool pods, more rows than a table holds —
-and a 10,000-pod fleet at the plan defaults, judged and not refused.
+and a 10,000-pod fleet at the plan defaults, judged and not refused. The stub's table is judged as the
+acceptance line judges it (gate.checks.acceptance.fleet_rule, the engine up as in post).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from gate.checks.acceptance.fleet_rule import FleetVerdict, PodVerdict, judge_fleet
 from gate.evidence.base import BadAnswer
 from gate.evidence.fleet import collect as fleet
 from gate.evidence.fleet.queries import FleetQueries
@@ -92,14 +94,13 @@ class Fleet:
 
         return Stub()
 
-    def judge(self, require_recent: bool = True, now: float = NOW, **rule: Any) -> fleet.FleetResult:
+    def judge(self, require_recent: bool = True, now: float = NOW, **rule: Any) -> FleetVerdict:
         src = PrometheusSource(end=self.end, fleet={"pod_labels": list(self.pod_labels),
                                                     "group_by": list(self.group_by), **rule})
         ask = fleet.FleetAsk(slo=SLO_, window_seconds=W, lookback_seconds=LOOKBACK, min_drafts=1, end=self.end, k=3,
-                             method="ngram", require_engine_up=True, now=now, served_model_name=MODEL,
-                             require_recent=require_recent)
+                             method="ngram", now=now, served_model_name=MODEL, require_recent=require_recent)
         q, _, _ = fleet.plan_queries(src, ask)
-        return fleet.evaluate(self.client(q), src, ask, "stub")
+        return judge_fleet(fleet.evaluate(self.client(q), src, ask, "stub"), SLO_, src.fleet, require_engine_up=True)
 
 
 def _only(pod: int, change: Callable[[dict[str, Any]], None], keys: tuple[str, ...] = ("drafts", "accepted")) -> Edit:
@@ -113,14 +114,14 @@ def _only(pod: int, change: Callable[[dict[str, Any]], None], keys: tuple[str, .
     return edit
 
 
-def _row(result: fleet.FleetResult, pod: int) -> fleet.PodRow:
+def _row(result: FleetVerdict, pod: int) -> PodVerdict:
     return next(r for r in result.rows if r.pod == f"llm/vllm-{pod:05d}")
 
 
 def test_the_control_passes() -> None:
     result = Fleet().judge()
     assert result.status is Status.PASS, result.reason
-    assert all(r.windows == LOOKBACK // W and r.status is Status.PASS for r in result.rows)
+    assert all(r.facts.windows == LOOKBACK // W and r.status is Status.PASS for r in result.rows)
 
 
 @pytest.mark.parametrize("copies", [4, 25])
@@ -130,7 +131,7 @@ def test_a_window_repeated_at_one_timestamp_counts_once(copies: int) -> None:
 
     result = Fleet(edit=_only(1, one_window)).judge()
     row = _row(result, 1)
-    assert (row.windows, row.excluded["repeated"], row.status) == (1, copies - 1, Status.INCONCLUSIVE)
+    assert (row.facts.windows, row.facts.excluded["repeated"], row.status) == (1, copies - 1, Status.INCONCLUSIVE)
     assert "fewer than min_windows 3" in row.reason and result.status is not Status.PASS
 
 
@@ -150,7 +151,7 @@ def test_points_outside_the_query_grid_are_no_windows(shift: float) -> None:
         s["values"] = [[t + shift, v] for t, v in s["values"]]
 
     row = _row(Fleet(edit=_only(0, moved)).judge(require_recent=False), 0)
-    assert row.windows == 0 and row.excluded["outside_range"] == LOOKBACK // W
+    assert row.facts.windows == 0 and row.facts.excluded["outside_range"] == LOOKBACK // W
     assert row.status is Status.INCONCLUSIVE
 
 
@@ -159,7 +160,7 @@ def test_a_post_pass_needs_windows_that_ended_within_the_lookback(age: float) ->
     old = Fleet(end=NOW - age)
     post = old.judge(require_recent=True)
     assert post.status is Status.INCONCLUSIVE and "outside lookback_seconds" in post.reason
-    assert all(r.windows == 0 and r.excluded["stale"] == LOOKBACK // W for r in post.rows)
+    assert all(r.windows == 0 and r.excluded["stale"] == LOOKBACK // W for r in post.facts.rows)
     # pre: history is what a pre-rollout check reads (only a future end is refused there)
     assert Fleet(end=NOW - age).judge(require_recent=False).status is Status.PASS
 
@@ -168,7 +169,7 @@ def test_windows_older_than_the_lookback_are_stale_in_post() -> None:
     """The query ends 5 windows ago: of its 10 windows (ending now - 14 W .. now - 5 W), the 4 that ended more than
     the lookback (10 W) before now are stale; the one ending exactly 10 W ago still counts."""
     result = Fleet(end=NOW - 5 * W).judge(require_recent=True)
-    assert all((r.windows, r.excluded["stale"]) == (6, 4) for r in result.rows)
+    assert all((r.windows, r.excluded["stale"]) == (6, 4) for r in result.facts.rows)
     assert result.status is Status.PASS  # 6 recent windows ≥ min_windows 3
 
 
@@ -183,7 +184,7 @@ def test_a_row_without_the_model_label_is_of_unknown_model(group_by: tuple[str, 
     f = Fleet(group_by=group_by, edit=no_model)
     result = f.judge()
     row = _row(result, 1)
-    assert row.model is None and row.status is Status.INCONCLUSIVE and "of unknown model" in row.reason
+    assert row.facts.model is None and row.status is Status.INCONCLUSIVE and "of unknown model" in row.reason
     assert all("model" in x.promql for x in fleet.plan_queries(
         PrometheusSource(fleet={"group_by": list(group_by)}), fleet.FleetAsk(SLO_, W, LOOKBACK, 1, NOW))[0].all()
                if x.key != "engine_up")
@@ -247,8 +248,8 @@ def test_a_ten_thousand_pod_fleet_at_the_defaults_is_judged() -> None:
                          min_drafts=1, end=NOW, k=3, method="ngram", now=NOW, served_model_name=MODEL,
                          require_recent=True)
     q, _, _ = fleet.plan_queries(src, ask)
-    result = fleet.evaluate(f.client(q), src, ask, "stub")
+    result = judge_fleet(fleet.evaluate(f.client(q), src, ask, "stub"), ask.slo, src.fleet, require_engine_up=True)
     seconds = time.perf_counter() - t0
     assert result.status is Status.PASS and len(result.rows) == 10_000
-    assert all(r.windows == 60 for r in result.rows[:10])
+    assert all(r.facts.windows == 60 for r in result.rows[:10])
     assert seconds < 20

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from gate.checks.acceptance.fleet_rule import judge_fleet
 from gate.evidence.fleet import answers
 from gate.evidence.fleet import collect as fleet
 from gate.evidence.fleet.grid import Grid, on_grid, on_steps
@@ -168,12 +169,13 @@ def test_the_pre_flight_picks_who_pools_and_the_rows_are_the_same(most: str) -> 
                                  required_fraction=0.9), window_seconds=60, lookback_seconds=300, min_drafts=1,
                          end=END, k=3, method="ngram")
     result = fleet.evaluate(client, src, ask, "stub")
+    judged = judge_fleet(result, ask.slo, src.fleet, require_engine_up=True)
     ranges = [p for p in client.sent if "[60s]" in p]
     assert len(ranges) == 3 and all(p.startswith("sum by") == (most == "2") for p in ranges)
     assert result.queries == 10 and client.sent[0].startswith("max(count by")
-    a, b = (next(r for r in result.rows if r.pod == f"llm/{p}") for p in ("a", "b"))
-    assert (a.windows, a.acceptance_length, a.status) == (5, pytest.approx(2.5), Status.PASS)
-    assert (b.windows, b.acceptance_length, b.status) == (5, pytest.approx(1.5), Status.FAIL)
+    a, b = (next(r for r in judged.rows if r.pod == f"llm/{p}") for p in ("a", "b"))
+    assert (a.facts.windows, a.facts.acceptance_length, a.status) == (5, pytest.approx(2.5), Status.PASS)
+    assert (b.facts.windows, b.facts.acceptance_length, b.status) == (5, pytest.approx(1.5), Status.FAIL)
 
 
 def test_the_query_forms() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from gate.checks.acceptance.fleet_rule import FleetVerdict, judge_fleet
 from gate.evidence.fleet import collect as fleet
 from gate.evidence.fleet.queries import FleetQueries
 from gate.plan.model import PrometheusSource
@@ -62,12 +63,12 @@ class Ordered(Fleet):
         return Stub()
 
 
-def _judge(f: Fleet) -> fleet.FleetResult:
+def _judge(f: Fleet) -> FleetVerdict:
     src = PrometheusSource(end=f.end, fleet={"pod_labels": list(f.pod_labels), "group_by": list(f.group_by)})
     ask = fleet.FleetAsk(slo=SLO_, window_seconds=W, lookback_seconds=LOOKBACK, min_drafts=1, end=f.end, k=3,
-                         method="ngram", require_engine_up=True, now=NOW, served_model_name=MODEL)
+                         method="ngram", now=NOW, served_model_name=MODEL)
     q, _, _ = fleet.plan_queries(src, ask)
-    return fleet.evaluate(f.client(q), src, ask, "stub")
+    return judge_fleet(fleet.evaluate(f.client(q), src, ask, "stub"), SLO_, src.fleet, require_engine_up=True)
 
 
 @pytest.mark.parametrize(("per_row", "form"), [("1", "series"), ("2", "pooled")])
@@ -80,7 +81,7 @@ def test_instants_beside_the_preflight_ranges_after_it(per_row: str, form: str) 
     assert f.forms == {"drafts": form, "accepted": form, "resets": form}  # the form it picked
     assert sorted(f.sent) == sorted(["series_per_row", "drafts", "accepted", "resets", "restarts", "drafts_lookback",
                                      "accepted_lookback", "draft_tokens", "engine_up", "targets"])
-    assert result.queries == 10 and result.status is Status.PASS  # the same answers judged: every pod at L 3.0
+    assert result.facts.queries == 10 and result.status is Status.PASS  # the same answers judged: every pod at L 3.0
 
 
 class Watched(Fleet):
