@@ -10,7 +10,8 @@ Three steps, each with one address:
   never treated one by one: between two real captures drafts fell 522 -> 460 while accepted rose
   1,170 -> 1,380; per-counter handling would give L 1.46 instead of 4.00.
 - `window_stats()` turns a delta into `WindowStats` (L, a, p_i, TTFT quantiles, decode rate, cycle),
-  with the arithmetic of `exporter.formulas` and SGLang's own rules from `exporter.engines.sglang`.
+  with the arithmetic of `exporter.formulas` and the engine's own rules from its adapter's hooks
+  (`exporter.engines.base.EngineAdapter`, found by the engine kind in `exporter.engines.ADAPTERS`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from exporter import formulas
 from exporter.depth import WindowDepth, depth_moved, gauged
-from exporter.engines import ADAPTERS, sglang
+from exporter.engines import ADAPTERS
 from exporter.engines.base import EngineSnapshot, Histogram, SpecCounters, StreamSnapshot
 
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
@@ -196,9 +197,10 @@ def _hist_delta(b: Histogram | None, a: Histogram | None, reset: bool) -> Bucket
     return tuple(le for le, _ in pairs), tuple(c for _, c in pairs)
 
 
-def stream_delta(before: StreamSnapshot | None, after: StreamSnapshot, reset: bool,
+def stream_delta(engine: str, before: StreamSnapshot | None, after: StreamSnapshot, reset: bool,
                  latency: bool = True) -> StreamDelta:
-    """Deltas of one stream; `before` None (a stream seen for the first time) is a reset.
+    """Deltas of one stream of `engine` (whose adapter turns verify calls into drafts, `draft_counts`);
+    `before` None (a stream seen for the first time) is a reset.
 
     `reset` is the caller's verdict from `restarted()`: this function never judges restarts itself.
     `latency=False` leaves the latency histograms out (None): the monotonic totals have no use for them.
@@ -224,8 +226,9 @@ def stream_delta(before: StreamSnapshot | None, after: StreamSnapshot, reset: bo
             if verify is not None:
                 drafts = verify
                 if gen is not None:
-                    counts = sglang.from_verify_calls(verify, gen, finished, sa.num_draft_tokens)
-                    accepted, draft_tokens = counts.accepted_tokens, counts.draft_tokens
+                    counts = ADAPTERS[engine].draft_counts(verify, gen, finished, sa.num_draft_tokens)
+                    if counts is not None:
+                        accepted, draft_tokens = counts.accepted_tokens, counts.draft_tokens
     return StreamDelta(
         reset=reset, generation_tokens=gen, prompt_tokens=_delta(b.prompt_tokens, after.prompt_tokens, reset),
         preemptions=_delta(b.preemptions, after.preemptions, reset), finished_requests=finished, drafts=drafts,
@@ -331,7 +334,8 @@ def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapsh
     None: nothing, so no depth values and per-position rates on the `lower_bound` basis).
 
     SGLang's L is decode-only (`exporter.formulas.decode_only_length`): (Δgenerated − Δfinished requests)
-    / Δverify calls; without the request counter there is no L (fail closed, `sglang.from_verify_calls`)."""
+    / Δverify calls; without the request counter there is no L (fail closed, the adapter's `draft_counts`).
+    Old SGLang's interval gauge is read through the adapter's `interval_gauge_is_new` / `rate_from_length`."""
     gen = d.generation_tokens
     decode = gen / seconds if gen is not None and seconds > 0 else None
     length = rate = None
@@ -357,10 +361,11 @@ def window_stats(engine: str, before: StreamSnapshot | None, after: StreamSnapsh
                 mean_depth, varies = _depth_in_window(sa, d, dk)
         elif sa.accept_length_gauge is not None:
             sb = before.spec if before is not None else None
-            if sglang.interval_gauge_is_new(sb, sa, gen, d.reset):
+            rules = ADAPTERS[engine]
+            if rules.interval_gauge_is_new(sb, sa, gen, d.reset):
                 length = sa.accept_length_gauge
                 if sa.num_draft_tokens is not None:
-                    rate = formulas.sglang_rate_from_length(length, sa.num_draft_tokens)
+                    rate = rules.rate_from_length(length, sa.num_draft_tokens)
     if not _possible(length, rate, pos_rates):
         # more accepted than proposed, L below 1, a position above 1: no acceptance value for this window
         # (design.md "Restarts": nothing impossible is exported)
@@ -407,5 +412,5 @@ def derive_window(before: EngineSnapshot, after: EngineSnapshot, seconds: float 
         dk = WindowDepth(max_k=known[0] if known is not None else None,
                          variable=rules.variable_by_construction(after.speculative),
                          moved=b is not None and not reset and depth_moved(b, s), gauged=gauged(s))
-        out.append(window_stats(after.engine, b, s, stream_delta(b, s, reset), secs, min_drafts, dk))
+        out.append(window_stats(after.engine, b, s, stream_delta(after.engine, b, s, reset), secs, min_drafts, dk))
     return out

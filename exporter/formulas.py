@@ -92,13 +92,6 @@ def decode_only_length(generated: float, finished_requests: float, verify_calls:
     return acceptance_length(decode_only_accepted(generated, finished_requests, verify_calls), verify_calls)
 
 
-def sglang_rate_from_length(length: float, num_draft_tokens: float) -> float | None:
-    """SGLang's `spec_accept_rate` changed meaning twice; recompute it as (L-1)/(n_draft-1)."""
-    if num_draft_tokens is None or num_draft_tokens <= 1:
-        return None
-    return (length - 1.0) / (num_draft_tokens - 1.0)
-
-
 def verify_cycle_seconds(length: float, tokens_per_second_per_sequence: float) -> float | None:
     """Seed 004's cycleMs (in seconds): one verify cycle = L / per-sequence decode rate.
 

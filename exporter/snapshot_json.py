@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.engines import sglang
+from exporter.engines import ADAPTERS
 from exporter.engines.base import EngineSnapshot, StreamSnapshot
 
 
@@ -14,14 +14,17 @@ def _num(v: float | None) -> float | int | None:
     return int(v) if float(v).is_integer() else v
 
 
-def stream_to_json(s: StreamSnapshot) -> dict[str, Any]:
+def stream_to_json(s: StreamSnapshot, engine: str) -> dict[str, Any]:
+    """One stream of `engine`; an engine that counts verify calls has them turned into drafts by its adapter
+    (`draft_counts`)."""
     spec = None
     if s.spec is not None:
         drafts, draft_tokens, accepted = s.spec.drafts, s.spec.draft_tokens, s.spec.accepted_tokens
         if drafts is None and s.spec.verify_calls is not None:
-            counts = sglang.from_verify_calls(s.spec.verify_calls, s.generation_tokens, s.finished_requests,
-                                              s.spec.num_draft_tokens)
-            drafts, draft_tokens, accepted = counts.drafts, counts.draft_tokens, counts.accepted_tokens
+            counts = ADAPTERS[engine].draft_counts(s.spec.verify_calls, s.generation_tokens, s.finished_requests,
+                                                   s.spec.num_draft_tokens)
+            if counts is not None:
+                drafts, draft_tokens, accepted = counts.drafts, counts.draft_tokens, counts.accepted_tokens
         spec = {
             "drafts": _num(drafts), "draft_tokens": _num(draft_tokens), "accepted_tokens": _num(accepted),
             "accepted_per_position": [_num(x) for x in s.spec.accepted_per_position],
@@ -46,4 +49,4 @@ def snapshot_to_json(snap: EngineSnapshot) -> dict[str, Any]:
         "algorithm": sp.algorithm, "num_draft_tokens": sp.num_draft_tokens, "num_steps": sp.num_steps,
         "avg_accept_length": sp.avg_accept_length, "eagle_topk": sp.eagle_topk, "adaptive": sp.adaptive}
     return {"engine": snap.engine, "version_hints": list(snap.version_hints), "speculative": speculative,
-            "streams": [stream_to_json(s) for s in snap.streams]}
+            "streams": [stream_to_json(s, snap.engine) for s in snap.streams]}

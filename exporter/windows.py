@@ -201,13 +201,13 @@ class WindowTracker:
                 if mine is not None:
                     reset = restarted(mine, s, start, start)
                     t.restarts += reset
-                    t.add(stream_delta(mine, s, reset, latency=False))
+                    t.add(stream_delta(snap.engine, mine, s, reset, latency=False))
                     sight = last_known(mine, s, reset)
                 mine_now[s.key] = sight
                 self._last_seen[s.key] = _Sight(s, start, snap.timestamp)
                 continue
             if seen is None:  # first sight (of the stream, or of the engine): adopt its cumulative values
-                t.add(stream_delta(None, s, reset=True, latency=False))
+                t.add(stream_delta(snap.engine, None, s, reset=True, latency=False))
                 sight = s
             else:
                 # against the last known values (a page without a family keeps the last one it had)
@@ -215,7 +215,7 @@ class WindowTracker:
                 if reset:
                     t.restarts += 1
                     fired.add(s.key)
-                t.add(stream_delta(seen.stream, s, reset, latency=False))
+                t.add(stream_delta(snap.engine, seen.stream, s, reset, latency=False))
                 sight = last_known(seen.stream, s, reset)
                 if not reset and depth_moved(seen.stream, s):
                     self._depth_moved_at[s.key] = snap.timestamp
@@ -269,7 +269,8 @@ class WindowTracker:
             known = rules.configured_depth(sb.speculative, s, self.told_depth)
             depth = WindowDepth(max_k=known[0] if known is not None else None, variable=variable,
                                 moved=bool(moved_at) and moved_at.get(s.key, -1.0) > sa.timestamp, gauged=gauged(s))
-            out.append(window_stats(sb.engine, before, s, stream_delta(before, s, reset), seconds, min_drafts, depth))
+            out.append(window_stats(sb.engine, before, s, stream_delta(sb.engine, before, s, reset), seconds, min_drafts,
+                                    depth))
         return out
 
     def _maybe_close_batch(self, snap: EngineSnapshot) -> None:

@@ -1,6 +1,6 @@
 """Speculative-decoding counters: drafts, proposed and accepted tokens, accepted per position.
 
-Normalised across engines (SGLang's verify calls become drafts, see `exporter.engines.sglang`) and
+Normalised across engines (SGLang's verify calls become drafts, see `exporter.engines.sglang.counts`) and
 monotonic across engine restarts (the tracker adds each scrape's delta). The PromQL that the
 recording rules compute from them is in `exporter.names`, next to each family. Example exposition
 (tests/golden/vllm-ngram.prom)::

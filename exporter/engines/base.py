@@ -98,6 +98,16 @@ class SpecCounters:
     num_draft_tokens: float | None = None
 
 
+@dataclass(frozen=True)
+class DraftCounts:
+    """vLLM-style counts (drafts, accepted and proposed draft tokens), cumulative or over a window, recovered from
+    what an engine counted instead (`EngineAdapter.draft_counts`: SGLang's verify calls)."""
+
+    drafts: float
+    accepted_tokens: float | None
+    draft_tokens: float | None
+
+
 @dataclass(frozen=True, slots=True)
 class StreamSnapshot:
     """One normalised stream: a (model, rank) pair of one engine at one instant.
@@ -299,6 +309,27 @@ class EngineAdapter(ABC):
     @staticmethod
     def settings_depth(speculative: SpeculativeSettings | None) -> int | None:
         """k as the engine's reported settings say it, for a page whose counters do not. Default: unknown."""
+        return None
+
+    # Counting (`exporter.derive`, `exporter.snapshot_json`): what an engine counts besides vLLM's drafts.
+    @staticmethod
+    def draft_counts(verify_calls: float, generation_tokens: float | None, finished_requests: float | None,
+                     num_draft_tokens: float | None) -> DraftCounts | None:
+        """vLLM's counts from a stream's verify calls (`SpecCounters.verify_calls`, one per draft round) with its
+        generated tokens and finished requests, cumulative or over a window. Default: None (the engine counts
+        drafts itself; it reports no verify calls)."""
+        return None
+
+    @staticmethod
+    def interval_gauge_is_new(before: SpecCounters | None, after: SpecCounters, generation: float | None,
+                              reset: bool) -> bool:
+        """Whether the stream's interval acceptance gauge (`SpecCounters.accept_length_gauge`) holds data from
+        this window. Default: no (the engine reports no such gauge; its L comes from counters)."""
+        return False
+
+    @staticmethod
+    def rate_from_length(length: float, num_draft_tokens: float) -> float | None:
+        """The acceptance rate of an interval gauge's length L with `num_draft_tokens`. Default: unknown."""
         return None
 
     # Depth schedules (`exporter.schedule`). The exporter setting (an `exporter.settings.ExporterSettings` field)

@@ -50,9 +50,9 @@ def test_a_family_that_appears_is_never_compared_with_another() -> None:
 def test_a_reset_delta_is_the_later_snapshot_alone() -> None:
     b = _stream(spec=SpecCounters(drafts=522.0, draft_tokens=1473.0, accepted_tokens=1170.0))
     a = _stream(spec=SpecCounters(drafts=460.0, draft_tokens=1380.0, accepted_tokens=1380.0))
-    d = stream_delta(b, a, reset=True)
+    d = stream_delta("vllm", b, a, reset=True)
     assert (d.drafts, d.draft_tokens, d.accepted_tokens, d.reset) == (460.0, 1380.0, 1380.0, True)
-    assert stream_delta(None, a, reset=False).reset  # first sight: a reset delta
+    assert stream_delta("vllm", None, a, reset=False).reset  # first sight: a reset delta
 
 
 def _tracker(windows: list[float]) -> WindowTracker:

@@ -31,10 +31,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
-from exporter import formulas
 from exporter.engines.base import (
     EngineAdapter,
     EngineKind,
@@ -50,6 +48,7 @@ from exporter.engines.base import (
     StreamSnapshot,
 )
 from exporter.engines.common import HistogramMemo, SeriesKeys, finite, fold, histograms, samples
+from exporter.engines.sglang import counts
 from exporter.engines.sglang import depth as k_rule
 from exporter.engines.sglang.schedule import sglang_adaptive_schedule
 from exporter.engines.versions import VersionRange
@@ -94,46 +93,6 @@ FAMILIES = frozenset({*GAUGES, *COUNTERS, ACCEPT_RATE,
 
 # Labels that split series without meaning a different stream.
 SPLIT_ONLY = frozenset({"is_streaming", "engine_type", "moe_ep_rank", "pid", "priority", "worker_addr"})
-
-
-@dataclass(frozen=True)
-class VerifyCounts:
-    """vLLM-style counts recovered from SGLang's verify calls (cumulative or over a window)."""
-
-    drafts: float
-    accepted_tokens: float | None
-    draft_tokens: float | None
-
-
-def from_verify_calls(verify_calls: float, generation_tokens: float | None, finished_requests: float | None,
-                      num_draft_tokens: float | None) -> VerifyCounts:
-    """SGLang >= 0.5.13 counts one verify call per draft round, and every verify emits its accepted draft
-    tokens plus one bonus token; each request's first token comes from prefill: drafts = verify calls,
-    accepted = generated − finished requests − verify calls (`exporter.formulas.decode_only_accepted`),
-    proposed = verify calls x (num_draft_tokens − 1), since `spec_num_draft_tokens` counts the verified root
-    too. Never negative (a counter); unknown without the generation or the request counter (fail closed:
-    without the requests accepted would count every request's prefill token) or a draft-token setting of at
-    least 1."""
-    accepted = max(formulas.decode_only_accepted(generation_tokens, finished_requests, verify_calls), 0.0) \
-        if generation_tokens is not None and finished_requests is not None else None
-    draft_tokens = verify_calls * (num_draft_tokens - 1) if num_draft_tokens is not None and num_draft_tokens >= 1 \
-        else None
-    return VerifyCounts(verify_calls, accepted, draft_tokens)
-
-
-def interval_gauge_is_new(before: SpecCounters | None, after: SpecCounters, generation: float | None,
-                          reset: bool) -> bool:
-    """Whether old SGLang's `spec_accept_length` gauge holds data from this window.
-
-    SGLang re-sends its last interval value while idle, so the gauge is new only when generation
-    progressed. A DP-rank stream has no generation counter of its own (request-side series carry no
-    rank): there, only a gauge that moved is new (and a reset window has nothing to compare with).
-    """
-    if generation is not None:
-        return generation > 0
-    moved = (before is not None and before.accept_length_gauge is not None
-             and before.accept_length_gauge != after.accept_length_gauge)
-    return moved and not reset
 
 
 def server_info_value(info: Mapping[str, Any], key: str) -> Any:
@@ -208,6 +167,9 @@ class SglangAdapter(EngineAdapter):
     variable_by_construction = staticmethod(k_rule.variable_by_construction)
     counted_depth = staticmethod(k_rule.counted_depth)
     settings_depth = staticmethod(k_rule.settings_depth)
+    draft_counts = staticmethod(counts.from_verify_calls)
+    interval_gauge_is_new = staticmethod(counts.interval_gauge_is_new)
+    rate_from_length = staticmethod(counts.rate_from_length)
 
     def __init__(self) -> None:
         self._histograms: HistogramMemo[RawKey] = HistogramMemo()  # common.histograms
