@@ -38,7 +38,6 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from exporter import http1
 from exporter.engines import DetectError, adapter, detect
 from exporter.engines.base import EngineAdapter, EngineSnapshot, ParsedPage, SideInfo
-from exporter.engines.sglang import speculative_settings as speculative_settings  # re-exported
 from exporter.engines.versions import conforming, say_untested
 from exporter.parse import PageParser, ParseError, _looks_like_exposition
 from exporter.redact import redact_url

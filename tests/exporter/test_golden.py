@@ -18,7 +18,8 @@ import pytest
 
 from exporter.collect import exposition
 from exporter.engines.base import SideInfo
-from exporter.scrape import snapshot_from_text, speculative_settings
+from exporter.engines.sglang import speculative_settings
+from exporter.scrape import snapshot_from_text
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState
 from tests.exporter.test_sglang_restart_before_warmup import before_warmup

@@ -94,7 +94,7 @@ def _info(d: Path, which: str) -> dict:
 
 def _full_side(d: Path, which: str) -> SideInfo:
     """The side info as exporter.scrape.Scraper reads /server_info (speculative settings included)."""
-    from exporter.scrape import speculative_settings
+    from exporter.engines.sglang import speculative_settings
 
     info = _info(d, which)
     return SideInfo(max_total_num_tokens=info.get("max_total_num_tokens"), context_length=info.get("context_length"),

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from exporter.collect import exposition_of_snapshot
 from exporter.engines.base import EngineSnapshot, SideInfo
-from exporter.scrape import snapshot_from_text, speculative_settings
+from exporter.engines.sglang import speculative_settings
+from exporter.scrape import snapshot_from_text
 from gate.evidence import sidecar
 from gate.evidence.base import MetricsEvidence
 from gate.evidence.captures import identity_of
