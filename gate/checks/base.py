@@ -6,17 +6,24 @@ and changed in one module. The context is built once by `gate.verdict.evaluate` 
 artifacts (`gate.bill.facts`), the memory bill (`gate.bill.budget`) and the gathered evidence
 (`gate.evidence`); the lines never fetch anything themselves and know nothing of the faces (CLI,
 HTTP gate, controller) that asked.
+
+The depth advice (`depth_advice`, tune's predictor on floor 0, gate.model.speedup) is computed at most
+once per context, when first asked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from gate.bill.budget import Budget
 from gate.bill.facts import ArtifactFacts
 from gate.evidence.base import MetricsEvidence
 from gate.evidence.gather import ClusterEvidence
+from gate.evidence.positions import from_evidence
 from gate.evidence.previous import RevisionChanges
+from gate.model.speedup.advice import DepthAdvice, depth_advice
+from gate.model.speedup.curves import TuneInputError
 from gate.plan.model import Plan
 
 
@@ -31,3 +38,13 @@ class CheckContext:
     metrics: MetricsEvidence = field(default_factory=MetricsEvidence)
     cluster: ClusterEvidence | None = None
     previous: RevisionChanges | None = None  # `--previous RECORD`: what changed since the last run record
+
+    @cached_property
+    def depth_advice(self) -> DepthAdvice | None:
+        """The plan's k against tune's best k on the per-position evidence (None: nothing to say); evidence that
+        cannot become tune's inputs is a note, never an error."""
+        try:
+            inputs = from_evidence(self.plan, self.metrics.positions)
+        except TuneInputError as e:
+            return DepthAdvice.not_tuned(None, e)
+        return depth_advice(inputs)

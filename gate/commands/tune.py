@@ -40,6 +40,7 @@ from pathlib import Path
 
 from gate.commands._args import exit_invalid_on_usage_error, positive_float, positive_int
 from gate.model.depth import MAX_SPECULATIVE_DEPTH
+from gate.model.engines import SCHEDULE_WRITERS
 from gate.status import EXIT_INVALID
 
 
@@ -75,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--basis", choices=("exact", "lower_bound"),
                         help="the acceptance basis to stand behind: exact is refused on counters from a run whose "
                              "depth varied (default: exact on a fixed depth, lower_bound where it varied)")
-    parser.add_argument("--emit", choices=("vllm", "sglang", "trtllm"),  # gate.tune.emit.WRITERS
+    parser.add_argument("--emit", choices=SCHEDULE_WRITERS,  # the profiles that write schedules
                         help="write the best k per band of batch sizes as a schedule the engine runs (needs probe "
                              "records at several concurrencies)")
     parser.add_argument("--out", type=Path, metavar="FILE", help="with --emit: write the engine fragment alone here")
@@ -89,9 +90,10 @@ def _err(msg: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse the sources into `TuneInputs`, call `gate.tune.run`, print (the orchestration is there, once)."""
-    import gate.tune
+    """Parse the sources into `TuneInputs`, call `gate.model.speedup.tune.run`, print (the orchestration is there,
+    once)."""
     from gate.inputs.jsontext import dumps
+    from gate.model.speedup import tune
     from gate.status import InputError
     from gate.tune.inputs import sources
     from gate.tune.report import to_json, to_text
@@ -109,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         got = sources(captures=args.captures, plan=args.plan, tune_input=args.input, probes=args.probe,
                       exporter=args.exporter, point=args.point, target_step_ms=args.target_step_ms,
                       verify_cycle_ms=args.verify_cycle_ms, draft_step_ms=args.draft_step_ms)
-        result = gate.tune.run(got.inputs, args.k_max or got.k_max, got.band, args.concurrency, basis=args.basis)
+        result = tune.run(got.inputs, args.k_max or got.k_max, got.band, args.concurrency, basis=args.basis)
         if args.plot:
             from gate.tune.plot import write_png
 
@@ -117,10 +119,9 @@ def run(args: argparse.Namespace) -> int:
         doc = to_json(result)
         text = ""
         if args.emit:
-            from gate.tune.emit import base_speculative_config, emit
+            from gate.tune.emit import emit
 
-            emitted = emit(result, args.emit, point=args.point,
-                           base_config=base_speculative_config(got.inputs.speculative_configs))
+            emitted = emit(result, args.emit, point=args.point, speculative_configs=got.inputs.speculative_configs)
             doc["emit"] = emitted.to_json()
             fragment = dumps(emitted.fragment, "tune --emit", indent=None) + "\n"
             if args.out:

@@ -10,6 +10,10 @@ here they are read from the pages.
 Engines that give only L (SGLang's gauges) give no positions; their depth is then the *observed*
 one, `observed_depth` = round(draft_tokens / drafts) — what the counters show, never the plan's
 declared k (`gate.model.depth`, `Plan.depth`), which the two are compared against.
+
+`from_evidence` turns a plan's costs and these counters into tune's inputs
+(`gate.model.speedup.tune.TuneInputs`): one conversion for the acceptance line's depth advice and
+`specgate tune --plan`.
 """
 
 from __future__ import annotations
@@ -19,8 +23,12 @@ from dataclasses import dataclass
 
 from exporter.derive import derive_window
 from exporter.engines.base import EngineSnapshot
+from gate.model.depth import VARIABLE_LENGTH_METHODS
+from gate.model.speedup.cost import CostSample
 from gate.model.speedup.counters import CountersError, PositionCounters, pooled
-from gate.plan.model import CaptureGroup, StepCost
+from gate.model.speedup.curves import TuneInputError
+from gate.model.speedup.tune import TuneInputs
+from gate.plan.model import CaptureGroup, Plan, StepCost
 
 
 def point_name(cost: StepCost, index: int) -> str:
@@ -104,3 +112,56 @@ class PositionEvidence:
             return cls(point, source, counters=counters_from_snapshots(snaps, point, source))
         except CountersError as e:
             return cls(point, source, error=str(e))
+
+
+def plan_depth_varies(plan: Plan) -> str | None:
+    """Why the plan's run drafts a varying depth, or None: a variable-length method, or a depth schedule the engine
+    runs that varies (gate.model.depth)."""
+    if plan.method in VARIABLE_LENGTH_METHODS:
+        return f"method {plan.method} proposes a variable number of draft tokens (up to k) per draft"
+    schedule = plan.depth_reading.schedule
+    if schedule is not None and schedule.varies:
+        return f"the plan declares a depth schedule ({schedule.source}) that varies k"
+    return None
+
+
+def from_evidence(plan: Plan, positions: Sequence[PositionEvidence]) -> TuneInputs:
+    """The plan's step costs against per-position evidence already read, as tune's inputs (a pure function):
+    what the acceptance line's depth advice and `specgate tune --plan` both run.
+
+    The first capture group without usable counters is a TuneInputError (which group, and why). Each
+    cost is named by `point_name` (the acceptance line names its break-even points by the same rule)
+    and priced at the depth its point's counters show, else the plan's k.
+    """
+    out = TuneInputs(plan_k=plan.depth, depth_varies=plan_depth_varies(plan))
+    for pe in positions:
+        if pe.counters is None:
+            raise TuneInputError(pe.error or f"{pe.source}: no acceptance counters")
+        out.counters.append(pe.counters)
+    lengths = {c.point: c.measured_length for c in out.counters}
+    ks = {c.point: c.k for c in out.counters}
+    for i, c in enumerate(plan.costs):
+        point = point_name(c, i)
+        k = ks.get(point) or (next(iter(ks.values())) if len(ks) == 1 else None) or out.plan_k
+        src = f"plan costs[{i}]" + (f" ({c.source})" if c.source else "")
+        if k is None:
+            raise TuneInputError(f"{src}: the depth k of this cost is unknown "
+                                 "(engine.speculative.num_speculative_tokens or captures with per-position counters)")
+        if c.verify_cycle_ms is not None and c.target_step_ms is not None:
+            out.costs += [CostSample(point, None, 0, c.target_step_ms, src),
+                          CostSample(point, None, k, c.verify_cycle_ms, src)]
+            continue
+        assert c.baseline_tokens_per_second is not None and c.speculative_tokens_per_second is not None
+        length = c.acceptance_length or lengths.get(point) or (
+            next(iter(lengths.values())) if len(lengths) == 1 else None)
+        if length is None:
+            out.notes.append(f"{src}: measured rates without an acceptance length: no cycle time there")
+            continue
+        # per-sequence rates: step = 1 / r_baseline, cycle = L / r_speculative (DESIGN.md, seed 004's cycleMs)
+        out.costs += [CostSample(point, None, 0, 1000.0 / c.baseline_tokens_per_second, src),
+                      CostSample(point, None, k, 1000.0 * length / c.speculative_tokens_per_second, src)]
+    if out.plan_k is not None:
+        for pc in out.counters:
+            if pc.k != out.plan_k:
+                out.notes.append(f"{pc.source}: counters show depth {pc.k}, the plan says k = {out.plan_k}")
+    return out

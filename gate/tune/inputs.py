@@ -22,15 +22,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from exporter.engines.base import EngineSnapshot
 from gate.evidence.captures import counters_source, read_group
-from gate.evidence.positions import PositionEvidence, capture_point_name, counters_from_snapshots
+from gate.evidence.positions import (
+    PositionEvidence,
+    capture_point_name,
+    counters_from_snapshots,
+    from_evidence,
+)
 from gate.inputs.loading import PLAN_LIMITS, parse_yaml, read_text
 from gate.model.depth import MAX_SPECULATIVE_DEPTH
 from gate.model.speedup.cost import CostSample, DraftBand
 from gate.model.speedup.counters import PositionCounters
 from gate.model.speedup.curves import TuneInputError
+from gate.model.speedup.tune import TuneInputs
 from gate.plan.model import Plan, PlanError, load_plan
 from gate.status import InputError
-from gate.tune.orchestrate import TuneInputs, from_evidence
 
 
 def from_captures(files: Sequence[Path], point: str | None = None) -> PositionCounters:

@@ -21,7 +21,7 @@ from gate.evidence.probes import ProbeError, ProbeRecord, load_record
 from gate.model.speedup.cost import CostSample
 from gate.model.speedup.counters import PositionCounters
 from gate.model.speedup.curves import TuneInputError
-from gate.tune.orchestrate import TuneInputs
+from gate.model.speedup.tune import TuneInputs
 
 
 def record_depth(rec: ProbeRecord, path: Path) -> int:

@@ -1,15 +1,16 @@
 """Sub-check 7, depth (issue 12): the plan's k against tune's best k per operating point.
 
-A pure function of the per-position counters the evidence layer read (`MetricsEvidence.positions`,
-gate.evidence.positions) and the plan's costs, through the one tune orchestrator (gate.tune.advice →
-`gate.tune.run`), so `specgate check` and `specgate tune --plan` name the same best k. It warns only
-when another depth's whole predicted speedup band lies above the plan's k's band, and only where
-this line found usable acceptance evidence (evidence it rejected gives no advice).
+It reads the depth advice the context computes once (`CheckContext.depth_advice`: the per-position
+counters the evidence layer read, `MetricsEvidence.positions`, and the plan's costs, through the one
+tune orchestrator on floor 0, gate.model.speedup.advice → `gate.model.speedup.tune.run`), so
+`specgate check` and `specgate tune --plan` name the same best k. It warns only when another depth's
+whole predicted speedup band lies above the plan's k's band, and only where this line found usable
+acceptance evidence (evidence it rejected gives no advice).
 
 When the depth varies (issue 22): a plan's depth schedule is shown with the largest k the bounds
 use, and a schedule the engine drops (vLLM under data parallelism) warns, with the fixed k the gate
 then uses; per-position rates from a run whose depth varied are called lower bounds, never exact
-(gate.tune.advice).
+(gate.model.speedup.advice).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from gate.checks.acceptance.finding import Finding
 from gate.checks.acceptance.windows import line_evidence
 from gate.checks.base import CheckContext
 from gate.status import Status
-from gate.tune.advice import depth_advice
 
 
 def _schedule(ctx: CheckContext) -> Finding:
@@ -43,7 +43,7 @@ def _schedule(ctx: CheckContext) -> Finding:
 def _advice(ctx: CheckContext) -> Finding:
     if not line_evidence(ctx).measured_l:
         return Finding()
-    advice = depth_advice(ctx.plan, ctx.metrics.positions)
+    advice = ctx.depth_advice
     if advice is None:
         return Finding()
     return Finding(Status.WARN if advice.warnings else None, advice.sentence(), {"depth": advice.to_json()})

@@ -346,11 +346,12 @@ def _gathered_positions(plan):
 
 
 def test_depth_advice_for_seed004_reports_the_plan_k_against_the_best_k():
+    from gate.evidence.positions import from_evidence
+    from gate.model.speedup.advice import depth_advice
     from gate.plan.model import load_plan
-    from gate.tune.advice import depth_advice
 
     plan = load_plan(REPO / "examples" / "plans" / "seed004-qwen3.6-35b-a3b-mtp.yaml")
-    adv = depth_advice(plan, _gathered_positions(plan))
+    adv = depth_advice(from_evidence(plan, _gathered_positions(plan)))
     assert adv is not None and adv.plan_k == 3
     by_point = {p["point"]: p for p in adv.points}
     assert set(by_point) == {"2K", "131K"}
@@ -360,11 +361,12 @@ def test_depth_advice_for_seed004_reports_the_plan_k_against_the_best_k():
 
 
 def test_depth_advice_is_silent_without_per_position_evidence():
+    from gate.evidence.positions import from_evidence
+    from gate.model.speedup.advice import depth_advice
     from gate.plan.model import load_plan
-    from gate.tune.advice import depth_advice
 
     plan = load_plan(REPO / "examples" / "plans" / "seed002-ling-3.0-flash-dspark.yaml")
-    assert depth_advice(plan, _gathered_positions(plan)) is None
+    assert depth_advice(from_evidence(plan, _gathered_positions(plan))) is None
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from gate.model.depth import MAX_SPECULATIVE_DEPTH
 from gate.model.speedup.cost import CostSample, cycle_models
 from gate.model.speedup.counters import PositionCounters
 from gate.model.speedup.curves import MIN_DRAFTS, TuneInputError, acceptance_curve, wilson
-from gate.tune.orchestrate import TuneInputs, run
+from gate.model.speedup.tune import TuneInputs, run
 
 REPO = Path(__file__).resolve().parents[3]
 VLLM = REPO / "tests" / "fixtures" / "vllm"

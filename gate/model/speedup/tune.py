@@ -1,13 +1,13 @@
-"""The one tune orchestrator: counters and costs in, a `TuneResult` out (`gate.tune.run`).
+"""Floor 0: the one tune orchestrator — counters and costs in, a `TuneResult` out (`run`).
 
 Why one: `specgate tune` (gate.commands.tune, every source it is given) and the gate's acceptance
-line (gate.tune.advice, the plan's costs against the per-position evidence `gate.evidence.gather`
-read) must give the same best k for the same plan. Both build `TuneInputs` and call `run`, which
-groups the counters by operating point, draws one acceptance curve per point, fits or declares
-the cycle costs and predicts — the grouping and the defaults live here once.
+line (its depth advice, gate.model.speedup.advice, the plan's costs against the per-position evidence
+`gate.evidence.gather` read) must give the same best k for the same plan. Both build `TuneInputs`
+(the command through `gate.tune.inputs`, the line through `gate.evidence.positions.from_evidence`)
+and call `run`, which groups the counters by operating point, draws one acceptance curve per point,
+fits or declares the cycle costs and predicts — the grouping and the defaults live here once.
 
-Pure: no file is read here (`gate.tune.inputs` reads for the command; the gate's evidence layer
-for the check), so importing the checks never loads a reader through tune.
+Pure: no file is read here, and nothing above floor 0 is imported.
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gate.evidence.positions import PositionCounters, PositionEvidence, point_name
-from gate.model.depth import MAX_SPECULATIVE_DEPTH, VARIABLE_LENGTH_METHODS
+from gate.model.depth import MAX_SPECULATIVE_DEPTH
 from gate.model.speedup.cost import CostSample, DraftBand, cycle_models
+from gate.model.speedup.counters import PositionCounters
 from gate.model.speedup.curves import TuneInputError, curve_for_point
 from gate.model.speedup.predict import TuneResult, predict
-from gate.plan.model import Plan
 
 # The deepest depth predicted unless asked (or the counters or the plan go deeper).
 DEFAULT_K_MAX = 8
@@ -54,58 +53,6 @@ class TuneInputs:
 
 # The acceptance basis a user may ask for (`specgate tune --basis`): exact is refused on a varying-depth run.
 AskedBasis = Literal["exact", "lower_bound"]
-
-
-def plan_depth_varies(plan: Plan) -> str | None:
-    """Why the plan's run drafts a varying depth, or None: a variable-length method, or a depth schedule the engine
-    runs that varies (gate.model.depth)."""
-    if plan.method in VARIABLE_LENGTH_METHODS:
-        return f"method {plan.method} proposes a variable number of draft tokens (up to k) per draft"
-    schedule = plan.depth_reading.schedule
-    if schedule is not None and schedule.varies:
-        return f"the plan declares a depth schedule ({schedule.source}) that varies k"
-    return None
-
-
-def from_evidence(plan: Plan, positions: Sequence[PositionEvidence]) -> TuneInputs:
-    """The plan's step costs against per-position evidence already read (a pure function).
-
-    The first capture group without usable counters is a TuneInputError (which group, and why). Each
-    cost is named by `gate.evidence.positions.point_name` (the acceptance line names its break-even
-    points by the same rule) and priced at the depth its point's counters show, else the plan's k.
-    """
-    out = TuneInputs(plan_k=plan.depth, depth_varies=plan_depth_varies(plan))
-    for pe in positions:
-        if pe.counters is None:
-            raise TuneInputError(pe.error or f"{pe.source}: no acceptance counters")
-        out.counters.append(pe.counters)
-    lengths = {c.point: c.measured_length for c in out.counters}
-    ks = {c.point: c.k for c in out.counters}
-    for i, c in enumerate(plan.costs):
-        point = point_name(c, i)
-        k = ks.get(point) or (next(iter(ks.values())) if len(ks) == 1 else None) or out.plan_k
-        src = f"plan costs[{i}]" + (f" ({c.source})" if c.source else "")
-        if k is None:
-            raise TuneInputError(f"{src}: the depth k of this cost is unknown "
-                                 "(engine.speculative.num_speculative_tokens or captures with per-position counters)")
-        if c.verify_cycle_ms is not None and c.target_step_ms is not None:
-            out.costs += [CostSample(point, None, 0, c.target_step_ms, src),
-                          CostSample(point, None, k, c.verify_cycle_ms, src)]
-            continue
-        assert c.baseline_tokens_per_second is not None and c.speculative_tokens_per_second is not None
-        length = c.acceptance_length or lengths.get(point) or (
-            next(iter(lengths.values())) if len(lengths) == 1 else None)
-        if length is None:
-            out.notes.append(f"{src}: measured rates without an acceptance length: no cycle time there")
-            continue
-        # per-sequence rates: step = 1 / r_baseline, cycle = L / r_speculative (DESIGN.md, seed 004's cycleMs)
-        out.costs += [CostSample(point, None, 0, 1000.0 / c.baseline_tokens_per_second, src),
-                      CostSample(point, None, k, 1000.0 * length / c.speculative_tokens_per_second, src)]
-    if out.plan_k is not None:
-        for pc in out.counters:
-            if pc.k != out.plan_k:
-                out.notes.append(f"{pc.source}: counters show depth {pc.k}, the plan says k = {out.plan_k}")
-    return out
 
 
 def default_k_max(inputs: TuneInputs) -> int:

@@ -1,8 +1,10 @@
-"""The plan's depth against tune's best depth, for the gate's acceptance line.
+"""Floor 0: the plan's depth against tune's best depth, for the gate's acceptance line.
 
-A pure function of the per-position evidence `gate.evidence.gather` read (`MetricsEvidence.positions`)
-and the plan's costs, through the one orchestrator `gate.tune.run` — the same numbers `specgate tune
---plan` prints for the same plan. No file is read here.
+A pure function of tune's inputs (the plan's costs against the per-position evidence
+`gate.evidence.gather` read, converted by `gate.evidence.positions.from_evidence`), through the one
+orchestrator `gate.model.speedup.tune.run` — the same numbers `specgate tune --plan` prints for the
+same plan. No file is read here; the acceptance line reads it once per evaluation
+(`gate.checks.base.CheckContext.depth_advice`).
 
 Why a warning and never a fail: everything beyond the measured k is a model, and with costs
 declared at one k the draft step's cost is an assumption. The line reports the plan's k, tune's
@@ -12,15 +14,12 @@ above the plan's k's band (`predict.dominating`), which no assumption inside the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.evidence.positions import PositionEvidence
 from gate.model.speedup.curves import TuneInputError
 from gate.model.speedup.predict import dominating
-from gate.plan.model import Plan
-from gate.tune.orchestrate import from_evidence, run
+from gate.model.speedup.tune import TuneInputs, run
 
 
 @dataclass(frozen=True)
@@ -33,6 +32,11 @@ class DepthAdvice:
     note: str | None = None
     # Why the run's depth varied, so its L by depth is a lower bound, not exact (gate.model.speedup.curves); None: fixed.
     lower_bound: str | None = None
+
+    @classmethod
+    def not_tuned(cls, plan_k: int | None, why: TuneInputError) -> DepthAdvice:
+        """Tune refused its inputs (the evidence could not become them, or `run` could not predict): why."""
+        return cls(plan_k=plan_k, note=f"tune: {why}")
 
     def to_json(self) -> dict[str, Any]:
         out = {"plan_k": self.plan_k, "points": self.points, "warnings": self.warnings, "note": self.note}
@@ -64,18 +68,14 @@ class DepthAdvice:
                 f"lies wholly above k = {self.plan_k}'s (specgate tune)")
 
 
-def depth_advice(plan: Plan, positions: Sequence[PositionEvidence]) -> DepthAdvice | None:
+def depth_advice(got: TuneInputs) -> DepthAdvice | None:
     """None when the plan has no speculation or no per-position evidence (nothing to say)."""
-    try:
-        got = from_evidence(plan, positions)
-    except TuneInputError as e:
-        return DepthAdvice(plan_k=None, note=f"tune: {e}")
     if got.plan_k is None or not got.counters or not any(c.resolved for c in got.counters):
         return None
     try:
         result = run(got)
     except TuneInputError as e:
-        return DepthAdvice(plan_k=got.plan_k, note=f"tune: {e}")
+        return DepthAdvice.not_tuned(got.plan_k, e)
     points: list[dict[str, Any]] = []
     warnings: list[str] = []
     for b in result.best:
