@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from gate.model.engines.base import EngineProfile
+from gate.model.engines.base import EngineProfile, ScheduleWriter
 from gate.model.engines.llamacpp import LLAMACPP
 from gate.model.engines.sglang import SGLANG
 from gate.model.engines.trtllm import TRTLLM
@@ -24,6 +24,8 @@ from gate.model.engines.vllm import VLLM
 PROFILES: Mapping[str, EngineProfile] = MappingProxyType({p.kind: p for p in (VLLM, SGLANG, TRTLLM, LLAMACPP)})
 # The engine a command assumes when none is named (`specgate codesign --engine`): the registry's first.
 DEFAULT_KIND: str = next(iter(PROFILES))
+# The engines whose depth schedule `specgate tune --emit` writes (their profiles are `ScheduleWriter`s).
+SCHEDULE_WRITERS: tuple[str, ...] = tuple(kind for kind, p in PROFILES.items() if isinstance(p, ScheduleWriter))
 
 
 def profile(kind: str) -> EngineProfile:

@@ -7,18 +7,20 @@ the drafter's KV, the memory-fraction default, the flags that turn speculation o
 convention, …) is asked of `profile(plan.engine.kind)`. A new engine answers every member below;
 subclassing `BaseProfile` it writes only what differs from the common case (k = `num_speculative_tokens`,
 one drafter pass per drafted token, the drafter charged its own KV, no algorithm names, no version floor,
-no depth schedule).
+no depth schedule and no schedule writer).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from exporter.schedule import DepthSchedule
 from gate.model.geometry import KVGeometry
+from gate.model.speedup.bands import BatchBand
+from gate.model.speedup.predict import TuneResult
 from gate.status import Status
 
 
@@ -135,6 +137,27 @@ class DepthScheduler(Protocol):
     def depth_schedule(self, speculative: Mapping[str, Any], *, data_parallel: int) -> ScheduleReading:
         """The schedule the engine runs for the plan's `engine.speculative` keys (a mapping, None values left out)
         under `data_parallel` replicas; ValueError (the engine's reason) when the engine would refuse it."""
+        ...
+
+
+# What a schedule writer returns: the engine fragment (what the engine reads), the engine's own reading of it (the
+# writer round-trips it), the bands as written (SGLang adds each tier's candidate steps) and notes for the user.
+WrittenSchedule: TypeAlias = tuple[dict[str, Any], DepthSchedule, list[BatchBand], list[str]]
+
+
+@runtime_checkable
+class ScheduleWriter(Protocol):
+    """The optional part of a profile for an engine whose depth schedule `specgate tune --emit` writes.
+
+    Why optional: an engine that runs one fixed k has nothing to write (`BaseProfile` writes none); the `--emit`
+    choices are the profiles that have it (gate.model.engines.SCHEDULE_WRITERS).
+    """
+
+    def write_schedule(self, bands: list[BatchBand], largest: int, result: TuneResult, point: str | None,
+                       speculative_configs: Sequence[Mapping[str, Any]]) -> WrittenSchedule:
+        """The bands of batch sizes (gate.model.speedup.bands, at operating point `point` of `result`) in the
+        engine's spelling, with `largest` the deepest k to declare and `speculative_configs` the speculative arm's
+        settings from its probe records; TuneInputError (one line) where the engine cannot run them."""
         ...
 
 
@@ -287,7 +310,8 @@ class BaseProfile(ABC):
     Why a base: every engine re-stated "k = `num_speculative_tokens`", the same flag prefixes and the same draft
     charge, and the copies drifted apart only in their docstrings. The facts every engine words its own way (the
     notes and comments, the pool, the taps, the rules on k, the keys and flags it launches) have no default. A
-    profile without `schedule_keys`/`depth_schedule` is no `DepthScheduler`: it runs one fixed k.
+    profile without `schedule_keys`/`depth_schedule` is no `DepthScheduler`: it runs one fixed k; one without
+    `write_schedule` is no `ScheduleWriter`: `specgate tune --emit` does not offer it.
     """
 
     kind: str

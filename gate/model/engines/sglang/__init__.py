@@ -12,16 +12,27 @@ and seed 002 (DSpark, DFlash and MTP generally available in 0.5.18).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from exporter.engines.sglang.depth import depth as sglang_depth
 from exporter.engines.sglang.schedule import SGLANG_DEFAULT_CANDIDATE_STEPS, sglang_adaptive_schedule
-from gate.model.engines.base import BaseProfile, DepthKeys, Eagle3Taps, PoolPrediction, Rule, ScheduleReading
+from gate.model.engines.base import (
+    BaseProfile,
+    DepthKeys,
+    Eagle3Taps,
+    PoolPrediction,
+    Rule,
+    ScheduleReading,
+    WrittenSchedule,
+)
+from gate.model.engines.sglang import schedule as writer
 from gate.model.engines.sglang.pools import sglang_draft_cell_bytes, sglang_pool_tokens
 from gate.model.geometry import GROWING_KINDS, KVGeometry
+from gate.model.speedup.bands import BatchBand
+from gate.model.speedup.predict import TuneResult
 from gate.status import Status
 
 # The `--speculative-algorithm` the controller launches each plan method with.
@@ -121,6 +132,11 @@ class SglangProfile(BaseProfile):
                              f"{candidates}. Pass one of those values.")
         return ScheduleReading(schedule, (), declared=True)
 
+
+    def write_schedule(self, bands: list[BatchBand], largest: int, result: TuneResult, point: str | None,
+                       speculative_configs: Sequence[Mapping[str, Any]]) -> WrittenSchedule:
+        """SGLang's `--speculative-adaptive-config` tiers (`schedule.py`)."""
+        return writer.write_schedule(bands, result, point)
     def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
                     num_steps: int | None, eagle_topk: int | None) -> int | None:
         """`speculative_num_steps` drafter forwards (each grows the tree by one level of top-k); without

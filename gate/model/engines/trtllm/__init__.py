@@ -1,7 +1,7 @@
 """TensorRT-LLM's gate-side profile (PyTorch backend, `trtllm-serve`): written from its source, not a run.
 
 TensorRT-LLM needs a GPU, so nothing here was measured. Sources (NVIDIA/TensorRT-LLM, the stored copies the
-exporter adapter cites, `exporter/engines/trtllm.py`):
+exporter adapter cites, `exporter/engines/trtllm/`):
 - the depth: `speculative_config.max_draft_len` is k (the plan's `num_speculative_tokens`); a
   `draft_len_schedule` ({batch size: draft length}) varies it by batch size, validated and read as
   TensorRT-LLM does (`exporter.engines.trtllm.schedule.trtllm_schedule`: each key ends its band, the smallest key >= the
@@ -21,7 +21,7 @@ controller) rather than filled in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,9 +33,13 @@ from gate.model.engines.base import (
     PoolPrediction,
     Rule,
     ScheduleReading,
+    WrittenSchedule,
     block_or_user_depth,
     shared_pool_prediction,
 )
+from gate.model.engines.trtllm import schedule as writer
+from gate.model.speedup.bands import BatchBand
+from gate.model.speedup.predict import TuneResult
 from gate.status import Status
 
 SCHEDULE_KEY = "draft_len_schedule"
@@ -87,6 +91,11 @@ class TrtllmProfile(BaseProfile):
             raise ValueError(f"engine.speculative.{SCHEDULE_KEY}: TensorRT-LLM refuses it: {e}") from None
         return ScheduleReading(schedule, (), declared=True)
 
+
+    def write_schedule(self, bands: list[BatchBand], largest: int, result: TuneResult, point: str | None,
+                       speculative_configs: Sequence[Mapping[str, Any]]) -> WrittenSchedule:
+        """TensorRT-LLM's `draft_len_schedule` (`schedule.py`)."""
+        return writer.write_schedule(bands, largest)
     def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
                      has_drafter: bool, block_size: int | None,
                      configured_max_total_tokens: int | None) -> PoolPrediction:

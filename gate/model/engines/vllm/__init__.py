@@ -13,7 +13,7 @@ target with fewer layers than k reuses them, so the count is still k), no algori
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +26,12 @@ from gate.model.engines.base import (
     PoolPrediction,
     Rule,
     ScheduleReading,
+    WrittenSchedule,
     shared_pool_prediction,
 )
+from gate.model.engines.vllm import schedule as writer
+from gate.model.speedup.bands import BatchBand
+from gate.model.speedup.predict import TuneResult
 from gate.status import Status
 
 DEFAULT_BLOCK_SIZE = 16  # vLLM's GPU default; the CPU backend uses 128 (set engine.block_size)
@@ -81,6 +85,11 @@ class VllmProfile(BaseProfile):
             raise ValueError(f"engine.speculative.{SCHEDULE_KEY}: vLLM refuses it: {e}") from None
         return ScheduleReading(schedule, (), declared=True)
 
+
+    def write_schedule(self, bands: list[BatchBand], largest: int, result: TuneResult, point: str | None,
+                       speculative_configs: Sequence[Mapping[str, Any]]) -> WrittenSchedule:
+        """vLLM's `--speculative-config` fragment (`schedule.py`)."""
+        return writer.write_schedule(bands, largest, speculative_configs)
     def drafter_dtype_note(self, target_dtype: str) -> str | None:
         """vLLM builds the draft model in the target's dtype, and one cache dtype serves the whole pool."""
         return f"KV dtype auto: vLLM runs the drafter in the target's dtype ({target_dtype})"

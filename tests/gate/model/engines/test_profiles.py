@@ -59,12 +59,23 @@ def test_every_profile_builds_on_the_base() -> None:
     assert all(isinstance(p, BaseProfile) for p in PROFILES.values())
 
 
+def test_the_engines_that_write_schedules_are_those_that_run_them() -> None:
+    """`specgate tune --emit` offers the ScheduleWriter profiles (every DepthScheduler; llama.cpp runs one k)."""
+    from gate.model.engines import DEFAULT_KIND, SCHEDULE_WRITERS
+    from gate.model.engines.base import DepthScheduler, ScheduleWriter
+
+    assert SCHEDULE_WRITERS == ("vllm", "sglang", "trtllm")
+    assert SCHEDULE_WRITERS == tuple(k for k, p in PROFILES.items() if isinstance(p, DepthScheduler))
+    assert not isinstance(profile("llamacpp"), ScheduleWriter)
+    assert DEFAULT_KIND == "vllm" and profile(DEFAULT_KIND) is VLLM
+
+
 def test_a_new_engine_writes_only_what_differs() -> None:
     """A stub engine answers the engine-specific members; BaseProfile gives it the rest (k = num_speculative_tokens,
     one drafter pass per drafted token, its own KV charged, no names, no floor, no schedule)."""
     import dataclasses
 
-    from gate.model.engines.base import DepthScheduler
+    from gate.model.engines.base import DepthScheduler, ScheduleWriter
 
     @dataclasses.dataclass(frozen=True)
     class Stub(BaseProfile):
@@ -110,7 +121,7 @@ def test_a_new_engine_writes_only_what_differs() -> None:
             stub.default_memory_fraction) == (None, None, None, None)
     assert stub.chain_depth_keys(3, "why") == DepthKeys({"num_speculative_tokens": 3}, "why")
     assert stub.speculative_flag_prefixes == ("--speculative-", "--speculative_")
-    assert not isinstance(stub, DepthScheduler)
+    assert not isinstance(stub, DepthScheduler) and not isinstance(stub, ScheduleWriter)
 
     class Bare(BaseProfile):
         pass
