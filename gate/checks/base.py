@@ -7,14 +7,16 @@ artifacts (`gate.bill.facts`), the memory bill (`gate.bill.budget`) and the gath
 (`gate.evidence`); the lines never fetch anything themselves and know nothing of the faces (CLI,
 HTTP gate, controller) that asked.
 
-The depth advice (`depth_advice`, tune's predictor on floor 0, gate.model.speedup) is computed at most
-once per context, when first asked.
+What several sub-checks read is computed at most once per context, when first asked: the acceptance
+line's view of its windows (`acceptance_evidence`, read by five of its sub-checks) and the depth advice
+(`depth_advice`, tune's predictor on floor 0, gate.model.speedup).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from gate.bill.budget import Budget
 from gate.bill.facts import ArtifactFacts
@@ -25,6 +27,9 @@ from gate.evidence.previous import RevisionChanges
 from gate.model.speedup.advice import DepthAdvice, depth_advice
 from gate.model.speedup.curves import TuneInputError
 from gate.plan.model import Plan
+
+if TYPE_CHECKING:
+    from gate.checks.acceptance.windows import LineEvidence
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,13 @@ class CheckContext:
     metrics: MetricsEvidence = field(default_factory=MetricsEvidence)
     cluster: ClusterEvidence | None = None
     previous: RevisionChanges | None = None  # `--previous RECORD`: what changed since the last run record
+
+    @cached_property
+    def acceptance_evidence(self) -> LineEvidence:
+        """The acceptance line's eligible windows, pooled L and L* (gate.checks.acceptance.windows.gather)."""
+        from gate.checks.acceptance.windows import gather  # the line's module imports this one
+
+        return gather(self)
 
     @cached_property
     def depth_advice(self) -> DepthAdvice | None:

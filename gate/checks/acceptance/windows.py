@@ -1,10 +1,11 @@
 """The acceptance line's view of its evidence, shared by its sub-checks: eligible windows grouped per
 stream and point, the pooled L per point, and break-even L* per operating point.
 
-Why computed from the context by every sub-check that needs it (and not passed between them): each
-sub-check stays `sub(ctx) -> Finding`, testable on its own; the arithmetic is a few sums over the
-windows. Windows that are reset, of unknown restart status, or thinner than `slo.min_drafts` are
-never evidence (counted in `excluded`).
+Why read from the context by every sub-check that needs it (`line_evidence(ctx)`, and not passed
+between them): each sub-check stays `sub(ctx) -> Finding`, testable on its own, and the context
+computes it once (`CheckContext.acceptance_evidence`), however many sub-checks ask. Windows that are
+reset, of unknown restart status, or thinner than `slo.min_drafts` are never evidence (counted in
+`excluded`).
 """
 
 from __future__ import annotations
@@ -87,6 +88,11 @@ class LineEvidence:
 
 
 def line_evidence(ctx: CheckContext) -> LineEvidence:
+    """The line's evidence for `ctx` (`gather`), computed once per context."""
+    return ctx.acceptance_evidence
+
+
+def gather(ctx: CheckContext) -> LineEvidence:
     """The windows of `ctx.metrics` as evidence; L per point pooled over them (exporter.formulas.pooled_length),
     the fleet's pooled L for the plan's traffic when no window is unnamed; L* from the plan's costs."""
     min_drafts = ctx.plan.slo.min_drafts

@@ -192,3 +192,19 @@ def test_target_source_is_shown_or_missing_said() -> None:
     assert r.status is Status.INCONCLUSIVE and "target source: drafter card macro mean 5.29" in r.reason
     r = judge(_plan(target_source="benchmark: drafter card macro mean 5.29 over nine benchmarks"), "pre", [], [])
     assert r.status is Status.PASS and "target source: benchmark: drafter card macro mean 5.29" in r.reason
+
+
+def test_the_line_evidence_is_computed_once_per_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Five sub-checks read the line's windows and L*; the context computes them once (CheckContext.acceptance_evidence)."""
+    from gate.checks.acceptance import windows
+
+    calls: list[object] = []
+    real = windows.gather
+
+    def counted(ctx):  # type: ignore[no-untyped-def]
+        calls.append(ctx)
+        return real(ctx)
+
+    monkeypatch.setattr(windows, "gather", counted)
+    r = judge(_plan(min_windows=1), "post", [_w(4.0), _w(4.0, stream="m/1")], [])
+    assert r.status is Status.PASS and len(calls) == 1
