@@ -240,6 +240,29 @@ class SideInfo:
     speculative: SpeculativeSettings | None = None
 
 
+class PerRequestError(ValueError):
+    """A per-request acceptance answer that is not what its engine sends (one line; never a guessed number)."""
+
+
+@dataclass(frozen=True)
+class RequestAcceptance:
+    """One request's acceptance, as an engine reports it per request (`EngineAdapter.request_acceptance`);
+    `acceptance_length` is decode-only, vLLM's definition (bonus token included, prefill token excluded)."""
+
+    completion_tokens: int
+    verify_calls: int
+    acceptance_length: float
+    correct_drafts: int | None
+    proposed_drafts: int | None
+    correct_drafts_histogram: tuple[int, ...]
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        if not self.proposed_drafts:
+            return None
+        return (self.correct_drafts or 0) / self.proposed_drafts
+
+
 def positions_depth(spec: SpecCounters) -> int | None:
     """k as per-position counters show it: one series per draft position (vLLM creates exactly
     `num_speculative_tokens` of them; an engine with per-position series is read the same way); None without."""
@@ -279,6 +302,22 @@ class EngineAdapter(ABC):
     @abstractmethod
     def side_incomplete(self, side: SideInfo) -> bool:
         """Whether `side` lacks what this engine's side endpoints should have given (asked again later)."""
+
+    # Per-request acceptance, as a streamed `/v1/completions` answer carries it (`gate.probe.per_request`).
+    acceptance_source: str | None = None  # where in the stream the engine puts it, in words ("vLLM's metrics")
+
+    @staticmethod
+    def carries_acceptance(usage_chunk: Mapping[str, Any] | None, details: Any) -> bool:
+        """Whether a stream carries this engine's per-request acceptance: its final usage chunk, or the
+        `sglext.spec_tokens_details` chunk (`details`). Default: no (the engine reports none per request)."""
+        return False
+
+    @staticmethod
+    def request_acceptance(usage_chunk: Mapping[str, Any] | None, details: Any,
+                           completion_tokens: int) -> RequestAcceptance | None:
+        """The request's acceptance from a stream that `carries_acceptance`; None when it ran without speculation,
+        `PerRequestError` (one line) when what it carries is not the engine's shape. Default: none."""
+        return None
 
     # The depth k (`exporter.depth`; a page's identity, `gate.evidence.captures.identity_of`).
     @staticmethod

@@ -40,9 +40,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from exporter.engines.base import PerRequestError
 from gate.inputs.fetch import FetchError, stream
 from gate.inputs.loading import Limits, parse_json
-from gate.probe.per_request import PerRequestError, streamed_acceptance
+from gate.probe.per_request import streamed_acceptance
 from gate.status import InputError
 
 ERROR_CHARS = 200

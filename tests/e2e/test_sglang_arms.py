@@ -75,7 +75,7 @@ def test_a_drafter_accepting_nothing_reads_one(live):
     """Issue 23 item 6: the random-weight drafters (standalone, EAGLE3) accept nothing, so decode-only L is 1.000
     ± 0.005 in the exporter's window and per request through the gate's parser (SGLang's own definition, the
     prefill token counted, read 1.021-1.032 here). ngram accepts: its L must stay above 1."""
-    from gate.probe.per_request import sglang_request_acceptance
+    from exporter.engines.sglang.stream import sglang_request_acceptance
 
     window = sample_value(live.reading, "specgate_spec_acceptance_length", window=WINDOW_LABEL)
     per_request = [sglang_request_acceptance(r["meta_info"]) for r in live.traffic.responses]

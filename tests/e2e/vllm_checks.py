@@ -158,11 +158,12 @@ def run_check_post(live: LiveArm, model_dir: Path, tmp: Path, record: dict, **pl
 
 def assert_per_request_matches_engine(live: LiveArm, record: dict) -> list:
     """Per-request acceptance (`--per-request-spec-decode-metrics`) of every traffic response, parsed by
-    gate.probe.per_request, adds up to the engine's own counter deltas over the same traffic; the summary goes
+    exporter.engines.vllm.stream, adds up to the engine's own counter deltas over the same traffic; the summary goes
     to the e2e record. Returns the parsed requests."""
     import statistics
 
-    from gate.probe.per_request import histogram, vllm_request_acceptance
+    from exporter.engines.vllm.stream import vllm_request_acceptance
+    from gate.probe.per_request import histogram
 
     want = acceptance_between(live.traffic.before, live.traffic.after)
     assert want is not None

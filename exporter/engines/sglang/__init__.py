@@ -48,7 +48,7 @@ from exporter.engines.base import (
     StreamSnapshot,
 )
 from exporter.engines.common import HistogramMemo, SeriesKeys, finite, fold, histograms, samples
-from exporter.engines.sglang import counts
+from exporter.engines.sglang import counts, stream
 from exporter.engines.sglang import depth as k_rule
 from exporter.engines.sglang.schedule import sglang_adaptive_schedule
 from exporter.engines.versions import VersionRange
@@ -170,6 +170,9 @@ class SglangAdapter(EngineAdapter):
     draft_counts = staticmethod(counts.from_verify_calls)
     interval_gauge_is_new = staticmethod(counts.interval_gauge_is_new)
     rate_from_length = staticmethod(counts.rate_from_length)
+    acceptance_source = "SGLang's sglext"  # return_spec_tokens_details: an sglext.spec_tokens_details chunk
+    carries_acceptance = staticmethod(stream.carries_acceptance)
+    request_acceptance = staticmethod(stream.streamed_acceptance)
 
     def __init__(self) -> None:
         self._histograms: HistogramMemo[RawKey] = HistogramMemo()  # common.histograms

@@ -39,6 +39,7 @@ from exporter.engines.base import (
 )
 from exporter.engines.common import HistogramMemo, SeriesKeys, as_int, finite, fold, histograms, samples
 from exporter.engines.versions import VersionRange
+from exporter.engines.vllm import stream
 from exporter.engines.vllm.schedule import vllm_config_schedule, vllm_told_schedule
 
 KIND: Final = "vllm"
@@ -100,6 +101,9 @@ class VllmAdapter(EngineAdapter):
     schedule_setting = "speculative_config"  # vLLM's --speculative-config JSON
     config_schedule = staticmethod(vllm_config_schedule)
     told_schedule = staticmethod(vllm_told_schedule)
+    acceptance_source = "vLLM's metrics"  # --per-request-spec-decode-metrics: on the final usage chunk
+    carries_acceptance = staticmethod(stream.carries_acceptance)
+    request_acceptance = staticmethod(stream.streamed_acceptance)
 
     def __init__(self) -> None:
         self._histograms: HistogramMemo[StreamKey] = HistogramMemo()  # common.histograms

@@ -23,10 +23,12 @@ from typing import Any
 
 import pytest
 
+from exporter.engines.base import PerRequestError
+from exporter.engines.sglang.stream import sglang_request_acceptance
 from gate.cli import main
 from gate.evidence.probes import load_record
 from gate.probe.client import CompletionClient
-from gate.probe.per_request import PerRequestError, sglang_request_acceptance, streamed_acceptance
+from gate.probe.per_request import streamed_acceptance
 from tests.gate.probe.probe_replay import ReplayEngine
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "probe"

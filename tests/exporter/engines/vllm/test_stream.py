@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gate.probe.per_request import PerRequestError, vllm_request_acceptance
+from exporter.engines.base import PerRequestError
+from exporter.engines.vllm.stream import vllm_request_acceptance
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "vllm" / "methods"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "vllm" / "methods"
 
 
 def _responses(arm: str) -> list[dict]:
