@@ -41,6 +41,7 @@ from gate.model.depth import (
     depth_schedule,
     speculative_depth,
 )
+from gate.model.engines import KINDS_IN_WORDS
 from gate.model.engines.base import ScheduleReading
 from gate.model.plausibility import MAX_ALPHA, pool_tokens, startup_seconds
 from gate.plan.suggest import one_line
@@ -186,7 +187,7 @@ class Speculative(_Strict):
 
 
 class Engine(_Strict):
-    kind: EngineKind = Field(description="vllm, sglang, trtllm (from its source) or llamacpp")
+    kind: EngineKind = Field(description=KINDS_IN_WORDS)
     version: str | None = Field(
         default=None, description="the engine version to run (SGLang < 0.5.18 warns for DSpark, DFlash and "
                                   "MTP)")

@@ -28,6 +28,14 @@ DEFAULT_KIND: str = next(iter(PROFILES))
 SCHEDULE_WRITERS: tuple[str, ...] = tuple(kind for kind, p in PROFILES.items() if isinstance(p, ScheduleWriter))
 
 
+def _in_words(kinds: list[str]) -> str:
+    return ", ".join(kinds[:-1]) + " or " + kinds[-1] if len(kinds) > 1 else "".join(kinds)
+
+
+# The plan's `engine.kind` in words, each with its provenance when not from runs (the plan schema's description).
+KINDS_IN_WORDS: str = _in_words([p.kind + (f" ({p.provenance})" if p.provenance else "") for p in PROFILES.values()])
+
+
 def profile(kind: str) -> EngineProfile:
     """The profile of engine `kind`; an unknown kind gets the default engine's (the plan model refuses unknown
     kinds)."""

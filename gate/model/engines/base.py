@@ -174,6 +174,12 @@ class EngineProfile(Protocol):
         """The engine's name in sentences ("vLLM", "SGLang")."""
         ...
 
+    @property
+    def provenance(self) -> str | None:
+        """How the profile's facts were established when not by running the engine ("from its source"); None:
+        from runs."""
+        ...
+
     # --- the depth k and the drafter's steps (gate.model.depth) ---------------------------------------
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
@@ -323,6 +329,7 @@ class BaseProfile(ABC):
     init_memory_fraction_comment: str
     speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
     default_memory_fraction: float | None = None
+    provenance: str | None = None
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
               num_steps: int | None, eagle_topk: int | None) -> int | None:

@@ -62,6 +62,7 @@ class TrtllmProfile(BaseProfile):
     kind: str = "trtllm"
     name: str = "TensorRT-LLM"
     schedule_keys: tuple[str, ...] = (SCHEDULE_KEY,)
+    provenance: str | None = "from its source"
     # No default_memory_fraction: kv_cache_config.free_gpu_memory_fraction is a share of the memory left after the
     # model loads, not of the device; the bill's usable = device memory × fraction would be wrong with it
     memory_fraction_note: str = ("engine.memory_fraction not given: TensorRT-LLM's free_gpu_memory_fraction is a "

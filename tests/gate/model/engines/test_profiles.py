@@ -70,6 +70,12 @@ def test_the_engines_that_write_schedules_are_those_that_run_them() -> None:
     assert DEFAULT_KIND == "vllm" and profile(DEFAULT_KIND) is VLLM
 
 
+def test_the_plan_schema_says_the_kinds_from_the_registry() -> None:
+    from gate.model.engines import KINDS_IN_WORDS
+
+    assert KINDS_IN_WORDS == "vllm, sglang, trtllm (from its source) or llamacpp"  # examples/plans/plan.schema.json
+
+
 def test_a_new_engine_writes_only_what_differs() -> None:
     """A stub engine answers the engine-specific members; BaseProfile gives it the rest (k = num_speculative_tokens,
     one drafter pass per drafted token, its own KV charged, no names, no floor, no schedule)."""
