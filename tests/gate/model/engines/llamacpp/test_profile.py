@@ -16,7 +16,7 @@ from gate.model.engines import profile
 from gate.model.geometry import kv_geometry
 from gate.status import Status
 
-CONFIGS = Path(__file__).resolve().parents[3] / "fixtures" / "configs"
+CONFIGS = Path(__file__).resolve().parents[4] / "fixtures" / "configs"
 TARGET = kv_geometry(load_config(CONFIGS / "tiny-target.json"))  # 2 layers, 1,024 B/token (f32)
 DRAFT = kv_geometry(load_config(CONFIGS / "tiny-draft.json"))  # 1 layer, 256 B/token
 LC = profile("llamacpp")

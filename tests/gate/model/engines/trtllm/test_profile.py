@@ -1,4 +1,4 @@
-"""TensorRT-LLM's gate profile (gate/model/engines/trtllm.py): each expected value says where it comes from.
+"""TensorRT-LLM's gate profile (gate/model/engines/trtllm/): each expected value says where it comes from.
 
 "source" is TensorRT-LLM's own code as the profile's docstring cites it (the stored copies of
 NVIDIA/TensorRT-LLM); nothing was measured (it needs a GPU).
@@ -18,7 +18,7 @@ from gate.model.engines.base import DepthScheduler
 from gate.model.geometry import kv_geometry
 from gate.status import Status
 
-CONFIGS = Path(__file__).resolve().parents[3] / "fixtures" / "configs"
+CONFIGS = Path(__file__).resolve().parents[4] / "fixtures" / "configs"
 TARGET = kv_geometry(load_config(CONFIGS / "tiny-target.json"))  # 2 layers, 1,024 B/token
 DRAFT = kv_geometry(load_config(CONFIGS / "tiny-draft.json"))  # 1 layer, 256 B/token
 T = profile("trtllm")
