@@ -303,6 +303,10 @@ class EngineAdapter(ABC):
     def side_incomplete(self, side: SideInfo) -> bool:
         """Whether `side` lacks what this engine's side endpoints should have given (asked again later)."""
 
+    # The field of a `POST /tokenize` body that holds the text (`gate.probe.workload.TOKENIZE_BODIES`): vLLM's and
+    # SGLang's OpenAI-style `{"model", "prompt"}` by default.
+    tokenize_field: str = "prompt"
+
     # Per-request acceptance, as a streamed `/v1/completions` answer carries it (`gate.probe.per_request`).
     acceptance_source: str | None = None  # where in the stream the engine puts it, in words ("vLLM's metrics")
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from exporter.engines import ADAPTERS
 from gate.evidence.probes import MixSpec, ProbeError
 from gate.inputs.fetch import FetchError, fetch, tokenize_bytes
 from gate.inputs.loading import PROMPTS_LIMITS, Limits, read_jsonl
@@ -63,9 +64,9 @@ def base_text(index: int, words: int) -> str:
     return " ".join(seq[j % len(seq)] for j in range(words))
 
 
-# The two spellings of a `/tokenize` body: vLLM's and SGLang's `{"model", "prompt"}`, then llama.cpp's
-# `{"content"}` (llama-server b11434 `post_tokenize` reads `content` and answers `{"tokens": []}` to `prompt`).
-TOKENIZE_BODIES: tuple[str, ...] = ("prompt", "content")
+# The spellings of a `/tokenize` body, each engine's `tokenize_field` once, in the registry's order: vLLM's and
+# SGLang's `{"model", "prompt"}`, then llama.cpp's `{"content"}` (its adapter says why).
+TOKENIZE_BODIES: tuple[str, ...] = tuple(dict.fromkeys(cls.tokenize_field for cls in ADAPTERS.values()))
 
 
 def tokenize(base_url: str, model: str, text: str, deadline: float,

@@ -137,6 +137,8 @@ class LlamacppAdapter(EngineAdapter):
     # llama.cpp numbers its builds (b11434); the range is the build checked, written as a one-number release.
     tested_versions = VersionRange((11434,), (11434,), "b11434",
                                    "llama-server b11434 CPU captures (tests/golden/llamacpp-*.prom)")
+    # `{"content"}`: llama-server b11434 `post_tokenize` reads `content` and answers `{"tokens": []}` to `prompt`
+    tokenize_field = "content"
 
     def side_info(self, get_json: GetJson) -> SideInfo:
         """`GET /props` (slots, slot context, build); `GET /v1/models` only when `/props` names no model alias.
