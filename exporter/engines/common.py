@@ -1,4 +1,4 @@
-"""Helpers shared by the engine adapters: folding split labels, histograms, finite values."""
+"""Helpers shared by the engine adapters: folding split labels, histograms, per-position counters, finite values."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from array import array
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from exporter.engines.base import Histogram, ParsedPage, Sample
+from exporter.engines.base import MAX_POSITIONS, Histogram, ParsedPage, Sample
 
 K = TypeVar("K", bound=Hashable)
 _INF = float("inf")
@@ -90,6 +90,29 @@ def fold(samples: Iterable[tuple[Any, float]], key: Callable[[Any], K], how: str
         else:
             out[k] = v
     return out
+
+
+def per_position(rows: list[Sample], label: str, key: Callable[[Mapping[str, str]], K],
+                 into: dict[K, dict[int, float]]) -> int:
+    """Add each finite sample of a per-position family (its draft position in `label`) to its stream's position
+    in `into`, positions 0..MAX_POSITIONS − 1; returns how many fell outside (dropped, counted as
+    `position_limit`). Series of one stream at the same position are added up."""
+    beyond = 0
+    for labels, value in rows:
+        pos, v = as_int(labels.get(label)), finite(value)
+        if pos is None or v is None:
+            continue
+        if not 0 <= pos < MAX_POSITIONS:
+            beyond += 1
+            continue
+        at = into.setdefault(key(labels), {})
+        at[pos] = at.get(pos, 0.0) + v
+    return beyond
+
+
+def dense(by_position: Mapping[int, float]) -> tuple[float, ...]:
+    """Per-position values as a tuple over positions 0..the highest seen (a position the page lacks reads 0)."""
+    return tuple(by_position.get(i, 0.0) for i in range(max(by_position) + 1)) if by_position else ()
 
 
 def samples(page: ParsedPage, kind: str, base: str) -> list[Sample]:

@@ -50,7 +50,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from exporter.engines.base import (
-    MAX_POSITIONS,
     EngineAdapter,
     EngineKind,
     EngineSnapshot,
@@ -61,7 +60,7 @@ from exporter.engines.base import (
     SpeculativeSettings,
     StreamSnapshot,
 )
-from exporter.engines.common import as_int, finite, samples
+from exporter.engines.common import dense, finite, per_position, samples
 from exporter.engines.versions import VersionRange
 
 KIND: Final = "llamacpp"
@@ -155,16 +154,9 @@ class LlamacppAdapter(EngineAdapter):
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         side = side or SideInfo()
         v = {b: _one(page, b) for b in SCALARS}
-        per_pos: dict[int, float] = {}
-        beyond = 0
-        for labels, value in samples(page, KIND, ACCEPTED_POS):
-            pos, x = as_int(labels.get("position")), finite(value)
-            if pos is None or x is None:
-                continue
-            if not 0 <= pos < MAX_POSITIONS:
-                beyond += 1
-                continue
-            per_pos[pos] = per_pos.get(pos, 0.0) + x
+        one: dict[None, dict[int, float]] = {}  # the server's one stream
+        beyond = per_position(samples(page, KIND, ACCEPTED_POS), "position", lambda _labels: None, one)
+        per_pos = one.get(None, {})
         hints: list[str] = []
         model = next(iter(side.max_model_len), None)
         if side.max_total_num_tokens is not None:
@@ -174,8 +166,7 @@ class LlamacppAdapter(EngineAdapter):
         spec = None
         if v[DRAFTS] is not None or v[DRAFT_TOKENS] is not None or per_pos or side.speculative is not None:
             spec = SpecCounters(drafts=v[DRAFTS], draft_tokens=v[DRAFT_TOKENS], accepted_tokens=v[ACCEPTED],
-                                accepted_per_position=tuple(per_pos.get(i, 0.0) for i in range(max(per_pos) + 1))
-                                if per_pos else ())
+                                accepted_per_position=dense(per_pos))
         keys_seen = any(x is not None for x in v.values()) or per_pos or side.max_total_num_tokens is not None
         streams = (StreamSnapshot(
             model=model, rank=None, kv_pool_tokens=side.max_total_num_tokens,

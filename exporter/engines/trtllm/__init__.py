@@ -43,7 +43,6 @@ from collections.abc import Mapping
 from typing import Final
 
 from exporter.engines.base import (
-    MAX_POSITIONS,
     EngineAdapter,
     EngineKind,
     EngineSnapshot,
@@ -55,7 +54,16 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
-from exporter.engines.common import HistogramMemo, SeriesKeys, as_int, finite, fold, histograms, samples
+from exporter.engines.common import (
+    HistogramMemo,
+    SeriesKeys,
+    dense,
+    finite,
+    fold,
+    histograms,
+    per_position,
+    samples,
+)
 from exporter.engines.versions import VersionRange
 
 KIND: Final = "trtllm"
@@ -131,15 +139,7 @@ class TrtllmAdapter(EngineAdapter):
         beyond = 0
         per_pos: dict[str, dict[StreamKey, dict[int, float]]] = {DRAFTED_POS: {}, ACCEPTED_POS: {}}
         for base, into in per_pos.items():
-            for labels, value in samples(page, KIND, base):
-                pos, v = as_int(labels.get(POSITION_LABEL)), finite(value)
-                if pos is None or v is None:
-                    continue
-                if not 0 <= pos < MAX_POSITIONS:
-                    beyond += 1
-                    continue
-                at = into.setdefault(key_of(labels), {})
-                at[pos] = at.get(pos, 0.0) + v
+            beyond += per_position(samples(page, KIND, base), POSITION_LABEL, key_of, into)
         ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._keys, self._histograms)
         tpot: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", self._keys, self._histograms)
         keys: set[StreamKey] = set(ttft) | set(tpot) | set(per_pos[DRAFTED_POS]) | set(per_pos[ACCEPTED_POS])
@@ -187,5 +187,5 @@ class TrtllmAdapter(EngineAdapter):
             accepted_tokens = sum(accepted.values())
         return SpecCounters(
             drafts=None, draft_tokens=draft_tokens, accepted_tokens=accepted_tokens,
-            accepted_per_position=tuple(accepted.get(i, 0.0) for i in range(max(accepted) + 1)) if accepted else (),
+            accepted_per_position=dense(accepted),
         )

@@ -24,7 +24,6 @@ from operator import is_, itemgetter
 from typing import Final
 
 from exporter.engines.base import (
-    MAX_POSITIONS,
     EngineAdapter,
     EngineKind,
     EngineSnapshot,
@@ -37,7 +36,17 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
-from exporter.engines.common import HistogramMemo, SeriesKeys, as_int, finite, fold, histograms, samples
+from exporter.engines.common import (
+    HistogramMemo,
+    SeriesKeys,
+    as_int,
+    dense,
+    finite,
+    fold,
+    histograms,
+    per_position,
+    samples,
+)
 from exporter.engines.versions import VersionRange
 from exporter.engines.vllm import stream
 from exporter.engines.vllm.schedule import vllm_config_schedule, vllm_told_schedule
@@ -143,16 +152,8 @@ class VllmAdapter(EngineAdapter):
             usage = g[USAGE_OLD]
             hints.append("vllm<0.9.2: gpu_cache_usage_perc")
         per_pos: dict[StreamKey, dict[int, float]] = {}
-        beyond = 0  # positions past MAX_POSITIONS (or negative): dropped, counted as position_limit
-        for labels, value in samples(page, KIND, ACCEPTED_POS):
-            pos, v = as_int(labels.get("position")), finite(value)
-            if pos is None or v is None:
-                continue
-            if not 0 <= pos < MAX_POSITIONS:
-                beyond += 1
-                continue
-            at = per_pos.setdefault(key_of(labels), {})
-            at[pos] = at.get(pos, 0.0) + v
+        # positions past MAX_POSITIONS (or negative): dropped, counted as position_limit
+        beyond = per_position(samples(page, KIND, ACCEPTED_POS), "position", key_of, per_pos)
         ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._keys, self._histograms)
         tpot: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", self._keys, self._histograms)
         itl: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{ITL}", self._keys, self._histograms) or \
@@ -174,11 +175,9 @@ class VllmAdapter(EngineAdapter):
             pool_tokens, block = pools.get(rank, (None, None))
             spec = None
             if key in c[DRAFTS] or key in c[ACCEPTED] or key in per_pos:
-                pp = per_pos.get(key, {})
                 spec = SpecCounters(
                     drafts=c[DRAFTS].get(key), draft_tokens=c[DRAFT_TOKENS].get(key),
-                    accepted_tokens=c[ACCEPTED].get(key),
-                    accepted_per_position=tuple(pp.get(i, 0.0) for i in range(max(pp) + 1)) if pp else (),
+                    accepted_tokens=c[ACCEPTED].get(key), accepted_per_position=dense(per_pos.get(key, {})),
                 )
             streams.append(StreamSnapshot(
                 model=model, rank=rank, kv_pool_tokens=pool_tokens, kv_block_size=block,
