@@ -11,7 +11,7 @@ it), `props.json` (GET /props, what the exporter reads at its first scrape). The
 completions of 64 tokens, 4 at a time, temperature 0, ignore_eos, in two halves. A summary (start seconds,
 counters per arm, build) goes to stdout and DIR/summary.json.
 
-Then: `SPECGATE_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/exporter/test_engines_llamacpp.py` rewrites
+Then: `SPECGATE_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/exporter/engines/llamacpp/test_adapter.py` rewrites
 tests/golden/llamacpp-<arm>.prom; read the diff before committing it.
 """
 

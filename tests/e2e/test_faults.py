@@ -272,7 +272,7 @@ def restarted(case: Case, live: LiveArm, killed: Killed, models: Path, request: 
 # engine has no spec/generation counters at all; the next one has small ones. The restart rule
 # (exporter.derive.restarted) compares each counter with its last known value (the tracker's last sight,
 # exporter.derive.last_known), so the family that came back lower is the restart. The same sequence, with
-# pages built from the real captures, is tests/exporter/test_sglang_restart_before_warmup.py.
+# pages built from the real captures, is tests/exporter/engines/sglang/test_restart_before_warmup.py.
 
 
 def test_restart_counted_and_window_marked_reset(case: Case, restarted: Restarted):

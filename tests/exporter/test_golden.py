@@ -22,7 +22,7 @@ from exporter.engines.sglang import speculative_settings
 from exporter.scrape import snapshot_from_text
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState
-from tests.exporter.test_sglang_restart_before_warmup import before_warmup
+from tests.exporter.engines.sglang.test_restart_before_warmup import before_warmup
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 VLLM = FIXTURES / "vllm"

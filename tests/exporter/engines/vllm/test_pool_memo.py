@@ -12,7 +12,7 @@ from pathlib import Path
 from exporter.engines import adapter
 from exporter.parse import PageParser
 
-CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "vllm" / "metrics-ngram-after.txt"
+CAPTURE = Path(__file__).resolve().parents[3] / "fixtures" / "vllm" / "metrics-ngram-after.txt"
 
 
 def _pages() -> list[str]:

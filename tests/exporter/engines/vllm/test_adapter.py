@@ -25,7 +25,7 @@ from exporter.snapshot_json import snapshot_to_json
 from exporter.state import ExporterState
 from tests.exporter.loopback_engine import LoopbackEngine
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures" / "vllm"
+FIX = Path(__file__).resolve().parents[3] / "fixtures" / "vllm"
 CACHE_INFO_RE = re.compile(r"^vllm:cache_config_info\{(.*)\} (\S+)$", re.M)
 START_RE = re.compile(r"^process_start_time_seconds \S+$", re.M)
 

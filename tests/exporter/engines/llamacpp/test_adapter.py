@@ -30,8 +30,8 @@ from exporter.scrape import snapshot_from_text
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "llamacpp"
-GOLDEN = Path(__file__).parents[1] / "golden"
+FIXTURES = Path(__file__).parents[3] / "fixtures" / "llamacpp"
+GOLDEN = Path(__file__).parents[3] / "golden"
 ARMS = tuple(sorted(p.name for p in FIXTURES.iterdir() if (p / "metrics-after.txt").exists())) \
     if FIXTURES.exists() else ()
 SPEC_ARMS = tuple(a for a in ARMS if a != "nospec")

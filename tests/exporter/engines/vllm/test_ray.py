@@ -17,7 +17,7 @@ from exporter.engines import detect
 from exporter.scrape import snapshot_from_text
 from tools import ray_fixtures
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures"
+FIX = Path(__file__).resolve().parents[3] / "fixtures"
 A, B = "a1b2c3d4/0", "e5f6a7b8/0"  # <ReplicaId>/<engine>
 
 

@@ -26,7 +26,7 @@ from exporter.state import ExporterState
 from exporter.windows import WindowTracker
 from tests.exporter.loopback_engine import LoopbackEngine
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures" / "sglang"
+FIX = Path(__file__).resolve().parents[3] / "fixtures" / "sglang"
 M = "Qwen/Qwen3-8B"  # model of the 0.5.8 and 0.5.23 fixtures
 NEXTN = "RadixArk/Qwen3.8-Flash-Next-NVFP4"  # model of the 0.4.9 fixtures and server_info (seed 000)
 

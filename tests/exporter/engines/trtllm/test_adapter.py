@@ -21,7 +21,7 @@ from exporter.settings import ExporterSettings
 from exporter.state import ExporterState
 from tools import trtllm_fixtures
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "trtllm"
+FIX = Path(__file__).resolve().parents[3] / "fixtures" / "trtllm"
 
 
 def page(name: str) -> str:

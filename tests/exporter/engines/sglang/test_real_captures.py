@@ -17,7 +17,7 @@ from exporter.derive import derive_window
 from exporter.engines.base import SideInfo
 from exporter.scrape import snapshot_from_text
 
-CAPTURES = Path(__file__).parents[1] / "fixtures" / "sglang" / "0.5.23"
+CAPTURES = Path(__file__).parents[3] / "fixtures" / "sglang" / "0.5.23"
 ARMS = ("nospec", "ngram", "standalone", "eagle3")
 SPEC_ARMS = ("ngram", "standalone", "eagle3")
 

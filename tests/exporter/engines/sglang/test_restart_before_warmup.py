@@ -25,7 +25,7 @@ from exporter.scrape import snapshot_from_text
 from exporter.settings import ExporterSettings
 from exporter.state import ExporterState
 
-NGRAM = Path(__file__).parents[1] / "fixtures" / "sglang" / "0.5.23" / "ngram"
+NGRAM = Path(__file__).parents[3] / "fixtures" / "sglang" / "0.5.23" / "ngram"
 
 
 def _text(which: str) -> str:
