@@ -1,4 +1,24 @@
-"""Engine adapters: one module per engine, a common snapshot model in `base`, and autodetection."""
+"""Engine adapters: one package per engine, the one engine list (`ADAPTERS`), and autodetection.
+
+What is where:
+
+- `base`: the engine-neutral model every later layer consumes (`EngineSnapshot`, `StreamSnapshot`,
+  `SpecCounters`, `DraftCounts`, `RequestAcceptance`, ...), and `EngineAdapter`, the base class of every adapter.
+  Its hooks hold each engine's rules with engine-neutral defaults (depth k, counting, depth schedules, per-request
+  acceptance, the `/tokenize` field); the core (`exporter.derive`, `exporter.depth`, `exporter.windows`,
+  `exporter.settings`, `exporter.schedule`, `exporter.snapshot_json`) and the gate (`gate.evidence.captures`,
+  `gate.probe.per_request`, `gate.probe.workload`) find the adapter by the engine kind here, never by name.
+- `common`: what the adapters share (folding split labels, histograms, per-position counters, finite values);
+  `versions`: the versions each adapter was checked against.
+- `<engine>/` (`vllm`, `sglang`, `trtllm`, `llamacpp`): everything the sidecar knows about one engine. Its
+  `__init__` holds the adapter (names, versions, traps, the page reader and the hooks it overrides); beside it,
+  where the engine has them: `depth.py` (its k rule), `counts.py` (how it counts speculation), `schedule.py`
+  (its depth-schedule spelling), `stream.py` (its per-request acceptance in an answer).
+
+A new engine on the exporter side: its package with an adapter subclassing `EngineAdapter` (overriding only the
+hooks that differ), its line in `ADAPTERS`, and its kind in `EngineKind` (the typing spelling of this list,
+held equal to it by tests/exporter/engines/test_registry.py).
+"""
 
 from __future__ import annotations
 

@@ -41,6 +41,8 @@ None); `/metrics` is served only with `--metrics`.
   `prompt_tokens_seconds` / `predicted_tokens_seconds` throughput averages): absent, never 0;
   `n_busy_slots_per_decode`, `n_tokens_max` and `n_decode_total` (speculative decodes excluded) feed no
   contract field.
+
+This package: the adapter only; its hooks are the base's but for the `/tokenize` body field (`content`).
 """
 
 from __future__ import annotations

@@ -25,6 +25,12 @@
   `priority`, `worker_addr` only split series (counters summed, gauges max).
 - Request-side series carry no rank: they join the model's only DP rank, or form a
   per-model stream with rank None when the model runs several DP ranks.
+
+This package: the adapter and its `/server_info` reader here; `depth.py`, THE SGLang k rule and the depth
+hooks (`configured_depth`, `variable_by_construction`, `counted_depth`, `settings_depth`); `counts.py`, verify
+calls and the interval gauges turned into vLLM's counts (`draft_counts`, `interval_gauge_is_new`,
+`rate_from_length`); `schedule.py`, the `--speculative-adaptive-config` tiers (`told_schedule`); `stream.py`, the
+per-request acceptance of `meta_info` / `sglext.spec_tokens_details` (`carries_acceptance`, `request_acceptance`).
 """
 
 from __future__ import annotations

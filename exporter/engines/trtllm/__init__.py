@@ -35,6 +35,10 @@ The fixtures (tests/fixtures/trtllm/) are generated from those definitions by
     `SpeculativeDecodingMetrics`: acceptance_rate, total_accepted_draft_tokens, total_draft_tokens) —
     the same quantities as the counters above, per request and without rounds either; not read.
   - `*_config_info` families: their label keys are whatever the server passes; not read.
+
+This package: the adapter here (every hook is the base's: k from the accepted-per-position series);
+`schedule.py`, the `draft_len_schedule` reader (the gate's TensorRT-LLM profile and `specgate tune --emit` read
+it; the exporter is told no TensorRT-LLM schedule).
 """
 
 from __future__ import annotations

@@ -15,6 +15,12 @@
   replica is part of the rank: `<ReplicaId>/<engine>` (`WorkerId`, the replica's worker process, when
   `ReplicaId` is empty outside Serve). Ray's other labels (`Version`, `SessionName`, `NodeAddress`,
   `Component`, ...) are one value per process: they split nothing and are folded away.
+
+This package: the adapter here (k is the base rule, one per-position series per draft position);
+`schedule.py`, the `num_speculative_tokens_per_batch_size` reader behind the `config_schedule` / `told_schedule`
+hooks (`--speculative-config`: vLLM serves its speculative config on no HTTP endpoint outside dev mode, so the
+exporter knows a schedule only when told); `stream.py`, the per-request acceptance of `--per-request-spec-decode-metrics`
+behind `carries_acceptance` / `request_acceptance`.
 """
 
 from __future__ import annotations
