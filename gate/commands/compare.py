@@ -27,10 +27,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_float
 from gate.model.plausibility import MAX_ALPHA
 from gate.status import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, InputError
+
+if TYPE_CHECKING:
+    from gate.checks.acceptance.comparison import Comparison
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,9 +57,10 @@ def alpha_level(value: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gate.checks.acceptance.comparison import CompareError, compare
     from gate.evidence.probes import ProbeError, load_record
     from gate.inputs.jsontext import dumps
-    from gate.probe.compare import CompareError, Verdict, as_text, compare
+    from gate.model.speedup.pays import Verdict
 
     try:
         result = compare(load_record(args.baseline), load_record(args.speculative), alpha=args.alpha,
@@ -76,3 +81,52 @@ def run(args: argparse.Namespace) -> int:
     if verdicts == {Verdict.PAYS}:
         return EXIT_PASS
     return EXIT_INCONCLUSIVE
+
+
+def _fmt(v: float | None, spec: str = ".3g") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def as_text(c: Comparison) -> str:
+    """A table a person reads: one row per point, then the crossover and the test used."""
+    from gate.inputs.jsontext import printable
+    from gate.model.speedup.point import TEST_NAME
+
+    head = (f"{'mix':<16} {'conc':>4} {'base tok/s':>10} {'spec tok/s':>10} {'speedup':>8} "
+            f"{'range':>13} {'p':>8} {'L':>5} {'L*':>5}  verdict")
+    lines = [head]
+    for p in c.points:
+        rng = f"{_fmt(p.speedup_low)}-{_fmt(p.speedup_high)}" if p.speedup_low is not None else "-"
+        load = str(p.concurrency) if p.request_rate is None else f"{p.request_rate:g}/s"
+        lines.append(f"{p.mix:<16} {load:>4} {_fmt(p.baseline_tokens_per_second, '.1f'):>10} "
+                     f"{_fmt(p.speculative_tokens_per_second, '.1f'):>10} {_fmt(p.speedup):>8} {rng:>13} "
+                     f"{_fmt(p.p_value):>8} {_fmt(p.acceptance_length):>5} "
+                     f"{_fmt(p.break_even_acceptance_length):>5}  {p.verdict.value}")
+    for mix, at in c.crossovers.items():
+        b = c.crossover_between[mix]
+        lines.append(f"crossover ({mix}): " + (f"concurrency {at:.3g} (between {b[0]} and {b[1]})" if at is not None
+                                               and b else "none measured"))
+    for mix, at in c.rate_crossovers.items():
+        rb = c.rate_crossover_between[mix]
+        lines.append(f"crossover ({mix}, open loop): " + (
+            f"request rate {at:.3g}/s (between {rb[0]:g} and {rb[1]:g}/s)" if at is not None and rb
+            else "none measured"))
+    if c.pairing is not None:
+        pr = c.pairing
+        apart = (f"paired cells measured {pr['median_apart_seconds']:.3g} s apart (median; at most "
+                 f"{pr['max_apart_seconds']:.3g} s) over {pr['pairs']} pairs" if pr["pairs"] else "no paired cells")
+        lines.append(f"pairing: {'ABBA by specgate probe ab, ' if pr['order'] else ''}{apart}")
+    kind = {p.interval_kind for p in c.points if p.interval_kind}
+    normal = [f"{p.mix} at {p.concurrency if p.request_rate is None else f'{p.request_rate:g}/s'}"
+              for p in c.points if p.test_method == "normal"]
+    test = TEST_NAME if not normal else (  # gate.stats chooses the exact test by its cost
+        f"{TEST_NAME.replace('exact ', '')}: exact, except the normal approximation with tie correction "
+        f"at {', '.join(normal)} (the exact count would cost too much there)")
+    lines.append(f"test: {test}, alpha {c.alpha:g}"
+                 + (f", min_speedup {c.min_speedup:g}" if c.min_speedup is not None else "")
+                 + ("; range = observed min-max of the ratios, not a confidence interval"
+                    if "observed_range" in kind else ""))
+    for p in c.points:
+        lines.append(f"- {p.reason}")
+    # Mix names come from the records: a line break or an escape in one must not forge a row (printable).
+    return "\n".join(printable(line) for line in lines)

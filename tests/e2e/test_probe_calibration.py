@@ -11,7 +11,7 @@ One tiny nospec vLLM 0.32 engine for the module (`--max-num-seqs 8`, the harness
 2. `specgate probe import --from vllm-bench` on the real result files that calibration wrote: one cell a file,
    the rate vLLM printed (`output_throughput`) reproduced exactly;
 3. the null on the real engine: the same engine probed as two records, turn by turn (`--repetitions 1 --append`,
-   5 turns each at concurrency 8), judged by `gate.probe.compare.judge_point` (compare's rule per point; the
+   5 turns each at concurrency 8), judged by `gate.checks.acceptance.comparison.judge_point` (compare's rule per point; the
    records themselves cannot go through `compare`, which refuses a "speculative" record without speculation)
    at α = 0.01: not "pays" (`--no-client-ceiling`: the rank test itself is under test here, and a cell marked
    client-bound would be set aside before it). By chance it could be, at rate ≤ α — the simulation
@@ -30,8 +30,9 @@ import harness
 import pytest
 import vllm_live
 
+from gate.checks.acceptance.comparison import judge_point
 from gate.evidence.probes import load_record
-from gate.probe.compare import Verdict, judge_point
+from gate.model.speedup.pays import Verdict
 
 BENCH = harness.REPO / "bench" / "probe_vs_reference.py"
 PYTHON = harness.REPO / ".venv" / "bin" / "python"

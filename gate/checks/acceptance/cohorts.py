@@ -38,8 +38,8 @@ from gate.checks.acceptance import verdicts
 from gate.checks.acceptance.finding import Finding
 from gate.checks.base import CheckContext
 from gate.evidence.base import CohortFacts, CohortSampleFacts
+from gate.model.speedup.pays import Verdict
 from gate.plan.model import Plan
-from gate.probe.compare import Verdict
 from gate.stats import Alternative, StatsError, mann_whitney_u, median, speedup
 from gate.status import Status
 

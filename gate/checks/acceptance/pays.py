@@ -19,8 +19,8 @@ from gate.checks.acceptance.windows import BreakEvenPoint, line_evidence
 from gate.checks.base import CheckContext
 from gate.evidence.positions import point_name
 from gate.model.depth import draft_forward_passes
+from gate.model.speedup.pays import Verdict
 from gate.plan.model import Plan
-from gate.probe.compare import Verdict
 from gate.status import Status
 
 

@@ -12,7 +12,7 @@ declares its arrival rate (`workload[].request_rate`) is placed by the same rule
 (`--request-rate`) points and their `crossover_request_rate`, never among the closed-loop ones: a rate
 between two measured rates is interpolated as a concurrency is, a rate outside them (or records without
 open-loop points) is inconclusive with the rates that were measured.
-The statistics and the placement are `gate.probe.compare` (compare, match_mix, answer_for_mix);
+The statistics and the placement are `gate.checks.acceptance.comparison` (compare, match_mix, answer_for_mix);
 its verdict becomes the line's status through `verdicts` (the line's one "does it pay" rule). The
 records were read once by the evidence layer (`gate.evidence.probes`, `MetricsEvidence.probes`).
 
@@ -29,12 +29,12 @@ from __future__ import annotations
 from typing import Any
 
 from gate.checks.acceptance import verdicts
+from gate.checks.acceptance.comparison import CompareError, answer_for_mix, compare, match_mix
 from gate.checks.acceptance.finding import Finding
 from gate.checks.base import CheckContext
 from gate.evidence.probe_vetting import plan_defects
 from gate.evidence.probes import ProbeRecord
 from gate.plan.model import Plan
-from gate.probe.compare import CompareError, answer_for_mix, compare, match_mix
 from gate.status import Status
 
 

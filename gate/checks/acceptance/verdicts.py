@@ -7,7 +7,7 @@ pays / does not pay / inconclusive:
 
 - a rank comparison (`by_rank_test`): pays when faster at p < α and at least `min_speedup` (on the
   point estimate); does not pay when slower at p < α, or faster but below `min_speedup`;
-  inconclusive otherwise — the probe tool's rule (`gate.probe.compare.decide`, which
+  inconclusive otherwise — the floor's rule (`gate.model.speedup.pays.decide`, which
   `answer_for_mix` applies per probe point), used here for cohorts and served rates too;
 - a break-even comparison (`by_break_even`): pays iff L > L*; inconclusive when either is unknown.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from gate.probe.compare import Verdict, decide
+from gate.model.speedup.pays import Verdict, decide
 from gate.status import Status
 
 STATUS: Mapping[Verdict, Status] = MappingProxyType({

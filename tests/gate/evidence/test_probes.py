@@ -12,8 +12,8 @@ import pytest
 from gate.evidence.gather import gather_metrics, request_for
 from gate.evidence.probes import ProbeError, ProbeRecord, gather_probes, load_record
 from gate.plan.model import plan_from_dict
+from tests.gate.checks.acceptance.test_comparison import BASE, FAST, record
 from tests.gate.helpers import tiny_plan
-from tests.gate.probe.test_compare import BASE, FAST, record
 
 
 def _write(tmp_path: Path, name: str, rec: ProbeRecord) -> Path:

@@ -1,7 +1,7 @@
 """Probe records vetted as evidence (gate/evidence/probe_vetting.py): each case is a class of defect (issue 21,
 "Wrong passes" 1), shown on numbers other than the reproduction's; the clean record has none.
 
-The records are tests/gate/probe/test_compare.py's complete builders (vLLM 0.32.0, model `m`, ngram k = 3,
+The records are tests/gate/checks/acceptance/test_comparison.py's complete builders (vLLM 0.32.0, model `m`, ngram k = 3,
 mix `chat` 256/512 from the engine's tokenizer, dated now, L 2.0 per speculative cell).
 """
 
@@ -15,7 +15,7 @@ import pytest
 from gate.evidence.probe_vetting import pair_defects, plan_defects, record_defects, record_depth
 from gate.evidence.probes import MixSpec, ProbeRecord
 from gate.plan.model import plan_from_dict
-from tests.gate.probe.test_compare import BASE, FAST, TOKENS, now_iso, record
+from tests.gate.checks.acceptance.test_comparison import BASE, FAST, TOKENS, now_iso, record
 
 
 def _base() -> ProbeRecord:

@@ -2,7 +2,7 @@
 
 What is real: the null engine (gate.probe.null_engine, vLLM 0.32's chunk fields from
 tests/fixtures/probe/vllm-0.32.0-stream-nospec.json) is a real loopback server driven by the probe's own client
-and release code. The records are built by tests.gate.probe.test_compare's builder (complete records as
+and release code. The records are built by tests.gate.checks.acceptance.test_comparison's builder (complete records as
 `specgate probe` writes them); the rates are made up to sit on either side of the rules' thresholds.
 """
 
@@ -12,13 +12,14 @@ import statistics
 
 import pytest
 
+from gate.checks.acceptance.comparison import compare
 from gate.evidence.probe_vetting import record_defects
 from gate.evidence.probes import CeilingPoint, ClientCeiling, Pairing
+from gate.model.speedup.pays import Verdict
 from gate.probe.batch import arrival_offsets
 from gate.probe.ceiling import NullEngine, measure_point
-from gate.probe.compare import Verdict, compare
 from gate.probe.runner import abba, pair_cells
-from tests.gate.probe.test_compare import BASE, FAST, SLOW, record
+from tests.gate.checks.acceptance.test_comparison import BASE, FAST, SLOW, record
 
 
 def test_arrivals_are_seeded_poisson_and_the_same_in_both_arms():
@@ -121,7 +122,7 @@ def _rate_comparison():  # type: ignore[no-untyped-def]
     (4.0, Verdict.INCONCLUSIVE, "not measured and outside the probed request rates (0.5/s, 1/s, 2/s)"),
 ])
 def test_a_declared_request_rate_is_placed_among_the_open_loop_points(rate, verdict, words):  # type: ignore[no-untyped-def]
-    from gate.probe.compare import answer_for_mix
+    from gate.checks.acceptance.comparison import answer_for_mix
 
     # the plan's concurrency (8) is the open-loop cells' request count: it must not decide the placement
     a = answer_for_mix(_rate_comparison(), "chat", "chat", 8, request_rate=rate)
@@ -133,7 +134,7 @@ def test_a_declared_request_rate_is_placed_among_the_open_loop_points(rate, verd
 
 
 def test_the_two_axes_are_never_mixed():
-    from gate.probe.compare import answer_for_mix
+    from gate.checks.acceptance.comparison import answer_for_mix
 
     # closed loop: pays at concurrency 1; open loop: does not pay at 2/s, its cells of 8 requests (concurrency 8)
     base = record("baseline", {("chat", 1): BASE})

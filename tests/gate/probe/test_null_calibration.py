@@ -1,6 +1,6 @@
 """Calibrated verdicts (issue 23 item 7): how often `compare` and the canary check say "pays" when nothing changed.
 
-Both arms are drawn from ONE distribution, through the gate's own code (`gate.probe.compare.judge_point` on
+Both arms are drawn from ONE distribution, through the gate's own code (`gate.checks.acceptance.comparison.judge_point` on
 probe cells, `gate.checks.acceptance.cohorts.judge` on cohort evidence), so the rate is the code's, not a
 textbook's. The noise model, and where its numbers come from:
 
@@ -33,10 +33,11 @@ import numpy as np
 import pytest
 
 from gate.checks.acceptance import cohorts as cohort_check
+from gate.checks.acceptance.comparison import judge_point
 from gate.evidence.fleet.cohorts import CohortEvidence, CohortSamples
 from gate.evidence.probes import Cell, Quantiles
+from gate.model.speedup.pays import Verdict
 from gate.plan.model import Plan, plan_from_dict
-from gate.probe.compare import Verdict, judge_point
 from tests.gate.helpers import tiny_plan
 
 DRAWS = int(os.environ.get("SPECGATE_NULL_DRAWS", "400"))

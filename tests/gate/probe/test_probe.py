@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from gate.checks.acceptance.comparison import compare
 from gate.cli import main
 from gate.evidence.probes import ProbeRecord, load_record
 from gate.probe.client import CompletionClient
-from gate.probe.compare import compare
 from gate.probe.runner import quantiles
 from gate.probe.workload import jsonl_mixes
 from tests.gate.probe.probe_replay import ReplayEngine, load_capture

@@ -12,7 +12,7 @@ import pytest
 
 from gate.model.speedup.curves import TuneInputError
 from gate.tune.probes import record_depth
-from tests.gate.probe.test_compare import FAST, record
+from tests.gate.checks.acceptance.test_comparison import FAST, record
 
 WHERE = Path("spec.json")
 

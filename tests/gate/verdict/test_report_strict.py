@@ -11,9 +11,12 @@ from typing import Any
 
 import pytest
 
+from gate.checks.acceptance.comparison import Comparison
+from gate.commands.compare import as_text
 from gate.inputs.jsontext import dumps, printable
+from gate.model.speedup.pays import Verdict
+from gate.model.speedup.point import PointResult
 from gate.plan.model import load_plan
-from gate.probe.compare import Comparison, PointResult, Verdict, as_text
 from gate.status import InputError, LineResult, Status
 from gate.verdict.evaluate import evaluate
 from gate.verdict.report import render

@@ -1,6 +1,6 @@
 """The acceptance line's probe evidence (evidence.probes): fail where the plan's mix does not pay, pass
 where it pays, inconclusive where the probes cannot tell — on synthetic records with known speedups
-(tests/gate/probe/test_compare.py's builders: 5 vs 5 fully separated arms give p = 1/252)."""
+(tests/gate/checks/acceptance/test_comparison.py's builders: 5 vs 5 fully separated arms give p = 1/252)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import pytest
 from gate.plan.model import plan_from_dict
 from gate.status import Status
 from tests.gate.checks.acceptance import judge
-from tests.gate.probe.test_compare import BASE, FAST, SLOW, record
+from tests.gate.checks.acceptance.test_comparison import BASE, FAST, SLOW, record
 
 
 def plan(tmp: Path, mixes: list[tuple[str, int]], files: list[str], min_speedup: float | None = None,
          shape: tuple[int, int] = (256, 512), request_rate: float | None = None, **over: Any):
     """A vLLM ngram k = 3 plan serving `m`, each mix of `shape` (the records' 256/512) and declared `request_rate`
     (none by default), `over` merged in."""
-    data = {"name": "p", "target": {"name": "m"},  # the records' served model (tests/gate/probe/test_compare.py)
+    data = {"name": "p", "target": {"name": "m"},  # the records' served model (tests/gate/checks/acceptance/test_comparison.py)
             "engine": {"kind": "vllm", "speculative": {"method": "ngram", "num_speculative_tokens": 3}},
             "workload": [{"name": n, "concurrency": c, "prompt_tokens": shape[0], "output_tokens": shape[1],
                           **({"request_rate": request_rate} if request_rate is not None else {})} for n, c in mixes],

@@ -14,8 +14,8 @@ import pytest
 from gate.plan.model import PlanError, plan_from_dict
 from gate.status import Status
 from tests.gate.checks.acceptance import judge
+from tests.gate.checks.acceptance.test_comparison import BASE, FAST, now_iso, record
 from tests.gate.checks.acceptance.test_probes import plan
-from tests.gate.probe.test_compare import BASE, FAST, now_iso, record
 
 
 def _files(tmp: Path, base_update: dict[str, Any] | None = None, spec_update: dict[str, Any] | None = None,

@@ -14,8 +14,8 @@ from gate.checks.acceptance.finding import Finding
 from gate.checks.acceptance.served_rate import compare
 from gate.evidence import captures
 from gate.evidence.gather import gather_metrics, request_for
+from gate.model.speedup.pays import Verdict
 from gate.plan.model import load_plan
-from gate.probe.compare import Verdict
 from gate.status import Status
 from tests.gate.helpers import PLANS, context
 

@@ -1,6 +1,6 @@
 """`specgate compare` refuses records that are not one consistent experiment (issue 21, "Wrong passes" 1): each
 class is one line on stderr and exit 3, never a verdict; `--alpha` outside (0, 0.2] likewise. The complete
-records of test_compare.py (today's `specgate.probe/1` shape, as `specgate probe` writes it) still compare."""
+records of test_comparison.py (today's `specgate.probe/1` shape, as `specgate probe` writes it) still compare."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from gate.checks.acceptance.comparison import CompareError, compare
 from gate.cli import main
-from gate.probe.compare import CompareError, compare
-from tests.gate.probe.test_compare import BASE, FAST, SLOW, now_iso, record
+from tests.gate.checks.acceptance.test_comparison import BASE, FAST, SLOW, now_iso, record
 
 
 def _write(tmp: Path, name: str, doc: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""gate.probe.compare and `specgate compare` on synthetic probe records with known speedups.
+"""gate.checks.acceptance.comparison and `specgate compare` on synthetic probe records with known speedups.
 
 Every record here is built in the test (no engine): served rates per repetition are chosen so
 that the expected speedup, range and exact p-value can be computed by hand:
@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
+from gate.checks.acceptance.comparison import CompareError, compare, judge_point
 from gate.cli import main
 from gate.evidence.probes import Cell, MixSpec, ProbeRecord, Quantiles
-from gate.probe.compare import CompareError, Verdict, compare, judge_point
+from gate.model.speedup.pays import Verdict
 from gate.stats import crossover
 
 TOKENS = 512
@@ -243,7 +244,7 @@ def _crossing() -> tuple[ProbeRecord, ProbeRecord]:
 
 
 def test_plan_mix_answers_exact_between_and_outside() -> None:
-    from gate.probe.compare import answer_for_mix, match_mix
+    from gate.checks.acceptance.comparison import answer_for_mix, match_mix
 
     base, spec = _crossing()
     c = compare(base, spec)  # pays at 1, does not pay at 4 and 8, inconclusive at 16; crossover 3.5
@@ -267,7 +268,7 @@ def test_plan_mix_answers_exact_between_and_outside() -> None:
 
 
 def test_past_the_crossover_between_pays_and_does_not() -> None:
-    from gate.probe.compare import answer_for_mix
+    from gate.checks.acceptance.comparison import answer_for_mix
 
     base = record("baseline", {("chat", 1): BASE, ("chat", 8): BASE})
     spec = record("speculative", {("chat", 1): FAST, ("chat", 8): SLOW})

@@ -1,29 +1,16 @@
-"""Does speculation pay? Two probe records → per (mix, concurrency) speedup, rank test, verdict, crossover.
+"""Does speculation pay? Two probe records → per (mix, concurrency) verdicts, crossovers, and a plan mix's answer.
 
 Why: "it is slower than without it — where is the crossover?" is the users' most frequent
 complaint about speculative decoding, and a high acceptance length does not answer it (the
 first wave's ngram arm accepted L 3.24 and still served 1,840 tokens in 4.26 s against 2.38 s
 without speculation). Only the two arms' served rates, measured the same way, answer it.
 
-Per point (mix, concurrency), with x = the speculative arm's served rates (one per repetition)
-and y = the baseline's:
+Why in the checks: the acceptance line's probes sub-check judges a plan's mixes with it
+(`match_mix`, `answer_for_mix`), and `specgate compare` (a face) prints it; the tool that writes
+the records (gate.probe) never reads it back. Each point's numbers and verdict are floor 0
+(gate.model.speedup.point: speedup, rank tests, L*; gate.model.speedup.pays: the verdict rule);
+here are the records around them: which cells are evidence, the points of a pair, their crossover.
 
-    speedup = median(x) / median(y)                                   (gate.stats.speedup)
-    speedup_low/high = min(x)/max(y) .. max(x)/min(y)                 interval_kind "observed_range"
-                       (a percentile bootstrap instead when both arms have ≥ 10 repetitions)
-    p_faster = P(U ≥ u | H0), p_slower = P(U ≤ u | H0)                one-sided exact Mann-Whitney U
-    verdict  = pays          if p_faster < α and (min_speedup unset or speedup ≥ min_speedup)
-               does_not_pay  if p_slower < α, or p_faster < α but speedup < min_speedup
-               inconclusive  otherwise (the ranks cannot tell the arms apart)
-    p_value  = the one-sided p in the direction of the point estimate (p_faster when speedup ≥ 1)
-
-Each direction is its own one-sided test at α: the chance of calling a no-difference point
-"pays" is ≤ α, and of calling it "does_not_pay" ≤ α. Measured break-even (seed 004,
-L* = cycle / step) where the speculative arm's acceptance is known, from decode time only:
-
-    step = TPOT_baseline, cycle = L × TPOT_speculative  →  L* = L × TPOT_spec / TPOT_base
-
-(medians over repetitions of the cells' TPOT p50), so speculation pays in decode iff L > L*.
 crossover_concurrency of a mix: between the last concurrency that pays and the next measured one
 that does not, interpolated linearly where the speedup crosses the threshold (1, or min_speedup):
 c1 + (s1 − t) / (s1 − s2) · (c2 − c1) (gate.stats.crossover); null when there is no such pair.
@@ -42,60 +29,20 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from gate.evidence.probe_vetting import client_bound, pair_defects, record_defects
 from gate.evidence.probes import Cell, MixSpec, ProbeRecord
-from gate.inputs.jsontext import printable
 from gate.model.plausibility import MAX_ALPHA
-from gate.stats import Alternative, StatsError, crossover, mann_whitney_u, speedup
+from gate.model.speedup.pays import Verdict
+from gate.model.speedup.point import TEST_NAME, PointResult, Repetition, judge_rates
+from gate.stats import crossover
 
 DEFAULT_ALPHA = 0.05
-TEST_NAME = "one-sided exact Mann-Whitney U on served tokens/s per repetition"
 
 
 class CompareError(ValueError):
     """Records that cannot be compared (wrong arms, different engines or models): exit 3."""
-
-
-class Verdict(StrEnum):
-    PAYS = "pays"
-    DOES_NOT_PAY = "does_not_pay"
-    INCONCLUSIVE = "inconclusive"
-
-
-@dataclass(frozen=True)
-class PointResult:
-    """One (mix, concurrency): the numbers and the sentence that explain its verdict."""
-
-    mix: str
-    concurrency: int
-    verdict: Verdict
-    reason: str
-    speedup: float | None = None
-    speedup_low: float | None = None
-    speedup_high: float | None = None
-    interval_kind: str | None = None
-    p_value: float | None = None
-    p_faster: float | None = None
-    p_slower: float | None = None
-    test_method: str | None = None
-    n_baseline: int = 0
-    n_speculative: int = 0
-    baseline_tokens_per_second: float | None = None
-    speculative_tokens_per_second: float | None = None
-    baseline_tpot_seconds: float | None = None
-    speculative_tpot_seconds: float | None = None
-    acceptance_length: float | None = None
-    break_even_acceptance_length: float | None = None
-    request_rate: float | None = None  # open loop: arrivals per second (concurrency is then the cells' request cap)
-    pair_apart_seconds: float | None = None  # probe ab: the largest gap between paired cells of this point
-
-    def to_json(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d["verdict"] = self.verdict.value
-        return d
 
 
 @dataclass(frozen=True)
@@ -172,28 +119,12 @@ def _group(cells: Sequence[Cell]) -> dict[Point, list[Cell]]:
     return out
 
 
-def _median_or_none(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if known and len(known) == len(values) else None
-
-
-def decide(p_faster: float, p_slower: float, point_speedup: float, alpha: float,
-           min_speedup: float | None) -> Verdict:
-    """The verdict rule of the module docstring, on its own (gate.checks.acceptance.cohorts judges canary against
-    stable by it too): pays when faster at p < α and at least min_speedup; does not pay when slower at
-    p < α, or faster but below min_speedup; inconclusive otherwise."""
-    if p_faster < alpha:
-        return Verdict.PAYS if min_speedup is None or point_speedup >= min_speedup else Verdict.DOES_NOT_PAY
-    if p_slower < alpha:
-        return Verdict.DOES_NOT_PAY
-    return Verdict.INCONCLUSIVE
-
-
 def judge_point(mix: str, concurrency: int, base: Sequence[Cell], spec: Sequence[Cell],
                 alpha: float = DEFAULT_ALPHA, min_speedup: float | None = None,
                 request_rate: float | None = None, bound: Sequence[str] = ()) -> PointResult:
-    """The verdict of one point from its cells (the formulas are in the module docstring); `bound`: why cells
-    of the point are client-bound (gate.evidence.probe_vetting.client_bound): then inconclusive, no evidence."""
+    """The verdict of one point from its cells (gate.model.speedup.point.judge_rates on their numbers), failing
+    closed first (module docstring); `bound`: why cells of the point are client-bound
+    (gate.evidence.probe_vetting.client_bound): then inconclusive, no evidence."""
     name = f"{mix} at " + (f"request rate {request_rate:g}/s" if request_rate is not None
                            else f"concurrency {concurrency}")
     apart = [c.pair_apart_seconds for c in (*base, *spec) if c.pair_apart_seconds is not None]
@@ -216,44 +147,10 @@ def judge_point(mix: str, concurrency: int, base: Sequence[Cell], spec: Sequence
         more = f" (and {len(bound) - 1} more)" if len(bound) > 1 else ""
         return PointResult(mix, concurrency, Verdict.INCONCLUSIVE, f"{name}: {bound[0]}{more}",
                            n_baseline=len(base), n_speculative=len(spec), **extra)
-    x = [c.served_tokens_per_second for c in spec]
-    y = [c.served_tokens_per_second for c in base]
-    try:
-        s = speedup(x, y)
-        faster = mann_whitney_u(x, y, Alternative.GREATER)
-        slower = mann_whitney_u(x, y, Alternative.LESS)
-    except StatsError as e:
-        return PointResult(mix, concurrency, Verdict.INCONCLUSIVE, f"{name}: {e}",
-                           n_baseline=len(base), n_speculative=len(spec), **extra)
-    tpot_b = _median_or_none([c.tpot_seconds.p50 for c in base])
-    tpot_s = _median_or_none([c.tpot_seconds.p50 for c in spec])
-    length = _median_or_none([c.acceptance_length for c in spec])
-    l_star = length * tpot_s / tpot_b if length is not None and tpot_s and tpot_b else None
-    speeds = (f"speculative {s.median_x:.4g} tok/s vs baseline {s.median_y:.4g} tok/s (medians of "
-              f"{s.n_x} and {s.n_y}), speedup {s.speedup:.3g}x ({s.interval_kind.value} "
-              f"{s.low:.3g}-{s.high:.3g})")
-    verdict = decide(faster.p_value, slower.p_value, s.speedup, alpha, min_speedup)
-    if verdict is Verdict.PAYS:
-        p = faster.p_value
-        why = f"pays: {speeds}; faster at p = {p:.3g} < {alpha:g}"
-    elif faster.p_value < alpha:
-        p = faster.p_value
-        why = (f"does not pay: {speeds}; significantly faster (p = {p:.3g}) but below min_speedup "
-               f"{min_speedup:g}")
-    elif verdict is Verdict.DOES_NOT_PAY:
-        p = slower.p_value
-        why = f"does not pay: {speeds}; slower at p = {p:.3g} < {alpha:g}"
-    else:
-        p = faster.p_value if s.speedup >= 1 else slower.p_value
-        why = (f"inconclusive: {speeds}; the rank test cannot tell the arms apart (p = {p:.3g}, "
-               f"not < {alpha:g}); this is no speedup and no slowdown")
-    return PointResult(
-        mix, concurrency, verdict, f"{name} {why}", speedup=s.speedup, speedup_low=s.low, speedup_high=s.high,
-        interval_kind=s.interval_kind.value, p_value=p, p_faster=faster.p_value, p_slower=slower.p_value,
-        test_method=faster.method, n_baseline=len(base), n_speculative=len(spec),
-        baseline_tokens_per_second=s.median_y, speculative_tokens_per_second=s.median_x,
-        baseline_tpot_seconds=tpot_b, speculative_tpot_seconds=tpot_s, acceptance_length=length,
-        break_even_acceptance_length=l_star, **extra)
+    return judge_rates(mix, concurrency, name,
+                       [Repetition(c.served_tokens_per_second, c.tpot_seconds.p50) for c in base],
+                       [Repetition(c.served_tokens_per_second, c.tpot_seconds.p50, c.acceptance_length) for c in spec],
+                       alpha, min_speedup, **extra)
 
 
 def _load(p: PointResult) -> float:
@@ -317,52 +214,6 @@ def _pairing(base: ProbeRecord, spec: ProbeRecord) -> dict[str, Any] | None:
         return None
     return {"order": order, "pairs": len(gaps), "max_apart_seconds": max(gaps) if gaps else None,
             "median_apart_seconds": statistics.median(gaps) if gaps else None}
-
-
-def _fmt(v: float | None, spec: str = ".3g") -> str:
-    return "-" if v is None else format(v, spec)
-
-
-def as_text(c: Comparison) -> str:
-    """A table a person reads: one row per point, then the crossover and the test used."""
-    head = (f"{'mix':<16} {'conc':>4} {'base tok/s':>10} {'spec tok/s':>10} {'speedup':>8} "
-            f"{'range':>13} {'p':>8} {'L':>5} {'L*':>5}  verdict")
-    lines = [head]
-    for p in c.points:
-        rng = f"{_fmt(p.speedup_low)}-{_fmt(p.speedup_high)}" if p.speedup_low is not None else "-"
-        load = str(p.concurrency) if p.request_rate is None else f"{p.request_rate:g}/s"
-        lines.append(f"{p.mix:<16} {load:>4} {_fmt(p.baseline_tokens_per_second, '.1f'):>10} "
-                     f"{_fmt(p.speculative_tokens_per_second, '.1f'):>10} {_fmt(p.speedup):>8} {rng:>13} "
-                     f"{_fmt(p.p_value):>8} {_fmt(p.acceptance_length):>5} "
-                     f"{_fmt(p.break_even_acceptance_length):>5}  {p.verdict.value}")
-    for mix, at in c.crossovers.items():
-        b = c.crossover_between[mix]
-        lines.append(f"crossover ({mix}): " + (f"concurrency {at:.3g} (between {b[0]} and {b[1]})" if at is not None
-                                               and b else "none measured"))
-    for mix, at in c.rate_crossovers.items():
-        rb = c.rate_crossover_between[mix]
-        lines.append(f"crossover ({mix}, open loop): " + (
-            f"request rate {at:.3g}/s (between {rb[0]:g} and {rb[1]:g}/s)" if at is not None and rb
-            else "none measured"))
-    if c.pairing is not None:
-        pr = c.pairing
-        apart = (f"paired cells measured {pr['median_apart_seconds']:.3g} s apart (median; at most "
-                 f"{pr['max_apart_seconds']:.3g} s) over {pr['pairs']} pairs" if pr["pairs"] else "no paired cells")
-        lines.append(f"pairing: {'ABBA by specgate probe ab, ' if pr['order'] else ''}{apart}")
-    kind = {p.interval_kind for p in c.points if p.interval_kind}
-    normal = [f"{p.mix} at {p.concurrency if p.request_rate is None else f'{p.request_rate:g}/s'}"
-              for p in c.points if p.test_method == "normal"]
-    test = TEST_NAME if not normal else (  # gate.stats chooses the exact test by its cost
-        f"{TEST_NAME.replace('exact ', '')}: exact, except the normal approximation with tie correction "
-        f"at {', '.join(normal)} (the exact count would cost too much there)")
-    lines.append(f"test: {test}, alpha {c.alpha:g}"
-                 + (f", min_speedup {c.min_speedup:g}" if c.min_speedup is not None else "")
-                 + ("; range = observed min-max of the ratios, not a confidence interval"
-                    if "observed_range" in kind else ""))
-    for p in c.points:
-        lines.append(f"- {p.reason}")
-    # Mix names come from the records: a line break or an escape in one must not forge a row (printable).
-    return "\n".join(printable(line) for line in lines)
 
 
 @dataclass(frozen=True)
