@@ -7,7 +7,7 @@ without speculation). Only the two arms' served rates, measured the same way, an
 
 Why in the checks: the acceptance line's probes sub-check judges a plan's mixes with it
 (`match_mix`, `answer_for_mix`), and `specgate compare` (a face) prints it; the tool that writes
-the records (gate.probe) never reads it back. Each point's numbers and verdict are floor 0
+the records never reads them back. Each point's numbers and verdict are floor 0
 (gate.model.speedup.point: speedup, rank tests, L*; gate.model.speedup.pays: the verdict rule);
 here are the records around them: which cells are evidence, the points of a pair, their crossover.
 

@@ -2,7 +2,7 @@
 
 Why from the tune result and nothing else: the best k per measured concurrency and the crossover are what tune
 already predicts (gate.model.speedup.predict); an engine's schedule only writes the bands in its spelling (the
-writers: gate.tune.emit). The bands:
+writers: each engine profile's `write_schedule`, gate.model.engines). The bands:
 
 - the measured concurrencies c_1 < … < c_n each get their best k (the largest predicted point speedup), or
   k = 0 where even the best depth does not pay (predicted speedup ≤ 1);

@@ -3,7 +3,7 @@
 Why one: `specgate tune` (gate.commands.tune, every source it is given) and the gate's acceptance
 line (its depth advice, gate.model.speedup.advice, the plan's costs against the per-position evidence
 `gate.evidence.gather` read) must give the same best k for the same plan. Both build `TuneInputs`
-(the command through `gate.tune.inputs`, the line through `gate.evidence.positions.from_evidence`)
+(the command from every source it reads, the line through `gate.evidence.positions.from_evidence`)
 and call `run`, which groups the counters by operating point, draws one acceptance curve per point,
 fits or declares the cycle costs and predicts — the grouping and the defaults live here once.
 
@@ -38,7 +38,7 @@ class TuneInputs:
     # a lower bound whatever they show (gate.model.speedup.curves.varied_reason).
     depth_varies: str | None = None
     # The speculative arms' `speculative` settings from their probe records (`--speculative-config` as recorded):
-    # what `tune --emit vllm` merges its schedule over (gate.tune.emit).
+    # what `tune --emit vllm` merges its schedule over (a profile's `write_schedule`).
     speculative_configs: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, other: TuneInputs) -> None:
