@@ -3,6 +3,6 @@
 The arithmetic is floor 0 (gate.model.speedup: the acceptance curves, the cycle cost, the predictor,
 the one orchestrator `tune.run`, the bands of `--emit`); here is what reads and writes around it:
 inputs (the command's readers: captures, plan, tune input files, exporter, merged into `TuneInputs`),
-probes (probe records as counters and costs), report (text, json), plot (PNG), emit (`--emit`: the
-bands written as a schedule vLLM, SGLang or TensorRT-LLM runs).
+probe_costs (probe records as counters and costs), report (text, json), plot (PNG), emit (`--emit`: the
+bands handed to the engine profile's schedule writer, gate.model.engines).
 """

@@ -103,7 +103,7 @@ def sources(*, captures: Sequence[Path] | None, plan: Path | None, tune_input: P
     if exporter:
         inputs.counters.append(from_exporter(exporter, point=point))
     if probes:
-        from gate.tune.probes import from_probe_records
+        from gate.tune.probe_costs import from_probe_records
 
         inputs.add(from_probe_records(probes))
     if target_step_ms is not None or verify_cycle_ms is not None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gate.model.speedup.curves import TuneInputError
-from gate.tune.probes import record_depth
+from gate.tune.probe_costs import record_depth
 from tests.gate.checks.acceptance.test_comparison import FAST, record
 
 WHERE = Path("spec.json")
