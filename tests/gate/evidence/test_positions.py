@@ -7,8 +7,6 @@ import pytest
 from gate.evidence import captures
 from gate.evidence.gather import gather_metrics, request_for
 from gate.evidence.positions import capture_point_name, observed_depth, point_name
-from gate.model.speedup.counters import CountersError, PositionCounters, pooled
-from gate.model.speedup.curves import TuneInputError
 from gate.plan.model import CaptureGroup, StepCost, load_plan
 from tests.gate.helpers import PLANS
 
@@ -50,13 +48,3 @@ def test_point_names_are_one_rule() -> None:
 
 def test_observed_depth_is_what_the_counters_show() -> None:
     assert observed_depth(900, 300) == 3 and observed_depth(None, 300) is None and observed_depth(5, 0) is None
-
-
-def test_counters_errors_are_tunes_input_errors() -> None:
-    assert TuneInputError is CountersError
-    with pytest.raises(TuneInputError, match="prefix-wise"):
-        PositionCounters(None, 2, 10, (5, 6), "s")
-    # only-L samples pool drafts-weighted (exporter.formulas.pooled_length)
-    got = pooled([PositionCounters(None, 3, 100, (), "a", acceptance_length=3.0),
-                  PositionCounters(None, 3, 300, (), "b", acceptance_length=2.0)], None, "ab")
-    assert got.acceptance_length == pytest.approx(2.25)

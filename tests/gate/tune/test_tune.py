@@ -7,17 +7,13 @@ position 446/393/331 of 522 drafts -> L(1) 1.854, L(2) 2.607, L(3) 3.241 exactly
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
 
 from gate.cli import main
-from gate.model.speedup.cost import CostSample, DraftBand, cycle_models
-from gate.model.speedup.counters import PositionCounters, pooled
-from gate.model.speedup.curves import TuneInputError, acceptance_curve, conditional_rates, wilson
-from gate.model.speedup.predict import dominating, predict
-from gate.stats import fall_through
+from gate.model.speedup.cost import DraftBand
+from gate.model.speedup.curves import TuneInputError, acceptance_curve, wilson
 from gate.tune.inputs import from_captures, parse_draft_band
 
 REPO = Path(__file__).resolve().parents[3]
@@ -52,169 +48,12 @@ def test_real_ngram_capture_gives_exact_lengths_and_marks_beyond_k3_extrapolated
     assert (curve.at(1).low, curve.at(1).high) == pytest.approx((1 + lo, 1 + hi))
 
 
-def test_extrapolation_is_the_geometric_decay_of_the_conditional_acceptance():
-    # seed 004 at 2K: per position 434/371/298 of 467 drafts
-    c = PositionCounters("2K", 3, 467, (434, 371, 298), "seed 004")
-    curve = acceptance_curve(c, 5)
-    c0, c1, c2 = 434 / 467, 371 / 434, 298 / 371
-    assert curve.conditional == pytest.approx((c0, c1, c2))
-    r = math.sqrt((c1 / c0) * (c2 / c1))
-    p3 = 298 / 467 * (c2 * r)
-    p4 = p3 * (c2 * r * r)
-    assert curve.at(4).acceptance_length == pytest.approx(1 + (434 + 371 + 298) / 467 + p3)
-    assert curve.at(5).acceptance_length == pytest.approx(1 + (434 + 371 + 298) / 467 + p3 + p4)
-    assert round(curve.at(5).acceptance_length, 3) == 4.169
-    lo_r, hi_r = c1 / c0, c2 / c1  # smallest and largest measured ratio: the band's ends
-    lo5 = 1 + (434 + 371 + 298) / 467 + 298 / 467 * c2 * lo_r * (1 + c2 * lo_r * lo_r)
-    hi5 = 1 + (434 + 371 + 298) / 467 + 298 / 467 * c2 * hi_r * (1 + c2 * hi_r * hi_r)
-    assert curve.at(5).model_low == pytest.approx(lo5)
-    assert curve.at(5).model_high == pytest.approx(hi5)
-    # the whole band adds the measured depth's sampling half-widths (467 drafts)
-    k3 = curve.at(3)
-    assert curve.at(5).low == pytest.approx(lo5 - (k3.acceptance_length - k3.low))
-    assert curve.at(5).high == pytest.approx(hi5 + (k3.high - k3.acceptance_length))
-
-
-def test_conditional_acceptance_is_capped_at_one():
-    c = PositionCounters(None, 2, 100, (50, 50), "rising")  # c = 0.5, 1.0: ratio 2
-    curve = acceptance_curve(c, 4)
-    assert curve.at(3).acceptance_length == pytest.approx(2.0 + 0.5)  # c3 = min(1, 2) = 1
-    assert curve.at(4).acceptance_length == pytest.approx(2.5 + 0.5)
-
-
-def test_one_measured_position_band_runs_from_no_further_acceptance_to_constant_conditional():
-    c = PositionCounters(None, 1, 100, (80,), "k=1")
-    curve = acceptance_curve(c, 3)
-    p3 = curve.at(3)
-    assert p3.basis == "extrapolated"
-    assert p3.model_low == pytest.approx(1.8)
-    assert p3.low == pytest.approx(1 + wilson(80, 100)[0])
-    assert p3.acceptance_length == pytest.approx(1 + 0.8 + 0.64 + 0.512)
-    assert curve.notes and "no decay ratio" in curve.notes[0]
-
-
-def test_length_only_source_cannot_resolve_depth():
-    c = PositionCounters(None, 3, 400, (), "sglang gauge", acceptance_length=2.9)
-    curve = acceptance_curve(c, 8)
-    assert [(p.k, p.basis) for p in curve.points] == [(3, "measured")]
-    assert "depth cannot be resolved" in curve.notes[0]
-
-
-def test_counters_that_are_not_prefix_wise_are_refused():
-    with pytest.raises(TuneInputError, match="prefix-wise"):
-        PositionCounters(None, 3, 100, (50, 60, 10), "bad")
-    with pytest.raises(TuneInputError, match="per-position counters for depth"):
-        PositionCounters(None, 3, 100, (50, 40), "bad")
-
-
-def test_pooled_windows_add_counters():
-    a = PositionCounters("x", 2, 100, (80, 60), "a")
-    b = PositionCounters("x", 2, 300, (210, 150), "b")
-    p = pooled([a, b], "x", "ab")
-    assert (p.drafts, p.accepted_per_position) == (400, (290, 210))
-    with pytest.raises(TuneInputError, match="different depths"):
-        pooled([a, PositionCounters("x", 3, 10, (5, 4, 3), "c")], "x", "mixed")
-
-
-def test_conditional_rates_zero_after_a_position_never_accepted():
-    assert conditional_rates([0.5, 0.0, 0.0]) == (0.5, 0.0, 0.0)
-
-
-# --- cost by depth ----------------------------------------------------------------------------
-
-def test_declared_cost_band_is_seed004s_draft_step_band():
-    samples = [CostSample("2K", None, 0, 14.14, "seed 004"), CostSample("2K", None, 3, 31.16, "seed 004")]
-    (m,) = cycle_models(samples, DraftBand(0.50, None))
-    assert m.kind == "declared"
-    assert (m.draft_low_ms, m.draft_high_ms) == pytest.approx((0.50, (31.16 - 14.14) / 3))  # 5.67 ms
-    c5 = m.cycle(5)
-    assert (c5.low_ms, c5.high_ms) == pytest.approx((31.16 + 2 * 0.50, 31.16 + 2 * (31.16 - 14.14) / 3))
-    assert m.cycle(3).kind == "measured" and m.cycle(3).ms == 31.16
-    c1 = m.cycle(1)  # below k0 the band flips: a dearer draft step makes a shallower cycle cheaper
-    assert (c1.low_ms, c1.high_ms) == pytest.approx((31.16 - 2 * (31.16 - 14.14) / 3, 31.16 - 2 * 0.50))
-    assert "assumption" in m.statement()
-
-
-def test_fitted_cost_from_cycles_at_several_k():
-    # t_cycle = 10 + 2 k exactly at k = 1, 2, 3; the fit recovers it and predicts k = 5
-    samples = [CostSample(None, 4, 0, 9.0, "p")] + [CostSample(None, 4, k, 10 + 2 * k, "p") for k in (1, 2, 3)]
-    (m,) = cycle_models(samples)
-    assert m.kind == "fitted"
-    assert (m.verify_ms, m.draft_ms, m.residual_ms) == pytest.approx((10.0, 2.0, 0.0))
-    assert m.cycle(5).ms == pytest.approx(20.0) and m.cycle(5).kind == "fitted"
-    assert m.cycle(2).kind == "measured"
-
-
-def test_a_noisy_fit_never_predicts_a_cycle_cheaper_than_a_plain_step():
-    # medians 30, 16, 12 ms at k = 1, 2, 3 (a contended machine): the fit's slope is negative
-    samples = [CostSample(None, 1, 0, 10.0, "p")] + [CostSample(None, 1, k, t, "p")
-                                                      for k, ts in ((1, (30, 31, 90)), (2, (16,)), (3, (12,)))
-                                                      for t in ts]
-    (m,) = cycle_models(samples)
-    assert m.measured[0][1] == 31  # the median of 30, 31, 90, not the mean
-    assert m.draft_ms < 0
-    c5 = m.cycle(5)
-    assert c5.ms >= 10.0 and c5.low_ms >= 10.0  # t_cycle >= t_step: one target forward per cycle
-    res = predict([_curve(5)], [m], 5)
-    assert any("fitted draft step is negative" in a for a in res.assumptions)
-    assert res.at(None, 1, 5).speedup <= res.at(None, 1, 5).acceptance_length
-
-
-def test_empty_declared_band_is_an_error():
-    samples = [CostSample(None, None, 0, 14.14, "s"), CostSample(None, None, 3, 31.16, "s")]
-    with pytest.raises(TuneInputError, match="empty"):
-        cycle_models(samples, DraftBand(6.0, None))
-
-
 def test_draft_band_parsing():
     assert parse_draft_band("0.5") == DraftBand(0.5, None, "--draft-step-ms")
     assert parse_draft_band("0.5:5.67") == DraftBand(0.5, 5.67, "--draft-step-ms")
     assert parse_draft_band(":2") == DraftBand(None, 2.0, "--draft-step-ms")
     with pytest.raises(TuneInputError):
         parse_draft_band("fast")
-
-
-# --- prediction -------------------------------------------------------------------------------
-
-def _curve(k: int = 3) -> object:
-    return acceptance_curve(PositionCounters(None, 3, 522, (446, 393, 331), "ngram fixture"), k)
-
-
-def test_speedup_is_length_times_step_over_cycle_with_its_band():
-    samples = [CostSample(None, 1, 0, 10.0, "p")] + [CostSample(None, 1, k, 11 + 1.0 * k, "p") for k in (1, 2, 3)]
-    res = predict([_curve(5)], cycle_models(samples), 5)
-    p3 = res.at(None, 1, 3)
-    assert p3.speedup == pytest.approx((1 + 1170 / 522) * 10 / 14)
-    p5 = res.at(None, 1, 5)
-    assert p5.speedup == pytest.approx(p5.acceptance_length * 10 / 16)
-    assert p5.speedup_low == pytest.approx(p5.acceptance_low * 10 / 16)
-    assert res.best and res.best[0].k == max(res.points, key=lambda p: p.speedup).k
-
-
-def test_crossover_interpolates_where_the_best_speedup_falls_through_one():
-    assert fall_through([(1, 1.5), (4, 1.2), (8, 0.8)]) == pytest.approx(4 + 0.2 * 4 / 0.4)  # 6.0
-    assert fall_through([(1, 1.5), (4, 1.2)]) is None
-    samples = []
-    for b, step in ((1, 10.0), (8, 10.0)):
-        samples.append(CostSample(None, b, 0, step, "p"))
-        for k in (1, 2, 3):
-            samples.append(CostSample(None, b, k, (11 + k) if b == 1 else (30 + 5 * k), "p"))
-    res = predict([_curve(3)], cycle_models(samples), 3)
-    assert res.crossover_concurrency is not None and 1 < res.crossover_concurrency < 8
-
-
-def test_dominating_depths_have_their_whole_band_above():
-    samples = [CostSample(None, None, 0, 10.0, "p")] + [CostSample(None, None, k, 10.5 + 0.1 * k, "p")
-                                                         for k in (1, 2, 3)]
-    res = predict([_curve(3)], cycle_models(samples), 3)
-    assert [p.k for p in dominating(res, None, None, 1)] == [2, 3]
-    assert dominating(res, None, None, 3) == []
-
-
-def test_without_costs_acceptance_only():
-    res = predict([_curve(5)], [], 5)
-    assert res.best == [] and all(p.speedup is None for p in res.points)
-    assert any("no step costs" in a for a in res.assumptions)
 
 
 # --- the command ------------------------------------------------------------------------------
