@@ -631,6 +631,6 @@ def test_adaptive_sglang_lowers_steps_and_says_depth_varies(adaptive_run):
     assert run.steps == run.engine_steps, run  # the exporter reports the engine's own gauge
     assert sample_value(run.reading, "specgate_spec_depth_varies", window=run.window) == 1.0
     # under --speculative-adaptive with SGLang's default tiers the maximum is their deepest candidate (7), not the
-    # starting steps /server_info shows (exporter.depth.configured_depth)
+    # starting steps /server_info shows (exporter.engines.sglang.depth.configured_depth)
     assert sample_value(run.reading, "specgate_spec_depth_max", source="server_info") == \
         sglang_adaptive_schedule(None).max_k
