@@ -1,6 +1,6 @@
 """Assertions shared by the per-arm e2e modules: the exporter and the gate against the engine's own counters.
 
-Expected pool sizes are DESIGN.md's ("What real means here"): 8 MiB / (bytes per token of all
+Expected pool sizes are docs/development.md's ("What real means here"): 8 MiB / (bytes per token of all
 layers × 128) → 64 blocks (target alone: 2 layers × 2 KV heads × 32 × 4 B × K,V = 1,024 B),
 51 (+ the 256 B draft: 1,280 B) and 32 (the target as its own draft: 2,048 B).
 """

@@ -3,7 +3,7 @@
 The engine description `VLLM` is what `harness.arm_fixture` / `harness.bring_up` run; the launch
 and counter helpers are also used by `tools/refresh_captures.py` and `tools/demo_vllm.py`.
 
-Arms and flags follow the vLLM-CPU recipe in docs/design.md ("What real means here") exactly; `--enforce-eager` is on
+Arms and flags follow the vLLM-CPU recipe in docs/development.md ("What real means here") exactly; `--enforce-eager` is on
 by default so that a warm torch.compile cache cannot pose as a faster start.
 """
 
@@ -73,7 +73,7 @@ def ensure_vllm() -> Path:
 
 
 def speculative_config(arm: str, model_dir: Path, num_speculative_tokens: int = NUM_SPECULATIVE_TOKENS) -> dict | None:
-    """The `--speculative-config` of an arm (NOTES.md, "The arms differ only in ...").
+    """The `--speculative-config` of an arm (docs/development.md, "What real means here").
 
     `num_speculative_tokens` (k) defaults to 3 for every arm; `specgate tune`'s proof runs ngram at several k.
     """

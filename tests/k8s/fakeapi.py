@@ -1,6 +1,6 @@
 """A loopback fake of the Kubernetes API server, for tests that drive the real `kubernetes` client.
 
-No API server can run on these machines (DESIGN.md, "What real means here"), so the controller and the
+No API server can run on these machines (docs/development.md, "What real means here"), so the controller and the
 Kubernetes evidence are tested against this: real HTTP on 127.0.0.1, the URL layout, object metadata
 (`resourceVersion`, `uid`, `creationTimestamp`, `generation`), `Status` error bodies, list and watch
 semantics (chunked JSON lines; an `ERROR` event with code 410 when the requested resourceVersion is older
