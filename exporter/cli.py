@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from exporter.engines.base import ENGINE_KINDS
+from exporter.engines import ENGINE_KINDS
 from exporter.exits import EXIT_INVALID, EXIT_OK
 
 REPLAY_DESCRIPTION = (

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from exporter.engines import ADAPTERS
-from exporter.engines.base import ENGINE_KINDS, EngineAdapter, EngineKind
+from exporter.engines import ADAPTERS, ENGINE_KINDS, EngineKind
+from exporter.engines.base import EngineAdapter
 from exporter.schedule import DepthSchedule
 from exporter.scrape import ScrapeError, read_page_file
 

@@ -19,27 +19,26 @@ import ast
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
-from exporter.engines import ADAPTERS
-from exporter.engines.base import ENGINE_KINDS
+from exporter.engines import ADAPTERS, ENGINE_KINDS, EngineKind
 from gate.model.engines import PROFILES
 from tests.test_layering import _edges, _imports, _within
 
 REPO = Path(__file__).resolve().parents[1]
 ENGINES = frozenset(ADAPTERS)
 TOOLS = ("gate.probe", "gate.tune")
-# Where an engine may be named: its own packages, the two registries, and
-# - exporter/engines/base.py: `EngineKind`, the typing spelling of the registry (a Literal cannot be computed;
-#   held equal to `ADAPTERS` by test_the_engine_lists_are_one below);
+# Where an engine may be named: its own packages, the two registries (`ADAPTERS` and beside it `EngineKind`, its
+# typing spelling, held equal to it by test_the_engine_lists_are_one below), and
 # - gate/probe/importers/: the result files of benchmark clients, one of which is named `vllm bench` (a
 #   client any engine's run can produce; no engine fact is read there).
 OWNERS: tuple[str, ...] = (
     *(f"exporter/engines/{k}/" for k in sorted(ENGINES)),
     *(f"gate/model/engines/{k}/" for k in sorted(ENGINES)),
     "exporter/engines/__init__.py", "gate/model/engines/__init__.py",
-    "exporter/engines/base.py", "gate/probe/importers/",
+    "gate/probe/importers/",
 )
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
@@ -120,7 +119,7 @@ def test_the_rule_lets_prose_and_docstrings_be() -> None:
 def test_the_engine_lists_are_one() -> None:
     """`ADAPTERS` is the one engine list: the profiles and `EngineKind` (hence `ENGINE_KINDS`, every `--engine`
     choice, the plan's and the probe record's engine) say the same engines in the same order."""
-    assert tuple(ADAPTERS) == tuple(PROFILES) == ENGINE_KINDS
+    assert tuple(ADAPTERS) == tuple(PROFILES) == ENGINE_KINDS == get_args(EngineKind)
 
 
 def test_checks_import_no_tool() -> None:

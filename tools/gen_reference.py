@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
 from exporter import names  # noqa: E402
-from exporter.engines.base import ENGINE_KINDS  # noqa: E402
+from exporter.engines import ENGINE_KINDS  # noqa: E402
 from exporter.settings import _FLAGS, ExporterSettings, duration_label  # noqa: E402
 
 REFERENCE_DIR = ROOT / "docs" / "reference"

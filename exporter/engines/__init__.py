@@ -16,14 +16,15 @@ What is where:
   (its depth-schedule spelling), `stream.py` (its per-request acceptance in an answer).
 
 A new engine on the exporter side: its package with an adapter subclassing `EngineAdapter` (overriding only the
-hooks that differ), its line in `ADAPTERS`, and its kind in `EngineKind` (the typing spelling of this list,
-held equal to it by tests/exporter/engines/test_registry.py).
+hooks that differ), its line in `ADAPTERS` and its kind in `EngineKind` (the typing spelling of that list, held
+equal to it by tests/exporter/engines/test_registry.py), both here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Literal
 
 from exporter.engines.base import EngineAdapter
 from exporter.engines.llamacpp import LlamacppAdapter
@@ -31,8 +32,13 @@ from exporter.engines.sglang import SglangAdapter
 from exporter.engines.trtllm import TrtllmAdapter
 from exporter.engines.vllm import VllmAdapter
 
+# The registry: one line per engine (its package holds everything else), and its spelling for typing (a Literal
+# cannot be computed; tests/exporter/engines/test_registry.py holds the two equal, order included).
 ADAPTERS: dict[str, type[EngineAdapter]] = {"vllm": VllmAdapter, "sglang": SglangAdapter, "trtllm": TrtllmAdapter,
                                            "llamacpp": LlamacppAdapter}
+EngineKind = Literal["vllm", "sglang", "trtllm", "llamacpp"]
+# Every engine kind, in the order the CLIs list them: `--engine` choices, the plan, probe records.
+ENGINE_KINDS: tuple[str, ...] = tuple(ADAPTERS)
 
 
 def _stems() -> Mapping[str, str]:

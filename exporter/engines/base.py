@@ -15,13 +15,12 @@ from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, NamedTuple, Protocol, get_args
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from exporter.schedule import DepthSchedule
 
-EngineKind = Literal["vllm", "sglang", "trtllm", "llamacpp"]
-# Every engine kind, in the order the CLIs list them (the one list: `--engine` choices, the plan, probe records).
-ENGINE_KINDS: tuple[str, ...] = get_args(EngineKind)
+if TYPE_CHECKING:
+    from exporter.engines import EngineKind  # the registry's typing spelling
 # Draft positions kept per stream (0..63): deeper ones are dropped and counted (`position_limit`); a page
 # carrying position="3000000" would otherwise make 3,000,001 per-position series.
 MAX_POSITIONS = 64

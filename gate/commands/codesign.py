@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from exporter.engines.base import ENGINE_KINDS
+from exporter.engines import ENGINE_KINDS
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_int
 from gate.model.engines import DEFAULT_KIND
 from gate.status import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, InputError, Status

@@ -69,7 +69,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from exporter.engines.base import ENGINE_KINDS
+from exporter.engines import ENGINE_KINDS
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_float, positive_int
 from gate.status import EXIT_PASS, InputError
 

@@ -30,7 +30,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from exporter.engines.base import ENGINE_KINDS
+from exporter.engines import ENGINE_KINDS
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_int
 from gate.status import EXIT_PASS, InputError
 

@@ -46,7 +46,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from exporter.engines.base import EngineKind
+from exporter.engines import EngineKind
 from gate.inputs.loading import read_text
 from gate.status import InputError
 

@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from exporter.engines.base import EngineKind
+from exporter.engines import EngineKind
 from gate.inputs.loading import PLAN_LIMITS, InputError, load_yaml
 from gate.inputs.validation import acceptance_target_possible, validate_geometry
 from gate.model.depth import (

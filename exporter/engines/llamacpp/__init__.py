@@ -49,11 +49,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from exporter.engines.base import (
     EngineAdapter,
-    EngineKind,
     EngineSnapshot,
     GetJson,
     ParsedPage,
@@ -62,6 +61,9 @@ from exporter.engines.base import (
     SpeculativeSettings,
     StreamSnapshot,
 )
+
+if TYPE_CHECKING:
+    from exporter.engines import EngineKind  # the registry's typing spelling
 from exporter.engines.common import dense, finite, per_position, samples
 from exporter.engines.versions import VersionRange
 

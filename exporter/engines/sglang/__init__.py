@@ -37,11 +37,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from exporter.engines.base import (
     EngineAdapter,
-    EngineKind,
     EngineSnapshot,
     GetJson,
     Histogram,
@@ -53,6 +52,9 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
+
+if TYPE_CHECKING:
+    from exporter.engines import EngineKind  # the registry's typing spelling
 from exporter.engines.common import HistogramMemo, SeriesKeys, finite, fold, histograms, samples
 from exporter.engines.sglang import counts, stream
 from exporter.engines.sglang import depth as k_rule

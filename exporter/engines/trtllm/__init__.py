@@ -44,11 +44,10 @@ it; the exporter is told no TensorRT-LLM schedule).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from exporter.engines.base import (
     EngineAdapter,
-    EngineKind,
     EngineSnapshot,
     GetJson,
     Histogram,
@@ -58,6 +57,9 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
+
+if TYPE_CHECKING:
+    from exporter.engines import EngineKind  # the registry's typing spelling
 from exporter.engines.common import (
     HistogramMemo,
     SeriesKeys,

@@ -27,11 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from operator import is_, itemgetter
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from exporter.engines.base import (
     EngineAdapter,
-    EngineKind,
     EngineSnapshot,
     GetJson,
     Histogram,
@@ -42,6 +41,9 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
+
+if TYPE_CHECKING:
+    from exporter.engines import EngineKind  # the registry's typing spelling
 from exporter.engines.common import (
     HistogramMemo,
     SeriesKeys,

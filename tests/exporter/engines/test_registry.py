@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import get_args
 
-from exporter.engines import ADAPTERS
-from exporter.engines.base import EngineAdapter, EngineKind, SpecCounters, StreamSnapshot
+from exporter.engines import ADAPTERS, EngineKind
+from exporter.engines.base import EngineAdapter, SpecCounters, StreamSnapshot
 from gate.probe.workload import TOKENIZE_BODIES
 
 
