@@ -4,14 +4,13 @@ Pure, no I/O. Engines that let k depend on the running batch spell it each their
 in its engine's package, the way that engine reads it (`exporter/engines/<engine>/schedule.py`: vLLM's
 `num_speculative_tokens_per_batch_size`, SGLang's `--speculative-adaptive-config` tiers, TensorRT-LLM's
 `draft_len_schedule`), and normalised here to one `DepthSchedule` of contiguous inclusive batch bands starting
-at batch 1, the last one open-ended. `speculative_config_schedule` asks the adapters which of them declares a
-schedule in a `--speculative-config` object (`EngineAdapter.config_schedule`).
+at batch 1, the last one open-ended.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -64,19 +63,3 @@ def _normalised(source: str, pieces: Sequence[tuple[int, int | None, int, int]])
             bands.append(DepthBand(start, end, k_max, k_min))
     assert bands and bands[0].start == 1 and bands[-1].end is None, bands
     return DepthSchedule(source=source, bands=tuple(bands), max_k=max(b.k_max for b in bands))
-
-
-def speculative_config_schedule(config: Mapping[str, object]) -> DepthSchedule | None:
-    """The schedule a `--speculative-config` object declares, or None when it declares none: the first adapter
-    whose `config_schedule` reads one (vLLM's `num_speculative_tokens_per_batch_size`, clamped to
-    `num_speculative_tokens`, so the object must carry it with the schedule)."""
-    # the adapters' readers build on this module's types, so the registry is imported when asked, not above
-    from exporter.engines import ADAPTERS
-
-    if not isinstance(config, Mapping):
-        raise ValueError(f"speculative config must be a JSON object, got {type(config).__name__}")
-    for cls in ADAPTERS.values():
-        schedule = cls.config_schedule(config)
-        if schedule is not None:
-            return schedule
-    return None

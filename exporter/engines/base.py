@@ -379,12 +379,6 @@ class EngineAdapter(ABC):
     schedule_setting: str | None = None
 
     @staticmethod
-    def config_schedule(config: Mapping[str, object]) -> DepthSchedule | None:
-        """The depth schedule a `--speculative-config` object declares in this engine's spelling, None when it
-        declares none (`exporter.schedule.speculative_config_schedule` asks every adapter). Default: none."""
-        return None
-
-    @staticmethod
     def told_schedule(config: Mapping[str, object] | None) -> DepthSchedule | None:
         """The depth schedule the exporter was told in `schedule_setting` (its JSON object; None: the engine's
         built-in default), read as the engine reads it; ValueError (one line) for one the engine would refuse."""

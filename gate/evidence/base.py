@@ -240,7 +240,7 @@ class MetricsEvidence:
     # plan names both; judged in --phase post by gate.checks.acceptance.cohorts.
     cohorts: CohortFacts | None = None
     # The plan's capture groups' per-position counters (gate.evidence.positions), from the same pages as their
-    # windows: the acceptance line's depth advice (gate.tune.advice) reads these, never the files.
+    # windows: the acceptance line's depth advice (gate.model.speedup.advice) reads these, never the files.
     positions: list[PositionEvidence] = field(default_factory=list)
     # The plan's probe records (evidence.probes), read once by gather (gate.evidence.probes); None: it names none.
     probes: ProbeEvidence | None = None

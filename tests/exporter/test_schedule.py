@@ -15,7 +15,8 @@ import pytest
 from exporter.engines.sglang.schedule import SGLANG_SOURCE, sglang_adaptive_schedule
 from exporter.engines.trtllm.schedule import TRTLLM_SOURCE, trtllm_schedule
 from exporter.engines.vllm.schedule import VLLM_SOURCE, vllm_schedule
-from exporter.schedule import DepthBand, speculative_config_schedule
+from exporter.engines.vllm.schedule import vllm_config_schedule as speculative_config_schedule
+from exporter.schedule import DepthBand
 
 
 def _bands(schedule: object) -> list[tuple[int, int | None, int, int]]:

@@ -1,4 +1,4 @@
-"""SGLang (0.4 – 0.5.23): names, versions and traps (DESIGN.md engine table).
+"""SGLang (0.4 – 0.5.23): names, versions and traps (docs/operations/engines.md, "What the exporter reads").
 
 - Pool: `sglang:max_total_num_tokens` (>= 0.5.6), else `max_total_num_tokens` from
   `/server_info` or `/get_server_info`; the configured ceiling (`--max-total-tokens`) only
@@ -168,7 +168,7 @@ class SglangAdapter(EngineAdapter):
     prefixes = PREFIXES
     families = FAMILIES
     tested_versions = VersionRange((0, 4), (0, 5, 23), "0.4–0.5.23",
-                                   "SGLang 0.5.23 CPU captures and the names of design.md's engine table")
+                                   "SGLang 0.5.23 CPU captures and the names of docs/operations/engines.md")
     schedule_setting = "speculative_adaptive_config"  # SGLang's --speculative-adaptive-config file
     told_schedule = staticmethod(sglang_adaptive_schedule)
     configured_depth = staticmethod(k_rule.configured_depth)

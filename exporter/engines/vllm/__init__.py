@@ -1,4 +1,4 @@
-"""vLLM (V1, 0.8–0.33): names, and the traps that change numbers (DESIGN.md engine table).
+"""vLLM (V1, 0.8–0.33): names, and the traps that change numbers (docs/operations/engines.md, "What the exporter reads").
 
 - `vllm:cache_config_info` is an info gauge; the pool is in its labels: prefer
   `kv_cache_size_tokens` (per engine), else `num_gpu_blocks` × `block_size`. `"None"` is
@@ -17,8 +17,8 @@
   `Component`, ...) are one value per process: they split nothing and are folded away.
 
 This package: the adapter here (k is the base rule, one per-position series per draft position);
-`schedule.py`, the `num_speculative_tokens_per_batch_size` reader behind the `config_schedule` / `told_schedule`
-hooks (`--speculative-config`: vLLM serves its speculative config on no HTTP endpoint outside dev mode, so the
+`schedule.py`, the `num_speculative_tokens_per_batch_size` reader behind the `told_schedule`
+hook (`--speculative-config`: vLLM serves its speculative config on no HTTP endpoint outside dev mode, so the
 exporter knows a schedule only when told); `stream.py`, the per-request acceptance of `--per-request-spec-decode-metrics`
 behind `carries_acceptance` / `request_acceptance`.
 """
@@ -57,7 +57,7 @@ from exporter.engines.common import (
 )
 from exporter.engines.versions import VersionRange
 from exporter.engines.vllm import stream
-from exporter.engines.vllm.schedule import vllm_config_schedule, vllm_told_schedule
+from exporter.engines.vllm.schedule import vllm_told_schedule
 
 KIND: Final = "vllm"
 PREFIXES: tuple[str, ...] = ("vllm:", "vllm_", "ray_vllm_")
@@ -113,10 +113,9 @@ class VllmAdapter(EngineAdapter):
     prefixes = PREFIXES
     families = FAMILIES
     tested_versions = VersionRange((0, 8), (0, 33), "0.8–0.33",
-                                   "vLLM 0.32 CPU captures and the names of design.md's engine table")
+                                   "vLLM 0.32 CPU captures and the names of docs/operations/engines.md")
     shapes = {ACCEPTED_POS: frozenset({"position"})}  # exporter.engines.versions.conforming
     schedule_setting = "speculative_config"  # vLLM's --speculative-config JSON
-    config_schedule = staticmethod(vllm_config_schedule)
     told_schedule = staticmethod(vllm_told_schedule)
     acceptance_source = "vLLM's metrics"  # --per-request-spec-decode-metrics: on the final usage chunk
     carries_acceptance = staticmethod(stream.carries_acceptance)

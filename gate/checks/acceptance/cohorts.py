@@ -4,7 +4,7 @@ Why a line of its own in the acceptance check: probe records say where speculati
 bench; a canary step (Argo Rollouts, Flagger, through `specgate serve`) asks it of the fleet
 itself — the canary cohort against the stable one, over the same window, from the exporter's
 series in Prometheus (`evidence.prometheus.cohorts`, gathered by gate.evidence.fleet.cohorts). The
-statistics are the probes' (gate.stats, verdicts.by_rank_test = gate.probe.compare.decide), one speed at a time, with x the
+statistics are the probes' (gate.stats, verdicts.by_rank_test = gate.model.speedup.pays.decide), one speed at a time, with x the
 canary's samples and y the stable's. **A sample is one pod** (issue 21): its median over its
 windows — the windows of one pod are not independent samples, so counting them as such let one
 canary pod against one stable pod reach p = 5e-6:

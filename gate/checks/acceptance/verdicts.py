@@ -1,6 +1,6 @@
 """Does speculation pay? The one place the acceptance line turns a comparison into a verdict.
 
-Why one place (design.md claim 9): the line has four kinds of "does it pay" evidence — measured L
+Why one place (design.md "The acceptance line's sub-checks"): the line has four kinds of "does it pay" evidence — measured L
 against break-even L* (seed 004), two-arm served-rate samples (seed 000), probe records per mix
 and concurrency, the canary cohort against the stable one — and each must mean the same by
 pays / does not pay / inconclusive:

