@@ -129,7 +129,8 @@ def test_cells_inconsistent_with_themselves_or_their_arm(tmp_path: Path, spec_ce
     (now_iso(), "2098-05-01T00:00:00+00:00", "after now"),
     ("yesterday-ish", now_iso(), "'yesterday-ish' is not an ISO 8601 date"),
     (now_iso(-2 * 86400), now_iso(), "measured 48.0 h apart"),
-])
+], ids=["before-2024", "future", "not-a-date", "two-days-apart"])  # ids without the clock: pytest-xdist's workers
+# must collect the same names
 def test_dates_that_are_not_one_recent_experiment(tmp_path: Path, base_at: str, spec_at: str, words: str) -> None:
     files = _files(tmp_path, {"created_at": base_at}, {"created_at": spec_at})
     r = judge(plan(tmp_path, [("chat", 1)], files), "pre", [], [])
