@@ -17,8 +17,9 @@ request i is sent at `start + offset_i` on its own thread, whether or not earlie
 seed gives both arms the same arrival times (common random numbers: the arms differ by the engine, not by
 the draw). The cell's clock runs from the first send to the last `[DONE]`, as in closed loop.
 
-With `stop_at` (the campaign's end, monotonic) no request starts after it and those in flight are cut there
-(`TimeUp`). `done`, when given, is called once as each request ends (the progress bar's requests; from the
+With `stop_at` (the campaign's end, monotonic) no request starts after it, no wait for an arrival runs past
+it (an open-loop cell at 0.01/s ends at the time limit, not at its last arrival) and those in flight are cut
+there (`TimeUp`). `done`, when given, is called once as each request ends (the progress bar's requests; from the
 worker threads, so it must be thread-safe).
 """
 
@@ -113,7 +114,9 @@ def run_open(client: CompletionClient, prompts: Sequence[str | tuple[int, ...]],
     with ThreadPoolExecutor(max_workers=max(count, 1)) as pool:
         start, started_at = time.monotonic(), time.time()
         for i, at in enumerate(offsets):
-            wait = start + at - time.monotonic()
+            now = time.monotonic()
+            # the wait for an arrival is capped at the campaign's end: an arrival past it is never waited for
+            wait = start + at - now if stop_at is None else min(start + at, stop_at) - now
             if wait > 0:
                 time.sleep(wait)
             if stop_at is not None and time.monotonic() >= stop_at:

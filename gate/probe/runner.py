@@ -23,8 +23,8 @@ has no generation counter for the model gets a notice: its cells are then checke
 streams alone.
 
 Bounds are hard and checked before any work: the campaign's request count against
-`--max-requests` and `--requests` against the concurrencies before the first request or
-`/tokenize` call (`check_bounds`); `--time-limit` is one deadline for the whole run — model
+`--max-requests`, `--requests` against the concurrencies and the open-loop arrivals' expected time
+against `--time-limit` before the first request or `/tokenize` call (`check_bounds`); `--time-limit` is one deadline for the whole run — model
 lookup, tokenizing, every `/metrics` read and every request in flight end there.
 """
 
@@ -147,6 +147,27 @@ class ProbeConfig:
         total = self.total_requests(mixes)
         if total > self.max_requests:
             raise ProbeError(f"the campaign needs {total} requests, more than --max-requests {self.max_requests}")
+        refuse_arrivals([(self, mixes)], self.time_limit)
+
+    def arrival_seconds(self, mixes: Sequence[tuple[str, int | None]]) -> float:
+        """The expected seconds of the campaign's open-loop arrivals alone: a cell of n requests at R per second
+        has its last arrival (n − 1) / R after its first on average, for every mix, rate and repetition."""
+        n = self.rate_requests()
+        return sum((n - 1) / r for r in self.request_rates) * self.repetitions * len(mixes)
+
+
+def refuse_arrivals(arms: Sequence[tuple[ProbeConfig, Sequence[tuple[str, int | None]]]], time_limit: float) -> None:
+    """ProbeError before the first request when the arms' open-loop arrivals are expected to take longer than the
+    one time limit they share: such a campaign could only end at the limit without a record."""
+    need = sum(cfg.arrival_seconds(mixes) for cfg, mixes in arms)
+    if need <= time_limit:
+        return
+    cells = sum(len(cfg.request_rates) * cfg.repetitions * len(mixes) for cfg, mixes in arms)
+    cfg = arms[0][0]
+    rates = ", ".join(f"{r:g}" for r in cfg.request_rates)
+    raise ProbeError(f"the open-loop arrivals alone are expected to take {need:,.6g} s ({cells} cell(s) of "
+                     f"{cfg.rate_requests()} requests at {rates} per second: (requests - 1) / rate s each), more "
+                     f"than --time-limit {time_limit:g} s; raise --request-rate or --time-limit, or lower --requests")
 
 
 def _own(mix: Mix | PromptShape) -> tuple[str, int | None]:
@@ -571,6 +592,7 @@ def probe_ab(cfgs: tuple[ProbeConfig, ProbeConfig], request: MixRequest, partner
     wanted = wanted_mixes(request)
     for cfg in cfgs:
         cfg.check_bounds([_own(w) for w in wanted])
+    refuse_arrivals([(cfg, [_own(w) for w in wanted]) for cfg in cfgs], base_cfg.time_limit)
     runs: list[Campaign] = []
     try:
         for cfg in cfgs:
