@@ -32,7 +32,9 @@ When the depth varies (issue 22): an engine may run a depth schedule instead of 
 `num_speculative_tokens_per_batch_size` (k by batch size), SGLang's `speculative_adaptive` (candidate
 steps per batch-size tier, picked at run time), TensorRT-LLM's `draft_len_schedule` (k by batch size).
 `depth_schedule` reads the plan's keys through the engine's profile (`DepthScheduler`, validated as the
-engine validates them) into an `exporter.schedule.DepthSchedule`; llama.cpp runs no schedule. The bounds
+engine validates them) into an `exporter.schedule.DepthSchedule`, then holds every depth it may run (each
+band's, each SGLang candidate step) to 0..64 and refuses k = 0 at every batch (no speculative rollout;
+`gate.model.invariants.schedule_depths`); llama.cpp runs no schedule. The bounds
 then use the largest k any batch may run (`bound_depth`: 1 ≤ L ≤ 1 + k_max, a ≥ (L − 1)/k_max); k itself
 (the engine's configured depth: the positions vLLM counts, SGLang's starting steps) stays what identity is
 matched against.
@@ -119,15 +121,25 @@ def depth_schedule(engine: str, speculative: Mapping[str, Any], *, data_parallel
                          f"schedule is {theirs}")
     if not isinstance(p, DepthScheduler):
         return ScheduleReading()
-    return p.depth_schedule(speculative, data_parallel=data_parallel)
+    reading = p.depth_schedule(speculative, data_parallel=data_parallel)
+    if reading.schedule is not None:
+        # Imported here: gate.model.invariants reads gate.model.plausibility, which reads this module's method sets.
+        from gate.model.invariants import schedule_depths
+
+        ks = [k for band in reading.schedule.bands for k in (band.k_min, band.k_max)]
+        bad = schedule_depths(ks, f"the {p.name} depth schedule ({reading.schedule.source})", MAX_SPECULATIVE_DEPTH)
+        if bad is not None:
+            raise ValueError(bad)
+    return reading
 
 
 def bound_depth(k: int | None, reading: ScheduleReading) -> int | None:
     """The k the acceptance bounds use: the largest any batch may run under the schedule the engine runs, else k.
 
     (vLLM clamps a schedule to num_speculative_tokens, so there it is at most k; SGLang's adaptive tiers may
-    run deeper than the starting num_steps.) A schedule of k = 0 everywhere bounds nothing (None).
+    run deeper than the starting num_steps.) A schedule of k = 0 everywhere is refused by `depth_schedule`
+    (gate.model.invariants.schedule_depths); were one read, it would bound L to 1, never drop the bound.
     """
     if reading.schedule is None:
         return k
-    return reading.schedule.max_k or None
+    return reading.schedule.max_k

@@ -43,6 +43,7 @@ from gate.model.depth import (
 )
 from gate.model.engines import KINDS_IN_WORDS
 from gate.model.engines.base import ScheduleReading
+from gate.model.invariants import target_at_mix
 from gate.model.plausibility import MAX_ALPHA, pool_tokens, startup_seconds
 from gate.plan.suggest import one_line
 
@@ -594,6 +595,13 @@ class Plan(_Strict):
             acceptance_target_possible(self.slo.target_acceptance_length, self.bound_depth)
         except InputError as e:
             raise ValueError(str(e)) from None
+        schedule = self.depth_reading.schedule
+        for mix in self.workload if schedule is not None else ():
+            # The target at the k the schedule runs at each mix's own concurrency (issue 34), not only the deepest.
+            bad = target_at_mix(self.slo.target_acceptance_length, mix.name, mix.concurrency,
+                                schedule.k_at(mix.concurrency))
+            if bad is not None:
+                raise ValueError(bad)
         names = [m.name for m in self.workload]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
