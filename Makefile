@@ -34,6 +34,7 @@ tools: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache  # the import contracts in .importlinter (design.md "Floors")
 	$(BIN)/vulture exporter gate tools/vulture_whitelist.py --min-confidence 60
 
 demo: venv
