@@ -10,15 +10,16 @@ arms measured years apart. Records are therefore vetted the way captures and win
 - each record on its own (`record_defects`): the arm's speculative settings present exactly on the
   speculative arm, and acceptance measured exactly there (a speculative record with no L in any cell
   measured no speculation; a baseline carrying L, drafts or per-request L is not a baseline); every
-  cell's mix described in `workload`; `(mix, concurrency, repetition)` unique; per cell
+  cell's mix described in `workload`; `(mix, concurrency, repetition)` unique, and no two cells of one content
+  whatever their repetition numbers (`gate.model.invariants.repeated`); per cell
   `served_tokens_per_second` = `output_tokens / wall_seconds` within `RATE_CONSISTENCY`, at most
   `MAX_SERVED_TOKENS_PER_SECOND`, `output_tokens ≤ requests × the mix's output tokens`, failed ≤ requests,
   at most one per-request L per completed request, and the acceptance bounds at the record's depth k
   (`1 ≤ L ≤ 1 + k`, per-request L likewise, `a ≥ (L − 1)/k`, `L = 1 + accepted/drafts` where all are known;
   k unknown: `MAX_SPECULATIVE_DEPTH`);
 - the two arms against each other (`pair_defects`): engine, engine version and served model known on
-  both and equal; every mix both describe of one shape (prompt and output tokens, prompt source,
-  temperature); `created_at` known, a date with a time zone, not in the future (the clock-skew
+  both and equal; every mix both describe of one known shape (prompt and output tokens, prompt source,
+  temperature; a prompt length unknown on both sides is not the same shape); `created_at` known, a date with a time zone, not in the future (the clock-skew
   allowance) and the two within `PROBE_ARMS_MAX_APART_SECONDS`;
 - the arms against the plan (`plan_defects`): the plan's engine kind, its version where it names one,
   its served model (`engine.served_model_name`, default `target.name`; `gate.model.identity`), its
@@ -44,6 +45,7 @@ from gate.model import plausibility as pl
 from gate.model.depth import MAX_SPECULATIVE_DEPTH, speculative_depth
 from gate.model.engines import profile
 from gate.model.identity import EvidenceIdentity, match, parse_version
+from gate.model.invariants import IDENTITY, reason, repeated
 from gate.plan.model import Plan
 
 # The depth keys a speculative config may carry, in each engine's spelling (vLLM `--speculative-config`,
@@ -186,6 +188,12 @@ def record_defects(rec: ProbeRecord) -> list[str]:
         out.append(f"the {rec.arm} record holds cell {m!r} at {at}, repetition {rep} "
                    f"{cells[copied[0]]} times ({len(copied)} repeated cell(s)): a copied cell is not another "
                    "measurement")
+    if not copied:
+        # Uniqueness by content (gate.model.invariants): a cell renumbered as another repetition is still a copy.
+        renumbered = repeated([(f"the {rec.arm} record's cell {c.mix!r} at concurrency {c.concurrency}, repetition "
+                                f"{c.repetition}", c.model_dump(exclude={"repetition"})) for c in rec.cells])
+        if renumbered is not None:
+            out.append(renumbered)
     for c in rec.cells:
         arrivals = c.arrival_offsets_seconds
         if c.request_rate is None and (arrivals is not None or c.arrival_seed is not None):
@@ -239,6 +247,10 @@ def pair_defects(base: ProbeRecord, spec: ProbeRecord, now: float) -> list[str]:
         b_mix = shapes_b.get(m.name)
         if b_mix is not None and _shape(b_mix) != _shape(m):
             out.append(f"mix {m.name!r} differs between the arms: {_shape_text(b_mix)} vs {_shape_text(m)}")
+        elif b_mix is not None and m.prompt_tokens is None:
+            # Unknown on both sides is never "the same" (gate.model.invariants, identity).
+            out.append(reason(IDENTITY, f"mix {m.name!r} has an unknown prompt length in both arms "
+                              f"({_shape_text(m)}): the arms cannot be shown to serve the same mix"))
     times: list[float] = []
     for rec in (base, spec):
         t, bad = created_at(rec)

@@ -11,7 +11,10 @@ One module per tool reads one result file into one cell (`ImportedCell`): `vllm_
 `concurrent` profile over several stream counts is several cells). `build_record` turns the cells into
 a `specgate.probe/1` record:
 
-- every file is one cell; cells of one concurrency are numbered as repetitions in the order given;
+- every file is one cell; cells of one concurrency are numbered as repetitions in the order given; files of
+  identical content are one measurement (refused, whatever their names), and every file's own date is a date of
+  evidence, all within a day of each other (`gate.model.invariants`; a record dated only by its newest file
+  let 2019 runs through);
 - what the file cannot say (the engine's kind and version, the arm, the speculative config, the
   temperature the tool sent where its file does not record it) comes from the user's flags
   (`ImportSettings`) and is otherwise null: the identity rules of `gate.evidence.probe_vetting` then
@@ -28,14 +31,16 @@ Files are read through `gate.inputs.loading` (regular files only, size-limited, 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gate.evidence.probe_vetting import record_defects
 from gate.evidence.probes import Cell, MixSpec, ProbeError, ProbeRecord
+from gate.model.invariants import member_times, repeated
 from gate.probe.importers.aiperf import read_aiperf
 from gate.probe.importers.common import ImportedCell
 from gate.probe.importers.guidellm import read_guidellm
@@ -75,9 +80,21 @@ def _one(values: Sequence[Any], what: str, default: Any = None) -> Any:
     return got[0] if got else default
 
 
+def _measurement(c: ImportedCell) -> dict[str, Any]:
+    """What one run measured, without when it says it ran or on which clock: a copy re-dated or shifted in time is
+    still the same measurement."""
+    out = asdict(c)
+    out.pop("created_at")
+    starts = [t.start for t in c.times if t.start is not None]
+    origin = min(starts) if starts else 0.0
+    out["times"] = [{**asdict(t), "start": None if t.start is None else t.start - origin} for t in c.times]
+    return out
+
+
 def build_record(tool: str, cells: Sequence[ImportedCell], settings: ImportSettings,
-                 names: Sequence[str]) -> ProbeRecord:
-    """One probe record from one tool's cells (module docstring); vetted, else ProbeError with the first defect."""
+                 names: Sequence[str], members: Sequence[str] | None = None) -> ProbeRecord:
+    """One probe record from one tool's cells (module docstring); vetted, else ProbeError with the first defect.
+    `members`: each cell's file (and benchmark) as reasons name it; default the file names."""
     if not cells:
         raise ProbeError("no files to import")
     temperature = settings.temperature if settings.temperature is not None else _one(
@@ -94,6 +111,19 @@ def build_record(tool: str, cells: Sequence[ImportedCell], settings: ImportSetti
     mix = MixSpec(name=settings.mix, prompt_tokens=prompt, output_tokens=out_tokens,
                   prompts_from=f"{tool}:{_one([c.prompts_from for c in cells], 'the prompts', 'unknown')}",
                   temperature=temperature)
+    # Uniqueness by content and every member's date (gate.model.invariants): the same result given twice under
+    # two names is one measurement, and each file's own date is checked, not only the newest.
+    shown = (list(members) if members is not None and len(members) == len(cells)
+             else [Path(n).name for n in names] if len(names) == len(cells)
+             else [f"cell {i + 1}" for i in range(len(cells))])
+    copy = repeated([(f"{tool} file {n}", _measurement(c)) for n, c in zip(shown, cells, strict=True)])
+    if copy is not None:
+        raise ProbeError(copy)
+    if any(c.created_at is not None for c in cells):
+        late = member_times([(f"{tool} file {n}", c.created_at) for n, c in zip(shown, cells, strict=True)],
+                            time.time())
+        if late is not None:
+            raise ProbeError(late)
     reps: dict[int, int] = {}
     out: list[Cell] = []
     for c in cells:
@@ -130,7 +160,9 @@ def import_files(tool: str, paths: Sequence[str | Path], settings: ImportSetting
         raise ProbeError(f"unknown --from {tool!r}; expected one of {', '.join(sorted(READERS))}")
     read = [reader(Path(p), settings) for p in paths]
     cells = [c for got in read for c in (got if isinstance(got, list) else [got])]
-    return build_record(tool, cells, settings, [str(p) for p in paths])
+    members = [f"{Path(p).name}" + (f" benchmark {i + 1}" if isinstance(got, list) else "")
+               for p, got in zip(paths, read, strict=True) for i in range(len(got) if isinstance(got, list) else 1)]
+    return build_record(tool, cells, settings, [str(p) for p in paths], members)
 
 
 __all__ = ["READERS", "ImportSettings", "ImportedCell", "build_record", "import_files"]

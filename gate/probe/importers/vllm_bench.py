@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.evidence.probes import ProbeError
+from gate.model.invariants import MEMBER_TIME, reason
 from gate.inputs.loading import Limits, load_json
 from gate.probe.importers.common import (
     ImportedCell,
@@ -60,12 +61,15 @@ def _field(doc: dict[str, Any], key: str, where: str) -> Any:
 def _date(text: object) -> float | None:
     """vLLM writes `datetime.now().strftime("%Y%m%d-%H%M%S")`: local time without a zone, read as this
     machine's local time (the machine that ran the benchmark, usually)."""
-    if not isinstance(text, str):
+    if text is None:
         return None
+    if not isinstance(text, str):
+        raise ProbeError(reason(MEMBER_TIME, f"date {text!r} is not vLLM's %Y%m%d-%H%M%S"))
     try:
         return datetime.strptime(text, "%Y%m%d-%H%M%S").timestamp()
     except ValueError:
-        return None
+        raise ProbeError(reason(MEMBER_TIME, f"date {text!r} is not vLLM's %Y%m%d-%H%M%S (an unreadable date is "
+                                             "never dropped)")) from None
 
 
 def _optional(doc: dict[str, Any], key: str, where: str) -> float | None:

@@ -99,9 +99,9 @@ def test_record_names_guidellm_its_version_and_what_the_report_says() -> None:
     # streams 1 ran 3 requests before its measured window, streams 4 ran 4: the fewest is recorded
     assert rec.warmup_requests == 3
     assert rec.created_at is not None and rec.created_at.endswith("+00:00")
-    again = import_files("guidellm", [CONCURRENT, CONCURRENT], BASE)
-    assert [(c.concurrency, c.repetition) for c in again.cells] == [(1, 1), (4, 1), (1, 2), (4, 2)]
-    assert again.repetitions == 2
+    # The same report given twice is one measurement, not two repetitions (issue 34: uniqueness by content).
+    with pytest.raises(ProbeError, match="one measurement counted more than once: .*benchmark 1 holds the same"):
+        import_files("guidellm", [CONCURRENT, CONCURRENT], BASE)
 
 
 def test_reports_that_disagree_on_warm_up_are_imported_separately() -> None:

@@ -62,7 +62,10 @@ def test_real_results_import_with_vllms_own_numbers(path: Path) -> None:
 
 
 def test_record_names_the_tool_and_repetitions_follow_file_order(tmp_path: Path) -> None:
-    again = _write(tmp_path, _doc(C8), "again.json")
+    doc = _doc(C8)  # another run at c8: one request 0.1 ms slower (an identical copy is refused, below)
+    doc["ttfts"][0] += 1e-4
+    doc["latencies"][0] += 1e-4
+    again = _write(tmp_path, doc, "again.json")
     rec = import_files("vllm-bench", [C1, C8, again], BASE)
     assert [(c.concurrency, c.repetition) for c in rec.cells] == [(1, 1), (8, 1), (8, 2)]
     assert rec.repetitions == 2 and rec.model == "tiny" and rec.engine == "vllm"
@@ -71,6 +74,25 @@ def test_record_names_the_tool_and_repetitions_follow_file_order(tmp_path: Path)
     # random prompts re-tokenize to 32-33 tokens (vLLM's input_lens): no one prompt length is claimed
     assert mix.output_tokens == 64 and mix.prompt_tokens is None and mix.temperature == 0.0
     assert rec.created_at is not None and rec.created_at.endswith("+00:00")
+
+
+def test_the_same_run_under_another_name_or_date_is_one_measurement(tmp_path: Path) -> None:
+    doc = _doc(C8)
+    doc["date"] = "20250101-000000"
+    copy = _write(tmp_path, doc, "copy.json")
+    with pytest.raises(ProbeError, match="one measurement counted more than once: vllm-bench file copy.json"):
+        import_files("vllm-bench", [C8, copy], BASE)
+
+
+def test_every_file_is_dated_and_an_unreadable_date_is_refused(tmp_path: Path) -> None:
+    old = _doc(C1)
+    old["date"] = "20190101-000000"
+    with pytest.raises(ProbeError, match="not dated as evidence: vllm-bench file old.json: time .* before 2024"):
+        import_files("vllm-bench", [C8, _write(tmp_path, old, "old.json")], BASE)
+    bad = _doc(C1)
+    bad["date"] = "yesterday"
+    with pytest.raises(ProbeError, match="not dated as evidence: date 'yesterday'"):
+        import_files("vllm-bench", [C8, _write(tmp_path, bad, "bad.json")], BASE)
 
 
 def test_the_temperature_is_not_in_the_file_so_it_is_asked_for() -> None:
