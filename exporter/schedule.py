@@ -13,6 +13,8 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from exporter.bounds import MAX_DEPTH
+
 
 @dataclass(frozen=True, slots=True)
 class DepthBand:
@@ -54,7 +56,13 @@ class DepthSchedule:
 
 
 def _normalised(source: str, pieces: Sequence[tuple[int, int | None, int, int]]) -> DepthSchedule:
-    """Bands from contiguous (start, end, k_max, k_min) pieces starting at 1, neighbours with equal depths merged."""
+    """Bands from contiguous (start, end, k_max, k_min) pieces starting at 1, neighbours with equal depths merged.
+
+    Every engine's reader ends here, so the depth bound is held here once: a k above `exporter.bounds.MAX_DEPTH`
+    is no depth any engine runs (an adaptive candidate of 10**12 steps), a ValueError (one line), never a band."""
+    deepest = max((k_max for _, _, k_max, _ in pieces), default=0)
+    if deepest > MAX_DEPTH:
+        raise ValueError(f"{source}: depth {deepest} is above {MAX_DEPTH}, the deepest draft a schedule may run")
     bands: list[DepthBand] = []
     for start, end, k_max, k_min in pieces:
         if bands and (bands[-1].k_max, bands[-1].k_min) == (k_max, k_min):

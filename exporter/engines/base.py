@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from exporter.bounds import MAX_DEPTH, MAX_POOL_TOKENS
 from exporter.schedule import DepthSchedule
 
 if TYPE_CHECKING:
     from exporter.engines import EngineKind  # the registry's typing spelling
 # Draft positions kept per stream (0..63): deeper ones are dropped and counted (`position_limit`); a page
-# carrying position="3000000" would otherwise make 3,000,001 per-position series.
-MAX_POSITIONS = 64
+# carrying position="3000000" would otherwise make 3,000,001 per-position series. One position per draft depth.
+MAX_POSITIONS = MAX_DEPTH
 
 # A parsed page (`exporter.parse.parse_page`): sample name to its samples. An engine family's key is
 # "<kind>:<base>" whichever spelling the page used (`vllm:` or `vllm_`), e.g.
@@ -288,6 +289,9 @@ class EngineAdapter(ABC):
     kind: EngineKind
     prefixes: tuple[str, ...]
     families: frozenset[str]  # base names (prefix stripped) this adapter consumes
+    # The largest pool, context cap or pool token count this engine can report (`exporter.sanity` leaves larger
+    # ones out as `impossible`): `exporter.bounds.MAX_POOL_TOKENS` unless an engine states its own, with its reason.
+    max_pool_tokens: int = MAX_POOL_TOKENS
 
     @abstractmethod
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import operator
 from array import array
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMapping
 from typing import Any, Generic, TypeVar
 
 from exporter.engines.base import MAX_POSITIONS, Histogram, ParsedPage, Sample
@@ -93,10 +93,12 @@ def fold(samples: Iterable[tuple[Any, float]], key: Callable[[Any], K], how: str
 
 
 def per_position(rows: list[Sample], label: str, key: Callable[[Mapping[str, str]], K],
-                 into: dict[K, dict[int, float]]) -> int:
+                 into: dict[K, dict[int, float]], repeats: MutableMapping[str, int] | None = None) -> int:
     """Add each finite sample of a per-position family (its draft position in `label`) to its stream's position
     in `into`, positions 0..MAX_POSITIONS − 1; returns how many fell outside (dropped, counted as
-    `position_limit`). Series of one stream at the same position are added up."""
+    `position_limit`). Series of one stream at the same position are added up, unless `repeats` is given (an
+    engine that writes one series per position, whatever its other labels): then the first one wins and each
+    other adds 1 to `repeats["duplicate"]`."""
     beyond = 0
     for labels, value in rows:
         pos, v = as_int(labels.get(label)), finite(value)
@@ -106,8 +108,22 @@ def per_position(rows: list[Sample], label: str, key: Callable[[Mapping[str, str
             beyond += 1
             continue
         at = into.setdefault(key(labels), {})
-        at[pos] = at.get(pos, 0.0) + v
+        if repeats is None:
+            at[pos] = at.get(pos, 0.0) + v
+        elif pos in at:
+            repeats["duplicate"] = repeats.get("duplicate", 0) + 1
+        else:
+            at[pos] = v
     return beyond
+
+
+def first_of(rows: list[Sample], repeats: MutableMapping[str, int]) -> float | None:
+    """The first finite value of a family an engine writes once per stream (no label splits it): each other
+    sample is a repeat, never added (first wins, each adds 1 to `repeats["duplicate"]`)."""
+    vals = [v for _, x in rows if (v := finite(x)) is not None]
+    if len(vals) > 1:
+        repeats["duplicate"] = repeats.get("duplicate", 0) + len(vals) - 1
+    return vals[0] if vals else None
 
 
 def dense(by_position: Mapping[int, float]) -> tuple[float, ...]:

@@ -64,7 +64,7 @@ from exporter.engines.base import (
 
 if TYPE_CHECKING:
     from exporter.engines import EngineKind  # the registry's typing spelling
-from exporter.engines.common import dense, finite, per_position, samples
+from exporter.engines.common import dense, first_of, per_position, samples
 from exporter.engines.versions import VersionRange
 
 KIND: Final = "llamacpp"
@@ -123,13 +123,6 @@ def build_version(build_info: Any) -> str | None:
     return build_info[1:] if re.match(r"b\d+", build_info) else build_info
 
 
-def _one(page: ParsedPage, base: str) -> float | None:
-    """The family's only value (llama.cpp writes no labels; a second sample would be added to the first)."""
-    rows = samples(page, KIND, base)
-    vals = [v for _, x in rows if (v := finite(x)) is not None]
-    return sum(vals) if vals else None
-
-
 class LlamacppAdapter(EngineAdapter):
     """Normalises a `llama-server` page into its one stream (the served model, rank None)."""
 
@@ -157,9 +150,12 @@ class LlamacppAdapter(EngineAdapter):
 
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         side = side or SideInfo()
-        v = {b: _one(page, b) for b in SCALARS}
+        # llama.cpp writes each family once (no labels but `position`): a second series, whatever labels it
+        # carries, is a repeat of the one stream's value, never added to it (first wins, counted `duplicate`)
+        repeats: dict[str, int] = {}
+        v = {b: first_of(samples(page, KIND, b), repeats) for b in SCALARS}
         one: dict[None, dict[int, float]] = {}  # the server's one stream
-        beyond = per_position(samples(page, KIND, ACCEPTED_POS), "position", lambda _labels: None, one)
+        beyond = per_position(samples(page, KIND, ACCEPTED_POS), "position", lambda _labels: None, one, repeats)
         per_pos = one.get(None, {})
         hints: list[str] = []
         model = next(iter(side.max_model_len), None)
@@ -181,5 +177,5 @@ class LlamacppAdapter(EngineAdapter):
         return EngineSnapshot(
             engine=KIND, timestamp=timestamp, streams=streams, process_start_time=None,
             version=side.version, version_hints=tuple(hints), speculative=side.speculative,
-            anomalies={"position_limit": beyond} if beyond else {},
+            anomalies=repeats | ({"position_limit": beyond} if beyond else {}),
         )
