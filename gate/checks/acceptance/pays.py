@@ -6,6 +6,12 @@ both numbers (`verdicts.by_break_even`); with measured rates L* = L · r_baselin
 so L ≤ L* is the speculative arm being no faster per sequence. Reported besides, never judged:
 how much L erodes from the first to the last point, and how much of the verify-cycle growth
 between them is the draft's (per drafter forward pass, `gate.model.depth.draft_forward_passes`).
+
+A window is judged against the point it belongs to or not at all: windows that carry no operating point
+(live sources, a fleet) stand for the plan's one point, but where the plan has several they may mix the
+points' traffic, and a mixed L set against each point's L* proves nothing at any one of them (a long-context
+point can lose while the pooled L clears every L*). Such a point without its own evidence is then
+**inconclusive**, naming the windows (`unassigned`).
 """
 
 from __future__ import annotations
@@ -48,6 +54,10 @@ def sub(ctx: CheckContext) -> Finding:
     ev = line_evidence(ctx)
     measured, statuses, parts = _pays(ctx.plan, ev.points, ev.measured_l,
                                       {k[0]: ws[0].basis for k, ws in ev.groups.items() if ws and ws[0].reported})
+    mixed = unassigned(ev.points, ev.measured_l, measured)
+    if mixed is not None:
+        statuses.append(Status.INCONCLUSIVE)
+        parts.append(mixed)
     values: dict[str, Any] = {"measured_vs_break_even": [m.to_json() for m in measured]}
     if not ev.points and ev.measured_l:
         values["measured_vs_break_even"] = [MeasuredPoint(k, v, None, None).to_json() for k, v in ev.measured_l.items()]
@@ -105,6 +115,21 @@ def _pays(plan: Plan, points: list[BreakEvenPoint], measured_l: dict[str | None,
                 txt += f"; L* from declared step costs {p.verify_cycle_ms:g} / {p.target_step_ms:g} ms"
             parts.append(txt + ")")
     return measured, statuses, parts
+
+
+def unassigned(points: list[BreakEvenPoint], measured_l: dict[str | None, float],
+               measured: list[MeasuredPoint]) -> str | None:
+    """Why whether speculation pays is not judged at the points that have no L of their own while evidence
+    without an operating point exists and the plan has several points (module docstring), or None."""
+    if len(points) < 2 or None not in measured_l:
+        return None
+    open_points = [m.point for m in measured if m.acceptance_length is None and m.break_even_length is not None]
+    if not open_points:
+        return None
+    return (f"whether speculation pays at {', '.join(str(p) for p in open_points)} is not judged: the evidence "
+            f"windows without an operating point (pooled L {measured_l[None]:.3f}) may mix the plan's "
+            f"{len(points)} points' traffic, and a window is judged against the point it belongs to or not at "
+            "all (give each point its own windows: evidence.captures[].point)")
 
 
 def _erosion(measured: list[MeasuredPoint]) -> dict[str, Any] | None:

@@ -159,6 +159,26 @@ def test_seed004_erosion_and_cycle_growth() -> None:
     assert "7.7%" in r.reason and "20.7%" in r.reason
 
 
+def test_a_window_without_a_point_is_judged_at_none_of_several_points() -> None:
+    """Issue 34 item 5: one live window over seed 004's 2K and 131K traffic (L 3.296 pooled) is set against
+    neither point's L* — it used to pass on both; a window is judged at the point it belongs to or not at all."""
+    plan = load_plan(PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml")
+    mixed = _w(1 + (1103 + 889) / (467 + 423), drafts=467 + 423)
+    r = judge(plan, "pre", [mixed], [])
+    assert r.status is Status.INCONCLUSIVE, r.reason
+    assert "whether speculation pays at 2K, 131K is not judged" in r.reason and "pooled L 3.238" in r.reason
+    assert [m["pays"] for m in r.values["measured_vs_break_even"]] == [None, None]
+    # with each point's own windows beside it, each point is judged on its own and nothing is left open
+    own = [_w(1 + 1103 / 467, drafts=467, point="2K"), _w(1 + 889 / 423, drafts=423, point="131K")]
+    r = judge(plan, "pre", [mixed, *own], [])
+    assert r.status is Status.PASS and "not judged" not in r.reason, r.reason
+    # a plan of one point: a window without a point is that point's (the plan's traffic)
+    data = tiny_plan("draft", costs=[{"verify_cycle_ms": 30, "target_step_ms": 20}])
+    data["slo"]["target_acceptance_length"] = 1.6
+    r = judge(plan_from_dict(data), "pre", [_w(1.7)], [])
+    assert r.status is Status.PASS and r.values["measured_vs_break_even"][0]["pays"] is True
+
+
 def test_measured_rates_without_a_length_say_what_is_missing() -> None:
     """Rates are given but no acceptance length (declared or measured): L* is unknown because L is, and the
     reason must not claim that no step costs were given."""
