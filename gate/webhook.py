@@ -18,7 +18,9 @@ Contracts (design.md "HTTP and Kubernetes contracts"):
   stats both files and, when either changed (mtime, size or inode: a Kubernetes Secret volume swaps a
   symlink), loads the pair into a new context, so a rotated certificate (cert-manager) is served from the
   next connection on without a restart. A pair that does not load (half-written, key and certificate that do
-  not match) is logged and the previous context keeps serving; it is tried again on the next connection. The
+  not match, a passphrase-protected key: OpenSSL is given a password callback that refuses, so it never
+  prompts on a terminal) is logged and the previous context keeps serving; it is tried again on the next
+  connection. The
   handshake runs in the connection's worker thread under the handler's timeout, so a client that stalls
   it holds one thread, never the accept loop. The bearer token is still required over TLS.
 """
@@ -83,12 +85,25 @@ def _stamp(path: Path) -> tuple[int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
+class EncryptedKey(ssl.SSLError):
+    """The key file is passphrase-protected. specgate is never given a passphrase: without a password callback
+    OpenSSL would prompt for one on the process's terminal and block the accept loop (every endpoint,
+    `/healthz` included), so `load_tls_context` hands it one that refuses."""
+
+    reason = "ENCRYPTED_KEY"
+
+
+def _no_passphrase() -> bytes:
+    """The password callback of every key load: an encrypted key is refused, never asked about."""
+    raise EncryptedKey("the private key is encrypted (passphrase-protected); an unencrypted PEM key is expected")
+
+
 def load_tls_context(cert: Path, key: Path) -> ssl.SSLContext:
     """A server context for the PEM pair; OSError (missing, unreadable) or ssl.SSLError (not PEM, key and
-    certificate do not match) propagate for the caller to word."""
+    certificate do not match, EncryptedKey) propagate for the caller to word."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.load_cert_chain(certfile=str(cert), keyfile=str(key))
+    ctx.load_cert_chain(certfile=str(cert), keyfile=str(key), password=_no_passphrase)
     return ctx
 
 
@@ -114,6 +129,10 @@ class TlsFiles:
             if stamps != self._stamps:
                 try:
                     self._context = load_tls_context(self.cert, self.key)
+                except EncryptedKey:
+                    log.warning("TLS key %s changed but is encrypted (passphrase-protected, never prompted for); "
+                                "serving the certificate loaded before", self.key)
+                    return self._context  # stamps not stored: tried again on the next connection
                 except (OSError, ssl.SSLError) as e:
                     log.warning("TLS files changed but do not load (%s); serving the certificate loaded before",
                                 getattr(e, "reason", None) or e)

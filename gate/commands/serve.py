@@ -60,13 +60,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_tls(cert: Path, key: Path) -> None:
     """Load the pair once before listening, so a bad one is one line naming the file (InputError), never a
     traceback and never the key's content. OpenSSL says "PEM lib" for anything it cannot parse."""
-    from gate.webhook import load_tls_context
+    from gate.webhook import EncryptedKey, load_tls_context
 
     for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
         if not path.is_file():
             raise InputError(f"{flag} {path}: not a readable file")
     try:
         load_tls_context(cert, key)
+    except EncryptedKey:
+        raise InputError(f"--tls-key {key} is encrypted (passphrase-protected); specgate never asks for a "
+                         "passphrase: give it the unencrypted PEM key (as a Kubernetes TLS Secret holds it)") \
+            from None
     except ssl.SSLError as e:
         if e.reason == "KEY_VALUES_MISMATCH":
             raise InputError(f"--tls-key {key} is not the private key of --tls-cert {cert}") from None

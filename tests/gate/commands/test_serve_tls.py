@@ -10,11 +10,15 @@ tests/k8s/test_k8s_webhook.py; one test runs the real `specgate serve` process.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
+import pty
+import select
 import shutil
 import socket
 import subprocess
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -156,6 +160,28 @@ def test_a_broken_rotation_keeps_serving_the_previous_pair(
     assert argo(url, pkis[1].ca).status_code == 200 and srv.tls.reloads == 1
 
 
+def encrypt_key(key: Path, out: Path) -> Path:
+    """`key` passphrase-protected (PKCS#8, AES-256), as `openssl pkey -aes256` writes it."""
+    _openssl("pkey", "-in", str(key), "-out", str(out), "-aes256", "-passout", "pass:not-given-to-specgate",
+             cwd=out.parent)
+    assert out.read_text().startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")
+    return out
+
+
+def test_an_encrypted_replacement_key_keeps_the_previous_pair(
+        server: tuple[GateServer, str, Path], pkis: tuple[Pki, Pki], caplog: pytest.LogCaptureFixture) -> None:
+    """The reload loads with a password callback that refuses: no prompt, one warning, the old pair serves."""
+    srv, url, live = server
+    encrypted = encrypt_key(pkis[0].key, live / "tls.key.enc")
+    os.replace(encrypted, live / "tls.key")  # same key, now encrypted: it would load if a passphrase were asked
+    with caplog.at_level(logging.WARNING, logger="gate.webhook"):
+        assert argo(url, pkis[0].ca).status_code == 200
+        assert requests.get(f"{url}/healthz", verify=str(pkis[0].ca), timeout=10).status_code == 200
+    said = [r.getMessage() for r in caplog.records if "encrypted" in r.getMessage()]
+    assert said and all("\n" not in m and "PRIVATE KEY" not in m for m in said)
+    assert srv.tls is not None and srv.tls.reloads == 0
+
+
 # ---- the command: bad pairs are one line and exit 3 ------------------------------------------------
 
 def serve_args(cert: Path | None, key: Path | None) -> list[str]:
@@ -170,14 +196,16 @@ def serve_args(cert: Path | None, key: Path | None) -> list[str]:
     ("missing-key", "not a readable file"),
     ("cert-only", "--tls-cert and --tls-key go together"),
     ("not-pem", "a PEM certificate and its PEM private key expected"),
+    ("encrypted", "is encrypted (passphrase-protected); specgate never asks for a passphrase"),
 ])
 def test_a_bad_pair_is_one_line_and_exit_3(case: str, message: str, pkis: tuple[Pki, Pki], tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     one, two = pkis
     garbage = tmp_path / "garbage.pem"
     garbage.write_text("not a certificate\n")
-    cert, key = {"mismatch": (one.cert, two.key), "missing-key": (one.cert, tmp_path / "absent.key"),
-                 "cert-only": (one.cert, None), "not-pem": (garbage, one.key)}[case]
+    cases = {"mismatch": (one.cert, two.key), "missing-key": (one.cert, tmp_path / "absent.key"),
+             "cert-only": (one.cert, None), "not-pem": (garbage, one.key)}
+    cert, key = cases[case] if case != "encrypted" else (one.cert, encrypt_key(one.key, tmp_path / "enc.key"))
     assert main(serve_args(cert, key)) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("specgate serve: ") and message in err[0], err
@@ -212,3 +240,49 @@ def test_the_real_command_serves_https(pkis: tuple[Pki, Pki], tmp_path: Path) ->
         proc.terminate()
         proc.wait(timeout=10)
     assert f"listening on https://127.0.0.1:{port}" in (proc.stderr.read() if proc.stderr else "")
+
+
+def test_an_encrypted_key_under_a_terminal_exits_instead_of_prompting(pkis: tuple[Pki, Pki], tmp_path: Path) -> None:
+    """`specgate serve` as a process whose controlling terminal is a pseudo-terminal (where OpenSSL without a
+    password callback writes "Enter PEM pass phrase:" and waits for ever): one line and exit 3, no prompt."""
+    key = encrypt_key(pkis[0].key, tmp_path / "enc.key")
+    master, slave = pty.openpty()
+
+    def controlling_terminal() -> None:  # the child's session (start_new_session) takes the pty as its terminal
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    cmd = [str(REPO / ".venv" / "bin" / "specgate"), *serve_args(pkis[0].cert, key)]
+    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                            preexec_fn=controlling_terminal)
+    os.close(slave)
+    out = b""
+    try:
+        deadline = time.monotonic() + 30  # a prompt never ends; the refusal takes well under a second
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if b"pass phrase" in out.lower():  # the old behaviour: prompting, every endpoint blocked
+                    break
+            elif proc.poll() is not None:
+                break
+        try:
+            rc: int | None = proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            rc = None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    text = out.decode(errors="replace")
+    assert "pass phrase" not in text.lower(), text
+    assert rc == 3, text
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1 and "is encrypted (passphrase-protected)" in lines[0], text
