@@ -33,6 +33,7 @@ from gate.evidence.previous import newer_windows
 from gate.model.config import (
     ConfigError,
     ConfigLike,
+    HYBRID_TAP_FAMILIES,
     ModelConfig,
     as_model_config,
     drafter_family,
@@ -40,7 +41,7 @@ from gate.model.config import (
     num_hidden_layers,
     reduced_draft_vocab,
 )
-from gate.model.depth import BLOCK_METHODS
+from gate.model.depth import BLOCK_METHODS, EAGLE_METHODS
 from gate.model.engines import DEFAULT_KIND, PROFILES, profile
 from gate.model.geometry import STATE_KINDS, classify_layers
 from gate.model.identity import before_general_availability, family_mismatch
@@ -53,7 +54,6 @@ SPECIAL_TOKENS = ("bos_token_id", "eos_token_id", "mask_token_id")
 # than this many layers, or with half the target's layers or more, is a target's config under a head's
 # name: both engines would hold its KV per token next to the target's (the pool silently shrinks).
 EAGLE_HEAD_MAX_LAYERS = 8
-EAGLE_METHODS = frozenset({"eagle", "eagle3"})
 
 
 @dataclass(frozen=True)
@@ -455,7 +455,7 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
         findings.append(_mtp_depth(tm, engine, k))
     findings.append(_trained_against(d, t, deployed_target))
     findings.append(_context_length(d, t, max_model_len))
-    if family in ("eagle3", "dflash", "dspark"):
+    if family in HYBRID_TAP_FAMILIES:
         findings.append(_hybrid_taps(tm, taps))
     findings.append(_parallelism(draft_tp, target_tp))
     kept = [f for f in findings if f is not None]

@@ -16,6 +16,8 @@ from gate.status import InputError
 
 # Keys of a target config that say it carries its own MTP (next-n) layers.
 MTP_LAYER_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
+# Drafter families whose head reads the target's hidden states at chosen layers (the co-design line checks the taps).
+HYBRID_TAP_FAMILIES: frozenset[str] = frozenset({"eagle3", "dflash", "dspark"})
 
 
 class ConfigError(InputError):

@@ -60,6 +60,8 @@ VARIABLE_LENGTH_METHODS: frozenset[str] = DRAFTERLESS_METHODS
 EMBEDDED_METHODS: frozenset[str] = frozenset({"mtp", "nextn"})
 # Methods whose drafter proposes the whole block in one forward pass (DFlash's block diffusion, DSpark's block).
 BLOCK_METHODS: frozenset[str] = frozenset({"dflash", "dspark"})
+# Methods that run an EAGLE head (the draft model whose layer count the co-design line bounds).
+EAGLE_METHODS: frozenset[str] = frozenset({"eagle", "eagle3"})
 
 # The largest speculative depth any engine accepts is far below this (vLLM and SGLang
 # configurations use 1–16); a larger k is a typo.
