@@ -1,40 +1,41 @@
-"""Every rule at one address (design.md "Floors"): a copy elsewhere fails here, with its file and line.
+"""Every rule at one address (design.md "One address per rule"): a copy elsewhere fails here, with its file and line.
 
 | rule | its one address |
 |---|---|
-| the acceptance length `1 + accepted / drafts` (and `1 + Σ p_i`) | `exporter/formulas.py` |
-| the drafterless method set (`ngram`, `suffix`) | `gate/model/depth.py` |
-| exit codes (`EXIT_*`; no bare `return 3` / `sys.exit(3)` in a command) | `exporter/exits.py`, `gate/status.py` |
-| the order of statuses (fail > inconclusive > warn > pass > n/a) | `gate/status.py` |
-| reading a file (`read_bytes`, `read_text`, `open(` for reading) | `gate/inputs/`, the exporter's capture readers |
-| comparing an engine's name (`== "vllm"`, `in ("sglang", …)`, `case "vllm"`) | `exporter/engines/`, `gate/model/engines/` |
+| the acceptance length `1 + accepted / drafts` (and `1 + Σ p_i`), L again as `(d + a) / d` | `exporter/formulas.py` |
+| the depth k: `num_draft_tokens ± 1`, `len(accepted_per_position)` | the engine packages (`exporter/engines/`, `gate/model/engines/`) |
+| a literal set of two or more speculative methods (`gate.model.depth.METHODS`) | `gate/model/depth.py`, the engine packages |
+| exit codes (`EXIT_*`; no bare `return 3`, `sys.exit(3)` or `SystemExit(2)`) | `exporter/exits.py`, `gate/status.py` |
+| the order of statuses: three or more `Status` members in any container, a tuple included | `gate/status.py` |
+| reading a file (`read_bytes`, `read_text`, `open(` for reading, `io.FileIO`, `os.open`, `os.fdopen`) | `gate/inputs/`, the exporter's capture readers |
+| a status set by a source (`Status` named anywhere in `gate/evidence/`: sources return facts) | never in `gate/evidence/` |
 
-The engines are the registry's (`exporter.engines.ADAPTERS`), never a list of this file's own.
-
-The scan reads the syntax tree, so docstrings and comments (which explain the rules) never count.
+The engine-name rule is tests/test_engines_as_folders.py's; the import rules are the contracts in .importlinter
+(tests/test_layering.py). The lists come from the code: the methods from `gate.model.depth.METHODS`, the statuses
+from `gate.status.Status`. The scan reads the syntax tree, so docstrings and comments (which explain the rules)
+never count. `offenders(rule, root)` scans any copy of the tree (tests/test_guards_bite.py plants in one).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from exporter.engines import ADAPTERS
+from gate.model.depth import METHODS
+from gate.status import Status
 
 REPO = Path(__file__).resolve().parents[1]
-ENGINES = frozenset(ADAPTERS)  # the one engine list; a fifth engine is seen here the day it is registered
 READ_CALLS = frozenset({"read_bytes", "read_text"})
+OPENERS = frozenset({"FileIO", "fdopen"})  # io.FileIO(p), os.fdopen(fd): a file opened without open()
+ENGINE_PACKAGES = ("exporter/engines/", "gate/model/engines/")
+STATUS = Status.__name__
 
 
-def _sources() -> list[Path]:
-    return sorted(p for top in ("exporter", "gate") for p in (REPO / top).rglob("*.py"))
-
-
-def _rel(p: Path) -> str:
-    return p.relative_to(REPO).as_posix()
+def sources(root: Path = REPO) -> list[Path]:
+    return sorted(p for top in ("exporter", "gate") for p in (root / top).rglob("*.py"))
 
 
 def _owned(rel: str, owners: tuple[str, ...]) -> bool:
@@ -45,8 +46,16 @@ def _const_one(n: ast.expr) -> bool:
     return isinstance(n, ast.Constant) and not isinstance(n.value, bool) and n.value in (1, 1.0)
 
 
+_PLAIN = (ast.Name, ast.Attribute, ast.Subscript, ast.Call)  # counts, not arithmetic (Wilson's (n + z²) / n)
+
+
+def _same(a: ast.expr, b: ast.expr) -> bool:
+    return ast.dump(a) == ast.dump(b)
+
+
 def length_rule(tree: ast.AST) -> Iterator[int]:
-    """`1 + x / y` or `1 + sum(...)`: the acceptance length written again."""
+    """`1 + x / y`, `1 + sum(...)`, or `(d + a) / d` (L = (drafts + accepted) / drafts): the acceptance length
+    written again."""
     for n in ast.walk(tree):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
             for one, other in ((n.left, n.right), (n.right, n.left)):
@@ -55,46 +64,89 @@ def length_rule(tree: ast.AST) -> Iterator[int]:
                         or (isinstance(other, ast.Call) and isinstance(other.func, ast.Name)
                             and other.func.id in ("sum", "fsum"))):
                     yield n.lineno
+        elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and isinstance(n.left, ast.BinOp) \
+                and isinstance(n.left.op, ast.Add) and all(isinstance(x, _PLAIN) for x in (n.left.left, n.left.right)) \
+                and (_same(n.left.left, n.right) or _same(n.left.right, n.right)):
+            yield n.lineno
+
+
+def _named(n: ast.expr, name: str) -> bool:
+    """`name`, `x.name`, or either wrapped in a call (`int(sp.name)`)."""
+    if isinstance(n, ast.Call) and len(n.args) == 1:
+        n = n.args[0]
+    return (isinstance(n, ast.Name) and n.id == name) or (isinstance(n, ast.Attribute) and n.attr == name)
+
+
+def _counts_positions(n: ast.expr) -> bool:
+    return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and len(n.args) == 1 \
+        and _named(n.args[0], "accepted_per_position")
+
+
+def depth_rule(tree: ast.AST) -> Iterator[int]:
+    """The depth k derived again: SGLang's `num_draft_tokens - 1` (or `+ 1` back), or vLLM's count of
+    per-position series `len(accepted_per_position)` taken as a value (assigned, returned or passed on; comparing
+    two windows' series counts, or growing a sum to one, reads no k)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub)) and (
+                (_named(n.left, "num_draft_tokens") and _const_one(n.right))
+                or (_named(n.right, "num_draft_tokens") and _const_one(n.left))):
+            yield n.lineno
+        elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.Return, ast.Call, ast.keyword)):
+            values = n.args if isinstance(n, ast.Call) else [n.value] if n.value is not None else []
+            yield from (v.lineno for v in values if _counts_positions(v))
 
 
 def _strings(n: ast.AST) -> set[object]:
     if isinstance(n, (ast.Set, ast.Tuple, ast.List)):
         return {e.value for e in n.elts if isinstance(e, ast.Constant)}
+    if isinstance(n, ast.Dict):
+        return {k.value for k in n.keys if isinstance(k, ast.Constant)}
     return set()
 
 
-def drafterless_rule(tree: ast.AST) -> Iterator[int]:
-    """A literal collection holding both drafterless methods."""
+def method_set_rule(tree: ast.AST) -> Iterator[int]:
+    """A literal collection of two or more speculative methods (`gate.model.depth.METHODS`): a method set
+    written again (drafterless, embedded, block, or a new one that belongs beside them)."""
     for n in ast.walk(tree):
-        if {"ngram", "suffix"} <= _strings(n):
+        if len(_strings(n) & set(METHODS)) >= 2:
             yield n.lineno
 
 
-def _int_constant(n: ast.expr | None) -> bool:
-    return isinstance(n, ast.Constant) and type(n.value) is int and n.value in (1, 2, 3)
+def _exit_int(n: ast.expr | None) -> bool:
+    return isinstance(n, ast.Constant) and type(n.value) is int and n.value != 0
 
 
 def exit_code_rule(tree: ast.AST) -> Iterator[int]:
-    """`EXIT_… = n` defined again, a command (`run`, `main`) returning a bare 1, 2 or 3, or `sys.exit(3)`."""
+    """`EXIT_… = n` defined again, a command (`run`, `main`) returning a bare 1, 2 or 3, `sys.exit(3)`, or
+    `SystemExit(2)`."""
     for n in ast.walk(tree):
         if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id.startswith("EXIT_")
                                              for t in n.targets) and isinstance(n.value, ast.Constant):
             yield n.lineno
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "exit" and n.args \
-                and _int_constant(n.args[0]):
+        elif isinstance(n, ast.Call) and n.args and _exit_int(n.args[0]) and (
+                (isinstance(n.func, ast.Attribute) and n.func.attr == "exit")
+                or (isinstance(n.func, ast.Name) and n.func.id == "SystemExit")):
             yield n.lineno
         elif isinstance(n, ast.FunctionDef) and n.name in ("run", "main"):
-            yield from (r.lineno for r in ast.walk(n) if isinstance(r, ast.Return) and _int_constant(r.value))
+            yield from (r.lineno for r in ast.walk(n) if isinstance(r, ast.Return) and isinstance(r.value, ast.Constant)
+                        and type(r.value.value) is int and r.value.value in (1, 2, 3))
+
+
+def _status_member(k: ast.expr | None) -> bool:
+    return isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == STATUS \
+        and k.attr in Status.__members__
 
 
 def status_order_rule(tree: ast.AST) -> Iterator[int]:
-    """A ranking of statuses written again: a dict or a list naming three or more `Status.…` members (a tuple
-    after `in` is a set of statuses, not an order, and is left alone)."""
+    """A ranking of statuses written again: a dict, list or tuple naming three or more `Status` members. A set
+    (`{…}`, `frozenset({…})`) has no order, nor has the tuple of a membership test (`s in (…)`)."""
+    tested = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Compare)
+              for op, c in zip(n.ops, n.comparators, strict=True) if isinstance(op, (ast.In, ast.NotIn))}
     for n in ast.walk(tree):
-        items = n.keys if isinstance(n, ast.Dict) else n.elts if isinstance(n, ast.List) else []
-        members = [k for k in items if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name)
-                   and k.value.id == "Status"]
-        if len(members) >= 3:
+        if id(n) in tested:
+            continue
+        items = n.keys if isinstance(n, ast.Dict) else n.elts if isinstance(n, (ast.List, ast.Tuple)) else []
+        if sum(map(_status_member, items)) >= 3:
             yield n.lineno
 
 
@@ -104,51 +156,64 @@ def _reads(call: ast.Call) -> bool:
     return mode is None or (isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "r" in mode.value)
 
 
+def _os_reads(call: ast.Call) -> bool:
+    """`os.open(path, flags)` unless the flags say write only (`O_WRONLY`)."""
+    flags = call.args[1] if len(call.args) > 1 else None
+    return flags is None or not any(isinstance(x, ast.Attribute) and x.attr == "O_WRONLY" for x in ast.walk(flags))
+
+
 def file_read_rule(tree: ast.AST) -> Iterator[int]:
+    """A file read by any API: `p.read_text()`, `p.read_bytes()`, `open(p)`, `p.open()`, `io.FileIO(p)`,
+    `os.fdopen(fd)`, `os.open(p, os.O_RDONLY)` (the bare `read_text(p, what, limit)` is gate.inputs' reader)."""
     for n in ast.walk(tree):
         if not isinstance(n, ast.Call):
             continue
         f = n.func
-        if isinstance(f, ast.Attribute) and f.attr in READ_CALLS:
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        os_call = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "os"
+        if (isinstance(f, ast.Attribute) and name in READ_CALLS) or name in OPENERS:
             yield n.lineno
-        elif isinstance(f, ast.Attribute) and f.attr == "open" and _reads(n):
-            yield n.lineno
-        elif isinstance(f, ast.Name) and f.id == "open" and _reads(n):
+        elif name == "open" and (_os_reads(n) if os_call else _reads(n)):
             yield n.lineno
 
 
-def engine_name_rule(tree: ast.AST) -> Iterator[int]:
-    """An engine's name compared (`==`, `!=`, `in`) or matched (`case "vllm"`)."""
+def verdict_rule(tree: ast.AST) -> Iterator[int]:
+    """`Status` named in a source (imported, returned, compared): the evidence would be judging."""
     for n in ast.walk(tree):
-        if isinstance(n, ast.Compare):
-            for side in (n.left, *n.comparators):
-                if (isinstance(side, ast.Constant) and side.value in ENGINES) or _strings(side) & ENGINES:
-                    yield n.lineno
-                    break
-        elif isinstance(n, ast.MatchValue) and isinstance(n.value, ast.Constant) and n.value.value in ENGINES:
-            yield n.lineno
+        if (isinstance(n, ast.Name) and n.id == STATUS) or (isinstance(n, ast.Attribute) and n.attr == STATUS) \
+                or (isinstance(n, ast.alias) and n.name == STATUS):
+            yield getattr(n, "lineno", 0)
 
 
-RULES = {
-    "acceptance length": (length_rule, ("exporter/formulas.py",)),
-    "drafterless methods": (drafterless_rule, ("gate/model/depth.py",)),
-    "exit codes": (exit_code_rule, ("exporter/exits.py", "gate/status.py")),
-    "status order": (status_order_rule, ("gate/status.py",)),
+# rule -> (scan, where it may live, where it is checked: None for everywhere else)
+Rule = tuple[Callable[[ast.AST], Iterator[int]], tuple[str, ...], tuple[str, ...] | None]
+RULES: dict[str, Rule] = {
+    "acceptance length": (length_rule, ("exporter/formulas.py",), None),
+    # gate/evidence/positions.py counts the per-position series a window carries (PositionCounters.k, checked
+    # against the engine's k by gate.model.speedup.counters), it does not derive the engine's depth.
+    "depth k": (depth_rule, (*ENGINE_PACKAGES, "gate/evidence/positions.py"), None),
+    # gate/model/config.py reads a drafter's family (`drafter_family`, `HYBRID_TAP_FAMILIES`), and identity.py and
+    # plan/init.py map methods to families and back: a family is spelled like the method it serves.
+    "method sets": (method_set_rule, ("gate/model/depth.py", *ENGINE_PACKAGES, "gate/model/config.py",
+                                      "gate/model/identity.py", "gate/plan/init.py"), None),
+    "exit codes": (exit_code_rule, ("exporter/exits.py", "gate/status.py"), None),
+    "status order": (status_order_rule, ("gate/status.py",), None),
     # gate/inputs/ reads every file a user hands the gate; the exporter reads its own captures (replay,
     # `exporter once --file`); gate/plan/reference.py is `make plan-reference`'s writer, reading the
     # generated files it compares (a developer tool, no user input).
     "file reads": (file_read_rule, ("gate/inputs/", "exporter/scrape.py", "exporter/replay.py",
-                                    "gate/plan/reference.py")),
-    "engine names": (engine_name_rule, ("exporter/engines/", "gate/model/engines/")),
+                                    "gate/plan/reference.py"), None),
+    "sources never judge": (verdict_rule, (), ("gate/evidence/",)),
 }
 
 
-def _offenders(rule: str) -> list[str]:
-    check, owners = RULES[rule]
+def offenders(rule: str, root: Path = REPO) -> list[str]:
+    """`file:line` of every copy of the rule outside its address, in the tree at `root`."""
+    check, owners, scope = RULES[rule]
     out = []
-    for p in _sources():
-        rel = _rel(p)
-        if _owned(rel, owners):
+    for p in sources(root):
+        rel = p.relative_to(root).as_posix()
+        if _owned(rel, owners) or (scope is not None and not _owned(rel, scope)):
             continue
         out += [f"{rel}:{line}" for line in check(ast.parse(p.read_text(encoding="utf-8"), rel))]
     return sorted(set(out))
@@ -156,32 +221,45 @@ def _offenders(rule: str) -> list[str]:
 
 @pytest.mark.parametrize("rule", sorted(RULES))
 def test_rule_lives_at_one_address(rule: str) -> None:
-    assert _offenders(rule) == []
+    assert offenders(rule) == []
 
 
 @pytest.mark.parametrize(("rule", "code"), [
     ("acceptance length", "L = 1.0 + accepted / drafts\n"),
     ("acceptance length", "L = 1 + sum(p)\n"),
-    ("drafterless methods", "X = frozenset({'suffix', 'ngram'})\n"),
+    ("acceptance length", "L = (d + a) / d\n"),
+    ("depth k", "k = int(sp.num_draft_tokens) - 1\n"),
+    ("depth k", "k = len(s.accepted_per_position)\n"),
+    ("method sets", "X = frozenset({'suffix', 'ngram'})\n"),
+    ("method sets", "X = ('eagle', 'eagle3')\n"),
     ("exit codes", "EXIT_INVALID = 3\n"),
     ("exit codes", "def run():\n    return 3\n"),
     ("exit codes", "import sys\nsys.exit(2)\n"),
+    ("exit codes", "raise SystemExit(2)\n"),
     ("file reads", "p.read_text()\n"),
     ("file reads", "open(p)\n"),
-    ("engine names", "if kind == 'sglang':\n    pass\n"),
-    ("engine names", "if kind in ('vllm', 'x'):\n    pass\n"),
-    ("engine names", "match kind:\n    case 'vllm':\n        pass\n"),
+    ("file reads", "io.FileIO(p).readall()\n"),
+    ("file reads", "os.open(p, os.O_RDONLY)\n"),
     ("status order", "R = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}\n"),
+    ("status order", "R = (Status.FAIL, Status.INCONCLUSIVE, Status.WARN, Status.PASS)\n"),
+    ("sources never judge", "def f():\n    return Status.FAIL\n"),
 ])
 def test_each_rule_sees_a_copy(rule: str, code: str) -> None:
     assert list(RULES[rule][0](ast.parse(code)))
 
 
 @pytest.mark.parametrize(("rule", "code"), [
-    ("acceptance length", "'''L = 1 + accepted / drafts'''\nx = 1 + y\n"),
+    ("acceptance length", "'''L = 1 + accepted / drafts'''\nx = 1 + y\n(a + b) / c\n"),
+    ("depth k", "k = num_speculative_tokens - 1\nn = len(positions)\n"),
+    ("method sets", "if method == 'eagle':\n    pass\nX = ('eagle', 'tokens')\n"),
     ("file reads", "open(p, 'w')\np.write_text(s)\n"),
     ("exit codes", "def run():\n    return 0\n"),
     ("exit codes", "def p_value():\n    return 1.0\n"),
+    ("exit codes", "raise SystemExit(0)\n"),
+    ("status order", "if s in (Status.FAIL, Status.INCONCLUSIVE, Status.WARN):\n    pass\n"),
+    ("status order", "P = frozenset({Status.PASS, Status.NA, Status.WARN})\n"),
+    ("depth k", "if len(a.accepted_per_position) == len(b.accepted_per_position):\n    pass\n"),
+    ("file reads", "read_text(p, 'plan', 1 << 20)\nos.open(p, os.O_WRONLY | os.O_CREAT)\n"),
 ])
 def test_each_rule_lets_the_rest_be(rule: str, code: str) -> None:
     assert not list(RULES[rule][0](ast.parse(code)))
