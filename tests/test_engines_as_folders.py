@@ -4,7 +4,9 @@ with floor-0 arithmetic, never with a tool.
 | rule | its one address |
 |---|---|
 | naming an engine at all: an identifier such as `vllm_schedule` or `SglangProfile`, a string whose first word is an engine's kind (`"trtllm"`, `"sglang speculative_adaptive_config"`, `case "vllm"`) | the engines' own packages (`exporter/engines/<engine>/`, `gate/model/engines/<engine>/`) and the two registries (`exporter/engines/__init__.py ADAPTERS`, `gate/model/engines/__init__.py PROFILES`) |
-| a check importing a tool (`gate.probe`, `gate.tune`) | nowhere: the checks import floor 0 (`gate.model.speedup`, `gate.stats`, `gate.status`) |
+
+A check importing a tool (`gate.probe`, `gate.tune`) is the contract `checks-fetch-nothing` in .importlinter
+(tests/test_layering.py): the checks import floor 0 (`gate.model.speedup`, `gate.stats`, `gate.status`).
 
 The engines are the registry's, never a list of this file's own, so a fifth engine is seen here the day it
 is registered. The scan reads the syntax tree: docstrings and comments (which explain) never count, and
@@ -25,11 +27,9 @@ import pytest
 
 from exporter.engines import ADAPTERS, ENGINE_KINDS, EngineKind
 from gate.model.engines import PROFILES
-from tests.test_layering import _edges, _imports, _within
 
 REPO = Path(__file__).resolve().parents[1]
 ENGINES = frozenset(ADAPTERS)
-TOOLS = ("gate.probe", "gate.tune")
 # Where an engine may be named: its own packages, the two registries (`ADAPTERS` and beside it `EngineKind`, its
 # typing spelling, held equal to it by test_the_engine_lists_are_one below), and
 # - gate/probe/importers/: the result files of benchmark clients, one of which is named `vllm bench` (a
@@ -90,13 +90,18 @@ def _owned(rel: str) -> bool:
     return any(rel == o or (o.endswith("/") and rel.startswith(o)) for o in OWNERS)
 
 
-def test_no_engine_is_named_outside_its_packages() -> None:
+def offenders(root: Path = REPO) -> list[str]:
+    """`file:line` of every engine named outside its packages, in the tree at `root`."""
     out = []
-    for p in sorted(p for top in ("exporter", "gate") for p in (REPO / top).rglob("*.py")):
-        rel = p.relative_to(REPO).as_posix()
+    for p in sorted(p for top in ("exporter", "gate") for p in (root / top).rglob("*.py")):
+        rel = p.relative_to(root).as_posix()
         if not _owned(rel):
             out += [f"{rel}:{line}" for line in sorted(set(engine_named(ast.parse(p.read_text("utf-8"), rel))))]
-    assert out == []
+    return out
+
+
+def test_no_engine_is_named_outside_its_packages() -> None:
+    assert offenders() == []
 
 
 @pytest.mark.parametrize("code", [
@@ -120,15 +125,3 @@ def test_the_engine_lists_are_one() -> None:
     """`ADAPTERS` is the one engine list: the profiles and `EngineKind` (hence `ENGINE_KINDS`, every `--engine`
     choice, the plan's and the probe record's engine) say the same engines in the same order."""
     assert tuple(ADAPTERS) == tuple(PROFILES) == ENGINE_KINDS == get_args(EngineKind)
-
-
-def test_checks_import_no_tool() -> None:
-    """Checks never run a probe or a tune (the target map's never "Checks -> Tools"). The floor table alone
-    would allow it: tools are floor 2½, checks 4."""
-    assert sorted({f"{m}: {n}" for m, n in _edges() if _within(m, ("gate.checks",)) and _within(n, TOOLS)}) == []
-
-
-def test_the_tool_rule_sees_a_check_that_imports_a_tool(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.py"
-    bad.write_text("def f():\n    from gate.tune.advice import depth_advice\n", encoding="utf-8")
-    assert any(_within(n, TOOLS) for n in _imports(bad, "gate.checks.acceptance.bad"))

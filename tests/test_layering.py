@@ -1,155 +1,77 @@
-"""The floors (design.md "Floors"): every module imports only its own floor or lower ones.
+"""The floors (design.md "Floors"), as the import contracts in .importlinter, plus what only a run can show.
 
-| floor | modules |
+| contract | what it holds |
 |---|---|
-| 0 rules | `exporter` (the sidecar, a separate program the gate builds on), `gate.status`, `gate.model` (physics, `depth`, `plausibility`, `identity`, `engines`), `gate.stats` |
-| 1 input | `gate.inputs` (the only file readers), `gate.plan` |
-| 2 evidence | `gate.evidence` (sources, the fleet, the previous record) |
-| 2½ tools | `gate.probe`, `gate.tune`: they write evidence files and read floors 0–2 |
-| 3 bill | `gate.bill` |
-| 4 checks | `gate.checks` |
-| 5 verdict | `gate.verdict` |
-| 6 faces | `gate.cli`, `gate.commands`, `gate.webhook`, `gate.kube` |
+| `floors` | every gate package imports only its own floor or lower ones; every package has a floor (exhaustive) |
+| `exporter-below-gate` | the sidecar never imports the gate |
+| `exporter-layers`, `model-layers` | the layers inside `exporter` and inside `gate.model` |
+| `exporter-engines-independent`, `profiles-independent`, `evidence-backends-independent`, `lines-independent` | siblings that know nothing of each other |
+| `no-cycles` | no cycle between sibling packages or modules, at any depth |
+| `checks-fetch-nothing`, `floor0-pure` | the checks import no tool, reader or sidecar I/O; the gate's floor 0 no sidecar I/O |
+| `network`, `kubernetes`, `importlib`, `no-requests` | those packages only in the modules named for them |
 
-Checked for every pair on the source (imports inside functions and under TYPE_CHECKING count too:
-they run later, or shape the types), plus: no cycle between packages; the exporter never imports
-the gate; the checks import no file reader; importing the controller never loads the HTTP gate;
-importing the verdict loads no face. The import checks run a fresh interpreter so nothing this
-test process already loaded can hide a dependency.
+`lint(root)` runs them on any copy of the tree (tests/test_guards_bite.py plants a violation of each). The engine
+packages and the check lines the independence contracts name are held equal to their registries here. The import
+checks below run a fresh interpreter so nothing this test process already loaded can hide a dependency.
 """
 
 from __future__ import annotations
 
-import ast
+import configparser
+import os
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
+from exporter.engines import ADAPTERS
+from gate.checks import CHECKS
+from gate.model.engines import PROFILES
+
 REPO = Path(__file__).resolve().parents[1]
-
-FLOORS: dict[str, float] = {
-    "exporter": 0, "gate.status": 0, "gate.model": 0, "gate.stats": 0,
-    "gate.inputs": 1, "gate.plan": 1,
-    "gate.evidence": 2,
-    "gate.probe": 2.5, "gate.tune": 2.5,
-    "gate.bill": 3,
-    "gate.checks": 4,
-    "gate.verdict": 5,
-    "gate.cli": 6, "gate.commands": 6, "gate.webhook": 6, "gate.kube": 6,
-}
+CONFIG = ".importlinter"
 FACES = ("gate.cli", "gate.commands", "gate.webhook", "gate.kube")
-# Modules that read files (floor 1) or write evidence files (the tools' records): never a check's business.
-READERS = ("gate.inputs", "gate.probe.record", "gate.probe.runner", "gate.tune.inputs")
+LINT = ("from importlinter.cli import lint_imports_command as c; import sys; "
+        "sys.exit(c.main(['--no-cache', '--no-logo', *sys.argv[1:]], standalone_mode=False))")
 
 
-def _module_of(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def lint(root: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """lint-imports on the tree at `root`, with that tree's modules first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([sys.executable, "-c", LINT, str(root / CONFIG)], capture_output=True, text=True,
+                          cwd=root, env=env, timeout=120)
 
 
-def _imports(path: Path, module: str | None = None) -> list[str]:
-    """Every module an `import` / `from … import` in the file names (relative imports resolved)."""
-    here = (module or _module_of(path)).split(".")
-    package = here if path.name == "__init__.py" else here[:-1]
-    out: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            out += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
-            out.append(base)
-            out += [f"{base}.{a.name}" for a in node.names]
-    return out
+def contract_modules(contract: str, key: str = "modules") -> list[str]:
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / CONFIG, encoding="utf-8")
+    return cfg[f"importlinter:contract:{contract}"][key].split()
 
 
-def _within(name: str, prefixes: tuple[str, ...]) -> bool:
-    return any(name == p or name.startswith(p + ".") for p in prefixes)
+def test_the_contracts_hold() -> None:
+    p = lint()
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "BROKEN" not in p.stdout
 
 
-def _room(name: str) -> str | None:
-    """The floor table's entry a module belongs to (the longest matching prefix)."""
-    best = None
-    for prefix in FLOORS:
-        if _within(name, (prefix,)) and (best is None or len(prefix) > len(best)):
-            best = prefix
-    return best
-
-
-def _sources() -> list[Path]:
-    return sorted(p for top in ("exporter", "gate") for p in (REPO / top).rglob("*.py"))
-
-
-def _edges() -> list[tuple[str, str]]:
-    """(importing module, imported name) for every import in exporter/ and gate/."""
-    return [(_module_of(p), name) for p in _sources() for name in _imports(p)]
-
-
-def test_every_module_has_a_floor() -> None:
-    assert [m for m in map(_module_of, _sources()) if _room(m) is None and m != "gate"] == []
-
-
-def test_imports_only_point_down() -> None:
-    """No module imports a higher floor (tools count as 2½: above evidence, below the bill)."""
-    up = sorted({f"{m} (floor {FLOORS[a]:g}) imports {n} (floor {FLOORS[b]:g})"
-                 for m, n in _edges() if (a := _room(m)) and (b := _room(n)) and FLOORS[b] > FLOORS[a]})
-    assert up == []
-
-
-def test_the_exporter_never_imports_the_gate() -> None:
-    assert sorted({f"{m}: {n}" for m, n in _edges() if _within(m, ("exporter",)) and _within(n, ("gate",))}) == []
-
-
-def test_checks_read_no_files() -> None:
-    """The lines judge facts: the readers (plans, configs, captures, probe records) sit below them."""
-    assert sorted({f"{m}: {n}" for m, n in _edges() if _within(m, ("gate.checks",)) and _within(n, READERS)}) == []
-
-
-def _package(name: str) -> str:
-    """The package a module counts under for the cycle check: `gate.<first level>` or `exporter`."""
-    parts = name.split(".")
-    return ".".join(parts[:2]) if parts[0] == "gate" else parts[0]
-
-
-def test_no_cycle_between_packages() -> None:
-    graph: dict[str, set[str]] = defaultdict(set)
-    for m, n in _edges():
-        if _within(n, ("gate", "exporter")) and n != "gate" and _package(m) != _package(n):
-            graph[_package(m)].add(_package(n))
-    cycles: list[list[str]] = []
-
-    def walk(node: str, path: list[str]) -> None:
-        for nxt in sorted(graph[node]):
-            if nxt in path:
-                cycles.append(path[path.index(nxt):] + [nxt])
-            elif len(path) < 20:
-                walk(nxt, path + [nxt])
-
-    for start in sorted(graph):
-        walk(start, [start])
-    assert cycles == []
-
-
-def test_the_static_check_sees_a_violation(tmp_path: Path) -> None:
-    """The checker itself: an import inside a function and a relative import both count, and an
-    upward import is found by the floor table."""
-    bad = tmp_path / "bad.py"
-    bad.write_text("def f():\n    import gate.webhook\nfrom .. import cli\nfrom ..model import geometry\n",
-                   encoding="utf-8")
-    found = _imports(bad, "gate.checks.bad")
-    assert sorted(n for n in found if _within(n, FACES)) == ["gate.cli", "gate.webhook"]
-    assert "gate.model.geometry" in found
-    assert FLOORS[_room("gate.webhook") or ""] > FLOORS[_room("gate.checks.bad") or ""]
-    assert _room("gate.model.engines.vllm") == "gate.model" and _room("gate.plan.model") == "gate.plan"
+@pytest.mark.parametrize(("contract", "registry"), [
+    ("exporter-engines-independent", [f"exporter.engines.{k}" for k in ADAPTERS]),
+    ("profiles-independent", [f"gate.model.engines.{k}" for k in PROFILES]),
+    ("lines-independent", [f"gate.checks.{line}" for line in CHECKS]),
+])
+def test_the_independence_contracts_follow_the_registries(contract: str, registry: list[str]) -> None:
+    """A fifth engine or a sixth line is named in .importlinter the day it is registered, or this fails."""
+    assert sorted(contract_modules(contract)) == sorted(registry)
 
 
 @pytest.mark.parametrize("name", ["gate.verdict.evaluate", "gate.plan.model"])
 def test_every_module_imports(name: str) -> None:
     assert _loaded_after(f"import {name}")
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
 def _loaded_after(code: str) -> set[str]:
