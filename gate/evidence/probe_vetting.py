@@ -188,12 +188,6 @@ def record_defects(rec: ProbeRecord) -> list[str]:
         out.append(f"the {rec.arm} record holds cell {m!r} at {at}, repetition {rep} "
                    f"{cells[copied[0]]} times ({len(copied)} repeated cell(s)): a copied cell is not another "
                    "measurement")
-    if not copied:
-        # Uniqueness by content (gate.model.invariants): a cell renumbered as another repetition is still a copy.
-        renumbered = repeated([(f"the {rec.arm} record's cell {c.mix!r} at concurrency {c.concurrency}, repetition "
-                                f"{c.repetition}", c.model_dump(exclude={"repetition"})) for c in rec.cells])
-        if renumbered is not None:
-            out.append(renumbered)
     for c in rec.cells:
         arrivals = c.arrival_offsets_seconds
         if c.request_rate is None and (arrivals is not None or c.arrival_seed is not None):
@@ -220,6 +214,12 @@ def record_defects(rec: ProbeRecord) -> list[str]:
             break
     if rec.arm == "speculative" and not any(c.acceptance_length is not None for c in rec.cells):
         out.append("the speculative record measured no speculation: no cell has an acceptance length")
+    if not copied:
+        # Uniqueness by content (gate.model.invariants): a cell renumbered as another repetition is still a copy.
+        renumbered = repeated([(f"the {rec.arm} record's cell {c.mix!r} at concurrency {c.concurrency}, repetition "
+                                f"{c.repetition}", c.model_dump(exclude={"repetition"})) for c in rec.cells])
+        if renumbered is not None:
+            out.append(renumbered)
     return out
 
 
@@ -247,8 +247,9 @@ def pair_defects(base: ProbeRecord, spec: ProbeRecord, now: float) -> list[str]:
         b_mix = shapes_b.get(m.name)
         if b_mix is not None and _shape(b_mix) != _shape(m):
             out.append(f"mix {m.name!r} differs between the arms: {_shape_text(b_mix)} vs {_shape_text(m)}")
-        elif b_mix is not None and m.prompt_tokens is None:
-            # Unknown on both sides is never "the same" (gate.model.invariants, identity).
+        elif b_mix is not None and m.prompt_tokens is None and not m.prompts_from.startswith("jsonl:"):
+            # Unknown on both sides is never "the same" (gate.model.invariants, identity); only one named prompts
+            # file (the probe's --prompts jsonl:FILE) is the same prompts whatever their lengths.
             out.append(reason(IDENTITY, f"mix {m.name!r} has an unknown prompt length in both arms "
                               f"({_shape_text(m)}): the arms cannot be shown to serve the same mix"))
     times: list[float] = []

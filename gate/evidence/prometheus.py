@@ -59,6 +59,7 @@ from gate.evidence.fleet.collect import FleetAsk
 from gate.evidence.fleet.collect import evaluate as evaluate_fleet
 from gate.inputs.loading import read_secret
 from gate.inputs.redact import redact_url
+from gate.model.invariants import partial_answer
 from gate.plan.model import SLO, PlanError, PrometheusSource
 from gate.status import InputError
 
@@ -293,12 +294,15 @@ class PromClient:
             return read(result) if read is not None else result
 
     def _result(self, status: int, doc: Any) -> list[Any]:
-        """The generic answer's `data.result`; BadAnswer when it is not a success."""
+        """The generic answer's `data.result`; BadAnswer when it is not a success or is partial (completeness)."""
         shown = redact_url(self.url)
         if status != 200 or not isinstance(doc, dict) or doc.get("status") != "success":
             detail = doc.get("error") if isinstance(doc, dict) else None
             detail = str(detail)[:300] if detail is not None else None
             raise BadAnswer(f"Prometheus {shown} answered HTTP {status}" + (f": {detail}" if detail else ""))
+        partial = partial_answer(doc, f"Prometheus {shown}")
+        if partial is not None:  # the failing pod's series may be the ones missing: no evidence for a pass
+            raise BadAnswer(partial)
         data = doc.get("data")
         result = data.get("result") if isinstance(data, dict) else None
         return result if isinstance(result, list) else []

@@ -22,12 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from exporter.engines.base import EngineSnapshot
 from gate.evidence.captures import counters_source, read_group
+from gate.evidence.intake import probe_records
 from gate.evidence.positions import (
     PositionEvidence,
     capture_point_name,
     counters_from_snapshots,
     from_evidence,
 )
+from gate.evidence.probes import ProbeError, ProbeRecord, load_record
 from gate.inputs.loading import PLAN_LIMITS, parse_yaml, read_text
 from gate.model.depth import MAX_SPECULATIVE_DEPTH
 from gate.model.speedup.cost import CostSample, DraftBand
@@ -105,12 +107,29 @@ def sources(*, captures: Sequence[Path] | None, plan: Path | None, tune_input: P
     if probes:
         from gate.tune.probe_costs import from_probe_records
 
+        vet_probes(probes)
         inputs.add(from_probe_records(probes))
     if target_step_ms is not None or verify_cycle_ms is not None:
         k_of = {c.point: c.k for c in inputs.counters}
         k = k_of.get(point) or (next(iter(k_of.values())) if len(k_of) == 1 else None) or inputs.plan_k
         inputs.costs += declared_costs(target_step_ms, verify_cycle_ms, k, point)
     return Sources(inputs, k_max, band)
+
+
+def vet_probes(paths: Sequence[Path]) -> None:
+    """tune --probe reads records through the intake `compare` uses (gate.evidence.intake.probe_records): another
+    engine, model or mix shape, future dates, rates that are not tokens / wall, copied cells, conflicting records at
+    one k and arms of different methods are refused (TuneInputError, the first defect), never predicted from."""
+    records: list[tuple[str, ProbeRecord]] = []
+    for p in paths:
+        try:
+            records.append((Path(p).name, load_record(p)))
+        except ProbeError as e:
+            raise TuneInputError(str(e)) from None
+    defects = probe_records(records)
+    if defects:
+        more = f" (and {len(defects) - 1} more)" if len(defects) > 1 else ""
+        raise TuneInputError(f"--probe: {defects[0]}{more}")
 
 
 def declared_costs(target_step_ms: float | None, verify_cycle_ms: float | None, k: int | None,

@@ -10,7 +10,9 @@ the same answer (measured, docs/scale.md). The shapes are the API's own (`/api/v
 — an error answer, a value that is not a number (`"+Inf"`), a label value that is not a string, another
 result type — returns None, and the caller reads the answer the generic way (`json.loads`), where every
 rule of `gate.evidence.fleet.collect` and `grid` applies as before: typed decoding is a fast path, never a
-second set of rules. Unknown fields (VictoriaMetrics' `stats`, `isPartial`) are ignored.
+second set of rules. A partial answer (Prometheus/Thanos `warnings`, VictoriaMetrics `isPartial: true`) is also
+left to the generic path, which refuses it (`gate.model.invariants.partial_answer`: completeness). Other unknown
+fields (VictoriaMetrics' `stats`) are ignored.
 """
 
 from __future__ import annotations
@@ -45,11 +47,15 @@ class _Vector(msgspec.Struct):
 class _MatrixAnswer(msgspec.Struct):
     status: str
     data: _Matrix
+    warnings: list[str] | None = None
+    isPartial: bool | None = None  # noqa: N815 (VictoriaMetrics' field name)
 
 
 class _VectorAnswer(msgspec.Struct):
     status: str
     data: _Vector
+    warnings: list[str] | None = None
+    isPartial: bool | None = None  # noqa: N815 (VictoriaMetrics' field name)
 
 
 _MATRIX = msgspec.json.Decoder(_MatrixAnswer, strict=False)
@@ -62,8 +68,10 @@ def decode(body: bytes | bytearray, kind: str) -> list[MatrixSeries] | list[Vect
     try:
         if kind == "range":
             m = _MATRIX.decode(body)
-            return m.data.result if m.status == "success" and m.data.resultType == "matrix" else None
+            whole = not m.warnings and m.isPartial is not True
+            return m.data.result if whole and m.status == "success" and m.data.resultType == "matrix" else None
         v = _VECTOR.decode(body)
-        return v.data.result if v.status == "success" and v.data.resultType == "vector" else None
+        whole = not v.warnings and v.isPartial is not True
+        return v.data.result if whole and v.status == "success" and v.data.resultType == "vector" else None
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None

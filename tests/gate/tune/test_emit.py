@@ -16,6 +16,7 @@ k = 0 starts at batch 6. Bands: 1-3 → 3, 4-5 → 1, 6+ → 0.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,11 @@ CYCLE = {1: lambda k: 11 + k, 2: lambda k: 12 + 2 * k, 4: lambda k: 10 + 6 * k, 
 SPEC = {"method": "ngram", "prompt_lookup_max": 3, "prompt_lookup_min": 1}
 
 
+# What compare's vetting needs (gate.evidence.intake.probe_records): tune --probe reads through the same intake.
+VETTED = {"engine_version": "0.32.0", "model": "tiny", "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+          "workload": [{"name": "m", "prompt_tokens": 32, "output_tokens": 32, "prompts_from": "synthetic"}]}
+
+
 def _record(tmp_path: Path, k: int) -> Path:
     cells: list[dict[str, object]] = []
     for b, cycle in CYCLE.items():
@@ -41,6 +47,7 @@ def _record(tmp_path: Path, k: int) -> Path:
                       "ttft_seconds": {}, "tpot_seconds": {}, "chunk_gap_seconds": {},
                       "acceptance_length": L, "drafts": None if k == 0 else 50})
     doc = {"schema": "specgate.probe/1", "arm": "baseline" if k == 0 else "speculative", "engine": "vllm",
+           **VETTED,
            "speculative": None if k == 0 else {**SPEC, "num_speculative_tokens": k}, "cells": cells}
     path = tmp_path / f"probe-k{k}.json"
     path.write_text(json.dumps(doc))

@@ -7,6 +7,7 @@ position 446/393/331 of 522 drafts -> L(1) 1.854, L(2) 2.607, L(3) 3.241 exactly
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -118,9 +119,15 @@ def test_bad_flag_value_is_exit_3(capsys):
 
 # --- probe records (gate/probe/record.py) -----------------------------------------------------
 
+# What compare's vetting needs (gate.evidence.intake.probe_records): tune --probe reads through the same intake.
+VETTED = {"engine_version": "0.32.0", "model": "tiny", "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+          "workload": [{"name": "m", "prompt_tokens": 32, "output_tokens": 32, "prompts_from": "synthetic"}]}
+
+
 def _record(tmp_path: Path, k: int, cells: list[tuple[int, float, float | None]]) -> Path:
     """A probe record: k = 0 is the baseline arm; cells are (concurrency, wall_seconds, L) at 100 output tokens."""
     doc = {"schema": "specgate.probe/1", "arm": "baseline" if k == 0 else "speculative", "engine": "vllm",
+           **VETTED,
            "speculative": None if k == 0 else {"method": "ngram", "num_speculative_tokens": k},
            "cells": [{"mix": "m", "concurrency": b, "repetition": 1, "requests": 4, "output_tokens": 100,
                       "wall_seconds": wall, "served_tokens_per_second": 100 / wall, "failed_requests": 0,

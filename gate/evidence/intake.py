@@ -1,0 +1,97 @@
+"""The one intake: every source of evidence, the invariants it is held to, and the function that holds it.
+
+Why (issue 34): six of seven wrong passes sat on paths that read a source with their own copy of the rules, or
+none. Each source is registered here once (`SOURCES`) with the invariants (`gate.model.invariants.INVARIANTS`) its
+intake enforces and the function that does it; consumers (`check`, `compare`, `tune`, fleet, cohorts) read a
+source through that function. tests/gate/hostile/ fails when a source or an invariant has no registration there.
+
+The rules themselves stay where they were written (`gate.evidence.vetting`, `gate.evidence.probe_vetting`,
+`gate.model.identity`, `gate.model.plausibility`, `gate.model.invariants`); the functions below only gather them
+per source, so no rule has a second copy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from gate.evidence.probe_vetting import pair_defects, record_defects, record_depth, record_method
+from gate.evidence.probes import ProbeRecord
+from gate.model.invariants import (
+    APPLICABILITY,
+    COMPLETENESS,
+    IDENTITY,
+    MEMBER_TIME,
+    PLAUSIBILITY,
+    UNIQUENESS,
+    partial_answer,
+    reason,
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source of evidence: where its intake is and which invariants that intake enforces."""
+
+    name: str
+    intake: str  # the function every consumer reads the source through (module:function)
+    invariants: frozenset[str]
+
+
+_ALL = frozenset({IDENTITY, UNIQUENESS, MEMBER_TIME, COMPLETENESS, PLAUSIBILITY, APPLICABILITY})
+
+SOURCES: Mapping[str, Source] = MappingProxyType({s.name: s for s in (
+    Source("native_probe", "gate.evidence.intake:probe_records", _ALL - {COMPLETENESS}),
+    Source("vllm_bench", "gate.probe.importers:import_files", _ALL - {COMPLETENESS}),
+    Source("aiperf", "gate.probe.importers:import_files", _ALL - {COMPLETENESS}),
+    Source("guidellm", "gate.probe.importers:import_files", _ALL - {COMPLETENESS}),
+    Source("captures", "gate.evidence.vetting:vet_source", _ALL - {COMPLETENESS}),
+    Source("sidecar", "gate.evidence.vetting:vet_windows", _ALL - {COMPLETENESS}),
+    Source("prometheus", "gate.evidence.intake:answer", frozenset({COMPLETENESS})),
+    Source("victoriametrics", "gate.evidence.intake:answer", frozenset({COMPLETENESS})),
+    Source("previous", "gate.evidence.previous:load_previous", frozenset({IDENTITY, MEMBER_TIME})),
+    Source("schedule", "gate.model.depth:depth_schedule", frozenset({PLAUSIBILITY})),
+    Source("emit", "gate.evidence.intake:probe_records", frozenset({APPLICABILITY})),
+)})
+
+
+def answer(doc: Any, where: str) -> str | None:
+    """A Prometheus-API answer (Prometheus, Thanos, VictoriaMetrics) whole, else the completeness reason."""
+    return partial_answer(doc, where)
+
+
+def probe_records(records: Sequence[tuple[str, ProbeRecord]], now: float | None = None) -> list[str]:
+    """Probe records read together (tune --probe, compare): each consistent with itself, every baseline and
+    speculative arm one experiment (`pair_defects`), one method among the speculative arms, and no two speculative
+    records measuring one (mix, load) at one k (conflicting evidence is not pooled). Defects as one-line reasons,
+    each naming its file; empty: the set may be read."""
+    now = time.time() if now is None else now
+    out: list[str] = []
+    for name, rec in records:
+        out += [f"{name}: {d}" for d in record_defects(rec)]
+    bases = [(n, r) for n, r in records if r.arm == "baseline"]
+    specs = [(n, r) for n, r in records if r.arm == "speculative"]
+    for bn, b in bases:
+        for sn, s in specs:
+            out += [f"{bn} / {sn}: {d}" for d in pair_defects(b, s, now)]
+    methods = {(record_method(r) or "").lower() for _, r in specs}
+    if len(methods) > 1:
+        out.append(reason(APPLICABILITY, f"the speculative records run {', '.join(sorted(methods))}: arms of "
+                          "different methods are not one curve"))
+    seen: dict[tuple[int | None, str, int, float | None], str] = {}
+    for name, rec in specs:
+        k, _ = record_depth(rec)
+        for cell in rec.cells:
+            key = (k, cell.mix, cell.concurrency, cell.request_rate)
+            if key in seen and seen[key] != name:
+                out.append(reason(UNIQUENESS, f"{seen[key]} and {name} both measure mix {cell.mix!r} at "
+                                  f"concurrency {cell.concurrency}, k = {k}: conflicting records are not pooled"))
+                break
+            seen.setdefault(key, name)
+    return out
+
+
+__all__ = ["SOURCES", "Source", "answer", "probe_records"]
