@@ -28,7 +28,6 @@ Contracts (design.md "HTTP and Kubernetes contracts"):
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import os
 import re
@@ -47,6 +46,8 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from gate.inputs.jsontext import dumps
+from gate.status import InputError
 from gate.verdict.answer import GateAnswer, answer_of
 from gate.verdict.gate_metrics import GateMetrics
 
@@ -283,7 +284,14 @@ class GateHandler(BaseHTTPRequestHandler):
 
     # ---- responses ----
     def _send(self, code: int, body: dict[str, Any] | bytes, content_type: str = "application/json") -> None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+        if not isinstance(body, bytes):
+            try:  # the CLI's one encoder: never `NaN`/`Infinity`, which no JSON reader (Argo, Flagger) takes
+                data = dumps(body, "answer", indent=None).encode("utf-8")
+            except InputError as e:  # a non-finite number: an error, never a pass (Argo: error; Flagger: blocks)
+                log.warning("%s", e)
+                code, data = 500, dumps({"error": str(e)}, "error", indent=None).encode("utf-8")
+        else:
+            data = body
         if not self._body_read and (self.headers.get("Content-Length") not in (None, "", "0")
                                     or self.headers.get("Transfer-Encoding")):
             # A body left unread would be parsed as the next request on this keep-alive connection.

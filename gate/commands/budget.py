@@ -55,16 +55,16 @@ def _text(doc: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from gate.bill.budget import compute_budget
     from gate.bill.facts import artifact_facts
+    from gate.inputs.jsontext import dumps
     from gate.plan.model import load_plan
 
     try:
         plan = load_plan(args.plan)
         doc = compute_budget(plan, artifact_facts(plan)).to_json()
-    except InputError as e:  # PlanError, ConfigError and every reader's error: one line, exit 3
+        text = dumps(doc, "budget") + "\n" if args.format == "json" else _text(doc)
+    except InputError as e:  # PlanError, ConfigError, every reader's error, a non-finite number: one line, exit 3
         return invalid(str(e))
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n" if args.format == "json" else _text(doc))
+    sys.stdout.write(text)
     return EXIT_PASS

@@ -14,7 +14,6 @@ Exit codes: 0 pass or warn (or n/a), 1 fail, 3 invalid input.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,6 +64,7 @@ def as_text(result: CodesignResult, engine: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from gate.checks.codesign import codesign
     from gate.inputs.configs import load_config
+    from gate.inputs.jsontext import dumps
     from gate.inputs.weights import has_tensor
     from gate.model.depth import speculative_depth
 
@@ -78,12 +78,10 @@ def run(args: argparse.Namespace) -> int:
         result = codesign(target, drafter, engine=args.engine, depth=k,
                           draft_tp=args.draft_tp, target_tp=args.target_tp, max_model_len=args.max_model_len,
                           deployed_target=args.deployed_target, d2t_tensor=d2t)
-    except InputError as e:  # ConfigError and every reader's error: one line, exit 3
+        text = dumps(as_json(result), "codesign") if args.format == "json" else as_text(result, args.engine)
+    except InputError as e:  # ConfigError, every reader's error and a non-finite number: one line, exit 3
         return invalid(str(e))
-    if args.format == "json":
-        print(json.dumps(as_json(result), indent=2))
-    else:
-        print(as_text(result, args.engine))
+    print(text)
     if result.status is Status.FAIL:
         return EXIT_FAIL
     # A rule that could not read its fields is "not checked": inconclusive, never a pass (issue 10).

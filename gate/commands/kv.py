@@ -12,11 +12,11 @@ Exit codes: 0 ok, 3 invalid input (missing or unreadable config, unknown layout)
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_int
 from gate.inputs.configs import load_config
+from gate.inputs.jsontext import dumps
 from gate.model.geometry import KVGeometry, kv_geometry
 from gate.status import EXIT_PASS, InputError
 
@@ -66,7 +66,8 @@ def as_text(geom: KVGeometry, source: str) -> str:
 def run(args: argparse.Namespace) -> int:
     try:
         geom = kv_geometry(load_config(args.config), dtype=args.dtype, tp=args.tp)
-    except InputError as e:  # ConfigError and every reader's error: one line, exit 3
+        text = dumps(as_json(geom), "kv") if args.format == "json" else as_text(geom, str(args.config))
+    except InputError as e:  # ConfigError, every reader's error and a non-finite number: one line, exit 3
         return invalid(str(e))
-    print(json.dumps(as_json(geom), indent=2) if args.format == "json" else as_text(geom, str(args.config)))
+    print(text)
     return EXIT_PASS

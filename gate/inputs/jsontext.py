@@ -1,10 +1,13 @@
 """What the gate writes for machines and people: strict JSON, printable text.
 
 Why one place: every command that writes JSON (`check --format json` and `--record`, `tune`, `compare`,
-`probe` records, `budget`, `kv`, `codesign`) writes numbers it computed from its inputs, and Python's
-`json.dumps` writes a non-finite float as `NaN` / `Infinity` — which is not JSON (RFC 8259): the next
-reader (jq, Argo, Go, a later `specgate --previous`) fails or, worse, reads something else. `dumps`
-refuses it with the path of the first such number (InputError: one line, exit 3) instead of writing it.
+`probe` records, `budget`, `kv`, `codesign`) and the HTTP gate's answers (`serve`: gate.webhook) write numbers
+computed from inputs, and Python's `json.dumps` writes a non-finite float as `NaN` / `Infinity` — which is not
+JSON (RFC 8259): the next reader (jq, Argo, Go, a later `specgate --previous`) fails or, worse, reads something
+else. `dumps` refuses it with the path of the first such number (InputError: one line, exit 3; the HTTP gate
+answers 500, an error and never a pass) instead of writing it. Refused rather than mapped to null: a null in
+these documents means "not known", and a number that overflowed was computed from an input that is wrong, so
+the run is invalid input, as every other impossible input is.
 
 Text tables (compare's, tune's, check's) show names that come from inputs (mix names, plan names, points):
 a line break or a terminal escape in one could forge a row or rewrite the screen. `printable` shows
