@@ -58,8 +58,10 @@ ENGINE_SCRAPE_ERRORS = Family("specgate_engine_scrape_errors", "counter", "Faile
 ENGINE_ANOMALIES = Family("specgate_engine_anomalies", "counter",
                           "Engine values left out or not trusted, by reason", ("engine", "reason"))
 """Reasons (exporter.sanity.ANOMALY_REASONS): `duplicate` (a series given twice on a page: the first is taken),
-`negative` / `non_finite` (a sample no family we read can have), `impossible` (values that cannot hold
-together, e.g. more accepted than proposed tokens), `position_limit` (draft positions past 64),
+`negative` / `non_finite` (a sample no family we read can have, or a value the adapter's arithmetic made
+infinite), `impossible` (values no engine can report or that cannot hold together, e.g. a pool above 2**40
+tokens, a depth above 64, more accepted than proposed tokens; exporter.bounds), `position_limit` (draft
+positions past 64),
 `stream_limit` (streams past `--max-streams`), `multiple_engines` (a start time moving back: more than one
 engine process answers the URL), `shape` (a family without a label the adapter needs to read it, e.g. a
 per-position counter without its position: left out whole, exporter.engines.versions). Each is absent from
