@@ -2,9 +2,10 @@
 
 Inputs (docs/seeds/004.txt): per position 434/371/298 of 467 drafts at 2K and 359/290/240 of 423
 at 131K (k = 3, MTP head); verify cycle 31.16 ms against a plain step of 14.14 ms at 2K, 38.35 vs
-19.84 ms at 131K. The seed measured k = 3 only, so the cycle's split into one verify and three
-draft steps is an assumption: one draft step costs 0.50 ms (its context-driven growth, a floor)
-up to (31.16 - 14.14) / 3 = 5.67 ms (the verify no cheaper than a plain step).
+19.84 ms at 131K. The seed reports k = 3 only, so the cycle's split into one verify and three
+draft steps is an assumption: one draft step costs from 0.50 ms (the seed's growth per draft step
+from 2K to 131K, assumed as the low end; not a floor) up to (31.16 - 14.14) / 3 = 5.67 ms (the
+verify no cheaper than a plain step).
 
 What tune says and why: the acceptance gain from going deeper shrinks (L 3.362 -> 4.169 at k = 5
 -> 4.582 at k = 8 at 2K, extrapolated) while every extra position costs one draft step. Whether
