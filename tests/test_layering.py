@@ -36,17 +36,28 @@ LINT = ("from importlinter.cli import lint_imports_command as c; import sys; "
         "sys.exit(c.main(['--no-cache', '--no-logo', *sys.argv[1:]], standalone_mode=False))")
 
 
-def lint(root: Path = REPO) -> subprocess.CompletedProcess[str]:
-    """lint-imports on the tree at `root`, with that tree's modules first on the path."""
+def lint(root: Path = REPO, *only: str) -> subprocess.CompletedProcess[str]:
+    """lint-imports on the tree at `root` (only the contracts `only`, when given), with that tree's modules first
+    on the path."""
     env = {**os.environ, "PYTHONPATH": str(root)}
-    return subprocess.run([sys.executable, "-c", LINT, str(root / CONFIG)], capture_output=True, text=True,
+    limit = [a for c in only for a in ("--contract", c)]
+    return subprocess.run([sys.executable, "-c", LINT, str(root / CONFIG), *limit], capture_output=True, text=True,
                           cwd=root, env=env, timeout=120)
 
 
-def contract_modules(contract: str, key: str = "modules") -> list[str]:
+def _config() -> configparser.ConfigParser:
     cfg = configparser.ConfigParser()
     cfg.read(REPO / CONFIG, encoding="utf-8")
-    return cfg[f"importlinter:contract:{contract}"][key].split()
+    return cfg
+
+
+def contract_ids() -> list[str]:
+    prefix = "importlinter:contract:"
+    return [s.removeprefix(prefix) for s in _config().sections() if s.startswith(prefix)]
+
+
+def contract_modules(contract: str, key: str = "modules") -> list[str]:
+    return _config()[f"importlinter:contract:{contract}"][key].split()
 
 
 def test_the_contracts_hold() -> None:
