@@ -3,7 +3,8 @@ concurrency, predicted speedup with its band, the best k and the crossover concu
 
 Acceptance: vLLM accepts drafted tokens prefix-wise, so one run at depth k gives
 L(k') = 1 + sum_{i<k'} accepted_i / drafts for every k' <= k with no model (basis `exact`,
-`measured` at k). Beyond k, L is extrapolated by a geometric decay of the conditional acceptance
+`measured` at k; `reported` there for counters someone reported, e.g. capture pages marked
+`# specgate: reported: SOURCE`). Beyond k, L is extrapolated by a geometric decay of the conditional acceptance
 p_i / p_(i-1), with a low-high band (basis `extrapolated`, never a measurement). Where only L is
 known (SGLang gauges) depth cannot be resolved.
 

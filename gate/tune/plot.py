@@ -43,7 +43,7 @@ def write_png(result: TuneResult, path: Path, title: str | None = None) -> None:
             ax.plot([p.k for p in joint], [ys[p.k] for p in joint], "--", color=color,
                     label=None if known else label)
         for p in cells:
-            face = color if p.acceptance_basis == "measured" else "white"
+            face = color if p.acceptance_basis in ("measured", "reported") else "white"
             ax.plot([p.k], [ys[p.k]], "o", color=color, markerfacecolor=face, markersize=6)
         best = next((b.k for b in result.best if (b.point, b.concurrency) == (point, conc)), None)
         if best is not None:

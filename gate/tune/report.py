@@ -74,12 +74,14 @@ def to_text(result: TuneResult) -> str:
                        f"{_band(p.acceptance_low, p.acceptance_high):<13}  {_f(p.cycle_ms, 2):>8}  "
                        f"{_band(p.cycle_low_ms, p.cycle_high_ms, 2):<13}  {_f(p.speedup):>7}  "
                        f"{_band(p.speedup_low, p.speedup_high):<13}{mark}")
-        k0 = next((c.measured_k for c in result.curves if c.point == point), None)
+        curve = next((c for c in result.curves if c.point == point), None)
+        k0 = None if curve is None else curve.measured_k
         top = next((p for p in cells if p.k == best), None)
         at_k0 = next((p for p in cells if p.k == k0), None)
         if (top is not None and at_k0 is not None and top.k != k0 and top.speedup_low is not None
                 and at_k0.speedup_high is not None and top.speedup_low <= at_k0.speedup_high):
-            out.append(f"  best k = {top.k} is a point estimate: its band reaches down to the measured k = {k0}'s, "
+            own = curve.own_basis if curve is not None else "measured"  # reported stays reported
+            out.append(f"  best k = {top.k} is a point estimate: its band reaches down to the {own} k = {k0}'s, "
                        "so these numbers cannot decide between them")
         beats = [(p.k, p.draft_break_even_ms) for p in cells if p.draft_break_even_ms is not None]
         if beats and k0 is not None:

@@ -28,7 +28,11 @@ from dataclasses import dataclass
 from exporter import formulas
 from gate.status import InputError
 
-__all__ = ["CountersError", "PositionCounters", "pooled"]
+__all__ = ["REPORTED_TAG", "CountersError", "PositionCounters", "pooled"]
+
+# How a counters source says its numbers were reported, not measured: gate.evidence.captures.counters_source
+# writes "SOURCE (reported: WHERE)" for capture pages marked reported; pooling joins sources, so the tag survives.
+REPORTED_TAG = " (reported: "
 
 
 class CountersError(InputError):
@@ -70,6 +74,12 @@ class PositionCounters:
                 prev = a
         elif self.acceptance_length is None:
             raise CountersError(f"{self.source}: neither per-position counters nor an acceptance length")
+
+    @property
+    def reported(self) -> bool:
+        """Someone reported these counters (their source says so, `REPORTED_TAG`): reported stays reported, never
+        "measured" — one reported sample makes a pool reported (the weaker label wins)."""
+        return REPORTED_TAG in self.source
 
     @property
     def resolved(self) -> bool:

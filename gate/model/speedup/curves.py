@@ -56,7 +56,8 @@ from gate.model.speedup.counters import CountersError, PositionCounters, pooled
 __all__ = ["MIN_DRAFTS", "AcceptanceCurve", "Basis", "DepthAcceptance", "TuneInputError", "acceptance_curve",
            "conditional_rates", "curve_for_point", "model_statement", "varied_reason", "wilson"]
 
-Basis = Literal["measured", "exact", "lower_bound", "extrapolated"]
+# "measured" (or "reported", for counters someone reported: PositionCounters.reported) at the run's own k.
+Basis = Literal["measured", "reported", "exact", "lower_bound", "extrapolated"]
 
 # Drafts an operating point's per-position counters need before tune states any L(k) (a 95 % Wilson band
 # of one position is then at most ±0.1 wide).
@@ -72,7 +73,7 @@ TuneInputError = CountersError
 
 @dataclass(frozen=True)
 class DepthAcceptance:
-    """L at one depth, with its band (equal to it where the basis is exact or measured)."""
+    """L at one depth, with its band (equal to it where the basis is exact, measured or reported)."""
 
     k: int
     acceptance_length: float
@@ -101,6 +102,11 @@ class AcceptanceCurve:
     notes: tuple[str, ...] = field(default=())
     drafts: float | None = None  # drafts behind a resolved curve (its bands reflect them)
     varied: str | None = None  # why the run's depth varied (its L by depth is then a lower bound), None: fixed
+
+    @property
+    def own_basis(self) -> str:
+        """How the run's own numbers came: "reported" where someone reported its counters, else "measured"."""
+        return "reported" if any(p.basis == "reported" for p in self.points) else "measured"
 
     def at(self, k: int) -> DepthAcceptance | None:
         for p in self.points:
@@ -140,6 +146,11 @@ def _extend(rates: Sequence[float], cond_last: float, ratio: float, upto: int) -
     return out
 
 
+def at_own_k(reported: bool) -> Basis:
+    """The basis of L at the depth the counters ran: reported stays reported, never "measured"."""
+    return "reported" if reported else "measured"
+
+
 def varied_reason(c: PositionCounters, declared: str | None = None) -> str | None:
     """Why `c` comes from a run whose depth varied: a reason the plan or the user declared (a drafterless
     method, a depth schedule), else the counters' own (`PositionCounters.depth_varied`); None: a fixed depth."""
@@ -155,9 +166,9 @@ def acceptance_curve(c: PositionCounters, k_max: int, varied: str | None = None)
         return AcceptanceCurve(
             point=c.point, measured_k=c.k, source=c.source, resolved=False, conditional=(),
             decay_ratio=None, decay_ratio_low=None, decay_ratio_high=None,
-            points=(DepthAcceptance(c.k, L, L, L, "measured"),),
+            points=(DepthAcceptance(c.k, L, L, L, at_own_k(c.reported)),),
             notes=(f"{c.source}: only the acceptance length is known (no per-position counters): "
-                   f"depth cannot be resolved, L is known at the measured k = {c.k} only",))
+                   f"depth cannot be resolved, L is known at the {at_own_k(c.reported)} k = {c.k} only",))
     if c.drafts < MIN_DRAFTS:
         at = f" at {c.point}" if c.point else ""
         raise TuneInputError(f"{c.source}: {c.drafts:g} drafts{at}; acceptance by depth needs at least {MIN_DRAFTS} "
@@ -188,7 +199,7 @@ def acceptance_curve(c: PositionCounters, k_max: int, varied: str | None = None)
         if varied:
             pts.append(DepthAcceptance(k, cum, min(cum_lo, cum), 1.0 + k, "lower_bound", cum, 1.0 + k))
             continue
-        pts.append(DepthAcceptance(k, cum, min(cum_lo, cum), max(cum_hi, cum), "measured" if k == c.k else "exact",
+        pts.append(DepthAcceptance(k, cum, min(cum_lo, cum), max(cum_hi, cum), at_own_k(c.reported) if k == c.k else "exact",
                                    cum, cum))
     if top > c.k:
         ext = {name: _extend(rates, cond[-1], r, top) for name, r in (("mid", r_mid), ("lo", r_lo), ("hi", r_hi))}
@@ -211,10 +222,10 @@ def model_statement(curve: AcceptanceCurve) -> str:
     """The extrapolation model in one line, with the fitted numbers (printed with every extrapolation)."""
     if not curve.resolved:
         ks = ", ".join(str(p.k) for p in curve.points)
-        return f"{_where(curve)}: L known at the measured k = {ks} only (no per-position counters)"
+        return f"{_where(curve)}: L known at the {curve.own_basis} k = {ks} only (no per-position counters)"
     cond = "/".join(f"{x:.3f}" for x in curve.conditional)
     sampled = (f"; L bands are 95 % Wilson intervals of each position's rate over the {curve.drafts:g} drafts "
-               "measured" if curve.drafts is not None else "")
+               + curve.own_basis if curve.drafts is not None else "")
     return _decay_statement(curve, cond) + sampled
 
 
@@ -223,7 +234,7 @@ def _decay_statement(curve: AcceptanceCurve, cond: str) -> str:
         return (f"{_where(curve)}: conditional acceptance c = {cond}; beyond k = {curve.measured_k}: constant c "
                 "(point) down to no further acceptance (low) - one position gives no decay ratio")
     return (f"{_where(curve)}: conditional acceptance c_i = p_i/p_(i-1) = {cond}; beyond k = {curve.measured_k} "
-            f"c decays geometrically by r = {curve.decay_ratio:.3f} per position (geometric mean of the measured "
+            f"c decays geometrically by r = {curve.decay_ratio:.3f} per position (geometric mean of the {curve.own_basis} "
             f"ratios; band r = {curve.decay_ratio_low:.3f} .. {curve.decay_ratio_high:.3f}), c capped at 1")
 
 
@@ -252,11 +263,11 @@ def curve_for_point(samples: Sequence[PositionCounters], point: str | None, k_ma
     pts = []
     for k in sorted(by_k):
         L = pooled(by_k[k], point, "").measured_length
-        pts.append(DepthAcceptance(k, L, L, L, "measured"))
+        pts.append(DepthAcceptance(k, L, L, L, at_own_k(any(s.reported for s in by_k[k]))))
     source = "; ".join(sorted({s.source for s in samples}))
     ks = ", ".join(str(k) for k in sorted(by_k))
     return AcceptanceCurve(
         point=point, measured_k=max(by_k), source=source, resolved=False, conditional=(), decay_ratio=None,
         decay_ratio_low=None, decay_ratio_high=None, points=tuple(pts),
         notes=(f"{source}: only acceptance lengths (no per-position counters): depth cannot be resolved, "
-               f"L is known at the measured k = {ks} only",))
+               f"L is known at the {at_own_k(any(s.reported for s in samples))} k = {ks} only",))
