@@ -596,7 +596,9 @@ class Plan(_Strict):
         except InputError as e:
             raise ValueError(str(e)) from None
         schedule = self.depth_reading.schedule
-        for mix in self.workload if schedule is not None else ():
+        for mix in self.workload:
+            if schedule is None:
+                break
             # The target at the k the schedule runs at each mix's own concurrency (issue 34), not only the deepest.
             bad = target_at_mix(self.slo.target_acceptance_length, mix.name, mix.concurrency,
                                 schedule.k_at(mix.concurrency))
