@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from gate.evidence.probes import ProbeError
-from gate.model.invariants import MEMBER_TIME, reason
 from gate.inputs.loading import Limits, load_json
+from gate.model.invariants import MEMBER_TIME, reason
 from gate.probe.importers.common import (
     ImportedCell,
     RequestTimes,
