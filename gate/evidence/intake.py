@@ -45,7 +45,7 @@ _ALL = frozenset({IDENTITY, UNIQUENESS, MEMBER_TIME, COMPLETENESS, PLAUSIBILITY,
 
 SOURCES: Mapping[str, Source] = MappingProxyType({s.name: s for s in (
     Source("native_probe", "gate.evidence.intake:probe_records", _ALL - {COMPLETENESS}),
-    Source("vllm_bench", "gate.probe.importers:import_files", _ALL - {COMPLETENESS}),
+    Source("bench_serve", "gate.probe.importers:import_files", _ALL - {COMPLETENESS}),  # `vllm bench serve` results
     Source("aiperf", "gate.probe.importers:import_files", _ALL - {COMPLETENESS}),
     Source("guidellm", "gate.probe.importers:import_files", _ALL - {COMPLETENESS}),
     Source("captures", "gate.evidence.vetting:vet_source", _ALL - {COMPLETENESS}),

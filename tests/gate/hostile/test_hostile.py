@@ -96,7 +96,7 @@ def test_schedules_hold_every_depth(k: int, zero: bool, batches: int) -> None:
 # (source, invariant) pairs the cases above cover; the rest of each source's invariants are held by the
 # existing suites named in gate.evidence.intake (vetting, probe_vetting), and listed in the report.
 COVERED: dict[str, set[str]] = {
-    "vllm_bench": {"uniqueness", "member_time"},
+    "bench_serve": {"uniqueness", "member_time"},
     "prometheus": {"completeness"},
     "victoriametrics": {"completeness"},
     "schedule": {"plausibility"},
