@@ -68,6 +68,5 @@ _.to_metric  # exporter/exposition.py: rows as prometheus_client families (tests
 _.served_rates  # gate/model/plausibility.py: tools/demo.py
 _.state_bytes_per_sequence  # gate/model/geometry.KVGeometry: the per-sequence state (tests/gate/model)
 _.cumulative  # exporter/engines/base.StreamSnapshot: the restart rule's definition (tests/exporter)
-
-# ---- temporary: in other helpers' files while issue 20 is in progress (the lead removes these after)
-_.COHORTS, _.QUERIES_PER_COHORT  # gate/evidence/fleet/cohorts.py: read by nothing
+_.intake, _.invariants  # gate/evidence/intake.Source: each source's registration (tests/gate/hostile reads them)
+_.enforced_by  # gate/model/invariants.Invariant: where each invariant is enforced (tests/gate/hostile, design.md)

@@ -31,9 +31,9 @@ from typing import Any
 from gate.checks.base import CheckContext
 from gate.evidence.previous import newer_windows
 from gate.model.config import (
+    HYBRID_TAP_FAMILIES,
     ConfigError,
     ConfigLike,
-    HYBRID_TAP_FAMILIES,
     ModelConfig,
     as_model_config,
     drafter_family,

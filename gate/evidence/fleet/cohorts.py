@@ -40,10 +40,6 @@ from gate.evidence.fleet.grid import Grid, fresh_from, on_grid
 from gate.evidence.fleet.queries import MODEL_LABEL, Query, selector
 from gate.plan.model import PrometheusSource
 
-COHORTS = ("canary", "stable")
-QUERIES_PER_COHORT = 5
-
-
 PodWindows = dict[str, list[float]]  # pod -> one value per window
 
 
