@@ -122,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
         if args.emit:
             from gate.tune.emit import emit
 
-            emitted = emit(result, args.emit, point=args.point, speculative_configs=got.inputs.speculative_configs)
+            emitted = emit(result, args.emit, point=args.point, speculative_configs=got.inputs.speculative_configs,
+                           evidence=got.inputs.speculative_evidence)
             doc["emit"] = emitted.to_json()
             fragment = dumps(emitted.fragment, "tune --emit", indent=None) + "\n"
             if args.out:

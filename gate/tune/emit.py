@@ -16,19 +16,24 @@ from typing import Any
 
 from gate.model.engines import profile
 from gate.model.engines.base import ScheduleWriter
+from gate.model.invariants import APPLICABILITY, emit_method, reason
 from gate.model.speedup.bands import Emitted, batch_bands
 from gate.model.speedup.curves import TuneInputError
 from gate.model.speedup.predict import TuneResult
 
 
 def emit(result: TuneResult, engine: str, *, point: str | None = None,
-         speculative_configs: Sequence[Mapping[str, Any]] = ()) -> Emitted:
+         speculative_configs: Sequence[Mapping[str, Any]] = (),
+         evidence: Sequence[tuple[str | None, str | None]] = ()) -> Emitted:
     """The schedule for `engine` (one of SCHEDULE_WRITERS; TuneInputError, one line, where the predictions cannot
     give one). `speculative_configs`: the speculative arm's settings from its probe records (what the writer may
-    merge its schedule over)."""
+    merge its schedule over); `evidence`: each speculative record's (engine, method), held to `applicable`."""
     writer = profile(engine)
     if not isinstance(writer, ScheduleWriter):
         raise TuneInputError(f"--emit: {writer.name} runs no depth schedule")
+    refused = applicable(writer, writer.kind, writer.name, evidence)
+    if refused is not None:
+        raise TuneInputError(f"--emit {engine}: {refused}")
     chosen, bands = batch_bands(result, point)
     largest = max(b.k for b in bands)
     off: list[str] = []
@@ -48,3 +53,15 @@ def emit(result: TuneResult, engine: str, *, point: str | None = None,
         for batch in {b.start, b.end or b.start}:
             assert schedule.k_at(batch) == b.k, (engine, b, schedule)
     return Emitted(engine, chosen, fragment, tuple(bands), schedule, tuple(notes))
+
+
+def applicable(writer: ScheduleWriter, kind: str, name: str, evidence: Sequence[tuple[str | None, str | None]]) -> str | None:
+    """The records were taken on the engine `kind` the schedule is for, with a method it runs with a schedule (read
+    from its profile, after its own alias resolution: SGLang's NEXTN is EAGLE); else the applicability reason.
+    Why: a schedule from another engine's or method's curve predicts nothing for this one (issue 34)."""
+    for rec_engine, _ in evidence:
+        if rec_engine != kind:
+            return reason(APPLICABILITY, f"the records were measured on {rec_engine or 'an unnamed engine'}: their "
+                          f"curve is not {name}'s evidence")
+    methods = [None if m is None else writer.schedule_method(m) for _, m in evidence]
+    return emit_method(name, methods, writer.schedule_methods)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gate.evidence.probe_vetting import record_depth as vetted_depth
+from gate.evidence.probe_vetting import record_method
 from gate.evidence.probes import ProbeError, ProbeRecord, load_record
 from gate.model.speedup.cost import CostSample
 from gate.model.speedup.counters import PositionCounters
@@ -50,6 +51,8 @@ def from_probe_records(paths: Sequence[Path]) -> TuneInputs:
         k = 0 if rec.arm == "baseline" else record_depth(rec, path)
         if rec.arm == "speculative" and rec.speculative:
             out.speculative_configs.append(dict(rec.speculative))
+        if rec.arm == "speculative":
+            out.speculative_evidence.append((rec.engine, record_method(rec)))
         src = f"probe {path.name}"
         for c in rec.cells:
             if c.metrics_reset or c.failed_requests or c.output_tokens <= 0:

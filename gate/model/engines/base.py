@@ -160,6 +160,17 @@ class ScheduleWriter(Protocol):
         settings from its probe records; TuneInputError (one line) where the engine cannot run them."""
         ...
 
+    def schedule_method(self, method: str) -> str:
+        """`method` (a plan method or the engine's own name) as the engine runs it, after its own alias resolution
+        (SGLang: NEXTN runs as EAGLE), so `--emit` compares like with like."""
+        ...
+
+    @property
+    def schedule_methods(self) -> frozenset[str] | None:
+        """The methods (as `schedule_method` names them) the engine runs with a depth schedule; None: any. Why:
+        `--emit` writes a schedule only for evidence of a method the engine schedules (issue 34, applicability)."""
+        ...
+
 
 class EngineProfile(Protocol):
     """What the gate knows of one engine."""

@@ -40,6 +40,9 @@ class TuneInputs:
     # The speculative arms' `speculative` settings from their probe records (`--speculative-config` as recorded):
     # what `tune --emit vllm` merges its schedule over (a profile's `write_schedule`).
     speculative_configs: list[dict[str, Any]] = field(default_factory=list)
+    # Each speculative probe record's (engine, method; None: unnamed): what `tune --emit` holds to the engine it
+    # writes for (gate.model.invariants.emit_method, applicability).
+    speculative_evidence: list[tuple[str | None, str | None]] = field(default_factory=list)
 
     def add(self, other: TuneInputs) -> None:
         """Another source's inputs after these (the first plan's k is kept)."""
@@ -49,6 +52,7 @@ class TuneInputs:
         self.plan_k = self.plan_k or other.plan_k
         self.depth_varies = self.depth_varies or other.depth_varies
         self.speculative_configs += other.speculative_configs
+        self.speculative_evidence += other.speculative_evidence
 
 
 # The acceptance basis a user may ask for (`specgate tune --basis`): exact is refused on a varying-depth run.

@@ -36,7 +36,7 @@ VETTED = {"engine_version": "0.32.0", "model": "tiny", "created_at": datetime.no
           "workload": [{"name": "m", "prompt_tokens": 32, "output_tokens": 32, "prompts_from": "synthetic"}]}
 
 
-def _record(tmp_path: Path, k: int) -> Path:
+def _record(tmp_path: Path, k: int, engine: str = "vllm", spec: dict[str, object] | None = None) -> Path:
     cells: list[dict[str, object]] = []
     for b, cycle in CYCLE.items():
         L = LENGTHS.get(k)
@@ -46,10 +46,11 @@ def _record(tmp_path: Path, k: int) -> Path:
                       "wall_seconds": wall, "served_tokens_per_second": 100 / wall, "failed_requests": 0,
                       "ttft_seconds": {}, "tpot_seconds": {}, "chunk_gap_seconds": {},
                       "acceptance_length": L, "drafts": None if k == 0 else 50})
-    doc = {"schema": "specgate.probe/1", "arm": "baseline" if k == 0 else "speculative", "engine": "vllm",
+    depth = {"num_steps": k, "eagle_topk": 1} if engine == "sglang" else {"num_speculative_tokens": k}
+    doc = {"schema": "specgate.probe/1", "arm": "baseline" if k == 0 else "speculative", "engine": engine,
            **VETTED,
-           "speculative": None if k == 0 else {**SPEC, "num_speculative_tokens": k}, "cells": cells}
-    path = tmp_path / f"probe-k{k}.json"
+           "speculative": None if k == 0 else {**(spec or SPEC), **depth}, "cells": cells}
+    path = tmp_path / f"probe-{engine}-k{k}.json"
     path.write_text(json.dumps(doc))
     return path
 
@@ -57,6 +58,10 @@ def _record(tmp_path: Path, k: int) -> Path:
 @pytest.fixture
 def records(tmp_path: Path) -> list[str]:
     return [str(_record(tmp_path, k)) for k in (0, 1, 2, 3)]
+
+
+def _records(tmp_path: Path, engine: str, spec: dict[str, object]) -> list[str]:
+    return [str(_record(tmp_path, k, engine, spec)) for k in (0, 1, 2, 3)]
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -97,7 +102,8 @@ def test_emit_vllm_out_file_and_json_report(capsys: pytest.CaptureFixture[str], 
     assert f"written to {out_file}" in err
 
 
-def test_emit_sglang_adaptive_config(capsys: pytest.CaptureFixture[str], records: list[str]) -> None:
+def test_emit_sglang_adaptive_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    records = _records(tmp_path, "sglang", {"algorithm": "NEXTN"})  # SGLang runs NEXTN as EAGLE: adaptive runs it
     rc, out, err = _run(capsys, "--probe", *records, "--emit", "sglang")
     assert rc == 0, err
     config = json.loads(out)
@@ -105,10 +111,29 @@ def test_emit_sglang_adaptive_config(capsys: pytest.CaptureFixture[str], records
     assert config == {"1": {"candidate_steps": [1, 2, 3]}, "4": {"candidate_steps": [1]}, "6": {"candidate_steps": [0]}}
     schedule = sglang_adaptive_schedule(config)
     assert [schedule.k_at(b) for b in (1, 3, 4, 5, 6, 64)] == [3, 3, 1, 1, 0, 0]
-    assert "--speculative-adaptive" in err
+    assert "--speculative-adaptive" in err and "--speculative-num-steps 3" in err
 
 
-def test_emit_trtllm_draft_len_schedule(capsys: pytest.CaptureFixture[str], records: list[str]) -> None:
+@pytest.mark.parametrize(("engine", "spec", "found"), [
+    ("vllm", SPEC, "measured on vllm"),  # vLLM ngram records: not SGLang's evidence
+    ("sglang", {"algorithm": "NGRAM"}, "measured NGRAM"),  # adaptive runs EAGLE/EAGLE3 only
+])
+def test_emit_sglang_refuses_what_it_does_not_schedule(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                       engine: str, spec: dict[str, object], found: str) -> None:
+    rc, out, err = _run(capsys, "--probe", *_records(tmp_path, engine, spec), "--emit", "sglang")
+    assert rc == 3 and out == "" and "not applicable" in err and found in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_emit_sglang_never_starts_at_0_steps(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Nothing pays at B = 8: every candidate is 0, and SGLang starts among them: no --speculative-num-steps 0."""
+    records = _records(tmp_path, "sglang", {"algorithm": "EAGLE"})
+    rc, out, err = _run(capsys, "--probe", *records, "--concurrency", "8", "--emit", "sglang")
+    assert rc == 3 and out == "" and "no start speculates" in err and "num-steps 0" not in err
+
+
+def test_emit_trtllm_draft_len_schedule(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    records = _records(tmp_path, "trtllm", SPEC)
     rc, out, err = _run(capsys, "--probe", *records, "--emit", "trtllm")
     assert rc == 0, err
     fragment = json.loads(out)
@@ -117,7 +142,8 @@ def test_emit_trtllm_draft_len_schedule(capsys: pytest.CaptureFixture[str], reco
     assert [schedule.k_at(b) for b in (1, 3, 4, 5, 6, 500)] == [3, 3, 1, 1, 0, 0]
 
 
-def test_emit_when_nothing_pays_sets_k_0_everywhere(capsys: pytest.CaptureFixture[str], records: list[str]) -> None:
+def test_emit_when_nothing_pays_sets_k_0_everywhere(capsys: pytest.CaptureFixture[str], records: list[str],
+                                                     tmp_path: Path) -> None:
     """At B = 8 alone no depth pays: vLLM gets k = 0 at every batch (a valid schedule, said so); TensorRT-LLM, whose
     smallest key must run max_draft_len, cannot say it: one line, exit 3."""
     rc, out, err = _run(capsys, "--probe", *records, "--concurrency", "8", "--emit", "vllm")
@@ -128,7 +154,8 @@ def test_emit_when_nothing_pays_sets_k_0_everywhere(capsys: pytest.CaptureFixtur
     schedule = speculative_config_schedule(fragment)
     assert schedule is not None and schedule.max_k == 0
     assert "pay at no measured concurrency" in err and "k = 0 at every batch" in err
-    rc, out, err = _run(capsys, "--probe", *records, "--concurrency", "8", "--emit", "trtllm")
+    rc, out, err = _run(capsys, "--probe", *_records(tmp_path, "trtllm", SPEC), "--concurrency", "8", "--emit",
+                        "trtllm")
     assert rc == 3 and out == "" and "TensorRT-LLM requires the smallest" in err
     assert len(err.strip().splitlines()) == 1
 

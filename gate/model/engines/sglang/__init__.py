@@ -137,6 +137,17 @@ class SglangProfile(BaseProfile):
                        speculative_configs: Sequence[Mapping[str, Any]]) -> WrittenSchedule:
         """SGLang's `--speculative-adaptive-config` tiers (`schedule.py`)."""
         return writer.write_schedule(bands, result, point)
+
+    def schedule_method(self, method: str) -> str:
+        """SGLang's launch algorithm for `method`, after server_args' own alias: NEXTN runs as EAGLE."""
+        algorithm = LAUNCH_ALGORITHM.get(method.lower(), method.upper())
+        return writer.ALIASES.get(algorithm, algorithm)
+
+    @property
+    def schedule_methods(self) -> frozenset[str] | None:
+        """Adaptive speculation runs EAGLE and EAGLE3 only (`adaptive_unsupported_reason`)."""
+        return frozenset(LAUNCH_ALGORITHM[m] for m in ADAPTIVE_METHODS)
+
     def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
                     num_steps: int | None, eagle_topk: int | None) -> int | None:
         """`speculative_num_steps` drafter forwards (each grows the tree by one level of top-k); without

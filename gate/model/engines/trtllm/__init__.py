@@ -97,6 +97,16 @@ class TrtllmProfile(BaseProfile):
                        speculative_configs: Sequence[Mapping[str, Any]]) -> WrittenSchedule:
         """TensorRT-LLM's `draft_len_schedule` (`schedule.py`)."""
         return writer.write_schedule(bands, largest)
+
+    def schedule_method(self, method: str) -> str:
+        """The method as recorded: no alias to resolve."""
+        return method.lower()
+
+    @property
+    def schedule_methods(self) -> frozenset[str] | None:
+        """Any: TensorRT-LLM's `draft_len_schedule` sits on every decoding config (`DecodingBaseConfig`)."""
+        return None
+
     def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
                      has_drafter: bool, block_size: int | None,
                      configured_max_total_tokens: int | None) -> PoolPrediction:

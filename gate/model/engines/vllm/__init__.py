@@ -90,6 +90,16 @@ class VllmProfile(BaseProfile):
                        speculative_configs: Sequence[Mapping[str, Any]]) -> WrittenSchedule:
         """vLLM's `--speculative-config` fragment (`schedule.py`)."""
         return writer.write_schedule(bands, largest, speculative_configs)
+
+    def schedule_method(self, method: str) -> str:
+        """The method as recorded: no alias to resolve."""
+        return method.lower()
+
+    @property
+    def schedule_methods(self) -> frozenset[str] | None:
+        """Any: vLLM's batch-size schedule (`num_speculative_tokens_per_batch_size`) names no method restriction."""
+        return None
+
     def drafter_dtype_note(self, target_dtype: str) -> str | None:
         """vLLM builds the draft model in the target's dtype, and one cache dtype serves the whole pool."""
         return f"KV dtype auto: vLLM runs the drafter in the target's dtype ({target_dtype})"
