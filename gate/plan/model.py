@@ -45,6 +45,7 @@ from gate.model.engines import KINDS_IN_WORDS
 from gate.model.engines.base import ScheduleReading
 from gate.model.invariants import target_at_mix
 from gate.model.plausibility import MAX_ALPHA, pool_tokens, startup_seconds
+from gate.model.speedup.energy import disagreement as energy_disagreement
 from gate.plan.suggest import one_line
 
 KVDtype = Literal["auto", "bf16", "bfloat16", "fp16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32", "float32"]
@@ -294,6 +295,9 @@ class SLO(_Strict):
     lookback_seconds: PositiveFloat = Field(
         default=3600.0, description="evidence windows must have ended within this many seconds of the "
                                     "evaluation")
+    min_tokens_per_joule_ratio: PositiveFloat | None = Field(
+        default=None, description="tokens per joule the speculative arm must reach over the baseline's (ratio "
+                                  "of medians, probes and reported energy; issue 38)")
     per_request: bool = Field(
         default=False, description="also hold the target per request: the share of the speculative probe "
                                    "record's requests (per-request acceptance the engine reported) at or above "
@@ -378,6 +382,44 @@ class ArmComparison(_Strict):
     source: str = Field(description="where the samples come from")
 
 
+class EnergyArm(_Strict):
+    """One arm's energy at one point as a run reported it (seed 004): decode rate, mean power, tokens per joule.
+
+    tokens per joule = tokens/s ÷ W (gate.model.speedup.energy); given all three, they must agree within
+    their printed rounding, or the plan is refused (a tok/J that its own rate and watts do not give)."""
+
+    tokens_per_second: Observation | None = Field(default=None, description="decode tokens per second")
+    watts: Observation | None = Field(default=None, description="mean power over the decode, in watts")
+    tokens_per_joule: Observation | None = Field(default=None, description="tokens per joule as reported")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EnergyArm:
+        if (self.tokens_per_second is None) != (self.watts is None):
+            raise ValueError("tokens_per_second and watts come together (tokens per joule = tokens/s ÷ W)")
+        if self.tokens_per_second is None and self.tokens_per_joule is None:
+            raise ValueError("an energy arm needs tokens_per_second with watts, or tokens_per_joule")
+        if self.tokens_per_second is not None and self.watts is not None:
+            if self.watts.value <= 0:
+                raise ValueError("watts must be positive")
+            if self.tokens_per_joule is not None:
+                bad = energy_disagreement(self.tokens_per_second.value, self.watts.value,
+                                          self.tokens_per_joule.value)
+                if bad is not None:
+                    raise ValueError(bad)
+        return self
+
+
+class EnergyPoint(_Strict):
+    """Both arms' reported energy at one operating point (seed 004's tok/J per prompt length)."""
+
+    point: str = Field(description="the operating point's name (e.g. 2K)")
+    context_tokens: PositiveInt | None = Field(default=None, description="context length at this point")
+    kind: Literal["board", "wall"] = Field(
+        default="board", description="board (GPU power: nvidia-smi power.draw, DCGM, NVML) or wall (a meter)")
+    baseline: EnergyArm = Field(description="the arm without speculation")
+    speculative: EnergyArm = Field(description="the arm with speculation")
+
+
 class RunConditions(_Strict):
     """Seed 001's run-record conditions that only a run can tell, and seed 000's record of the next decision."""
 
@@ -427,6 +469,9 @@ class Reported(_Strict):
         default=None, description="the run's conditions (seed 001 / seed 000 record fields)")
     correctness: list[CorrectnessCheck] = Field(
         default_factory=list, description="correctness checks kept alongside performance (seed 000)")
+    energy: list[EnergyPoint] = Field(
+        default_factory=list, description="per point, both arms' decode rate, power and tokens per joule "
+                                          "(seed 004); tokens per joule is recomputed as tokens/s ÷ W")
 
     @model_validator(mode="after")
     def _possible(self) -> Reported:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gate.checks.acceptance import cohorts, depth, pays, probes, served_rate, target, window_slo
+from gate.checks.acceptance import cohorts, depth, energy, pays, probes, served_rate, target, window_slo
 from gate.checks.acceptance.finding import Finding
 from gate.checks.acceptance.pays import MeasuredPoint
 from gate.checks.acceptance.target import NO_TARGET
@@ -52,6 +52,7 @@ SUBCHECKS: tuple[Callable[[CheckContext], Finding], ...] = (
     window_slo.sub,  # held per batch window, per stream and point (and per pod of a fleet)
     pays.sub,  # measured L against L* per point; erosion; the draft's share of the cycle growth
     served_rate.sub,  # reported two-arm served rates (seed 000)
+    energy.sub,  # reported tokens per joule per arm, recomputed as tok/s ÷ W (seed 004, issue 38)
     probes.sub,  # probe records at the plan's own mixes
     cohorts.sub,  # canary against stable, --phase post
     depth.sub,  # the plan's k against tune's best k
@@ -64,7 +65,7 @@ def check(ctx: CheckContext) -> LineResult:
     Values (the JSON view): the SLO settings, `evidence_errors`, `windows_excluded`, then each
     sub-check's keys: `break_even` (BreakEvenPoint), `fleet` and `streams` (StreamResult),
     `measured_vs_break_even` (MeasuredPoint), `erosion` and `cycle_growth` when known, `served_rate`,
-    `probes`, `cohorts` and `depth` when there is such evidence.
+    `energy`, `probes`, `cohorts` and `depth` when there is such evidence.
     """
     slo = ctx.plan.slo
     values: dict[str, Any] = {"target_acceptance_length": slo.target_acceptance_length,
