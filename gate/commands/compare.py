@@ -13,6 +13,11 @@ one that does not (null when there is none). Open-loop cells (`specgate probe --
 points per (mix, request rate) with their own crossover_request_rate, never mixed with the
 concurrency points; records written by `specgate probe ab` report their pairing (ABBA, how many
 pairs, the median and largest time between paired cells). Records come from `specgate probe`.
+Where both arms read energy in every cell of a point (`specgate probe --energy-source`, issue 38): tokens
+per joule (output tokens ÷ joules per cell) and joules per accepted token per arm, through the same rank
+test and bands as speed, labelled by their source, method (energy counter or integrated power) and scope
+(board or wall), with each arm's idle watts shown separately; with --min-tokens-per-joule-ratio they
+count towards the exit code like the speed points.
 
   specgate compare base.json spec.json --format json --min-speedup 1.1
 
@@ -46,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"significance level of each one-sided test, in (0, {MAX_ALPHA:g}] (default 0.05)")
     parser.add_argument("--min-speedup", type=positive_float, metavar="X",
                         help="a point pays only if its speedup (point estimate) is at least X")
+    parser.add_argument("--min-tokens-per-joule-ratio", type=positive_float, metavar="X",
+                        help="with energy in the records: tokens per joule must be at least X times the "
+                             "baseline's, and the energy verdicts count towards the exit code")
 
 
 def alpha_level(value: str) -> float:
@@ -64,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         result = compare(load_record(args.baseline), load_record(args.speculative), alpha=args.alpha,
-                         min_speedup=args.min_speedup)
+                         min_speedup=args.min_speedup, min_tokens_per_joule_ratio=args.min_tokens_per_joule_ratio)
     except (ProbeError, CompareError, InputError) as e:
         return invalid(f"compare: {e}")
     try:  # no NaN/Infinity in the JSON (gate.inputs.jsontext.dumps): one line, exit 3 instead
@@ -76,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `specgate compare ... | head`: the reader left; the exit code still counts
         sys.stderr.close()
     verdicts = {p.verdict for p in result.points}
+    if args.min_tokens_per_joule_ratio is not None:
+        verdicts |= {e.result.verdict for e in result.energy}
     if Verdict.DOES_NOT_PAY in verdicts:
         return EXIT_FAIL
     if verdicts == {Verdict.PAYS}:
@@ -128,5 +138,13 @@ def as_text(c: Comparison) -> str:
                     if "observed_range" in kind else ""))
     for p in c.points:
         lines.append(f"- {p.reason}")
+    for e in c.energy:
+        r = e.result
+        load = f"concurrency {e.concurrency}" if e.request_rate is None else f"request rate {e.request_rate:g}/s"
+        idle = f"idle {_fmt(e.baseline_idle_watts)} / {_fmt(e.speculative_idle_watts)} W (baseline / speculative)"
+        lines.append(f"energy {e.mix} at {load} ({e.scope}, {e.method}, {e.source}): tok/J "
+                     f"{_fmt(r.baseline_tokens_per_joule)} -> {_fmt(r.speculative_tokens_per_joule)}, J/accepted "
+                     f"token {_fmt(r.baseline_joules_per_token)} -> {_fmt(r.speculative_joules_per_token)}; {idle}; "
+                     f"{r.verdict.value}: {r.reason}")
     # Mix names come from the records: a line break or an escape in one must not forge a row (printable).
     return "\n".join(printable(line) for line in lines)

@@ -21,10 +21,11 @@ Shape (docs/design.md "Probe and compare"):
              "acceptance_length", "acceptance_rate", "drafts", "draft_tokens", "accepted_tokens",
              "per_request_acceptance_length": [...] | null, "metrics_reset",
              "request_rate"?, "arrival_seed"?, "arrival_offsets_seconds"?, "started_at"?,
-             "pair_apart_seconds"?, "client_bound"?}],
+             "pair_apart_seconds"?, "client_bound"?,
+             "energy"?: {"joules", "source", "method", "scope", "gpus", "idle_watts", "samples"}}],
   "client_ceiling"?: {"method", "output_tokens", "points": [{"concurrency", "tokens_per_second",
                       "server_tokens_per_second"}]},
-  "pairing"?: {"order": "ABBA", "partner"}}`  (? = optional: added by issue 23, unknown in older records)
+  "pairing"?: {"order": "ABBA", "partner"}}`  (? = optional: added by issues 23 and 38, unknown in older records)
 
 served_tokens_per_second = output_tokens / wall_seconds, where wall_seconds runs from the first
 request's send to the last request's end (first-token waiting included, as seed 000's served
@@ -94,6 +95,23 @@ class MixSpec(_Strict):
     request_rate: float | None = Field(default=None, gt=0)  # the plan's own arrival rate (requests/s), if declared
 
 
+class CellEnergy(_Strict):
+    """Energy the engine's GPUs drew over one cell (issue 38; gate.probe.energy reads it), with where it comes from.
+
+    `joules` is the whole reading over the cell's wall clock, summed over `gpus`; `idle_watts` is the same
+    GPUs' power measured before the run and shown separately (never subtracted silently); `method` says whether
+    an energy counter was differenced or power was sampled and integrated ("integrated power"); `scope` whether
+    it is the board's energy (DCGM, NVML, nvidia-smi) or a wall meter's."""
+
+    joules: NonNeg
+    source: str  # e.g. "dcgm:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ)", "nvml:nvmlDeviceGetTotalEnergyConsumption"
+    method: Literal["energy counter", "integrated power"]
+    scope: Literal["board", "wall"] = "board"
+    gpus: list[str] = Field(default_factory=list)
+    idle_watts: NonNeg | None = None
+    samples: int | None = Field(default=None, ge=1)  # integrated power: how many readings
+
+
 class Cell(_Strict):
     """One repetition of one (mix, concurrency) — `requests` requests, `concurrency` at a time — or, open loop,
     of one (mix, request_rate): `requests` requests sent at seeded Poisson arrival times, whatever is in flight
@@ -131,6 +149,7 @@ class Cell(_Strict):
     started_at: NonNeg | None = None  # time.time() of the cell's first send
     pair_apart_seconds: NonNeg | None = None  # probe ab: |this cell's start - its partner's| in the other arm
     client_bound: bool | None = None
+    energy: CellEnergy | None = None  # issue 38: `specgate probe --energy-source`; None: not measured
 
     @property
     def point(self) -> tuple[str, int, float | None]:

@@ -34,6 +34,7 @@ from typing import Any
 from gate.evidence.probe_vetting import client_bound, pair_defects, record_defects
 from gate.evidence.probes import Cell, MixSpec, ProbeRecord
 from gate.model.plausibility import MAX_ALPHA
+from gate.model.speedup.energy import EnergyResult, judge_energy, tokens_per_joule
 from gate.model.speedup.pays import Verdict
 from gate.model.speedup.point import TEST_NAME, PointResult, Repetition, judge_rates
 from gate.stats import crossover
@@ -60,6 +61,9 @@ class Comparison:
     rate_crossovers: dict[str, float | None] = field(default_factory=dict)
     rate_crossover_between: dict[str, tuple[float, float] | None] = field(default_factory=dict)
     pairing: dict[str, Any] | None = None  # probe ab: order and how far apart the paired cells were measured
+    # Issue 38: tokens per joule per point where both arms measured energy in every cell (else empty).
+    energy: tuple[EnergyPoint, ...] = ()
+    min_tokens_per_joule_ratio: float | None = None
 
     @property
     def crossover_request_rate(self) -> float | None:
@@ -88,7 +92,68 @@ class Comparison:
                                     else None} for m, c in self.rate_crossovers.items()},
             "alpha": self.alpha, "min_speedup": self.min_speedup, "test": TEST_NAME,
             "baseline": self.baseline, "speculative": self.speculative, "pairing": self.pairing,
+            # only with energy, so a comparison of records without it reads exactly as before
+            **({"energy": [e.to_json() for e in self.energy],
+                "min_tokens_per_joule_ratio": self.min_tokens_per_joule_ratio} if self.energy else {}),
         }
+
+
+@dataclass(frozen=True)
+class EnergyPoint:
+    """Tokens per joule of both arms at one point (issue 38), labelled by where the joules come from."""
+
+    mix: str
+    concurrency: int
+    request_rate: float | None
+    source: str  # the sources of both arms' readings, joined when they differ
+    method: str  # "energy counter", "integrated power", or both joined
+    scope: str  # "board" or "wall" (or both joined: then the arms are not comparable in absolute terms)
+    baseline_idle_watts: float | None
+    speculative_idle_watts: float | None
+    result: EnergyResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mix": self.mix, "concurrency": self.concurrency, "request_rate": self.request_rate,
+                "source": self.source, "method": self.method, "scope": self.scope,
+                "baseline_idle_watts": self.baseline_idle_watts,
+                "speculative_idle_watts": self.speculative_idle_watts, **self.result.to_json()}
+
+
+def _joined(values: Sequence[str]) -> str:
+    return " + ".join(dict.fromkeys(values))
+
+
+def _idle(cells: Sequence[Cell]) -> float | None:
+    known = [c.energy.idle_watts for c in cells if c.energy is not None and c.energy.idle_watts is not None]
+    return statistics.median(known) if known else None
+
+
+def judge_energy_point(point: Point, base: Sequence[Cell], spec: Sequence[Cell], alpha: float,
+                       min_ratio: float | None) -> EnergyPoint | None:
+    """Tokens per joule at one point: output tokens ÷ joules per cell, both arms through the speed test
+    (gate.model.speedup.energy.judge_energy); None unless every cell of both arms carries energy. A cell with a
+    failed request or a restart is no evidence, as for speed: the point is then inconclusive."""
+    if not base or not spec or any(c.energy is None for c in (*base, *spec)):
+        return None
+    mix, conc, rate = point
+    readings = [c.energy for c in (*base, *spec) if c.energy is not None]
+    label = dict(source=_joined([e.source for e in readings]), method=_joined([e.method for e in readings]),
+                 scope=_joined([e.scope for e in readings]))
+    dirty = [c for c in (*base, *spec) if c.failed_requests or c.metrics_reset]
+    if dirty:
+        result = EnergyResult(Verdict.INCONCLUSIVE, "tokens per joule not compared: a cell with a failed request "
+                              "or an engine restart is no evidence", n_baseline=len(base), n_speculative=len(spec))
+    else:
+        tpj = [[tokens_per_joule(c.output_tokens, c.energy.joules) if c.energy else None for c in cells]
+               for cells in (base, spec)]
+        if any(v is None for arm in tpj for v in arm):
+            result = EnergyResult(Verdict.INCONCLUSIVE, "tokens per joule not compared: a cell read no energy "
+                                  "(0 J)", n_baseline=len(base), n_speculative=len(spec))
+        else:
+            result = judge_energy([v for v in tpj[0] if v is not None], [v for v in tpj[1] if v is not None],
+                                  alpha, min_ratio)
+    return EnergyPoint(mix, conc, rate, baseline_idle_watts=_idle(base), speculative_idle_watts=_idle(spec),
+                       result=result, **label)
 
 
 def _about(r: ProbeRecord) -> dict[str, Any]:
@@ -169,13 +234,16 @@ def _crossover(points: Sequence[PointResult], threshold: float) -> tuple[float |
 
 
 def compare(base: ProbeRecord, spec: ProbeRecord, alpha: float = DEFAULT_ALPHA,
-            min_speedup: float | None = None, now: float | None = None) -> Comparison:
+            min_speedup: float | None = None, now: float | None = None,
+            min_tokens_per_joule_ratio: float | None = None) -> Comparison:
     """Judge every point either record measured, once the pair is vetted (`now`, default the clock: what the
-    records' dates are judged against)."""
+    records' dates are judged against); where both arms read energy, tokens per joule too (issue 38)."""
     if not 0 < alpha <= MAX_ALPHA:
         raise CompareError(f"alpha must be in (0, {MAX_ALPHA:g}], got {alpha!r}")
     if min_speedup is not None and not min_speedup > 0:
         raise CompareError(f"min_speedup must be positive, got {min_speedup!r}")
+    if min_tokens_per_joule_ratio is not None and not min_tokens_per_joule_ratio > 0:
+        raise CompareError(f"min_tokens_per_joule_ratio must be positive, got {min_tokens_per_joule_ratio!r}")
     _check_pair(base, spec, time.time() if now is None else now)
     gb, gs = _group(base.cells), _group(spec.cells)
     keys = sorted(set(gb) | set(gs), key=lambda k: (k[0], k[2] is not None, k[2] or 0.0, k[1]))
@@ -198,8 +266,11 @@ def compare(base: ProbeRecord, spec: ProbeRecord, alpha: float = DEFAULT_ALPHA,
             crossovers[mix], between[mix] = _crossover(closed, min_speedup or 1.0)
         if opened:
             rate_cross[mix], rate_between[mix] = _crossover(opened, min_speedup or 1.0)
+    energy = tuple(e for k in keys if (e := judge_energy_point(k, gb.get(k, []), gs.get(k, []), alpha,
+                                                                min_tokens_per_joule_ratio)) is not None)
     return Comparison(points, crossovers, between, alpha, min_speedup, _about(base), _about(spec),
-                      rate_crossovers=rate_cross, rate_crossover_between=rate_between, pairing=_pairing(base, spec))
+                      rate_crossovers=rate_cross, rate_crossover_between=rate_between, pairing=_pairing(base, spec),
+                      energy=energy, min_tokens_per_joule_ratio=min_tokens_per_joule_ratio)
 
 
 def _pairing(base: ProbeRecord, spec: ProbeRecord) -> dict[str, Any] | None:
