@@ -45,7 +45,15 @@ from gate.model import plausibility as pl
 from gate.model.depth import MAX_SPECULATIVE_DEPTH, speculative_depth
 from gate.model.engines import profile
 from gate.model.identity import EvidenceIdentity, match, parse_version
-from gate.model.invariants import IDENTITY, reason, repeated
+from gate.model.invariants import (
+    APPLICABILITY,
+    IDENTITY,
+    MEMBER_TIME,
+    PLAUSIBILITY,
+    UNIQUENESS,
+    reason,
+    repeated,
+)
 from gate.plan.model import Plan
 
 # The depth keys a speculative config may carry, in each engine's spelling (vLLM `--speculative-config`,
@@ -169,25 +177,26 @@ def record_defects(rec: ProbeRecord) -> list[str]:
     """What makes one record inconsistent with itself (module docstring), in the order found."""
     out: list[str] = []
     if rec.arm == "baseline" and rec.speculative is not None:
-        out.append(f"the baseline record carries speculative settings {rec.speculative}: it is not a baseline")
+        out.append(reason(APPLICABILITY, f"the baseline record carries speculative settings {rec.speculative}: it "
+                          "is not a baseline"))
     if rec.arm == "speculative" and rec.speculative is None:
-        out.append("the speculative record names no speculative settings (speculative: null)")
+        out.append(reason(IDENTITY, "the speculative record names no speculative settings (speculative: null)"))
     k, bad_depth = record_depth(rec)
     if bad_depth:
-        out.append(bad_depth)
+        out.append(reason(PLAUSIBILITY, bad_depth))
     names = [m.name for m in rec.workload]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        out.append(f"the {rec.arm} record describes mix {', '.join(map(repr, dup))} more than once")
+        out.append(reason(IDENTITY, f"the {rec.arm} record describes mix {', '.join(map(repr, dup))} more than once"))
     mixes = {m.name: m for m in rec.workload}
     cells = Counter((*c.point, c.repetition) for c in rec.cells)
     copied = sorted((key for key, n in cells.items() if n > 1), key=lambda k: (k[0], k[1], k[2] or 0.0, k[3]))
     if copied:
         m, conc, rate, rep = copied[0]
         at = f"request rate {rate:g}/s" if rate is not None else f"concurrency {conc}"
-        out.append(f"the {rec.arm} record holds cell {m!r} at {at}, repetition {rep} "
-                   f"{cells[copied[0]]} times ({len(copied)} repeated cell(s)): a copied cell is not another "
-                   "measurement")
+        out.append(reason(UNIQUENESS, f"the {rec.arm} record holds cell {m!r} at {at}, repetition {rep} "
+                          f"{cells[copied[0]]} times ({len(copied)} repeated cell(s)): a copied cell is not another "
+                          "measurement"))
     for c in rec.cells:
         arrivals = c.arrival_offsets_seconds
         if c.request_rate is None and (arrivals is not None or c.arrival_seed is not None):
@@ -204,16 +213,17 @@ def record_defects(rec: ProbeRecord) -> list[str]:
             break
     undescribed = sorted({c.mix for c in rec.cells} - set(mixes))
     if undescribed:
-        out.append(f"the {rec.arm} record's cells of mix {', '.join(map(repr, undescribed))} have no workload "
-                   "entry: their prompt and output tokens are unknown")
+        out.append(reason(IDENTITY, f"the {rec.arm} record's cells of mix {', '.join(map(repr, undescribed))} have "
+                          "no workload entry: their prompt and output tokens are unknown"))
     for c in rec.cells:
         mix = mixes.get(c.mix)
         found = _cell_defect(rec, c, mix, k) if mix is not None else None
         if found:
-            out.append(found)
+            out.append(reason(PLAUSIBILITY, found))
             break
     if rec.arm == "speculative" and not any(c.acceptance_length is not None for c in rec.cells):
-        out.append("the speculative record measured no speculation: no cell has an acceptance length")
+        out.append(reason(APPLICABILITY, "the speculative record measured no speculation: no cell has an "
+                          "acceptance length"))
     if not copied:
         # Uniqueness by content (gate.model.invariants): a cell renumbered as another repetition is still a copy.
         renumbered = repeated([(f"the {rec.arm} record's cell {c.mix!r} at concurrency {c.concurrency}, repetition "
@@ -239,14 +249,16 @@ def pair_defects(base: ProbeRecord, spec: ProbeRecord, now: float) -> list[str]:
                        spec.engine_version), ("model", base.model, spec.model)):
         if b is None or s is None:
             arms = " and ".join(a for a, v in (("baseline", b), ("speculative", s)) if v is None)
-            out.append(f"the {arms} record's {what} is unknown (null): the arms cannot be shown to be the same")
+            out.append(reason(IDENTITY, f"the {arms} record's {what} is unknown (null): the arms cannot be shown "
+                              "to be the same"))
         elif b != s:
-            out.append(f"different {what}: baseline {b!r}, speculative {s!r}")
+            out.append(reason(IDENTITY, f"different {what}: baseline {b!r}, speculative {s!r}"))
     shapes_b = {m.name: m for m in base.workload}
     for m in spec.workload:
         b_mix = shapes_b.get(m.name)
         if b_mix is not None and _shape(b_mix) != _shape(m):
-            out.append(f"mix {m.name!r} differs between the arms: {_shape_text(b_mix)} vs {_shape_text(m)}")
+            out.append(reason(IDENTITY, f"mix {m.name!r} differs between the arms: {_shape_text(b_mix)} vs "
+                              f"{_shape_text(m)}"))
         elif b_mix is not None and m.prompt_tokens is None and not m.prompts_from.startswith("jsonl:"):
             # Unknown on both sides is never "the same" (gate.model.invariants, identity); only one named prompts
             # file (the probe's --prompts jsonl:FILE) is the same prompts whatever their lengths.
@@ -259,13 +271,13 @@ def pair_defects(base: ProbeRecord, spec: ProbeRecord, now: float) -> list[str]:
             late = pl.evidence_time(t, now, f"the {rec.arm} record's created_at {rec.created_at}")
             bad = late.reason if late is not None else None
         if bad is not None:
-            out.append(bad)
+            out.append(reason(MEMBER_TIME, bad))
         elif t is not None:
             times.append(t)
     if len(times) == 2 and abs(times[0] - times[1]) > pl.PROBE_ARMS_MAX_APART_SECONDS:
-        out.append(f"the arms were measured {abs(times[0] - times[1]) / 3600:,.1f} h apart ({base.created_at} "
-                   f"and {spec.created_at}), more than {pl.PROBE_ARMS_MAX_APART_SECONDS / 3600:g} h: not one "
-                   "experiment")
+        out.append(reason(MEMBER_TIME, f"the arms were measured {abs(times[0] - times[1]) / 3600:,.1f} h apart "
+                          f"({base.created_at} and {spec.created_at}), more than "
+                          f"{pl.PROBE_ARMS_MAX_APART_SECONDS / 3600:g} h: not one experiment"))
     return out
 
 

@@ -108,7 +108,7 @@ def test_unknown_depth_bounds_l_by_the_largest_depth() -> None:
 
 def test_acceptance_exactly_on_the_speculative_arm() -> None:
     none = _spec(length=None)
-    assert record_defects(none) == ["the speculative record measured no speculation: no cell has an "
+    assert record_defects(none) == ["not applicable: the speculative record measured no speculation: no cell has an "
                                     "acceptance length"]
     for field, value in (("acceptance_length", 1.8), ("drafts", 10.0), ("per_request_acceptance_length", [1.5])):
         (d,) = record_defects(_cells(_base(), **{field: value}))
