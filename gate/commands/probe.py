@@ -110,6 +110,25 @@ def rate_list(value: str) -> tuple[float, ...]:
 MAX_REQUEST_RATE = 10_000.0
 
 
+def energy_source(value: str) -> str:
+    """`dcgm:URL` or `nvml` (gate.probe.energy.parse_source)."""
+    from gate.probe.energy import parse_source
+
+    try:
+        parse_source(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
+
+
+def gpu_list(value: str) -> tuple[str, ...]:
+    """Comma-separated GPU names as the energy source labels them."""
+    gpus = tuple(g.strip() for g in value.split(",") if g.strip())
+    if not gpus:
+        raise argparse.ArgumentTypeError(f"expected G[,G...], got {value!r}")
+    return gpus
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     exit_invalid_on_usage_error(parser)
     parser.add_argument("mode", nargs="?", choices=("ab",), metavar="ab",
@@ -134,6 +153,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-client-ceiling", action="store_true",
                         help="skip measuring the client's own ceiling at start (cells are then not assessed "
                              "for being client-bound)")
+    en = parser.add_argument_group("energy (issue 38)")
+    en.add_argument("--energy-source", type=energy_source, metavar="dcgm:URL|nvml",
+                    help="read the GPUs' energy around every cell: a dcgm-exporter /metrics URL (its energy "
+                         "counter in either naming generation, else power integrated) or NVML (needs "
+                         "nvidia-ml-py); an idle baseline is measured first and shown separately")
+    en.add_argument("--energy-gpus", type=gpu_list, default=(), metavar="G[,G...]",
+                    help="the GPUs the engine uses (DCGM gpu label or NVML index; default every GPU read)")
+    en.add_argument("--idle-seconds", type=positive_float, default=5.0, metavar="S",
+                    help="length of the idle baseline before the run (default 5)")
     src = parser.add_argument_group("request mix (one of)")
     src.add_argument("--prompt-tokens", type=positive_int, metavar="N", help="prompt length in tokens")
     src.add_argument("--plan", type=Path, metavar="PLAN", help="a rollout plan: probe its workload mixes")
@@ -180,7 +208,9 @@ def _config(args: argparse.Namespace, url: str, arm: str) -> ProbeConfig:
                        speculative=speculative_settings(arm, args.speculative_config if arm == "speculative"
                                                         else None), engine=args.engine,
                        api_key=os.environ.get("SPECGATE_ENGINE_API_KEY") or None, source="specgate probe",
-                       request_rates=args.request_rate, seed=args.seed, ceiling=not args.no_client_ceiling)
+                       request_rates=args.request_rate, seed=args.seed, ceiling=not args.no_client_ceiling,
+                       energy_source=args.energy_source, energy_gpus=args.energy_gpus,
+                       idle_seconds=args.idle_seconds)
 
 
 def _write(out: Path, record: ProbeRecord) -> int | None:

@@ -59,6 +59,7 @@ from gate.inputs.redact import redact_url
 from gate.probe import ceiling as client_ceiling
 from gate.probe.batch import Batch, TimeUp, arrival_offsets, run_closed, run_open
 from gate.probe.client import CompletionClient, RequestResult
+from gate.probe.energy import EnergyMeter, open_meter
 from gate.probe.progress import Meter, NoMeter
 from gate.probe.workload import Mix, MixRequest, PromptShape, mixes_for, wanted_mixes
 from gate.status import InputError
@@ -91,6 +92,9 @@ class ProbeConfig:
     request_rates: tuple[float, ...] = ()  # open loop: Poisson arrivals per second (gate.probe.batch)
     seed: int = 0  # open loop: repetition r draws its arrivals from random.Random(seed + r - 1), in both arms
     ceiling: bool = True  # measure the client's own ceiling at the start (gate.probe.ceiling)
+    energy_source: str | None = None  # issue 38: "dcgm:URL" or "nvml" (gate.probe.energy); None: no energy
+    energy_gpus: tuple[str, ...] = ()  # the GPUs the engine uses; empty: every GPU the source reads
+    idle_seconds: float = 5.0  # the idle baseline's length, measured before the warm-up
 
     def cell_requests(self, concurrency: int) -> int:
         return self.requests_per_cell if self.requests_per_cell is not None else max(4, 2 * concurrency)
@@ -436,6 +440,7 @@ class Campaign:
     version: str | None = None
     ceiling: ClientCeiling | None = None
     meter: Meter = field(default_factory=NoMeter)  # the bar's counts (gate.probe.progress): requests, cells
+    energy: EnergyMeter | None = None  # issue 38: joules per cell when cfg.energy_source is set
 
     @classmethod
     def of(cls, cfg: ProbeConfig, mixes: Sequence[Mix], model: str, progress: Progress, stop_at: float,
@@ -464,6 +469,11 @@ class Campaign:
         # One client for every request: it holds no connection, each request is its own exchange.
         self.client = CompletionClient(base, self.model, timeout=cfg.request_timeout, api_key=cfg.api_key,
                                        temperature=temps.pop())
+        if cfg.energy_source is not None:
+            self.energy = self.energy or open_meter(cfg.energy_source, cfg.energy_gpus)
+            idle = self.energy.measure_idle(cfg.idle_seconds)
+            progress(f"energy: idle baseline {idle:.1f} W over {cfg.idle_seconds:g} s before the run "
+                     f"({cfg.energy_source}; shown on every cell, not subtracted)")
         if cfg.ceiling:
             widths = sorted({min(c, client_ceiling.MAX_CEILING_CONCURRENCY) for m in mixes
                              for c, _ in cfg.points_of(m)})
@@ -498,6 +508,8 @@ class Campaign:
                 count = cfg.requests_at(conc, rate)
                 what = f"mix {mix.name}"
                 batch: Batch
+                if self.energy is not None:
+                    self.energy.begin()
                 if rate is None:
                     batch = run_closed(client, mix.prompts, mix.output_tokens, count, conc, what,
                                        stop_at=self.stop_at, done=self.meter.advance)
@@ -505,9 +517,12 @@ class Campaign:
                     batch = run_open(client, mix.prompts, mix.output_tokens,
                                      arrival_offsets(rate, count, cfg.seed + rep - 1), what, stop_at=self.stop_at,
                                      done=self.meter.advance)
+                energy = self.energy.end() if self.energy is not None else None
                 after = _settled_after(self.pages, before, batch.results, self.model)
                 cell = build_cell(mix, conc, rep, batch.results, batch.wall, before, after, self.model, progress)
                 extra: dict[str, Any] = {"started_at": round(batch.started_at, 6)}
+                if energy is not None:
+                    extra["energy"] = energy
                 if rate is not None:
                     extra.update(request_rate=rate, arrival_seed=cfg.seed + rep - 1,
                                  arrival_offsets_seconds=list(batch.offsets or ()))
