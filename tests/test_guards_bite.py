@@ -65,6 +65,8 @@ PLANTS: list[tuple[str, str, str, str]] = [
     ("socket-in-a-check", "gate/checks/staging.py", "import socket\n", "network"),
     ("kube-in-evidence", "gate/evidence/captures.py", "def _p():\n    import kubernetes\n", "kubernetes"),
     ("requests-anywhere", "exporter/sanity.py", "def _p():\n    import requests\n", "no-requests"),
+    ("tune-around-intake", "gate/tune/report.py", "def _p():\n    import gate.evidence.probe_vetting\n",
+     "intake-only"),
     ("k-as-positions", "gate/checks/staging.py", "def _p(w):\n    return len(w.accepted_per_position)\n", "depth k"),
     ("exit-from-run", "gate/verdict/report.py", "def run():\n    return 3\n", "exit codes"),
     ("status-dict", "gate/verdict/answer.py", "_R = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}\n", "status order"),

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.evidence.probe_vetting import record_depth as vetted_depth
-from gate.evidence.probe_vetting import record_method
+from gate.evidence.intake import record_depth as vetted_depth
+from gate.evidence.intake import record_method
 from gate.evidence.probes import ProbeError, ProbeRecord, load_record
 from gate.model.speedup.cost import CostSample
 from gate.model.speedup.counters import PositionCounters

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.evidence.probe_vetting import client_bound, pair_defects, record_defects
+from gate.evidence.intake import client_bound, pair_defects, record_defects
 from gate.evidence.probes import Cell, MixSpec, ProbeRecord
 from gate.model.plausibility import MAX_ALPHA
 from gate.model.speedup.energy import EnergyResult, judge_energy, tokens_per_joule

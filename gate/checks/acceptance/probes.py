@@ -32,7 +32,7 @@ from gate.checks.acceptance import verdicts
 from gate.checks.acceptance.comparison import CompareError, answer_for_mix, compare, match_mix
 from gate.checks.acceptance.finding import Finding
 from gate.checks.base import CheckContext
-from gate.evidence.probe_vetting import plan_defects
+from gate.evidence.intake import plan_defects
 from gate.evidence.probes import ProbeRecord
 from gate.plan.model import Plan
 from gate.status import Status
