@@ -223,6 +223,15 @@ def latency_row() -> RowSpec:
             unit="suffix: tok/s", width=8, no_value=NO_TRAFFIC,
         ),
         PanelSpec(
+            "Tokens per joule",
+            "Generated tokens per joule per pod (issue 38): the decode rate over the watts of the pod's GPUs from "
+            "dcgm-exporter's energy counter (either naming generation: mJ up to 4.8.x, J from 4.9.0), joined by "
+            "dcgm-exporter's pod and namespace labels. Board energy, not wall; compare arms, not machines. Empty "
+            "without dcgm-exporter.",
+            (Query(f'{names.TOKENS_PER_JOULE_RULE}{{namespace=~"$namespace"}}', "{{namespace}}/{{pod}}"),),
+            unit="suffix: tok/J", width=8, no_value="No GPU energy",
+        ),
+        PanelSpec(
             "Requests running / waiting",
             "The engine's queue. Waiting requests with a full KV cache -> SpecgateKVCacheSaturated.",
             (

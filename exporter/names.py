@@ -307,9 +307,29 @@ REVISION_BELOW_SLO_RULE = "model_revision:specgate_spec_windows_below_slo:ratio_
     (sum by (namespace, model, engine, drafter_revision) (rate(specgate_spec_windows_total[1h])) > 0)
 """
 
+# Energy (issue 38): dcgm-exporter's per-GPU energy counter, joined to specgate's generated tokens per pod by
+# the labels dcgm-exporter sets in Kubernetes (`pod`, `namespace`, `container` of the pod holding the GPU).
+# Two naming generations: the default counters file up to dcgm-exporter 4.8.x ("Total energy consumption since
+# boot (in mJ)"), and from 4.9.0 the DCGM 4.7 name in joules (its exact spelling here is not yet confirmed
+# against a 4.9.0 page: gate.probe.energy says so too). Not specgate's series: the rules may select them.
+DCGM_ENERGY_MJ_SERIES = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+DCGM_ENERGY_J_SERIES = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J"
+DCGM_POWER_SERIES = "DCGM_FI_DEV_POWER_USAGE"
+FOREIGN_SERIES: frozenset[str] = frozenset({DCGM_ENERGY_MJ_SERIES, DCGM_ENERGY_J_SERIES})
+"""Series of other exporters that a rule joins (what a rule may select besides SERIES and `up`)."""
+GPU_POWER_RULE = "pod:specgate_gpu_energy_joules:rate5m"
+TOKENS_PER_JOULE_RULE = "pod:specgate_tokens_per_joule:ratio_rate5m"
+"""Per pod: watts of its GPUs (either DCGM generation, mJ scaled to J), and generated tokens per joule:
+
+    sum by (namespace, pod) (specgate_decode_tokens_per_second{window="5m"})
+    / on (namespace, pod)
+    (sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{pod!=""}[5m])) / 1000
+     or sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J{pod!=""}[5m])) > 0)
+"""
+
 RECORDED: frozenset[str] = frozenset({
     SLO_OBJECTIVE_RULE, *(windows_below_slo_rule(w) for w in BURN_WINDOWS), DRAFTS_RATE_RULE,
     ACCEPTANCE_LENGTH_RULE, ACCEPTANCE_RATE_RULE, POSITION_ACCEPTANCE_RULE, DEPTH_MEAN_RULE,
-    REVISION_ACCEPTANCE_LENGTH_RULE, REVISION_BELOW_SLO_RULE,
+    REVISION_ACCEPTANCE_LENGTH_RULE, REVISION_BELOW_SLO_RULE, GPU_POWER_RULE, TOKENS_PER_JOULE_RULE,
 })
 """Every recording rule the shipped rules file defines (a test compares the two)."""

@@ -55,6 +55,11 @@
     speculationShallowFraction: 0.25,
     speculationShallowFor: '30m',
 
+    // Energy (issue 38): added to the dcgm-exporter selectors of the energy rules (e.g. 'job="dcgm-exporter"'),
+    // and the window of specgate_decode_tokens_per_second the tokens-per-joule rule divides (an exporter window).
+    dcgmSelector: '',
+    energyDecodeWindow: '5m',
+
     runbookURL: 'https://github.com/specgate/specgate/blob/main/docs/runbook.md',
 
     // The dashboard (built by dashboards/generate.py; the mixin imports the generated JSON).

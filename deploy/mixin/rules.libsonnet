@@ -24,6 +24,9 @@
     local unit = { s: 'second', m: 'minute', h: 'hour', d: 'day', w: 'week' }[d[std.length(d) - 1]];
     local n = d[0:std.length(d) - 1];
     if n == '1' then unit else '%s %ss' % [n, unit],
+  // A dcgm-exporter selector: the GPUs held by a pod (pod!=""), with _config.dcgmSelector.
+  local dsel(metric) =
+    metric + '{' + std.join(', ', std.filter(function(s) s != '', ['pod!=""', c.dcgmSelector])) + '}',
   local runbook(alert) = c.runbookURL + '#' + std.asciiLower(alert),
   local objective = 'global:specgate_spec_window_slo_objective:ratio',
   local belowSLO(w) = 'model:specgate_spec_windows_below_slo:ratio_rate' + w,
@@ -213,6 +216,37 @@
                            + 'plain decoding.',
               runbook_url: runbook('SpecgateAcceptanceCollapse'),
             },
+          },
+        ],
+      },
+      // Energy beside speed (issue 38): per pod, the watts of its GPUs from dcgm-exporter (its energy counter's
+      // rate; the pod, namespace and container labels are dcgm-exporter's GPU-to-pod mapping in Kubernetes) and
+      // specgate's generated tokens per second over the same pod, as tokens per joule. Both naming generations:
+      // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION in mJ (dcgm-exporter <= 4.8.x, scaled to J) or the 4.9.0 name in J;
+      // `or` takes the first where a pod has both. Absent (not 0) while the GPUs draw nothing measurable.
+      {
+        name: 'specgate.energy',
+        rules: [
+          {
+            record: 'pod:specgate_gpu_energy_joules:rate5m',
+            expr: |||
+              sum by (namespace, pod) (rate(%(mj)s[5m])) / 1000
+              or
+              sum by (namespace, pod) (rate(%(j)s[5m]))
+            ||| % { mj: dsel('DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'), j: dsel('DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J') },
+          },
+          {
+            record: 'pod:specgate_tokens_per_joule:ratio_rate5m',
+            expr: |||
+              sum by (namespace, pod) (%(tokens)s)
+              / on (namespace, pod)
+              (
+                (sum by (namespace, pod) (rate(%(mj)s[5m])) / 1000 > 0)
+                or
+                (sum by (namespace, pod) (rate(%(j)s[5m])) > 0)
+              )
+            ||| % { tokens: sel('specgate_decode_tokens_per_second', 'window="%s"' % c.energyDecodeWindow),
+                    mj: dsel('DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'), j: dsel('DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J') },
           },
         ],
       },

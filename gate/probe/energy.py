@@ -32,16 +32,16 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal, Protocol
 
+from exporter import names
 from gate.evidence.probes import CellEnergy, ProbeError
 from gate.inputs.fetch import FetchError, deadline_in
 from gate.inputs.fetch import fetch as fetch_url
 from gate.inputs.redact import redact_url
 
-# dcgm-exporter ≤ 4.8.x, etc/default-counters.csv: "Total energy consumption since boot (in mJ)".
-DCGM_ENERGY_MJ = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
-# dcgm-exporter ≥ 4.9.0 (DCGM 4.7 name, joules): see the module docstring on how sure this name is.
-DCGM_ENERGY_J = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J"
-DCGM_POWER_W = "DCGM_FI_DEV_POWER_USAGE"
+# The names live in exporter.names (the rules join the same series): ≤ 4.8.x in mJ, ≥ 4.9.0 in J (module docstring).
+DCGM_ENERGY_MJ = names.DCGM_ENERGY_MJ_SERIES
+DCGM_ENERGY_J = names.DCGM_ENERGY_J_SERIES
+DCGM_POWER_W = names.DCGM_POWER_SERIES
 # Joules per unit of each energy counter name.
 DCGM_ENERGY_UNITS: Mapping[str, float] = {DCGM_ENERGY_MJ: 1e-3, DCGM_ENERGY_J: 1.0}
 _HELP_UNIT = re.compile(r"\(in (mJ|J)\)")

@@ -54,6 +54,7 @@ ALLOWED_LABELS = frozenset({
     "model", "engine", "rank", "window", "pool", "quantile", "position", "reason", "version", "decision",
     "line", "status", "deployment", "le", "namespace", "job", "instance", "drafter_revision",
     "algorithm", "num_draft_tokens", "num_steps", "source", "basis",
+    "pod",  # the energy rules (issue 38): dcgm-exporter's GPU-to-pod label, joined with the scrape's pod
 })
 # Grafana variables -> values that make a query plain PromQL. `.*` is what "All" expands to.
 GRAFANA_VARIABLES = {"$namespace": ".*", "$model": ".*", "$engine": ".*"}

@@ -136,7 +136,8 @@ def test_rules_use_only_contract_series_and_labels(rule) -> None:
     for sel in selectors(rule.expr):
         if sel.name is None:
             continue
-        assert sel.name in names.SERIES | records | {"up"}, f"{rule.name}: unknown series {sel.name}"
+        assert sel.name in names.SERIES | names.FOREIGN_SERIES | records | {"up"}, \
+            f"{rule.name}: unknown series {sel.name}"
     assert label_names(rule.expr) <= ALLOWED_LABELS, label_names(rule.expr) - ALLOWED_LABELS
 
 
