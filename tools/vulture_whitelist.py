@@ -28,6 +28,7 @@ _._scope_inputs  # gate/plan/model.py
 _._header_safe  # gate/plan/model.py
 _._coherent  # gate/plan/model.py
 _._not_empty  # gate/plan/model.py (Cohorts)
+_._consistent  # gate/plan/model.py (EnergyArm, issue 38)
 
 # ---- http.server / socketserver hooks and class attributes (called or read by the standard library)
 _.log_message
@@ -42,6 +43,7 @@ _.protocol_version
 # part of a file format or an HTTP answer, so present even where no gate code reads them back
 _.schema_, _.created_at, _.prompts_from, _.chunk_gap_seconds, _.p90, _.p99  # probe record (gate/evidence/probes.py)
 _.n_baseline, _.n_speculative, _.baseline_tpot_seconds, _.speculative_tpot_seconds  # compare's JSON points
+_.ratio_low, _.ratio_high  # compare's JSON energy points (gate/model/speedup/energy.EnergyResult, issue 38)
 _.model_artifact, _.image_tag, _.context_limit_tokens, _.speculative_decoding  # the run record (gate/verdict/record.py)
 _.reported_prompt_tokens, _.output_tokens_per_request, _.correctness_checks, _.queueing_observed
 _.failures_observed, _.field_basis, _.evidence_sources
@@ -62,7 +64,7 @@ _.num_speculative_tokens_per_batch_size, _.speculative_adaptive, _.draft_len_sch
 _.source_address  # exporter/scrape.deadline_connection
 
 # ---- contracts read from outside exporter/ and gate/
-_.SERIES, _.RECORDED  # exporter/names.py: the recording rules' and the mixin's names (tests/observability)
+_.SERIES, _.RECORDED, _.FOREIGN_SERIES  # exporter/names.py: the recording rules' and the mixin's names (tests/observability)
 _.parse_page  # exporter/parse.py: the parser's whole-page entry (the differential tests, bench/)
 _.to_metric  # exporter/exposition.py: rows as prometheus_client families (tests/exporter/oracle.py)
 _.served_rates  # gate/model/plausibility.py: tools/demo.py

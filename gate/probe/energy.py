@@ -23,7 +23,6 @@ GPUs: the ones the engine uses (`gpus`: DCGM's `gpu` label or NVML indices); non
 
 from __future__ import annotations
 
-import importlib
 import re
 import threading
 import time
@@ -125,7 +124,9 @@ def nvml_reader(gpus: Sequence[str] = (), nvml: ModuleType | Any | None = None) 
     """A reader of NVML through `pynvml` (nvidia-ml-py), imported here and only here (an optional extra)."""
     if nvml is None:
         try:
-            nvml = importlib.import_module("pynvml")
+            import pynvml  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+            nvml = pynvml
         except ImportError:
             raise ProbeError("--energy-source nvml needs nvidia-ml-py: pip install 'specgate-llm[energy]'") from None
     try:

@@ -1,6 +1,6 @@
 """Budget line 3, acceptance: is a target set above break-even, is it held per batch window, does it pay?
 
-The line is seven sub-checks, one module each, every one `sub(ctx: CheckContext) -> Finding`
+The line is eight sub-checks, one module each, every one `sub(ctx: CheckContext) -> Finding`
 (gate.checks.acceptance.finding), folded in the order of `SUBCHECKS` by `check`: the worst status
 (`gate.status.combine`), the sentences joined, the values keys in order. They read no file: the
 windows, fleet, cohorts, probe records and per-position counters are evidence gathered once

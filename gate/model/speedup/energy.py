@@ -7,7 +7,8 @@ measured joules. Both are one division; what needs care is the units and the rou
     tokens_per_joule          = tokens / joules                  = (tokens/s) / W
     joules_per_accepted_token = joules / tokens                  (every output token is an accepted one:
                                                                   rejected draft tokens are never emitted)
-    net_joules                = joules − idle_watts × seconds    (the idle baseline, shown separately)
+
+The idle baseline (watts before the run) is shown beside the joules, never subtracted from them.
 
 A reported tok/J is consistent with its own rate and watts when |rate / W − tok/J| is within what the
 three numbers' printed rounding allows (half a unit of each one's last printed digit, propagated); a
@@ -33,23 +34,9 @@ def tokens_per_joule(tokens: float, joules: float) -> float | None:
     return tokens / joules
 
 
-def joules_per_token(tokens: float, joules: float) -> float | None:
-    """Joules per accepted (output) token; None without tokens or energy."""
-    if not (math.isfinite(tokens) and math.isfinite(joules)) or tokens <= 0 or joules < 0:
-        return None
-    return joules / tokens
-
-
 def rate_per_watt(tokens_per_second: float, watts: float) -> float | None:
     """Seed 004's tok/J: decode tokens per second over mean power in watts (J/s), the same unit as tokens / J."""
     return tokens_per_joule(tokens_per_second, watts)
-
-
-def net_joules(joules: float, idle_watts: float | None, seconds: float) -> float | None:
-    """The energy above the idle baseline over `seconds` (None without a baseline; never below zero)."""
-    if idle_watts is None:
-        return None
-    return max(0.0, joules - idle_watts * seconds)
 
 
 def half_unit(value: float) -> float:
