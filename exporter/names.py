@@ -319,12 +319,21 @@ FOREIGN_SERIES: frozenset[str] = frozenset({DCGM_ENERGY_MJ_SERIES, DCGM_ENERGY_J
 """Series of other exporters that a rule joins (what a rule may select besides SERIES and `up`)."""
 GPU_POWER_RULE = "pod:specgate_gpu_energy_joules:rate5m"
 TOKENS_PER_JOULE_RULE = "pod:specgate_tokens_per_joule:ratio_rate5m"
-"""Per pod: watts of its GPUs (either DCGM generation, mJ scaled to J), and generated tokens per joule:
+"""Per pod: watts of its GPUs (either DCGM generation, mJ scaled to J),
+
+    sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{pod!=""}[5m])) / 1000
+    or
+    sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J{pod!=""}[5m]))
+
+and generated tokens per joule (no pod without a positive energy rate):
 
     sum by (namespace, pod) (specgate_decode_tokens_per_second{window="5m"})
     / on (namespace, pod)
-    (sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{pod!=""}[5m])) / 1000
-     or sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J{pod!=""}[5m])) > 0)
+    (
+      (sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{pod!=""}[5m])) / 1000 > 0)
+      or
+      (sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J{pod!=""}[5m])) > 0)
+    )
 """
 
 RECORDED: frozenset[str] = frozenset({
