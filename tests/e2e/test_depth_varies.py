@@ -44,6 +44,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,12 @@ SPEEDUPS: dict[int, dict[int, float]] = {1: {1: 1.30, 4: 1.20, 6: 0.95, 8: 0.90}
 PROBE_L = {1: 1.8, 3: 2.9}
 
 
+# What tune --probe's vetting needs (the intake, gate.evidence.intake.probe_records, the same as compare's): the
+# engine's version and model, the records' date, and each mix's shape.
+VETTED = {"engine_version": "0.32.0", "model": "tiny", "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+          "workload": [{"name": "e2e", "prompt_tokens": 32, "output_tokens": 100, "prompts_from": "synthetic"}]}
+
+
 # --- small helpers ------------------------------------------------------------------------------
 
 def _probe_records(work: Path) -> list[Path]:
@@ -129,7 +136,7 @@ def _probe_records(work: Path) -> list[Path]:
                           "ttft_seconds": {}, "tpot_seconds": {}, "chunk_gap_seconds": {},
                           "acceptance_length": None if k == 0 else PROBE_L[k], "drafts": None if k == 0 else 50})
         doc = {"schema": "specgate.probe/1", "arm": "baseline" if k == 0 else "speculative", "engine": "vllm",
-               "speculative": None if k == 0 else {"method": "draft_model", "num_speculative_tokens": k},
+               **VETTED, "speculative": None if k == 0 else {"method": "draft_model", "num_speculative_tokens": k},
                "cells": cells}
         path = work / f"probe-k{k}.json"
         path.write_text(json.dumps(doc))
