@@ -189,6 +189,15 @@ def _stop_group(popen: subprocess.Popen, grace: float) -> None:
     popen.wait(timeout=30)
 
 
+class PortTaken(RuntimeError):
+    """The engine could not bind the port `free_port` gave it: another process took the port between the probe and
+    the engine's bind (SGLang starts its own helper processes first, which bind ports of their own). Seen in a full
+    `make e2e` run: uvicorn logged Errno 98, the server process stayed up, and the arm waited its whole ready timeout."""
+
+
+BIND_FAILED = "address already in use"
+
+
 @dataclass
 class EngineProcess:
     """One running engine server (its whole process tree): vllm_live.VLLMProcess, sglang_live.SGLangProcess.
@@ -221,6 +230,15 @@ class EngineProcess:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
+    def bind_failed(self) -> bool:
+        """Whether the engine's log says it could not bind its port (the last 64 KB: the bind is logged at start)."""
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(max(f.seek(0, os.SEEK_END) - 65536, 0))
+                return BIND_FAILED in f.read().decode(errors="replace")
+        except OSError:
+            return False
+
     def log_tail(self, lines: int = 40) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -238,6 +256,8 @@ class EngineProcess:
         next_progress = time.monotonic() + progress_every
         while True:
             now = time.monotonic()
+            if self.health_seconds is None and self.bind_failed():
+                raise PortTaken(f"{self.engine_name} ({self.arm}) could not bind :{self.port}; log {self.log_path}")
             if not self.alive():
                 raise RuntimeError(f"{self.engine_name} ({self.arm}) exited with {self.popen.returncode} before it was ready; "
                                    f"log {self.log_path}:\n{self.log_tail()}")
@@ -567,27 +587,40 @@ class LiveArm:
             self.exporter.stop()
 
 
+BIND_ATTEMPTS = 3  # launches of one arm when its port was taken before the engine could bind it (PortTaken)
+
+
 def bring_up(kind: Engine, arm: str, model_dir: Path, python: Path, log_dir: Path,
              ready_timeout: float | None = None, exporter_args: tuple[str, ...] = (), **launch: Any) -> LiveArm:
     """Exporter first (it then sees the engine start), then the engine; both stopped on any failure.
 
     `launch` goes to the engine's launcher (engine flags and environment, SGLang's pool settings).
     """
-    port = free_port()
-    exporter = start_exporter(f"http://127.0.0.1:{port}", log_dir, scrape_interval=SCRAPE_INTERVAL_SECONDS,
-                              batch_window=BATCH_WINDOW_SECONDS, min_drafts=1,
-                              extra_args=("--windows", kind.window_label, "--acceptance-slo-target", str(SLO_TARGET),
-                                          *exporter_args))
-    engine: EngineProcess | None = None
-    try:
-        engine = kind.launch(arm, model_dir, python=python, log_dir=log_dir, port=port, **launch)
-        engine.wait_ready(ready_timeout or kind.ready_timeout)
-    except BaseException:
-        if engine is not None:
-            engine.stop()
-        exporter.stop()
-        raise
-    return LiveArm(engine_kind=kind, arm=engine.arm, engine=engine, exporter=exporter)
+    for attempt in range(1, BIND_ATTEMPTS + 1):
+        port = free_port()
+        exporter = start_exporter(f"http://127.0.0.1:{port}", log_dir, scrape_interval=SCRAPE_INTERVAL_SECONDS,
+                                  batch_window=BATCH_WINDOW_SECONDS, min_drafts=1,
+                                  extra_args=("--windows", kind.window_label, "--acceptance-slo-target",
+                                              str(SLO_TARGET), *exporter_args))
+        engine: EngineProcess | None = None
+        try:
+            engine = kind.launch(arm, model_dir, python=python, log_dir=log_dir, port=port, **launch)
+            engine.wait_ready(ready_timeout or kind.ready_timeout)
+        except PortTaken as e:
+            if engine is not None:
+                engine.stop()
+            exporter.stop()
+            if attempt == BIND_ATTEMPTS:
+                raise
+            log(f"{arm}: {e}; launching again on another port ({attempt + 1}/{BIND_ATTEMPTS})")
+            continue
+        except BaseException:
+            if engine is not None:
+                engine.stop()
+            exporter.stop()
+            raise
+        return LiveArm(engine_kind=kind, arm=engine.arm, engine=engine, exporter=exporter)
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def engine_up(samples: Samples) -> bool:
