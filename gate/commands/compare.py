@@ -35,7 +35,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from gate.commands._args import exit_invalid_on_usage_error, invalid, positive_float
-from gate.model.plausibility import MAX_ALPHA
+from gate.model.plausibility import DEFAULT_ALPHA, MAX_ALPHA
 from gate.status import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, InputError
 
 if TYPE_CHECKING:
@@ -47,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("baseline", metavar="BASELINE.json", help="probe record of the arm without speculation")
     parser.add_argument("speculative", metavar="SPECULATIVE.json", help="probe record of the speculative arm")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
-    parser.add_argument("--alpha", type=alpha_level, default=0.05, metavar="A",
-                        help=f"significance level of each one-sided test, in (0, {MAX_ALPHA:g}] (default 0.05)")
+    parser.add_argument("--alpha", type=alpha_level, default=DEFAULT_ALPHA, metavar="A",
+                        help=f"significance level of each one-sided test, in (0, {MAX_ALPHA:g}] (default {DEFAULT_ALPHA:g})")
     parser.add_argument("--min-speedup", type=positive_float, metavar="X",
                         help="a point pays only if its speedup (point estimate) is at least X")
     parser.add_argument("--min-tokens-per-joule-ratio", type=positive_float, metavar="X",

@@ -62,6 +62,7 @@ PROBE_MAX_AGE_SECONDS = 86_400.0
 # The rank test's significance level (`slo.alpha`, `specgate compare --alpha`): the usual levels are
 # 0.01–0.1; above 0.2 more than one no-difference point in five would be called a speedup (or a slowdown).
 MAX_ALPHA = 0.2
+DEFAULT_ALPHA = 0.05  # the level when the plan or the command line says none
 # No evidence the gate reads (a run record, a probe record, a capture) predates 2024-01-01T00:00Z: no engine
 # it reads exposed speculative-decoding counters before that; an earlier date is a zero, a unit error or garbage.
 EARLIEST_EVIDENCE_TIME = 1_704_067_200.0

@@ -44,7 +44,7 @@ from gate.model.depth import (
 from gate.model.engines import KINDS_IN_WORDS
 from gate.model.engines.base import ScheduleReading
 from gate.model.invariants import target_at_mix
-from gate.model.plausibility import MAX_ALPHA, pool_tokens, startup_seconds
+from gate.model.plausibility import DEFAULT_ALPHA, MAX_ALPHA, pool_tokens, startup_seconds
 from gate.model.speedup.energy import disagreement as energy_disagreement
 from gate.plan.suggest import one_line
 
@@ -279,7 +279,7 @@ class SLO(_Strict):
                                   "any note (\"benchmark: the drafter card's macro mean\"); any other first "
                                   "word is a source not stated, and the acceptance line is inconclusive")
     alpha: Annotated[float, Field(gt=0, le=MAX_ALPHA)] = Field(
-        default=0.05, description="significance level of the one-sided served-rate rank test, in (0, 0.2]")
+        default=DEFAULT_ALPHA, description="significance level of the one-sided served-rate rank test, in (0, 0.2]")
     window_seconds: PositiveFloat = Field(default=60.0, description="one batch window of the SLO")
     required_fraction: Annotated[float, Field(gt=0, le=1)] = Field(
         default=0.95, description="fraction of windows that must meet the target")

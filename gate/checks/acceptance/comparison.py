@@ -33,13 +33,11 @@ from typing import Any
 
 from gate.evidence.intake import client_bound, pair_defects, record_defects
 from gate.evidence.probes import Cell, MixSpec, ProbeRecord
-from gate.model.plausibility import MAX_ALPHA
+from gate.model.plausibility import DEFAULT_ALPHA, MAX_ALPHA
 from gate.model.speedup.energy import EnergyResult, judge_energy, tokens_per_joule
 from gate.model.speedup.pays import Verdict
 from gate.model.speedup.point import TEST_NAME, PointResult, Repetition, judge_rates
 from gate.stats import crossover
-
-DEFAULT_ALPHA = 0.05
 
 
 class CompareError(ValueError):

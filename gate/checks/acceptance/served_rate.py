@@ -25,10 +25,10 @@ from typing import Any
 from gate.checks.acceptance import verdicts
 from gate.checks.acceptance.finding import Finding
 from gate.checks.base import CheckContext
+from gate.model.plausibility import DEFAULT_ALPHA
 from gate.stats import Alternative, StatsError, mann_whitney_u, median
 from gate.status import Status
 
-DEFAULT_ALPHA = 0.05
 # Words in a denominator or source that say the rate's clock started before the first token.
 _TTFT_WORDS = re.compile(r"ttft|first[- ]token|time to first", re.IGNORECASE)
 
