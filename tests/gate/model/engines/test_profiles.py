@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from gate.inputs.configs import load_config
 from gate.model.depth import draft_forward_passes, speculative_depth
 from gate.model.engines import PROFILES, profile
-from gate.model.engines.base import BaseProfile, DepthKeys, Eagle3Taps, EngineProfile, PoolPrediction, Rule
+from gate.model.engines.base import BaseProfile, DepthKeys, EngineProfile, PoolPrediction, Rule
 from gate.model.geometry import kv_geometry
 from gate.status import Status
 
@@ -77,48 +75,12 @@ def test_the_plan_schema_says_the_kinds_from_the_registry() -> None:
 
 
 def test_a_new_engine_writes_only_what_differs() -> None:
-    """A stub engine answers the engine-specific members; BaseProfile gives it the rest (k = num_speculative_tokens,
+    """The stub engine (tests/fifth_engine) answers the engine-specific members; BaseProfile gives it the rest (k = num_speculative_tokens,
     one drafter pass per drafted token, its own KV charged, no names, no floor, no schedule)."""
-    import dataclasses
-
     from gate.model.engines.base import DepthScheduler, ScheduleWriter
+    from tests.fifth_engine.gate_side import StubProfile  # the fifth engine's profile: only what it must say
 
-    @dataclasses.dataclass(frozen=True)
-    class Stub(BaseProfile):
-        kind: str = "stub"
-        name: str = "Stub"
-        memory_fraction_note: str = "m"
-        kv_pool_note: str = "p"
-        draft_kv_note: str = "d"
-        init_block_size_comment: str = "b"
-        init_memory_fraction_comment: str = "f"
-
-        def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
-                         has_drafter: bool, block_size: int | None,
-                         configured_max_total_tokens: int | None) -> PoolPrediction:
-            return PoolPrediction(None, None, None)
-
-        def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
-            return Eagle3Taps(num_layers, "", ())
-
-        def block_rule(self, family: str, block_size: int, depth: int | None) -> Rule:
-            return Rule(Status.PASS, "")
-
-        def mtp_rule(self, mtp_layers: int, depth: int | None) -> Rule:
-            return Rule(Status.PASS, "")
-
-        def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
-            return DepthKeys({}, "")
-
-        def speculative_config(self, method: str, model: str | None, *, num_speculative_tokens: int | None,
-                               num_steps: int | None, eagle_topk: int | None,
-                               num_draft_tokens: int | None) -> dict[str, Any]:
-            return {}
-
-        def speculative_flags(self, cfg: Mapping[str, Any]) -> list[str]:
-            return []
-
-    stub = Stub()
+    stub = StubProfile()
     assert [m for m in MEMBERS if not hasattr(stub, m)] == []
     keys = {"num_speculative_tokens": 4, "num_draft_tokens": 9, "num_steps": 7, "eagle_topk": 2}
     assert stub.depth(**keys) == stub.draft_steps(**keys) == 4
