@@ -61,11 +61,11 @@ from exporter.engines.base import (
     SpeculativeSettings,
     StreamSnapshot,
 )
+from exporter.engines.common import dense, first_of, per_position, samples
+from exporter.engines.versions import VersionRange
 
 if TYPE_CHECKING:
     from exporter.engines import EngineKind  # the registry's typing spelling
-from exporter.engines.common import dense, first_of, per_position, samples
-from exporter.engines.versions import VersionRange
 
 KIND: Final = "llamacpp"
 PREFIXES: tuple[str, ...] = ("llamacpp:",)

@@ -52,14 +52,14 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
-
-if TYPE_CHECKING:
-    from exporter.engines import EngineKind  # the registry's typing spelling
 from exporter.engines.common import HistogramMemo, SeriesKeys, finite, fold, histograms, samples
 from exporter.engines.sglang import counts, stream
 from exporter.engines.sglang import depth as k_rule
 from exporter.engines.sglang.schedule import sglang_adaptive_schedule
 from exporter.engines.versions import VersionRange
+
+if TYPE_CHECKING:
+    from exporter.engines import EngineKind  # the registry's typing spelling
 
 KIND: Final = "sglang"
 PREFIXES: tuple[str, ...] = ("sglang:", "sglang_")

@@ -57,9 +57,6 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
-
-if TYPE_CHECKING:
-    from exporter.engines import EngineKind  # the registry's typing spelling
 from exporter.engines.common import (
     HistogramMemo,
     SeriesKeys,
@@ -71,6 +68,9 @@ from exporter.engines.common import (
     samples,
 )
 from exporter.engines.versions import VersionRange
+
+if TYPE_CHECKING:
+    from exporter.engines import EngineKind  # the registry's typing spelling
 
 KIND: Final = "trtllm"
 PREFIXES: tuple[str, ...] = ("trtllm_", "trtllm:")

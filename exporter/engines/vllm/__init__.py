@@ -41,9 +41,6 @@ from exporter.engines.base import (
     StreamKey,
     StreamSnapshot,
 )
-
-if TYPE_CHECKING:
-    from exporter.engines import EngineKind  # the registry's typing spelling
 from exporter.engines.common import (
     HistogramMemo,
     SeriesKeys,
@@ -58,6 +55,9 @@ from exporter.engines.common import (
 from exporter.engines.versions import VersionRange
 from exporter.engines.vllm import stream
 from exporter.engines.vllm.schedule import vllm_told_schedule
+
+if TYPE_CHECKING:
+    from exporter.engines import EngineKind  # the registry's typing spelling
 
 KIND: Final = "vllm"
 PREFIXES: tuple[str, ...] = ("vllm:", "vllm_", "ray_vllm_")
