@@ -40,7 +40,7 @@ from typing import Any
 
 from gate.evidence.probe_vetting import record_defects
 from gate.evidence.probes import Cell, MixSpec, ProbeError, ProbeRecord
-from gate.model.invariants import member_times, repeated
+from gate.model.invariants import IDENTITY, member_times, reason, repeated
 from gate.probe.importers.aiperf import read_aiperf
 from gate.probe.importers.common import ImportedCell
 from gate.probe.importers.guidellm import read_guidellm
@@ -76,7 +76,8 @@ def _one(values: Sequence[Any], what: str, default: Any = None) -> Any:
     """The one value all cells agree on; several different ones are a ProbeError naming them."""
     got = sorted({v for v in values if v is not None}, key=str)
     if len(got) > 1:
-        raise ProbeError(f"the imported files disagree on {what}: {', '.join(map(str, got))}; import them separately")
+        raise ProbeError(reason(IDENTITY, f"the imported files disagree on {what}: {', '.join(map(str, got))}; "
+                                "import them separately"))
     return got[0] if got else default
 
 

@@ -34,6 +34,7 @@ from gate.probe.importers.common import (
     check_requests,
     close,
     finite_number,
+    impossible,
     whole_number,
 )
 from gate.status import InputError
@@ -109,7 +110,7 @@ def read_aiperf(path: Path, concurrency: int | None = None) -> ImportedCell:
         start = whole_number(meta.get("request_start_ns"), f"{at}: metadata.request_start_ns")
         end = whole_number(meta.get("request_end_ns"), f"{at}: metadata.request_end_ns")
         if end < start:
-            raise ProbeError(f"{at}: request_end_ns {end} is before request_start_ns {start}")
+            raise impossible(f"{at}: request_end_ns {end} is before request_start_ns {start}")
         starts.append(start)
         ends.append(end)
         if doc.get("error") is not None or meta.get("was_cancelled"):
@@ -122,12 +123,12 @@ def read_aiperf(path: Path, concurrency: int | None = None) -> ImportedCell:
             raise ProbeError(f"{at}: a completed request without time_to_first_token, request_latency or "
                              "output_sequence_length (was the endpoint streaming?)")
         if latency > (end - start) * 1e-9 + 1e-3:
-            raise ProbeError(f"{at}: request_latency {latency:.6g} s is longer than its request_end_ns − "
+            raise impossible(f"{at}: request_latency {latency:.6g} s is longer than its request_end_ns − "
                              f"request_start_ns {(end - start) * 1e-9:.6g} s")
         t = RequestTimes(ttft=ttft, latency=latency, output_tokens=osl, start=start * 1e-9)
         itl = _seconds(metrics, "inter_token_latency", at)
         if itl is not None and t.tpot is not None and not close(itl, t.tpot):
-            raise ProbeError(f"{at}: inter_token_latency {itl:.6g} s is not (request_latency − TTFT) / (OSL − 1) "
+            raise impossible(f"{at}: inter_token_latency {itl:.6g} s is not (request_latency − TTFT) / (OSL − 1) "
                              f"= {t.tpot:.6g} s")
         times.append(t)
         prompts.append(_tokens(metrics, "input_sequence_length", at))
@@ -135,7 +136,7 @@ def read_aiperf(path: Path, concurrency: int | None = None) -> ImportedCell:
         raise ProbeError(f"{where}: no completed profiling request: nothing was measured")
     wall = (max(ends) - min(starts)) * 1e-9
     if wall <= 0:
-        raise ProbeError(f"{where}: its requests span {wall:g} s")
+        raise impossible(f"{where}: its requests span {wall:g} s")
     check_requests(times, wall, where)
     known = [p for p in prompts if p is not None]
     return ImportedCell(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gate.evidence.probes import Cell, ProbeError
+from gate.model.invariants import IDENTITY, PLAUSIBILITY, reason
 from gate.probe.runner import quantiles
 
 # Timers of two clocks (a tool's request latency vs its own sum of chunk gaps, its wall clock vs its
@@ -23,13 +24,25 @@ TIME_SLACK_SECONDS = 1e-3
 TIME_SLACK_FRACTION = 1e-3
 
 
+def impossible(detail: str) -> ProbeError:
+    """A file's numbers that cannot be one real run, as the plausibility invariant's one line (gate.model.invariants):
+    every importer's checks name the rule they hold, so the hostile generator can hold each to it."""
+    return ProbeError(reason(PLAUSIBILITY, detail))
+
+
+def not_same(detail: str) -> ProbeError:
+    """A file that contradicts what the user or its other files say about the run (concurrency, temperature): the
+    identity invariant's one line."""
+    return ProbeError(reason(IDENTITY, detail))
+
+
 def finite_number(v: object, where: str, *, positive: bool = False) -> float:
     """A finite, non-negative number (positive: > 0), else ProbeError naming `where`."""
     if isinstance(v, bool) or not isinstance(v, int | float):
         raise ProbeError(f"{where} is {v!r}, not a number")
     x = float(v)
     if not math.isfinite(x) or x < 0 or (positive and x == 0):
-        raise ProbeError(f"{where} is {v!r}: a time or count must be finite and {'> 0' if positive else '>= 0'}")
+        raise impossible(f"{where} is {v!r}: a time or count must be finite and {'> 0' if positive else '>= 0'}")
     return x
 
 
@@ -37,7 +50,7 @@ def whole_number(v: object, where: str) -> int:
     """A whole number >= 0 (JSON may write it as 64 or 64.0), else ProbeError."""
     x = finite_number(v, where)
     if x != int(x):
-        raise ProbeError(f"{where} is {v!r}, not a whole number")
+        raise impossible(f"{where} is {v!r}, not a whole number")
     return int(x)
 
 
@@ -120,13 +133,13 @@ def check_requests(times: Sequence[RequestTimes], wall: float, where: str) -> No
     for i, t in enumerate(times):
         bad = t.problem()
         if bad:
-            raise ProbeError(f"{where}: request {i}: {bad}")
+            raise impossible(f"{where}: request {i}: {bad}")
         if t.latency > wall + max(TIME_SLACK_SECONDS, TIME_SLACK_FRACTION * wall):
-            raise ProbeError(f"{where}: request {i} took {t.latency:.6g} s, longer than the whole run's "
+            raise impossible(f"{where}: request {i} took {t.latency:.6g} s, longer than the whole run's "
                              f"{wall:.6g} s")
     starts = [(t.start, t.start + t.latency) for t in times if t.start is not None]
     if starts:
         span = max(e for _, e in starts) - min(s for s, _ in starts)
         if span > wall + max(TIME_SLACK_SECONDS, TIME_SLACK_FRACTION * wall):
-            raise ProbeError(f"{where}: its requests span {span:.6g} s from the first send to the last token, "
+            raise impossible(f"{where}: its requests span {span:.6g} s from the first send to the last token, "
                              f"longer than its duration {wall:.6g} s")

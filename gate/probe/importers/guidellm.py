@@ -53,6 +53,8 @@ from gate.probe.importers.common import (
     check_requests,
     close,
     finite_number,
+    impossible,
+    not_same,
     whole_number,
 )
 from gate.status import InputError
@@ -152,14 +154,14 @@ def _benchmark(b: dict[str, Any], where: str, concurrency: int | None) -> tuple[
     """One benchmark → (its cell, the temperature its requests carried, its warm-up requests)."""
     conc = _concurrency(_obj(_get(b, "config.strategy", where), f"{where}: config.strategy"), where)
     if concurrency is not None and concurrency != conc:
-        raise ProbeError(f"{where}: ran at concurrency {conc}, --concurrency says {concurrency}")
+        raise not_same(f"{where}: ran at concurrency {conc}, --concurrency says {concurrency}")
     start = finite_number(_get(b, "scheduler_metrics.measure_start_time", where),
                           f"{where}: scheduler_metrics.measure_start_time")
     end = finite_number(_get(b, "scheduler_metrics.measure_end_time", where),
                         f"{where}: scheduler_metrics.measure_end_time")
     duration = finite_number(_get(b, "duration", where), f"{where}: duration", positive=True)
     if not close(duration, end - start):
-        raise ProbeError(f"{where}: duration {duration:.6g} is not measure_end_time − measure_start_time "
+        raise impossible(f"{where}: duration {duration:.6g} is not measure_end_time − measure_start_time "
                          f"= {end - start:.6g} s")
     lists = _obj(_get(b, "requests", where), f"{where}: requests")
     measured: dict[str, list[dict[str, Any]]] = {}
@@ -188,7 +190,7 @@ def _benchmark(b: dict[str, Any], where: str, concurrency: int | None) -> tuple[
         if stated != len(measured[status]):
             sampled = " (a reservoir-sampled report: run without --metrics sample_size)" if stated > len(
                 measured[status]) else ""
-            raise ProbeError(f"{where}: metrics.request_totals.{status} {stated} is not the {len(measured[status])} "
+            raise impossible(f"{where}: metrics.request_totals.{status} {stated} is not the {len(measured[status])} "
                              f"{status} requests inside its measured window{sampled}")
     ok = measured["successful"]
     if not ok:
@@ -205,15 +207,15 @@ def _benchmark(b: dict[str, Any], where: str, concurrency: int | None) -> tuple[
         first = finite_number(t.get("first_token_iteration"), f"{at}: info.timings.first_token_iteration")
         last = finite_number(t.get("last_token_iteration"), f"{at}: info.timings.last_token_iteration")
         if send < start - TIME_SLACK_SECONDS:
-            raise ProbeError(f"{at}: sent {start - send:.6g} s before the measured window began: the window "
+            raise impossible(f"{at}: sent {start - send:.6g} s before the measured window began: the window "
                              "cut through it (a warm-up by duration); import a run warmed up by requests or none")
         if first < send or last < first:
-            raise ProbeError(f"{at}: request_start {send:.6f}, first token {first:.6f}, last token {last:.6f} "
+            raise impossible(f"{at}: request_start {send:.6f}, first token {first:.6f}, last token {last:.6f} "
                              "are out of order")
         tokens = whole_number(req.get("output_tokens"), f"{at}: output_tokens")
         chunks = t.get("token_iterations")
         if chunks is not None and whole_number(chunks, f"{at}: info.timings.token_iterations") > tokens:
-            raise ProbeError(f"{at}: it streamed {chunks} token chunks for {tokens} output tokens (every chunk "
+            raise impossible(f"{at}: it streamed {chunks} token chunks for {tokens} output tokens (every chunk "
                              "carries at least one token)")
         rt = RequestTimes(ttft=first - send, latency=last - send, output_tokens=tokens, start=send)
         times.append(rt)
@@ -228,22 +230,22 @@ def _benchmark(b: dict[str, Any], where: str, concurrency: int | None) -> tuple[
     stated_out = finite_number(_get(b, "metrics.output_token_count.successful.total_sum", where),
                                f"{where}: metrics.output_token_count.successful.total_sum")
     if not close(stated_out, total_out):
-        raise ProbeError(f"{where}: metrics.output_token_count.successful.total_sum {stated_out:g} is not its "
+        raise impossible(f"{where}: metrics.output_token_count.successful.total_sum {stated_out:g} is not its "
                          f"requests' output tokens {total_out}")
     rate = finite_number(_get(b, "metrics.output_tokens_per_second.successful.mean", where),
                          f"{where}: metrics.output_tokens_per_second.successful.mean")
     if not close(rate, total_out / duration):
-        raise ProbeError(f"{where}: metrics.output_tokens_per_second.successful.mean {rate:.6g} is not output "
+        raise impossible(f"{where}: metrics.output_tokens_per_second.successful.mean {rate:.6g} is not output "
                          f"tokens / duration = {total_out / duration:.6g}")
     for key, pairs in (("time_to_first_token_ms", ttft_pairs), ("inter_token_latency_ms", itl_pairs)):
         median = finite_number(_get(b, f"metrics.{key}.successful.median", where),
                                f"{where}: metrics.{key}.successful.median")
         mine = guidellm_percentile(pairs, 0.5)
         if not any(math.isclose(median, m, rel_tol=MEDIAN_REL_TOL, abs_tol=1e-9) for m in mine):
-            raise ProbeError(f"{where}: metrics.{key}.successful.median {median:.6g} is not guidellm's median of "
+            raise impossible(f"{where}: metrics.{key}.successful.median {median:.6g} is not guidellm's median of "
                              f"its own requests ({mine[0]:.6g} ms)")
     if len(temps) > 1:
-        raise ProbeError(f"{where}: its requests carried different temperatures: "
+        raise not_same(f"{where}: its requests carried different temperatures: "
                          f"{', '.join(sorted(map(str, temps)))}")
     known = [x for x in prompts if x is not None]
     whole = len(known) == len(prompts)
@@ -285,10 +287,10 @@ def read_guidellm(path: Path, concurrency: int | None = None, temperature: float
         at = f"{where}: benchmarks[{n}]"
         cell, sent, before = _benchmark(_obj(b, at), at, concurrency)
         if sent is not None and stated_t is not None and sent != stated_t:
-            raise ProbeError(f"{at}: its requests carried temperature {sent:g}, the backend's extras say {stated_t:g}")
+            raise not_same(f"{at}: its requests carried temperature {sent:g}, the backend's extras say {stated_t:g}")
         t = stated_t if stated_t is not None else sent
         if temperature is not None and t is not None and t != temperature:
-            raise ProbeError(f"{at}: guidellm sent temperature {t:g}, --temperature says {temperature:g}")
+            raise not_same(f"{at}: guidellm sent temperature {t:g}, --temperature says {temperature:g}")
         cells.append(replace(cell, temperature=t))
         warmups.append(before)
     return [replace(cell, tool_version=version if isinstance(version, str) and version else None,

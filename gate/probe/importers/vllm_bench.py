@@ -42,6 +42,8 @@ from gate.probe.importers.common import (
     check_requests,
     close,
     finite_number,
+    impossible,
+    not_same,
     whole_number,
 )
 from gate.probe.runner import quantiles
@@ -98,12 +100,12 @@ def read_vllm_bench(path: Path, concurrency: int | None = None) -> ImportedCell:
     if conc_n < 1:
         raise ProbeError(f"{where}: max_concurrency {conc!r}")
     if concurrency is not None and concurrency != conc_n:
-        raise ProbeError(f"{where}: ran at --max-concurrency {conc_n}, --concurrency says {concurrency}")
+        raise not_same(f"{where}: ran at --max-concurrency {conc_n}, --concurrency says {concurrency}")
     n = whole_number(_field(doc, "num_prompts", where), f"{where}: num_prompts")
     completed = whole_number(_field(doc, "completed", where), f"{where}: completed")
     failed = whole_number(_field(doc, "failed", where), f"{where}: failed")
     if completed + failed != n or n < 1:
-        raise ProbeError(f"{where}: completed {completed} + failed {failed} is not num_prompts {n}")
+        raise impossible(f"{where}: completed {completed} + failed {failed} is not num_prompts {n}")
     if completed == 0:
         raise ProbeError(f"{where}: none of its {n} requests completed: nothing was measured")
     lists: dict[str, list[Any]] = {}
@@ -120,13 +122,13 @@ def read_vllm_bench(path: Path, concurrency: int | None = None) -> ImportedCell:
     out_lens = [whole_number(v, f"{where}: output_lens[{i}]") for i, v in enumerate(lists["output_lens"])]
     total_out = whole_number(_field(doc, "total_output_tokens", where), f"{where}: total_output_tokens")
     if sum(out_lens) != total_out:
-        raise ProbeError(f"{where}: total_output_tokens {total_out} is not the sum of output_lens {sum(out_lens)}")
+        raise impossible(f"{where}: total_output_tokens {total_out} is not the sum of output_lens {sum(out_lens)}")
     done = [i for i, k in enumerate(out_lens) if k > 0]  # vLLM writes 0 for a failed request
     if len(done) != completed:
-        raise ProbeError(f"{where}: {len(done)} requests have output tokens, completed says {completed}")
+        raise impossible(f"{where}: {len(done)} requests have output tokens, completed says {completed}")
     throughput = _optional(doc, "output_throughput", where)
     if throughput is not None and not close(throughput, total_out / duration):
-        raise ProbeError(f"{where}: output_throughput {throughput:.6g} is not total_output_tokens / duration = "
+        raise impossible(f"{where}: output_throughput {throughput:.6g} is not total_output_tokens / duration = "
                          f"{total_out / duration:.6g}")
     times: list[RequestTimes] = []
     for i in done:
@@ -149,7 +151,7 @@ def read_vllm_bench(path: Path, concurrency: int | None = None) -> ImportedCell:
         prompt_total = sum(ins)
         stated = doc.get("total_input_tokens")
         if stated is not None and whole_number(stated, f"{where}: total_input_tokens") != prompt_total:
-            raise ProbeError(f"{where}: total_input_tokens {stated} is not the completed requests' input_lens "
+            raise impossible(f"{where}: total_input_tokens {stated} is not the completed requests' input_lens "
                              f"sum {prompt_total}")
         per_prompt = ins[0] if ins and len(set(ins)) == 1 else None
     for key, values in (("median_ttft_ms", [t.ttft for t in times]),
@@ -157,7 +159,7 @@ def read_vllm_bench(path: Path, concurrency: int | None = None) -> ImportedCell:
         stated_ms = _optional(doc, key, where)
         mine = quantiles(values).p50
         if stated_ms is not None and mine is not None and not close(stated_ms / 1000.0, mine):
-            raise ProbeError(f"{where}: {key} {stated_ms:.6g} is not the median of its own requests "
+            raise impossible(f"{where}: {key} {stated_ms:.6g} is not the median of its own requests "
                              f"({mine * 1000:.6g} ms)")
     length = _optional(doc, "spec_decode_acceptance_length", where)
     drafts = _optional(doc, "spec_decode_num_drafts", where)
