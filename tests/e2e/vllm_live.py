@@ -126,7 +126,7 @@ def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager:
               num_speculative_tokens: int | None = None,
               extra_env: Mapping[str, str] | None = None,
               speculative_overrides: Mapping[str, Any] | None = None,
-              max_model_len: int = MAX_MODEL_LEN) -> VLLMProcess:
+              max_model_len: int = MAX_MODEL_LEN, nice: int = 0) -> VLLMProcess:
     """Launch one arm's vLLM API server on 127.0.0.1 (not waiting for it: call `wait_ready`).
 
     `extra_env` is added to the engine's environment (e.g. PYTHONPATH for arctic-inference).
@@ -134,6 +134,8 @@ def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager:
     `speculative_overrides` are merged into the arm's `--speculative-config` (e.g. a fragment `specgate tune
     --emit vllm` wrote: `num_speculative_tokens` and `num_speculative_tokens_per_batch_size`).
     `max_model_len` (default MAX_MODEL_LEN) is the context cap (test_depth_varies.py holds long requests).
+    `nice` > 0 starts the engine (and the engine core it spawns) at that niceness, so a test that saturates both
+    CPUs with it still leaves the exporters and Prometheus their scrapes (`nice` execs: the PID is the engine's).
     """
     python = python or ensure_vllm()
     if num_speculative_tokens is None:
@@ -159,6 +161,8 @@ def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager:
     if spec is not None:
         cmd += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
     cmd += list(extra_args)
+    if nice > 0:
+        cmd = ["nice", "-n", str(nice), *cmd]
     with log_path.open("wb") as fh:
         launched_wall = time.time()
         launched_at = time.monotonic()
