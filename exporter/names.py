@@ -309,12 +309,16 @@ REVISION_BELOW_SLO_RULE = "model_revision:specgate_spec_windows_below_slo:ratio_
 
 # Energy (issue 38): dcgm-exporter's per-GPU energy counter, joined to specgate's generated tokens per pod by
 # the labels dcgm-exporter sets in Kubernetes (`pod`, `namespace`, `container` of the pod holding the GPU).
-# Two naming generations: the default counters file up to dcgm-exporter 4.8.x ("Total energy consumption since
-# boot (in mJ)"), and from 4.9.0 the DCGM 4.7 name in joules (its exact spelling here is not yet confirmed
-# against a 4.9.0 page: gate.probe.energy says so too). Not specgate's series: the rules may select them.
+# Two naming generations: the default counters file up to dcgm-exporter 4.8.x (field 156, "Total energy
+# consumption since boot (in mJ)"), and from 4.9.0 (which renames the default fields DCGM 4.7 deprecates, "energy
+# from millijoules to joules") DCGM 4.7's base-unit field 1611 in joules, DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL
+# (NVIDIA/go-dcgm@b7fa3154 pkg/dcgm/base_unit_fields_test.go pairs it with field 156). Power likewise:
+# DCGM_FI_DEV_POWER_USAGE is DCGM 4.7's deprecated alias of DCGM_FI_DEV_BOARD_POWER_WATTS (field 155, W; go-dcgm
+# pkg/dcgm/alias_resolution_test.go). Not specgate's series: the rules may select them.
 DCGM_ENERGY_MJ_SERIES = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
-DCGM_ENERGY_J_SERIES = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J"
+DCGM_ENERGY_J_SERIES = "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL"
 DCGM_POWER_SERIES = "DCGM_FI_DEV_POWER_USAGE"
+DCGM_BOARD_POWER_SERIES = "DCGM_FI_DEV_BOARD_POWER_WATTS"
 FOREIGN_SERIES: frozenset[str] = frozenset({DCGM_ENERGY_MJ_SERIES, DCGM_ENERGY_J_SERIES})
 """Series of other exporters that a rule joins (what a rule may select besides SERIES and `up`)."""
 GPU_POWER_RULE = "pod:specgate_gpu_energy_joules:rate5m"
@@ -323,7 +327,7 @@ TOKENS_PER_JOULE_RULE = "pod:specgate_tokens_per_joule:ratio_rate5m"
 
     sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{pod!=""}[5m])) / 1000
     or
-    sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J{pod!=""}[5m]))
+    sum by (namespace, pod) (rate(DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL{pod!=""}[5m]))
 
 and generated tokens per joule (no pod without a positive energy rate):
 
@@ -332,7 +336,7 @@ and generated tokens per joule (no pod without a positive energy rate):
     (
       (sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{pod!=""}[5m])) / 1000 > 0)
       or
-      (sum by (namespace, pod) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J{pod!=""}[5m])) > 0)
+      (sum by (namespace, pod) (rate(DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL{pod!=""}[5m])) > 0)
     )
 """
 

@@ -222,8 +222,9 @@
       // Energy beside speed (issue 38): per pod, the watts of its GPUs from dcgm-exporter (its energy counter's
       // rate; the pod, namespace and container labels are dcgm-exporter's GPU-to-pod mapping in Kubernetes) and
       // specgate's generated tokens per second over the same pod, as tokens per joule. Both naming generations:
-      // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION in mJ (dcgm-exporter <= 4.8.x, scaled to J) or the 4.9.0 name in J;
-      // `or` takes the first where a pod has both. Absent (not 0) while the GPUs draw nothing measurable.
+      // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION in mJ (dcgm-exporter <= 4.8.x, scaled to J) or, from 4.9.0, DCGM 4.7's
+      // DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL in J (exporter/names.py cites both); `or` takes the first where a pod
+      // has both. Absent (not 0) while the GPUs draw nothing measurable.
       {
         name: 'specgate.energy',
         rules: [
@@ -233,7 +234,7 @@
               sum by (namespace, pod) (rate(%(mj)s[5m])) / 1000
               or
               sum by (namespace, pod) (rate(%(j)s[5m]))
-            ||| % { mj: dsel('DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'), j: dsel('DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J') },
+            ||| % { mj: dsel('DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'), j: dsel('DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL') },
           },
           {
             record: 'pod:specgate_tokens_per_joule:ratio_rate5m',
@@ -246,7 +247,7 @@
                 (sum by (namespace, pod) (rate(%(j)s[5m])) > 0)
               )
             ||| % { tokens: sel('specgate_decode_tokens_per_second', 'window="%s"' % c.energyDecodeWindow),
-                    mj: dsel('DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'), j: dsel('DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_J') },
+                    mj: dsel('DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'), j: dsel('DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL') },
           },
         ],
       },

@@ -7,10 +7,11 @@ Why: tokens per joule per arm needs the energy of each cell beside its tokens. T
   `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` in **millijoules** (the default counters file up to the 4.8.x tags:
   "Total energy consumption since boot (in mJ)"), and from dcgm-exporter 4.9.0 the DCGM 4.7 name in
   **joules** (4.9.0 release notes: "Rename the 23 default and profiling-preset fields that DCGM 4.7 deprecates
-  to their new DCGM 4.7 names … energy from millijoules to joules"). The 4.9.0 name below,
-  `DCGM_ENERGY_J`, could not be checked against 4.9.0's counters file in the session that wrote this; a page's
-  `# HELP` line saying "(in mJ)" or "(in J)" decides the unit when it disagrees with the table.
-  Without an energy counter, `DCGM_FI_DEV_POWER_USAGE` (W) is sampled and integrated.
+  to their new DCGM 4.7 names … energy from millijoules to joules"): `DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL`, DCGM
+  4.7's base-unit field 1611 beside the mJ field 156 (NVIDIA/go-dcgm@b7fa3154 pkg/dcgm/base_unit_fields_test.go).
+  A page's `# HELP` line saying "(in mJ)" or "(in J)" decides the unit when it disagrees with the table.
+  Without an energy counter, power in W is sampled and integrated: `DCGM_FI_DEV_POWER_USAGE` or its DCGM 4.7 name
+  `DCGM_FI_DEV_BOARD_POWER_WATTS` (the same field 155; go-dcgm pkg/dcgm/alias_resolution_test.go).
 - `nvml` — NVML through `nvidia-ml-py` (module `pynvml`, imported only when asked for, an optional extra):
   `nvmlDeviceGetTotalEnergyConsumption` (mJ since the driver was loaded; Volta and newer), else
   `nvmlDeviceGetPowerUsage` (mW) sampled and integrated.
@@ -41,6 +42,8 @@ from gate.inputs.redact import redact_url
 DCGM_ENERGY_MJ = names.DCGM_ENERGY_MJ_SERIES
 DCGM_ENERGY_J = names.DCGM_ENERGY_J_SERIES
 DCGM_POWER_W = names.DCGM_POWER_SERIES
+DCGM_BOARD_POWER_W = names.DCGM_BOARD_POWER_SERIES
+DCGM_POWER_NAMES: frozenset[str] = frozenset({DCGM_POWER_W, DCGM_BOARD_POWER_W})  # field 155 (W), either name
 # Joules per unit of each energy counter name.
 DCGM_ENERGY_UNITS: Mapping[str, float] = {DCGM_ENERGY_MJ: 1e-3, DCGM_ENERGY_J: 1.0}
 _HELP_UNIT = re.compile(r"\(in (mJ|J)\)")
@@ -71,6 +74,7 @@ def parse_dcgm(text: str, gpus: Sequence[str] = ()) -> GpuReading:
     joules: dict[str, float] = {}
     watts: dict[str, float] = {}
     used: set[str] = set()
+    power: set[str] = set()
     for line in text.splitlines():
         if line.startswith("# HELP "):
             parts = line.split(None, 3)
@@ -95,9 +99,11 @@ def parse_dcgm(text: str, gpus: Sequence[str] = ()) -> GpuReading:
         if name in units:
             joules[gpu] = joules.get(gpu, 0.0) + value * units[name]
             used.add(f"{name} ({'mJ' if units[name] == 1e-3 else 'J'})")
-        elif name == DCGM_POWER_W:
+        elif name in DCGM_POWER_NAMES:
             watts[gpu] = value
-    source = "dcgm:" + (" + ".join(sorted(used)) if joules else f"{DCGM_POWER_W} (W)")
+            power.add(name)
+    source = "dcgm:" + (" + ".join(sorted(used)) if joules
+                        else " + ".join(f"{n} (W)" for n in sorted(power or {DCGM_POWER_W})))
     return GpuReading(joules, watts, source)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gate.commands.probe import energy_source
+from gate.commands._probe import energy_source
 from gate.evidence.probes import Cell, ProbeError, ProbeRecord
 from gate.probe.energy import (
     DCGM_ENERGY_J,
@@ -52,10 +52,18 @@ def test_help_line_decides_the_unit() -> None:
     assert parse_dcgm(text).joules["0"] == pytest.approx(123456.789)
 
 
-def test_power_only_page() -> None:
-    text = "\n".join(x for x in page("dcgm-4.8-energy-mj.prom").splitlines() if "ENERGY" not in x)
+@pytest.mark.parametrize(("name", "power"), [("dcgm-4.8-energy-mj.prom", "DCGM_FI_DEV_POWER_USAGE"),
+                                             ("dcgm-4.9-energy-j.prom", "DCGM_FI_DEV_BOARD_POWER_WATTS")])
+def test_power_only_page(name: str, power: str) -> None:
+    text = "\n".join(x for x in page(name).splitlines() if "ENERGY" not in x)
     r = parse_dcgm(text)
-    assert r.joules == {} and r.watts["0"] == 312.5 and r.source == "dcgm:DCGM_FI_DEV_POWER_USAGE (W)"
+    assert r.joules == {} and r.watts["0"] == 312.5 and r.source == f"dcgm:{power} (W)"
+
+
+def test_the_49_names_are_dcgm_47s() -> None:
+    """The second generation's names are DCGM 4.7's (go-dcgm's base-unit and alias tables), not a guess."""
+    assert DCGM_ENERGY_J == "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL"
+    assert DCGM_ENERGY_J in page("dcgm-4.9-energy-j.prom") and "_J{" not in page("dcgm-4.9-energy-j.prom")
 
 
 def _scaled(text: str, factor: float) -> str:
