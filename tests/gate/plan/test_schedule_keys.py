@@ -7,6 +7,7 @@ checks them against vLLM itself); SGLang's are 0.5.23's `adaptive_unsupported_re
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -142,16 +143,39 @@ def test_sglang_adaptive_config_object() -> None:
 
 
 @pytest.mark.parametrize(
-    ("method", "spec", "reason"),
+    ("method", "spec", "reason", "k"),
     [
-        ("draft_model", {"num_steps": 3}, r"speculative_algorithm=STANDALONE \(only EAGLE/EAGLE3 are supported\)"),
+        ("draft_model", {"num_steps": 3}, r"speculative_algorithm=STANDALONE \(only EAGLE/EAGLE3 are supported\)", 3),
         ("eagle3", {"num_steps": 3, "eagle_topk": 4, "num_draft_tokens": 8},
-         r"speculative_eagle_topk=4 \(only topk=1 is supported\)"),
+         r"speculative_eagle_topk=4 \(only topk=1 is supported\)", 7),
     ],
 )
-def test_sglang_adaptive_refused_where_sglang_cannot_run_it(method: str, spec: dict[str, Any], reason: str) -> None:
-    with pytest.raises(PlanError, match=reason):
-        plan_from_dict(_sglang(method, speculative_adaptive=True, **spec))
+def test_sglang_adaptive_falls_back_to_static_steps_where_sglang_cannot_adapt(
+        method: str, spec: dict[str, Any], reason: str, k: int) -> None:
+    """SGLang 0.5.23 does not refuse: `_maybe_disable_adaptive` logs its reason and runs static steps, so the plan
+    is valid, warned with SGLang's own line, and judged on the static k."""
+    plan = plan_from_dict(_sglang(method, speculative_adaptive=True, **spec))
+    reading = plan.depth_reading
+    assert reading.declared and reading.schedule is None
+    assert len(reading.warnings) == 1
+    assert re.search(r"SGLang: speculative_adaptive disabled: " + reason
+                     + r"\. Falling back to static speculative params\.", reading.warnings[0])
+    assert f"static k = {k}" in reading.warnings[0]
+    assert plan.depth == plan.bound_depth == k
+
+
+def test_sglang_adaptive_fallback_without_steps_says_the_gate_has_no_k() -> None:
+    reading = depth_schedule("sglang", {"method": "ngram", "speculative_adaptive": True})
+    assert reading.schedule is None and "declare num_steps" in reading.warnings[0]
+
+
+@pytest.mark.parametrize("method", ["mtp", "nextn"])
+def test_sglang_adaptive_mtp_runs_as_eagle(method: str) -> None:
+    """`_resolve_speculative_algorithm_alias` turns NEXTN into EAGLE before the adaptive check: it adapts."""
+    p = _sglang(method, num_steps=3, eagle_topk=1, speculative_adaptive=True)
+    p.pop("drafter")
+    reading = depth_schedule("sglang", p["engine"]["speculative"])
+    assert reading.schedule is not None and not reading.warnings and reading.schedule.max_k == 7
 
 
 def test_no_schedule_is_a_fixed_k() -> None:

@@ -58,23 +58,70 @@ GENERAL_AVAILABILITY: Mapping[str, tuple[int, ...]] = MappingProxyType({
     "dspark": (0, 5, 18), "dflash": (0, 5, 18), "mtp": (0, 5, 18), "nextn": (0, 5, 18)})
 
 
-# The plan methods SGLang 0.5.23's adaptive speculation runs (adaptive_spec_params.adaptive_unsupported_reason:
-# speculative_algorithm EAGLE or EAGLE3 only).
-ADAPTIVE_METHODS = frozenset({"eagle", "eagle3"})
+# The drafter architectures SGLang 0.5.23 promotes NEXTN/EAGLE to FROZEN_KV_MTP for
+# (arg_groups/speculative_hook.py `_resolve_speculative_algorithm_alias`).
+GEMMA4_ASSISTANTS = frozenset({"Gemma4AssistantForCausalLM", "Gemma4UnifiedAssistantForCausalLM"})
+
+# The algorithms SGLang 0.5.23's adaptive speculation runs, after the alias (adaptive_unsupported_reason).
+ADAPTIVE_ALGORITHMS = frozenset({"EAGLE", "EAGLE3"})
 
 
-def adaptive_unsupported_reason(method: str, eagle_topk: int | None) -> str | None:
-    """SGLang 0.5.23's `adaptive_unsupported_reason`, the branches a plan can answer: the algorithm and the top-k.
-
-    (The others, a platform worker, attention DP, multi-layer EAGLE, two-batch overlap, PD multiplexing, are
-    launch settings a plan does not carry.)
-    """
+def resolve_algorithm(method: str, drafter_architectures: Sequence[str] = ()) -> str:
+    """The algorithm SGLang 0.5.23 runs for a plan method: `_resolve_speculative_algorithm_alias`, which runs
+    before the adaptive check (so NEXTN/MTP adapts as EAGLE). ValueError (SGLang's words) for EAGLE3 with a
+    Gemma-4 assistant draft."""
     algorithm = LAUNCH_ALGORITHM.get(method, method.upper())
-    if method not in ADAPTIVE_METHODS:
+    gemma4 = any(a in GEMMA4_ASSISTANTS for a in drafter_architectures)
+    if algorithm == "EAGLE3" and gemma4:
+        raise ValueError("Gemma4AssistantForCausalLM draft requires --speculative-algorithm NEXTN or EAGLE; EAGLE3 "
+                         "is not supported for this draft architecture.")
+    if algorithm in ("NEXTN", "EAGLE"):
+        return "FROZEN_KV_MTP" if gemma4 else "EAGLE"
+    return algorithm
+
+
+def adaptive_unsupported_reason(algorithm: str, *, eagle_topk: int | None = None, attn_dp_size: int = 1,
+                                ep_join_mode: str | None = None, enable_multi_layer_eagle: bool = False,
+                                enable_two_batch_overlap: bool = False, enable_pdmux: bool = False) -> str | None:
+    """SGLang 0.5.23's `adaptive_unsupported_reason` (speculative/adaptive_spec_params.py), branch for branch and
+    in its order, on the resolved `algorithm` (`resolve_algorithm`) and SGLang's own field names; its wording.
+
+    The platform-worker branch answers None: only an out-of-tree platform replaces the built-in worker (the
+    GPU and CPU builds do not). A plan carries the algorithm and the top-k; the other fields are launch
+    settings a plan does not spell (they default to SGLang's), which the oracle replay exercises.
+    """
+    if algorithm not in ADAPTIVE_ALGORITHMS:
         return f"speculative_algorithm={algorithm} (only EAGLE/EAGLE3 are supported)"
     if eagle_topk is not None and eagle_topk != 1:
         return f"speculative_eagle_topk={eagle_topk} (only topk=1 is supported)"
+    if attn_dp_size > 1 or ep_join_mode == "scale":
+        return "attention DP is not supported (adaptive tier decisions are not synchronized across DP ranks)"
+    if enable_multi_layer_eagle:
+        return "enable_multi_layer_eagle=True is not supported (MultiLayerEagleWorkerV2 does not implement adaptive)"
+    if enable_two_batch_overlap:
+        return ("enable_two_batch_overlap=True is not supported (adaptive state swap would discard the "
+                "TboAttnBackend wrapper)")
+    if enable_pdmux:
+        return ("enable_pdmux=True is not supported (adaptive state swap does not update "
+                "decode_attn_backend_group)")
     return None
+
+
+def fallback_warning(reason: str) -> str:
+    """SGLang's own log line where it cannot adapt (`_maybe_disable_adaptive`): it runs static steps instead."""
+    return f"speculative_adaptive disabled: {reason}. Falling back to static speculative params."
+
+
+def adaptive_start(config: Mapping[str, Any] | None, num_steps: int | None) -> tuple[int, int]:
+    """`_init_adaptive_speculative_params` where SGLang adapts: (num_steps, num_draft_tokens) it starts at — the
+    middle of the sorted candidate steps when none is given, num_steps + 1 draft tokens; ValueError (SGLang's
+    words) for steps outside the candidates."""
+    candidates = sorted(_all_candidates(config))
+    steps = candidates[len(candidates) // 2] if num_steps is None else num_steps
+    if steps not in candidates:
+        raise ValueError(f"--speculative-num-steps={steps} is not in the adaptive config candidate_steps "
+                         f"{candidates}. Pass one of those values.")
+    return steps, steps + 1
 
 
 def _n(x: int | None) -> str:
@@ -106,10 +153,12 @@ class SglangProfile(BaseProfile):
     def depth_schedule(self, speculative: Mapping[str, Any], *, data_parallel: int) -> ScheduleReading:
         """SGLang 0.5.23's `--speculative-adaptive` (+ `--speculative-adaptive-config`): candidate steps per tier.
 
-        SGLang itself falls back to static parameters with a warning when `adaptive_unsupported_reason` answers;
-        a plan that declares adaptive speculation where it cannot run is refused with that reason (the plan
-        would be judged on a depth the engine does not run). `_init_adaptive_speculative_params` refuses a
-        `--speculative-num-steps` outside the candidate steps. k = steps (top-k 1: one token per step).
+        As SGLang decides it (arg_groups/speculative_hook.py `handle_speculative_decoding`): the algorithm alias
+        first (`resolve_algorithm`: NEXTN/MTP runs as EAGLE), then `adaptive_unsupported_reason`; where that
+        answers, SGLang does not refuse: it logs `fallback_warning` and runs static steps, so the plan gets that
+        warning and the gate judges the static k (its depth keys), as it does for vLLM's dropped schedule.
+        Where SGLang adapts, `_init_adaptive_speculative_params` refuses a `--speculative-num-steps` outside the
+        candidate steps (`adaptive_start`). k = steps (top-k 1: one token per step).
         """
         config = speculative.get("speculative_adaptive_config")
         if not speculative.get("speculative_adaptive"):
@@ -117,19 +166,19 @@ class SglangProfile(BaseProfile):
                 raise ValueError("engine.speculative.speculative_adaptive_config needs speculative_adaptive: true "
                                  "(SGLang reads the file only with --speculative-adaptive)")
             return ScheduleReading()
-        reason = adaptive_unsupported_reason(str(speculative.get("method")), speculative.get("eagle_topk"))
+        topk = speculative.get("eagle_topk")
+        reason = adaptive_unsupported_reason(resolve_algorithm(str(speculative.get("method"))), eagle_topk=topk)
         if reason is not None:
-            raise ValueError(f"engine.speculative.speculative_adaptive: SGLang cannot run adaptive speculation here: "
-                             f"{reason}")
+            k = sglang_depth(speculative.get("num_draft_tokens"), speculative.get("num_steps"), topk)
+            static = (f"the gate judges the static k = {k}" if k is not None else
+                      "declare num_steps (or num_draft_tokens): without them SGLang picks its static steps from "
+                      "the target's architecture (_auto_choose_speculative_params) and the gate has no k")
+            return ScheduleReading(None, (f"SGLang: {fallback_warning(reason)} ({static})",), declared=True)
         try:
             schedule = sglang_adaptive_schedule(config)
         except ValueError as e:
             raise ValueError(f"engine.speculative.speculative_adaptive_config: SGLang refuses it: {e}") from None
-        candidates = sorted(_all_candidates(config))
-        steps = speculative.get("num_steps")
-        if steps is not None and steps not in candidates:
-            raise ValueError(f"--speculative-num-steps={steps} is not in the adaptive config candidate_steps "
-                             f"{candidates}. Pass one of those values.")
+        adaptive_start(config, speculative.get("num_steps"))
         return ScheduleReading(schedule, (), declared=True)
 
 
@@ -145,8 +194,8 @@ class SglangProfile(BaseProfile):
 
     @property
     def schedule_methods(self) -> frozenset[str] | None:
-        """Adaptive speculation runs EAGLE and EAGLE3 only (`adaptive_unsupported_reason`)."""
-        return frozenset(LAUNCH_ALGORITHM[m] for m in ADAPTIVE_METHODS)
+        """Adaptive speculation runs EAGLE and EAGLE3 only (`adaptive_unsupported_reason`, after the alias)."""
+        return ADAPTIVE_ALGORITHMS
 
     def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
                     num_steps: int | None, eagle_topk: int | None) -> int | None:
