@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # `specgate probe <NAME>` subcommands with arguments of their own (not probe's): (probe, NAME) -> module.
-SUBCOMMANDS: dict[tuple[str, str], str] = {("probe", "import"): "probe_import"}
+SUBCOMMANDS: dict[tuple[str, str], str] = {("probe", "ab"): "probe_ab", ("probe", "import"): "probe_import"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,8 @@ Each page here is rendered from the object the program itself uses, and tests/do
 regenerates it in memory and fails on any difference ("run make reference"):
 
 - `cli.md` from the real argparse parsers (`gate.cli.build_parser()`, and `gate.cli.SUBCOMMANDS` for
-  `specgate probe import`): every command and sub-command, every argument with its value, default and help;
+  `specgate probe ab` and `specgate probe import`): every command and sub-command, every argument with its
+  value, default and help;
 - `metrics.md` from `exporter/names.py`: every family (`EXPORTER_FAMILIES`, `GATE_FAMILIES`) with its type,
   stored series, labels, HELP text and the notes written next to it (the attribute docstrings: reasons,
   engines, the PromQL of the recording rules), sectioned as names.py sections them;
@@ -165,19 +166,6 @@ def _subcommand_parsers() -> Iterator[tuple[tuple[str, str], argparse.ArgumentPa
         yield (command, name), p
 
 
-def _modes(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str, str]]:
-    """Modes named by a positional choice (`specgate probe ab`) whose own flags form a group titled after
-    them ("probe ab (both arms)"): (mode, the group's heading, the positional's help)."""
-    word = parser.prog.rsplit(" ", 1)[-1]
-    for a in parser._actions:
-        if a.option_strings or a.choices is None or isinstance(a, argparse._SubParsersAction):
-            continue
-        for mode in a.choices:
-            group = next((g for g in parser._action_groups if (g.title or "").startswith(f"{word} {mode} ")), None)
-            if group is not None:
-                yield str(mode), f"{parser.prog}: {group.title}", _help(a, parser.prog)
-
-
 def _first_line(text: str | None) -> str:
     first = inspect.cleandoc(text or "").split("\n\n", 1)[0]
     return " ".join(first.split())
@@ -215,8 +203,6 @@ def render_cli() -> str:
         for (command, _), p in extra.items():
             if command == name:
                 index.append((p.prog, anchor(p.prog), _first_line(p.description)))
-        for mode, heading, text in _modes(sp):
-            index.append((f"{sp.prog} {mode}", anchor(heading), text))
     for prog, target, text in index:
         out.append(f"| [`{prog}`](#{target}) | {_cell(text)} |")
     out.append("")
