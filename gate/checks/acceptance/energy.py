@@ -7,8 +7,9 @@ number comes from. A point without watts (seed 004 at 32K) is shown "as reported
 rate and watts do not give never reaches here: the plan is refused (gate.plan.model.EnergyArm).
 
 One value per arm is no sample for a rank test: this sub-check never passes or fails on it. With
-`slo.min_tokens_per_joule_ratio` set it is inconclusive and says so (probe records with energy per cell
-are what can decide: gate.checks.acceptance.comparison); without it, it only reports.
+`slo.min_tokens_per_joule_ratio` set and no probe records it is inconclusive and says so; with probe records
+(`evidence.probes`) the ratio is judged there (gate.checks.acceptance.probes.energy_for_mix, inconclusive when
+they carry no energy); without the ratio, it only reports.
 """
 
 from __future__ import annotations
@@ -70,7 +71,10 @@ def sub(ctx: CheckContext) -> Finding:
     kinds = sorted({p.kind for p in points})
     parts = [f"reported {' and '.join(kinds)} energy: " + "; ".join(_clause(p) for p in points)]
     statuses: list[Status] = []
-    if plan.slo.min_tokens_per_joule_ratio is not None:
+    if plan.slo.min_tokens_per_joule_ratio is not None and plan.evidence.probes:
+        parts.append(f"min_tokens_per_joule_ratio {plan.slo.min_tokens_per_joule_ratio:g} is judged on the probe "
+                     "records (evidence.probes), not on these reported values")
+    elif plan.slo.min_tokens_per_joule_ratio is not None:
         statuses.append(Status.INCONCLUSIVE)
         parts.append(f"min_tokens_per_joule_ratio {plan.slo.min_tokens_per_joule_ratio:g} is not judged on one "
                      "reported value per arm (no rank test): give probe records with energy")

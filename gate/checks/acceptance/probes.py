@@ -22,6 +22,9 @@ depth k, each known; in `post` measured within the last day), records that canno
 same arm twice, not one consistent experiment: `compare`'s vetting), or a plan without request mixes
 is inconclusive with its reason, never a pass. A plan mix is judged only by a probe mix of its prompt
 and output tokens: a same-named mix of another shape measured other requests.
+
+`slo.min_tokens_per_joule_ratio` (issue 38) is judged here too, per plan mix, from the energy the records
+carry at the mix's own load (`energy_for_mix`); records without energy there leave it inconclusive.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from gate.checks.acceptance import verdicts
-from gate.checks.acceptance.comparison import CompareError, answer_for_mix, compare, match_mix
+from gate.checks.acceptance.comparison import CompareError, Comparison, answer_for_mix, compare, match_mix
 from gate.checks.acceptance.finding import Finding
 from gate.checks.base import CheckContext
 from gate.evidence.intake import plan_defects
@@ -64,7 +67,8 @@ def _judge(ctx: CheckContext) -> tuple[list[Status], list[str], dict[str, Any] |
         more = f" (and {len(defects) - 1} more)" if len(defects) > 1 else ""
         return [Status.INCONCLUSIVE], [f"probes not judged: {defects[0]}{more}"], values
     try:
-        cmp = compare(base[0], spec[0], alpha=plan.slo.alpha, min_speedup=plan.slo.min_speedup, now=ev.read_at)
+        cmp = compare(base[0], spec[0], alpha=plan.slo.alpha, min_speedup=plan.slo.min_speedup, now=ev.read_at,
+                      min_tokens_per_joule_ratio=plan.slo.min_tokens_per_joule_ratio)
     except CompareError as e:
         return [Status.INCONCLUSIVE], [f"probes not judged: {e}"], values
     values["comparison"] = cmp.to_json()
@@ -79,14 +83,47 @@ def _judge(ctx: CheckContext) -> tuple[list[Status], list[str], dict[str, Any] |
                 parts + ["probes not placed: the plan has no workload mixes, so where it would serve is unknown"],
                 values)
     mixes: dict[str, Any] = {}
+    energy: dict[str, Any] = {}
+    ratio = plan.slo.min_tokens_per_joule_ratio
     for m in plan.workload:
         pm, unmatched = match_mix(cmp, base[0], spec[0], m.name, m.prompt_tokens, m.output_tokens)
         ans = answer_for_mix(cmp, pm, m.name, m.concurrency, unmatched, request_rate=m.request_rate)
         statuses.append(verdicts.status(ans.verdict))
         parts.append(f"probes: {ans.reason}")
         mixes[m.name] = ans.values()
+        if ratio is not None:
+            st, text, energy[m.name] = energy_for_mix(cmp, pm, m.name, m.concurrency, m.request_rate, ratio)
+            statuses.append(st)
+            parts.append(text)
     values["mixes"] = mixes
+    if ratio is not None:
+        values["energy"] = energy
     return statuses, parts, values
+
+
+def energy_for_mix(cmp: Comparison, probe_mix: str | None, plan_mix: str, concurrency: int,
+                   request_rate: float | None, ratio: float) -> tuple[Status, str, dict[str, Any] | None]:
+    """`slo.min_tokens_per_joule_ratio` at a plan mix's operating point, from the probe records' energy (issue 38).
+
+    Judged only where the records measured energy at exactly the plan's load (its concurrency, or its declared
+    request rate among the open-loop points): tokens per joule are not interpolated. Anywhere else, or records
+    without energy, it is inconclusive with what was measured, never a pass."""
+    where = (f"mix {plan_mix} at request rate {request_rate:g}/s" if request_rate is not None
+             else f"mix {plan_mix} at concurrency {concurrency}")
+    head = f"tokens per joule (min_tokens_per_joule_ratio {ratio:g}), {where}"
+    if probe_mix is None:
+        return Status.INCONCLUSIVE, f"{head}: not judged: no probe mix of its shape", None
+    mine = [e for e in cmp.energy if e.mix == probe_mix]
+    here = [e for e in mine if (e.request_rate == request_rate if request_rate is not None
+                                else e.request_rate is None and e.concurrency == concurrency)]
+    if not here:
+        have = ", ".join(f"{e.request_rate:g}/s" if e.request_rate is not None else str(e.concurrency)
+                         for e in mine) or "none"
+        return (Status.INCONCLUSIVE, f"{head}: not judged: the probe records carry no energy there (measured "
+                                     f"with energy: {have}; give specgate probe --energy-source)", None)
+    e = here[0]
+    return (verdicts.status(e.result.verdict),
+            f"{head} ({e.scope}, {e.method}, {e.source}): {e.result.reason}", e.to_json())
 
 
 def per_request_slo(plan: Plan, spec: ProbeRecord) -> tuple[Status, str, dict[str, Any]]:
