@@ -210,7 +210,11 @@ def load_tune_file(path: Path) -> LoadedTuneFile:
         raise TuneInputError(str(e)) from None
     band = None
     if doc.draft_step_ms is not None:
-        band = DraftBand(doc.draft_step_ms.low_ms, doc.draft_step_ms.high_ms, doc.draft_step_ms.source)
+        # said with every answer: the band is this file's, so `tune --plan` and `check` (the same plan, no band)
+        # may name another best k, and a reader comparing them sees why (issue 36: one best k)
+        band = DraftBand(doc.draft_step_ms.low_ms, doc.draft_step_ms.high_ms,
+                         f"{path.name} (draft_step_ms: {doc.draft_step_ms.source}); the plan has no key for it, so "
+                         "`tune --plan` and `check` take 0 ms up to the step bound and may choose another k")
     return LoadedTuneFile(plan, doc.k_max, band)
 
 

@@ -22,9 +22,10 @@ Two ways to know it:
 
       t_cycle(k) = t_cycle(k0) + (k - k0) * t_draft,   t_draft in [low, high], point: their mean.
 
-  Seed 004 (examples/tune/seed004.yaml): 0.50 ms, declared as the low end, to (31.16 - 14.14) / 3 =
-  5.67 ms. The 0.50 ms is growth per draft step from 2K to 131K ((7.21 - 5.70) / 3), neither a step's
-  cost nor a floor under it; as the band's low end it is the example's assumption, stated with its source.
+  Seed 004 (examples/tune/seed004.yaml): 0 to (31.16 - 14.14) / 3 = 5.67 ms. Its 0.50 ms is growth per
+  draft step from 2K to 131K ((7.21 - 5.70) / 3), neither a step's cost nor a floor under it, so the example
+  declares no low end and answers as the plan does (`tune --plan`, `check`); a declared band is stated with
+  its source.
 """
 
 from __future__ import annotations
