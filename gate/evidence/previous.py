@@ -37,6 +37,7 @@ from typing import Any
 from gate.evidence.base import AcceptanceWindow
 from gate.inputs.loading import CONFIG_LIMITS, InputError, load_json
 from gate.model import plausibility as pl
+from gate.model.invariants import IDENTITY, MEMBER_TIME, reason
 from gate.plan.model import Plan
 
 
@@ -52,6 +53,8 @@ class PreviousRecord:
     generated_at: float | None  # seconds since the epoch
     model_artifact: str | None = None
     drafter_artifact: str | None = None
+    model_config_sha256: str | None = None  # the configs' content then (compared by the co-design line)
+    drafter_config_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,15 +105,17 @@ def load_previous(path: str | Path, plan: Plan | None = None, now: float | None 
     raw = doc.get("generated_at")
     generated = _time(raw)
     if generated is None:
-        raise InputError(f"previous run record {path}: generated_at {raw!r} is not a time "
-                         "(an ISO 8601 date with its zone, as `check --record` writes)")
+        raise InputError(reason(MEMBER_TIME, f"previous run record {path}: generated_at {raw!r} is not a time "
+                                "(an ISO 8601 date with its zone, as `check --record` writes)"))
     bad = pl.evidence_time(generated, time.time() if now is None else now, f"previous run record {path} generated_at")
     if bad is not None:
-        raise InputError(bad.reason)
+        raise InputError(reason(MEMBER_TIME, bad.reason))
     prev = PreviousRecord(path=str(path), plan=_str(doc, "plan"), model_revision=_str(doc, "model_revision"),
                           drafter_revision=_str(doc, "drafter_revision"), decision=_str(doc, "decision"),
                           generated_at=generated, model_artifact=_str(doc, "model_artifact"),
-                          drafter_artifact=_str(doc, "drafter_artifact"))
+                          drafter_artifact=_str(doc, "drafter_artifact"),
+                          model_config_sha256=_str(doc, "model_config_sha256"),
+                          drafter_config_sha256=_str(doc, "drafter_config_sha256"))
     if plan is not None:
         check_for(prev, plan)
     return prev
@@ -118,26 +123,29 @@ def load_previous(path: str | Path, plan: Plan | None = None, now: float | None 
 
 def check_for(previous: PreviousRecord, plan: Plan) -> None:
     """InputError unless `previous` is a record of this plan and this target model, with the revisions the
-    plan compares (unknown on either side is not "the same")."""
+    plan compares (unknown on either side is not "the same": the identity invariant, gate.model.invariants)."""
     where = f"previous run record {previous.path}"
+
+    def refuse(detail: str) -> InputError:
+        return InputError(reason(IDENTITY, f"{where}{detail}"))
+
     if previous.plan is None or previous.plan != plan.name:
-        raise InputError(f"{where} is a record of plan {previous.plan!r}, not of {plan.name!r}: "
-                         "give the last record of this plan")
+        raise refuse(f" is a record of plan {previous.plan!r}, not of {plan.name!r}: give the last record of this plan")
     model = plan.target.name
     if previous.model_artifact is None or model is None:
-        raise InputError(f"{where}: the target model is unknown (record model_artifact {previous.model_artifact!r}, "
-                         f"plan target.name {model!r}): a record of another model cannot be ruled out")
+        raise refuse(f": the target model is unknown (record model_artifact {previous.model_artifact!r}, plan "
+                     f"target.name {model!r}): a record of another model cannot be ruled out")
     if previous.model_artifact != model:
-        raise InputError(f"{where} is a record of model {previous.model_artifact!r}, this plan's target is "
-                         f"{model!r}: not a previous run of this plan")
+        raise refuse(f" is a record of model {previous.model_artifact!r}, this plan's target is {model!r}: not a "
+                     "previous run of this plan")
     if plan.target.revision is not None and previous.model_revision is None:
-        raise InputError(f"{where}: model_revision is null, so a change of the target revision "
-                         f"({plan.target.revision}) cannot be shown")
+        raise refuse(f": model_revision is null, so a change of the target revision ({plan.target.revision}) "
+                     "cannot be shown")
     drafter = plan.drafter
     if (drafter is not None and drafter.revision is not None and previous.drafter_artifact is not None
             and previous.drafter_revision is None):
-        raise InputError(f"{where}: drafter_revision is null, so a change of the drafter revision "
-                         f"({drafter.revision}) cannot be shown")
+        raise refuse(f": drafter_revision is null, so a change of the drafter revision ({drafter.revision}) "
+                     "cannot be shown")
 
 
 def _changed(old: str | None, new: str | None) -> bool | None:
