@@ -303,3 +303,17 @@ def _not_this_arm(tool: Tool, tmp: Path, data: st.DataObject) -> list[str]:
 def test_imports_refuse(source: str, invariant: str, data: st.DataObject,
                         tmp_path_factory: pytest.TempPathFactory) -> None:
     _names(CASES[invariant](TOOLS[source], tmp_path_factory.mktemp(source), data), invariant)
+
+
+@pytest.mark.parametrize("source", ["aiperf", "guidellm"])
+def test_an_old_run_through_the_cli_is_exit_3(source: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI case per tool (`probe import`, exit 3 and one line naming member_time): a run dated 2019."""
+    from gate.cli import main
+
+    tool = TOOLS[source]
+    path = tool.write(tmp_path / "run", tool.at(tool.docs()[0], datetime(2019, 6, 1, tzinfo=UTC).timestamp()))
+    flags = ["--concurrency", "8"] if source == "aiperf" else []
+    rc = main(["probe", "import", "--from", tool.name, "--arm", "baseline", "--engine", "vllm", "--temperature", "0",
+               *flags, "--out", str(tmp_path / "r.json"), str(path)])
+    err = capsys.readouterr().err
+    assert rc == 3 and "not dated as evidence" in err and len(err.strip().splitlines()) == 1, err
