@@ -54,6 +54,7 @@ from gate.model.invariants import (
     reason,
     repeated,
 )
+from gate.model.speedup.energy import energy_defects, energy_pair_defects
 from gate.plan.model import Plan
 
 # The depth keys a speculative config may carry, in each engine's spelling (vLLM `--speculative-config`,
@@ -230,7 +231,7 @@ def record_defects(rec: ProbeRecord) -> list[str]:
                                 f"{c.repetition}", c.model_dump(exclude={"repetition"})) for c in rec.cells])
         if renumbered is not None:
             out.append(renumbered)
-    return out
+    return out + energy_defects(rec)
 
 
 def _shape(m: MixSpec) -> tuple[int | None, int, str, float]:
@@ -278,7 +279,7 @@ def pair_defects(base: ProbeRecord, spec: ProbeRecord, now: float) -> list[str]:
         out.append(reason(MEMBER_TIME, f"the arms were measured {abs(times[0] - times[1]) / 3600:,.1f} h apart "
                           f"({base.created_at} and {spec.created_at}), more than "
                           f"{pl.PROBE_ARMS_MAX_APART_SECONDS / 3600:g} h: not one experiment"))
-    return out
+    return out + energy_pair_defects(base, spec)
 
 
 def _method_matches(plan: Plan, named: str) -> bool:

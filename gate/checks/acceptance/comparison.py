@@ -34,7 +34,7 @@ from typing import Any
 from gate.evidence.intake import client_bound, pair_defects, record_defects
 from gate.evidence.probes import Cell, MixSpec, ProbeRecord
 from gate.model.plausibility import DEFAULT_ALPHA, MAX_ALPHA
-from gate.model.speedup.energy import EnergyResult, judge_energy, tokens_per_joule
+from gate.model.speedup.energy import EnergyResult, judge_energy, one_arm_energy, tokens_per_joule
 from gate.model.speedup.pays import Verdict
 from gate.model.speedup.point import TEST_NAME, PointResult, Repetition, judge_rates
 from gate.stats import crossover
@@ -127,16 +127,21 @@ def _idle(cells: Sequence[Cell]) -> float | None:
 
 
 def judge_energy_point(point: Point, base: Sequence[Cell], spec: Sequence[Cell], alpha: float,
-                       min_ratio: float | None) -> EnergyPoint | None:
+                       min_ratio: float | None, one_arm: str | None = None) -> EnergyPoint | None:
     """Tokens per joule at one point: output tokens ÷ joules per cell, both arms through the speed test
-    (gate.model.speedup.energy.judge_energy); None unless every cell of both arms carries energy. A cell with a
-    failed request or a restart is no evidence, as for speed: the point is then inconclusive."""
-    if not base or not spec or any(c.energy is None for c in (*base, *spec)):
-        return None
+    (gate.model.speedup.energy.judge_energy); None unless every cell of both arms carries energy, or — energy on
+    one arm only (`one_arm`, the intake's reason) — inconclusive with that reason. A cell with a failed request or
+    a restart is no evidence, as for speed: the point is then inconclusive."""
     mix, conc, rate = point
     readings = [c.energy for c in (*base, *spec) if c.energy is not None]
     label = dict(source=_joined([e.source for e in readings]), method=_joined([e.method for e in readings]),
                  scope=_joined([e.scope for e in readings]))
+    if one_arm is not None and readings:
+        return EnergyPoint(mix, conc, rate, baseline_idle_watts=_idle(base), speculative_idle_watts=_idle(spec),
+                           result=EnergyResult(Verdict.INCONCLUSIVE, one_arm, n_baseline=len(base),
+                                               n_speculative=len(spec)), **label)
+    if not base or not spec or any(c.energy is None for c in (*base, *spec)):
+        return None
     dirty = [c for c in (*base, *spec) if c.failed_requests or c.metrics_reset]
     if dirty:
         result = EnergyResult(Verdict.INCONCLUSIVE, "tokens per joule not compared: a cell with a failed request "
@@ -264,8 +269,9 @@ def compare(base: ProbeRecord, spec: ProbeRecord, alpha: float = DEFAULT_ALPHA,
             crossovers[mix], between[mix] = _crossover(closed, min_speedup or 1.0)
         if opened:
             rate_cross[mix], rate_between[mix] = _crossover(opened, min_speedup or 1.0)
+    one_arm = one_arm_energy(base, spec)  # energy on one arm only: not judged (the intake's reason)
     energy = tuple(e for k in keys if (e := judge_energy_point(k, gb.get(k, []), gs.get(k, []), alpha,
-                                                                min_tokens_per_joule_ratio)) is not None)
+                                                                min_tokens_per_joule_ratio, one_arm)) is not None)
     return Comparison(points, crossovers, between, alpha, min_speedup, _about(base), _about(spec),
                       rate_crossovers=rate_cross, rate_crossover_between=rate_between, pairing=_pairing(base, spec),
                       energy=energy, min_tokens_per_joule_ratio=min_tokens_per_joule_ratio)

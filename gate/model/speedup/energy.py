@@ -21,8 +21,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
+from gate.model.invariants import COMPLETENESS, IDENTITY, PLAUSIBILITY, reason
 from gate.model.speedup.pays import Verdict, decide
 from gate.stats import Alternative, StatsError, mann_whitney_u, speedup
 
@@ -116,3 +117,136 @@ def judge_energy(base: Sequence[float], spec: Sequence[float], alpha: float,
                         baseline_joules_per_token=1 / s.median_y if s.median_y > 0 else None,
                         speculative_joules_per_token=1 / s.median_x if s.median_x > 0 else None,
                         n_baseline=len(base), n_speculative=len(spec))
+
+
+# --- Energy cells as evidence (issue 38): the intake's rules for a record's energy readings. ---------------------
+# Why here: they are arithmetic on the readings (J, W, seconds), like the rest of this module; the intake
+# (gate.evidence.probe_vetting) calls them from record_defects / pair_defects, so every reason starts with its
+# invariant's message (gate.model.invariants.reason). The records are read through Protocols: this floor does not
+# import the evidence layer that defines them.
+
+MAX_WATTS_PER_GPU = 3_000.0
+"""The most mean power one GPU board may draw over a cell: an H100 SXM is 700 W, a B200 1,000 W, a GB200 board
+2,700 W with its CPU; above 3 kW per GPU counted the joules are not a GPU's (wrong unit, a summed counter)."""
+ENERGY_SOURCES = ("dcgm:", "nvml:")
+"""The sources `specgate probe --energy-source` reads (gate.probe.energy): anything else is an unknown source."""
+
+
+class EnergyReading(Protocol):
+    @property
+    def joules(self) -> float: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def gpus(self) -> Sequence[str]: ...
+    @property
+    def idle_watts(self) -> float | None: ...
+
+
+class EnergyCell(Protocol):
+    @property
+    def mix(self) -> str: ...
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def request_rate(self) -> float | None: ...
+    @property
+    def repetition(self) -> int: ...
+    @property
+    def wall_seconds(self) -> float: ...
+    @property
+    def energy(self) -> EnergyReading | None: ...
+
+
+class EnergyRecord(Protocol):
+    @property
+    def arm(self) -> str: ...
+    @property
+    def cells(self) -> Sequence[EnergyCell]: ...
+
+
+def _where(arm: str, c: EnergyCell) -> str:
+    at = f"request rate {c.request_rate:g}/s" if c.request_rate is not None else f"concurrency {c.concurrency}"
+    return f"the {arm} record's cell {c.mix!r} at {at}, repetition {c.repetition}"
+
+
+def energy_label(e: EnergyReading) -> tuple[str, str, str]:
+    """What a reading is, as the arms must share it to be compared: (scope, method, source)."""
+    return e.scope, e.method, e.source
+
+
+def _cell_energy_defect(arm: str, c: EnergyCell, e: EnergyReading) -> str | None:
+    where = _where(arm, c)
+    if not (isinstance(e.joules, (int, float)) and math.isfinite(e.joules)) or e.joules < 0:
+        return reason(PLAUSIBILITY, f"{where}: {e.joules!r} J of energy (joules are finite and not negative)")
+    if not e.source.startswith(ENERGY_SOURCES) or len(e.source) <= 5:
+        return reason(IDENTITY, f"{where}: energy source {e.source!r} is unknown (dcgm:… or nvml:…)")
+    if e.scope not in ("board", "wall") or e.method not in ("energy counter", "integrated power"):
+        return reason(IDENTITY, f"{where}: energy of scope {e.scope!r} by method {e.method!r} is unknown")
+    n = max(1, len(e.gpus))
+    watts = e.joules / c.wall_seconds if c.wall_seconds > 0 and math.isfinite(c.wall_seconds) else math.nan
+    if not (0 < watts <= MAX_WATTS_PER_GPU * n):
+        return reason(PLAUSIBILITY, f"{where}: {e.joules:g} J over {c.wall_seconds:g} s is a mean {watts:g} W for "
+                      f"{n} GPU(s), outside 0 < P ≤ {MAX_WATTS_PER_GPU:,.0f} W per GPU")
+    idle = e.idle_watts
+    if idle is not None and (not math.isfinite(idle) or idle < 0 or idle > watts):
+        return reason(PLAUSIBILITY, f"{where}: idle baseline {idle!r} W against a measured mean {watts:g} W "
+                      "(the idle baseline is finite, not negative, and at most what the cell drew)")
+    return None
+
+
+def energy_defects(record: EnergyRecord) -> list[str]:
+    """What makes one record's energy readings impossible or unusable (the first per kind of rule): joules finite
+    and ≥ 0, a known source, scope and method, a mean power 0 < P ≤ 3 kW per GPU counted, an idle baseline at most
+    the measured power, and — once any cell carries energy — every cell, all of one (scope, method, source)."""
+    cells = list(record.cells)
+    with_energy = [c for c in cells if c.energy is not None]
+    if not with_energy:
+        return []
+    out: list[str] = []
+    if len(with_energy) != len(cells):
+        miss = next(c for c in cells if c.energy is None)
+        out.append(reason(COMPLETENESS, f"{_where(record.arm, miss)} has no energy reading while "
+                          f"{len(with_energy)} of the record's {len(cells)} cells have one (a meter that dropped "
+                          "out is no reading)"))
+    for c in with_energy:
+        assert c.energy is not None
+        bad = _cell_energy_defect(record.arm, c, c.energy)
+        if bad is not None:
+            out.append(bad)
+            break
+    labels = sorted({energy_label(c.energy) for c in with_energy if c.energy is not None})
+    if len(labels) > 1:
+        out.append(reason(IDENTITY, f"the {record.arm} record mixes energy readings "
+                          f"{' and '.join(' / '.join(x) for x in labels[:2])}: board and wall, DCGM, NVML and "
+                          "integrated power are not one quantity"))
+    return out
+
+
+def energy_pair_defects(base: EnergyRecord, spec: EnergyRecord) -> list[str]:
+    """What keeps two records' energy from being compared: both arms read energy, but not of the same scope,
+    method and source (board vs wall, DCGM vs NVML vs integrated power measure different things). Energy on one
+    arm only is not a defect of the pair: tokens per joule are then not judged (`one_arm_energy`)."""
+    def labels(r: EnergyRecord) -> set[tuple[str, str, str]]:
+        return {energy_label(c.energy) for c in r.cells if c.energy is not None}
+
+    lb, ls = labels(base), labels(spec)
+    if lb and ls and lb != ls:
+        show = " / ".join
+        return [reason(IDENTITY, f"energy was read differently on the arms: baseline {show(sorted(lb)[0])}, "
+                       f"speculative {show(sorted(ls)[0])}; tokens per joule of one are not comparable to the "
+                       "other's")]
+    return []
+
+
+def one_arm_energy(base: EnergyRecord, spec: EnergyRecord) -> str | None:
+    """Why tokens per joule are not judged when only one arm read energy (a reason of completeness), else None."""
+    has = {r.arm: any(c.energy is not None for c in r.cells) for r in (base, spec)}
+    if has[base.arm] == has[spec.arm]:
+        return None
+    only = base.arm if has[base.arm] else spec.arm
+    return reason(COMPLETENESS, f"energy was read on the {only} arm only: tokens per joule not judged")

@@ -34,7 +34,7 @@ def _records(spec_tpj: list[float] | None) -> tuple[ProbeRecord, ProbeRecord]:
     spec = record("speculative", {("chat", 1): FAST})
     if spec_tpj is None:
         return base, spec
-    return with_energy(base, LOW), with_energy(spec, spec_tpj, idle=36.3)
+    return with_energy(base, LOW), with_energy(spec, spec_tpj, idle=6.3)
 
 
 def _judge(tmp: Path, spec_tpj: list[float] | None, ratio: float | None, concurrency: int = 1):
