@@ -22,6 +22,7 @@ from exporter.engines.sglang.schedule import SGLANG_DEFAULT_CANDIDATE_STEPS, sgl
 from gate.model.engines.base import (
     BaseProfile,
     DepthKeys,
+    DepthSchedule,
     Eagle3Taps,
     PoolPrediction,
     Rule,
@@ -112,6 +113,37 @@ def fallback_warning(reason: str) -> str:
     return f"speculative_adaptive disabled: {reason}. Falling back to static speculative params."
 
 
+@dataclass(frozen=True)
+class AdaptiveDecision:
+    """What SGLang 0.5.23 makes of `--speculative-adaptive`: the algorithm it runs, why it falls back to static
+    steps (None: it adapts), and where it adapts, the (num_steps, num_draft_tokens, eagle_topk) it starts at."""
+
+    algorithm: str
+    reason: str | None
+    start: tuple[int, int, int] | None
+    schedule: DepthSchedule | None = None
+
+
+def adaptive_decision(method: str, *, drafter_architectures: Sequence[str] = (), eagle_topk: int | None = None,
+                      num_steps: int | None = None, config: Mapping[str, Any] | None = None,
+                      **launch: Any) -> AdaptiveDecision:
+    """`handle_speculative_decoding`'s adaptive path in its order: the alias (`resolve_algorithm`), then
+    `adaptive_unsupported_reason` (`launch`: its other fields, SGLang's names), then, where it adapts,
+    `_init_adaptive_speculative_params` (the tiers read as `sglang_adaptive_schedule` reads them, then
+    `adaptive_start`; top-k unset becomes 1). ValueError: SGLang refuses. A fallback reads no tiers (nor does
+    SGLang)."""
+    algorithm = resolve_algorithm(method, drafter_architectures)
+    reason = adaptive_unsupported_reason(algorithm, eagle_topk=eagle_topk, **launch)
+    if reason is not None:
+        return AdaptiveDecision(algorithm, reason, None)
+    try:
+        schedule = sglang_adaptive_schedule(config)
+    except ValueError as e:
+        raise ValueError(f"engine.speculative.speculative_adaptive_config: SGLang refuses it: {e}") from None
+    steps, tokens = adaptive_start(config, num_steps)
+    return AdaptiveDecision(algorithm, None, (steps, tokens, 1 if eagle_topk is None else eagle_topk), schedule)
+
+
 def adaptive_start(config: Mapping[str, Any] | None, num_steps: int | None) -> tuple[int, int]:
     """`_init_adaptive_speculative_params` where SGLang adapts: (num_steps, num_draft_tokens) it starts at — the
     middle of the sorted candidate steps when none is given, num_steps + 1 draft tokens; ValueError (SGLang's
@@ -166,20 +198,15 @@ class SglangProfile(BaseProfile):
                 raise ValueError("engine.speculative.speculative_adaptive_config needs speculative_adaptive: true "
                                  "(SGLang reads the file only with --speculative-adaptive)")
             return ScheduleReading()
-        topk = speculative.get("eagle_topk")
-        reason = adaptive_unsupported_reason(resolve_algorithm(str(speculative.get("method"))), eagle_topk=topk)
-        if reason is not None:
-            k = sglang_depth(speculative.get("num_draft_tokens"), speculative.get("num_steps"), topk)
+        topk, steps = speculative.get("eagle_topk"), speculative.get("num_steps")
+        decision = adaptive_decision(str(speculative.get("method")), eagle_topk=topk, num_steps=steps, config=config)
+        if decision.reason is not None:
+            k = sglang_depth(speculative.get("num_draft_tokens"), steps, topk)
             static = (f"the gate judges the static k = {k}" if k is not None else
                       "declare num_steps (or num_draft_tokens): without them SGLang picks its static steps from "
                       "the target's architecture (_auto_choose_speculative_params) and the gate has no k")
-            return ScheduleReading(None, (f"SGLang: {fallback_warning(reason)} ({static})",), declared=True)
-        try:
-            schedule = sglang_adaptive_schedule(config)
-        except ValueError as e:
-            raise ValueError(f"engine.speculative.speculative_adaptive_config: SGLang refuses it: {e}") from None
-        adaptive_start(config, speculative.get("num_steps"))
-        return ScheduleReading(schedule, (), declared=True)
+            return ScheduleReading(None, (f"SGLang: {fallback_warning(decision.reason)} ({static})",), declared=True)
+        return ScheduleReading(decision.schedule, (), declared=True)
 
 
     def write_schedule(self, bands: list[BatchBand], largest: int, result: TuneResult, point: str | None,
