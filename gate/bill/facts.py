@@ -9,7 +9,10 @@ config that lacks what a computation needs is reported by that computation as un
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from gate.inputs.configs import load_config
 from gate.model.config import ConfigError, ModelConfig, num_hidden_layers
@@ -31,6 +34,16 @@ class ModelFacts:
     # the drafter's safetensors hold the `d2t` draft-to-target vocabulary mapping a reduced draft
     # vocabulary needs (None: no weights readable, or not a drafter)
     d2t_tensor: bool | None = None
+    # sha256 of the config's canonical JSON (`config_sha256`): what the run record keeps, so that `--previous`
+    # sees a changed config.json whether or not a revision is pinned (issue 36, co-design by content)
+    config_sha256: str | None = None
+
+
+def config_sha256(raw: dict[str, Any]) -> str:
+    """sha256 of a config as canonical JSON (keys sorted, no spaces, UTF-8): the same content, whatever its
+    file's key order or whitespace, gives the same hash; any changed value gives another."""
+    text = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -91,7 +104,8 @@ def model_facts(ref: ModelRef | None, role: str) -> ModelFacts | None:
     wbytes, wsource, wnote = _weights(ref, role)
     return ModelFacts(role=role, name=ref.name, revision=ref.revision, config=cfg, config_source=cfg_source,
                       weights_bytes=wbytes, weights_source=wsource, weights_note=wnote,
-                      d2t_tensor=_d2t_tensor(ref, role))
+                      d2t_tensor=_d2t_tensor(ref, role),
+                      config_sha256=config_sha256(cfg.raw) if cfg is not None else None)
 
 
 def artifact_facts(plan: Plan) -> ArtifactFacts:

@@ -372,8 +372,11 @@ def _context_length(d: dict[str, Any] | None, t: dict[str, Any], max_model_len: 
     if served is None:
         served = _size(t, "max_position_embeddings", "target")
         source = "target max_position_embeddings (max_model_len not given)"
-    if dm is None or served is None:
-        return Finding("context_length", Status.NA, f"drafter max_position_embeddings {dm}, {source} {served}")
+    if dm is None or served is None:  # lacking data is not "does not apply": not checked, with the key that helps
+        lacking = ([] if dm is not None else ["the drafter declares no max_position_embeddings"]) + (
+            [] if served is not None else ["the target declares no max_position_embeddings and max_model_len is "
+                                           "not given (set engine.context_cap_tokens, the served context length)"])
+        return Finding("context_length", Status.INCONCLUSIVE, f"{NOT_CHECKED}{'; '.join(lacking)}")
     if served > dm:
         return Finding("context_length", Status.WARN,
                        f"{source} {served} > drafter max_position_embeddings {dm}: beyond what the drafter was trained on "
@@ -518,29 +521,56 @@ def check(ctx: CheckContext) -> LineResult:
                                        "previous": ctx.previous.to_json() if ctx.previous else None})
 
 
+def _short(h: str | None) -> str:
+    return f"sha256 {h[:12]}" if h else "no hash"
+
+
+def _content(then: str | None, now: str | None) -> bool | None:
+    """Whether a config's content changed (its sha256 then and now; None: unknown on either side)."""
+    return None if then is None or now is None else then != now
+
+
 def _revision_findings(ctx: CheckContext) -> list[Finding]:
-    """What `--previous RECORD` says changed (gate.evidence.previous), as findings of this line."""
+    """What `--previous RECORD` says changed (gate.evidence.previous), as findings of this line.
+
+    A change is shown by the revision or by the config's content (the sha256 the run record keeps): a changed
+    config.json is a change whether or not revisions are pinned. Where neither can show or rule out a change
+    of the target, the line is not checked (fail closed), never n/a."""
     ch = ctx.previous
     if ch is None:
         return []
     out: list[Finding] = []
     old_t, new_t = ch.target_revisions
-    if ch.target_changed:
+    old_th, new_th = ch.previous.model_config_sha256, ctx.facts.target.config_sha256
+    content_t = _content(old_th, new_th)
+    if ch.target_changed or content_t:
+        what = (f"revision {old_t} → {new_t}" if ch.target_changed else "") + (
+            ("; " if ch.target_changed and content_t else "")
+            + (f"config {_short(old_th)} → {_short(new_th)}" if content_t else ""))
         newer = newer_windows(ch.previous, ctx.metrics.windows)  # by times measured inside the evidence
         if newer:
             out.append(Finding("target_revision", Status.PASS,
-                               f"target changed ({old_t} → {new_t}); {len(newer)} acceptance window(s) are newer "
+                               f"target changed ({what}); {len(newer)} acceptance window(s) are newer "
                                f"than the previous record ({ch.previous.path})"))
         else:
             out.append(Finding("target_revision", Status.INCONCLUSIVE,
-                               f"{NOT_CHECKED}target changed: a new acceptance check is needed ({old_t} → {new_t}; "
+                               f"{NOT_CHECKED}target changed: a new acceptance check is needed ({what}; "
                                f"no acceptance evidence newer than the previous record {ch.previous.path})"))
+    elif ch.target_changed is None and content_t is None:
+        out.append(Finding("target_revision", Status.INCONCLUSIVE,
+                           f"{NOT_CHECKED}target revision then {old_t}, now {new_t}, config then {_short(old_th)}, "
+                           f"now {_short(new_th)}: a change can be neither shown nor ruled out (pin target.revision, "
+                           "or give a previous record that keeps model_config_sha256)"))
     elif ch.target_changed is None:
-        out.append(Finding("target_revision", Status.NA,
-                           f"target revision then {old_t}, now {new_t}: a change cannot be shown"))
+        out.append(Finding("target_revision", Status.PASS,
+                           f"target config unchanged since the previous record ({_short(new_th)}; revision not pinned)"))
     old_d, new_d = ch.drafter_revisions
-    if ch.drafter_changed:
+    old_dh = ch.previous.drafter_config_sha256
+    new_dh = ctx.facts.drafter.config_sha256 if ctx.facts.drafter else None
+    content_d = _content(old_dh, new_dh)
+    if ch.drafter_changed or content_d:
+        what = f"{old_d} → {new_d}" if ch.drafter_changed else f"config {_short(old_dh)} → {_short(new_dh)}"
         out.append(Finding("drafter_revision", Status.PASS,
-                           f"drafter changed ({old_d} → {new_d}): the KV budget was recomputed from the current "
+                           f"drafter changed ({what}): the KV budget was recomputed from the current "
                            "drafter config (kv_pool line)"))
     return out

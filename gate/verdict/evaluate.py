@@ -55,7 +55,7 @@ def evaluate(plan: Plan, phase: str = "pre", metrics: Iterable[str] = (), promet
     checks = {line: CHECKS[line](ctx) for line in LINES}
     decision = decide([r.status for r in checks.values()])
     digest = cluster.found.image_digest if cluster is not None and cluster.found is not None else None
-    record = build_record(plan, phase, decision.value, ctx.budget, ev, image_digest=digest)
+    record = build_record(plan, phase, decision.value, ctx.budget, ev, image_digest=digest, facts=facts)
     return Verdict(decision=decision, phase=phase, checks=checks, run_record=record,
                    allow_inconclusive=allow_inconclusive, plan_name=plan.name)
 

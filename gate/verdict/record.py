@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gate.bill.budget import Budget
+from gate.bill.facts import ArtifactFacts
 from gate.evidence.base import MetricsEvidence
 from gate.inputs.redact import redact_url
 from gate.plan.model import Plan
@@ -68,6 +69,10 @@ class RunRecord:
     correctness_checks: list[dict[str, Any]] | None = None
     queueing_observed: str | None = None
     failures_observed: str | None = None
+    # the content of each config as the plan gives it (sha256 of its canonical JSON, gate.bill.facts): a changed
+    # config.json is a change for `--previous` whether or not a revision is pinned (issue 36)
+    model_config_sha256: str | None = None
+    drafter_config_sha256: str | None = None
     field_basis: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     plan: str | None = None
@@ -115,7 +120,8 @@ def _per_mix(plan: Plan, attr: str) -> PerMix:
 
 
 def build(plan: Plan, phase: str, decision: str | None, budget: Budget | None,
-          evidence: MetricsEvidence | None, image_digest: str | None = None) -> RunRecord:
+          evidence: MetricsEvidence | None, image_digest: str | None = None,
+          facts: ArtifactFacts | None = None) -> RunRecord:
     """Seed 001's keys (None when unknown, listed in `missing`) plus what was checked and when."""
     run = plan.evidence.reported.run
     kv_pool = None
@@ -164,7 +170,9 @@ def build(plan: Plan, phase: str, decision: str | None, budget: Budget | None,
     basis = _basis(plan, conditions, budget, evidence, image_digest)
     missing = [k for k in KEYS
                if conditions[k] is None and not (k.startswith("drafter") and not plan.has_drafter)]
-    return RunRecord(**conditions, field_basis=basis, missing=missing, plan=plan.name, phase=phase, decision=decision,
+    return RunRecord(**conditions, model_config_sha256=facts.target.config_sha256 if facts else None,
+                     drafter_config_sha256=facts.drafter.config_sha256 if facts and facts.drafter else None,
+                     field_basis=basis, missing=missing, plan=plan.name, phase=phase, decision=decision,
                      evidence_sources=[redact_url(s) for s in (evidence.sources if evidence else [])],
                      generated_at=datetime.now(UTC).isoformat(timespec="seconds"))
 
