@@ -14,7 +14,9 @@
   prefixes `ray_`). Each Serve replica is its own vLLM engine (own counters, pool, restarts), so the
   replica is part of the rank: `<ReplicaId>/<engine>` (`WorkerId`, the replica's worker process, when
   `ReplicaId` is empty outside Serve). Ray's other labels (`Version`, `SessionName`, `NodeAddress`,
-  `Component`, ...) are one value per process: they split nothing and are folded away.
+  `Component`, ...) are one value per process: they split nothing and are folded away. Older Ray (before its
+  OpenTelemetry recorder, ray-project/ray#52719) kept vLLM's colon: `ray_vllm:<base>`, the spelling Datadog's
+  integration reads too (DataDog/integrations-core#25213); both spellings are read, the same families.
 
 This package: the adapter here (k is the base rule, one per-position series per draft position);
 `schedule.py`, the `num_speculative_tokens_per_batch_size` reader behind the `told_schedule`
@@ -60,7 +62,7 @@ if TYPE_CHECKING:
     from exporter.engines import EngineKind  # the registry's typing spelling
 
 KIND: Final = "vllm"
-PREFIXES: tuple[str, ...] = ("vllm:", "vllm_", "ray_vllm_")
+PREFIXES: tuple[str, ...] = ("vllm:", "vllm_", "ray_vllm_", "ray_vllm:")
 
 CACHE_INFO = "cache_config_info"
 USAGE_NEW = "kv_cache_usage_perc"
@@ -90,7 +92,7 @@ _LABELS = itemgetter(0)
 
 
 def _replica(labels: Mapping[str, str]) -> str | None:
-    """Ray Serve's replica of a `ray_vllm_` series (`ReplicaId`, else its `WorkerId`); None on vLLM's own page."""
+    """Ray Serve's replica of a `ray_vllm_` / `ray_vllm:` series (`ReplicaId`, else its `WorkerId`); None on vLLM's own page."""
     return labels.get("ReplicaId") or labels.get("WorkerId") or None
 
 

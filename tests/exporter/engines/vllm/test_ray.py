@@ -86,3 +86,19 @@ def test_rays_per_process_labels_split_nothing():
     """Labels one process writes one value of (`SessionName`, `Version`, ...) are folded: the same streams."""
     text = ray("after").replace(',ReplicaId=', ',SessionName="session_2026",Version="2.60.0",ReplicaId=')
     assert snap(text).streams == snap(ray("after")).streams
+
+
+def test_older_rays_colon_spelling_reads_the_same_streams():
+    """Older Ray kept vLLM's colon (`ray_vllm:<base>`, ray-project/ray#52719; what Datadog's integration reads,
+    DataDog/integrations-core#25213): the same pages respelled give the same streams and windows. Respelled
+    here from the generated Ray 2.60 pages, not captured from an older Ray."""
+    def colon(text: str) -> str:
+        return "\n".join(line.replace("ray_vllm_", "ray_vllm:", 1) for line in text.splitlines()) + "\n"
+
+    during, after = colon(ray("during")), colon(ray("after"))
+    assert "ray_vllm_" not in during and "\nray_vllm:spec_decode_num_drafts_total{" in during
+    assert detect(during) == "vllm"
+    assert snap(during).streams == snap(ray("during")).streams
+    assert snap(after).streams == snap(ray("after")).streams
+    got = derive_window(snap(during, 0.0), snap(after, 60.0), 60.0)
+    assert got == derive_window(snap(ray("during"), 0.0), snap(ray("after"), 60.0), 60.0) and len(got) == 2
