@@ -21,12 +21,14 @@ the acceptance line reports, so the line is inconclusive with the reason, never 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from gate.evidence.base import AcceptanceWindow, MetricsEvidence
 from gate.model import plausibility as pl
-from gate.model.identity import match
+from gate.model.identity import EvidenceIdentity, match
+from gate.model.invariants import APPLICABILITY, IDENTITY, MEMBER_TIME, PLAUSIBILITY, UNIQUENESS, reason
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,28 @@ class VetRules:
     bound_k: int | None = None
 
 
+# The invariant (gate.model.invariants) each kind of finding breaks, so every reason below opens with its message;
+# kinds not listed (not_live, restart_unknown) are rules of the phase and of restarts, not of the registry.
+KIND_INVARIANT: Mapping[str, str] = MappingProxyType({
+    "non_finite": PLAUSIBILITY, "negative": PLAUSIBILITY, "out_of_range": PLAUSIBILITY, "impossible": PLAUSIBILITY,
+    "undated": MEMBER_TIME, "future": MEMBER_TIME, "stale": MEMBER_TIME, "duplicate": UNIQUENESS,
+})
+
+
+def _named(f: pl.Implausible, invariant: str | None = None) -> str:
+    """A finding's reason opening with the message of the invariant it breaks (`KIND_INVARIANT`)."""
+    inv = invariant or KIND_INVARIANT.get(f.kind)
+    return f.reason if inv is None else reason(inv, f.reason)
+
+
+def _mismatch_invariant(ident: EvidenceIdentity, rules: VetRules) -> str:
+    """Identity when the source is another engine or serves another model (`match` on those alone), else
+    applicability: the same deployment measured at another method, depth or without speculation."""
+    bare = replace(ident, speculating=None, algorithm=None, depth=None)
+    found = match(bare, served_model_name=rules.served_model_name, engine=rules.engine, method=None, k=None)
+    return IDENTITY if found is not None else APPLICABILITY
+
+
 def _summarise(found: list[tuple[str, pl.Implausible]]) -> list[str]:
     """One error per (source, kind): the count and the first reason (1,000 bad windows are one line)."""
     groups: dict[tuple[str, str], list[pl.Implausible]] = {}
@@ -53,7 +77,7 @@ def _summarise(found: list[tuple[str, pl.Implausible]]) -> list[str]:
     out = []
     for (_, _), fs in groups.items():
         more = f" ({len(fs)} windows)" if len(fs) > 1 else ""
-        out.append(f"not evidence{more}: {fs[0].reason}")
+        out.append(f"not evidence{more}: {_named(fs[0])}")
     return out
 
 
@@ -81,10 +105,10 @@ def vet_windows(windows: Sequence[AcceptanceWindow], rules: VetRules,
     distinct, dup = pl.distinct(kept)
     errors = _summarise(found)
     if dup is not None:
-        errors.append(f"not evidence: {dup.reason}")
+        errors.append(f"not evidence: {_named(dup)}")
     overlap = pl.overlapping(distinct)
     if overlap is not None:
-        errors.append(f"not evidence: {overlap.reason}")
+        errors.append(f"not evidence: {_named(overlap, UNIQUENESS)}")  # drafts counted twice
         bad = {w.stream for w in distinct}  # drafts counted twice somewhere: no stream count can be trusted
         distinct = [w for w in distinct if w.stream not in bad]
     return distinct, errors
@@ -98,10 +122,11 @@ def vet_source(ev: MetricsEvidence, rules: VetRules) -> MetricsEvidence:
         if mismatch is not None and ev.identity.speculating is False and rules.method is not None:
             # Seed 000's trap: an engine running no speculation is no acceptance evidence, but its pool is
             # the pool *without* the drafter (kept, marked speculating False), not a foreign deployment.
-            return replace(ev, windows=[], errors=[*ev.errors, f"no acceptance evidence: {mismatch.reason}"])
+            return replace(ev, windows=[], errors=[*ev.errors, f"no acceptance evidence: "
+                                                                 f"{_named(mismatch, APPLICABILITY)}"])
         if mismatch is not None:
-            return MetricsEvidence(sources=list(ev.sources), errors=[*ev.errors, f"not this plan's evidence: "
-                                                                                 f"{mismatch.reason}"])
+            named = _named(mismatch, _mismatch_invariant(ev.identity, rules))
+            return MetricsEvidence(sources=list(ev.sources), errors=[*ev.errors, f"not this plan's evidence: {named}"])
     errors = list(ev.errors)
     # A fleet (gate.evidence.fleet) judges every pod's engine state in its own row: one pod down is that pod's
     # inconclusive row, not the whole fleet's evidence dropped.
@@ -114,17 +139,17 @@ def vet_source(ev: MetricsEvidence, rules: VetRules) -> MetricsEvidence:
     if out.kv_pool is not None:
         bad = pl.pool_tokens(out.kv_pool.tokens, where=out.kv_pool.source)
         if bad is not None:
-            out.errors.append(f"not evidence: {bad.reason}")
+            out.errors.append(f"not evidence: {_named(bad)}")
             out.kv_pool = None
     if out.ready_seconds is not None:
         bad = pl.startup_seconds(out.ready_seconds, where=out.ready_source or "")
         if bad is not None:
-            out.errors.append(f"not evidence: {bad.reason}")
+            out.errors.append(f"not evidence: {_named(bad)}")
             out.ready_seconds = out.ready_source = None
     if out.context_cap_tokens is not None:
         bad = pl.number("context cap tokens", out.context_cap_tokens, low=0.0, low_inclusive=False,
                         high=float(pl.MAX_POOL_TOKENS))
         if bad is not None:
-            out.errors.append(f"not evidence: {bad.reason}")
+            out.errors.append(f"not evidence: {_named(bad)}")
             out.context_cap_tokens = None
     return out
