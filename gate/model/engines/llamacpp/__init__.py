@@ -139,3 +139,73 @@ class LlamacppProfile(BaseProfile):
 
 
 LLAMACPP = LlamacppProfile()
+
+
+# llama.cpp's draft/target vocabulary rule (common/speculative.cpp `common_speculative_are_compatible`, read at
+# ggml-org/llama.cpp 001d906a; draft-simple refuses to start without it): same vocab type, same BOS and EOS
+# (when added), sizes within 128 tokens, token texts equal from id 5 up to the smaller size.
+SPEC_VOCAB_MAX_SIZE_DIFFERENCE = 128
+SPEC_VOCAB_CHECK_START_TOKEN_ID = 5
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What llama.cpp compares of one model's vocabulary (None: neither the config nor the plan says)."""
+
+    size: int | None = None
+    type: str | None = None
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+
+
+def _id(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def vocabulary_of(config: Mapping[str, Any], declared: Mapping[str, Any] | None = None) -> Vocabulary:
+    """A config.json's vocabulary facts (its text config's for a multimodal one), each overridden by the
+    plan's declaration (`vocab_size`, `vocab_type`, `bos_token_id`, `eos_token_id`) where the config omits
+    it or says it otherwise (a GGUF's vocab type is never in config.json; Gemma 3's size is Transformers'
+    default, not written). A list of EOS ids is not llama.cpp's one id: unknown unless declared."""
+    tc = config.get("text_config")
+    text: Mapping[str, Any] = tc if isinstance(tc, Mapping) else {}
+    d: Mapping[str, Any] = declared or {}
+
+    def pick(key: str) -> Any:
+        for src in (d, text, config):
+            if src.get(key) is not None:
+                return src[key]
+        return None
+
+    vtype = pick("vocab_type")
+    return Vocabulary(_id(pick("vocab_size")), vtype if isinstance(vtype, str) else None,
+                      _id(pick("bos_token_id")), _id(pick("eos_token_id")))
+
+
+def vocabulary_rule(target: Vocabulary, drafter: Vocabulary) -> Rule:
+    """`common_speculative_are_compatible` on what configs and plan can say: a fail where llama.cpp refuses,
+    inconclusive naming the keys to declare where a fact is missing, pass (compatible by size; the token
+    texts from id 5 on are in the GGUFs, not the configs) otherwise."""
+    for what, t, d in (("vocab type", target.type, drafter.type), ("BOS id", target.bos_token_id,
+                                                                    drafter.bos_token_id),
+                       ("EOS id", target.eos_token_id, drafter.eos_token_id)):
+        if t is not None and d is not None and t != d:
+            return Rule(Status.FAIL, f"llama.cpp refuses the draft: {what} {d} != target {t} "
+                                     "(common_speculative_are_compatible)")
+    if target.size is not None and drafter.size is not None:
+        diff = abs(target.size - drafter.size)
+        if diff > SPEC_VOCAB_MAX_SIZE_DIFFERENCE:
+            return Rule(Status.FAIL, f"llama.cpp refuses the draft: vocabulary {drafter.size:,} vs target "
+                                     f"{target.size:,}, difference {diff} > {SPEC_VOCAB_MAX_SIZE_DIFFERENCE} "
+                                     "(SPEC_VOCAB_MAX_SIZE_DIFFERENCE)")
+    missing = [f"{who}.{key}" for who, v in (("target", target), ("drafter", drafter))
+               for key, value in (("vocab_size", v.size), ("vocab_type", v.type), ("bos_token_id", v.bos_token_id),
+                                  ("eos_token_id", v.eos_token_id)) if value is None]
+    if missing:
+        return Rule(Status.INCONCLUSIVE, "not checked: llama.cpp compares vocab type, BOS/EOS and size (within "
+                                         f"{SPEC_VOCAB_MAX_SIZE_DIFFERENCE}); not declared: {', '.join(missing)}")
+    assert target.size is not None and drafter.size is not None
+    return Rule(Status.PASS, f"llama.cpp: vocabulary {drafter.size:,} vs target {target.size:,} (difference "
+                             f"{abs(target.size - drafter.size)} <= {SPEC_VOCAB_MAX_SIZE_DIFFERENCE}), type "
+                             f"{target.type}, BOS {target.bos_token_id}, EOS {target.eos_token_id} equal; token "
+                             f"texts from id {SPEC_VOCAB_CHECK_START_TOKEN_ID} on are compared at start (GGUF)")
