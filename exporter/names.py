@@ -166,6 +166,23 @@ speculation too); interval values, never a window's L (that comes from the count
 WINDOW_ACCEPTANCE_LENGTH = Family("specgate_spec_window_acceptance_length", "histogram",
                                   "Accepted tokens per verify, one observation per completed batch window",
                                   STREAM_LABELS)
+WINDOW_ACCEPTANCE_FRACTION = Family("specgate_spec_window_acceptance_fraction", "histogram",
+                                    "Share of its ceiling a batch window accepted, (L - 1) / mean proposed depth: "
+                                    "0 nothing, 1 every draft token", STREAM_LABELS)
+"""One observation per completed, non-reset batch window with enough drafts (as the length histogram) whose
+mean proposed depth is measured:
+
+    f = (L − 1) / k̄,  k̄ = Δdraft_tokens / Δdrafts over the window   (= Δaccepted / Δdraft_tokens)
+
+Why beside L: L near 1 means nothing accepted (garbled output, a drafter or tokenizer that does not match the
+target) and L near 1 + k everything (repetition loops), but k varies (batch-size schedules, SGLang adaptive),
+so an L of 3 is a ceiling at k = 2 and ordinary at k = 5; f puts every window on one scale whatever its depth
+(`SpecgateAcceptanceNearZero` / `SpecgateAcceptanceNearCeiling` count windows with f ≤ ε and f > 1 − ε from the
+buckets, ε = 0.05). k̄ is measured where the engine counts drafts and proposed tokens (vLLM, llama.cpp), and on
+SGLang only while its depth held still over the window (its draft tokens are verify calls × the current depth;
+under NGRAM or a depth that moved they are not the window's): elsewhere, and at k̄ = 0, the window observes
+nothing (its count stays below `specgate_spec_windows_total`). A value outside [0, 1] is impossible and never observed. Buckets:
+`exporter.windows.WINDOW_FRACTION_BUCKETS`."""
 SPEC_WINDOWS = Family("specgate_spec_windows", "counter", "Completed batch windows with enough drafts (non-reset)",
                       STREAM_LABELS)
 SPEC_WINDOWS_BELOW_SLO = Family("specgate_spec_windows_below_slo", "counter",
@@ -267,8 +284,8 @@ EXPORTER_FAMILIES: tuple[Family, ...] = (
     KV_AVAILABLE, KV_USED, KV_CACHE_MEMORY, WEIGHT_MEMORY,
     SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED, SPEC_ACCEPTED_PER_POSITION, SPEC_BLOCK_ACCEPT_LENGTH,
     SPEC_CAP_LENGTH, ENGINE_RESTARTS, PREEMPTIONS,
-    WINDOW_ACCEPTANCE_LENGTH, SPEC_WINDOWS, SPEC_WINDOWS_BELOW_SLO, ACCEPTANCE_LENGTH, ACCEPTANCE_RATE,
-    POSITION_ACCEPTANCE_RATE, TTFT, TPOT, ITL, DECODE_RATE, VERIFY_CYCLE,
+    WINDOW_ACCEPTANCE_LENGTH, WINDOW_ACCEPTANCE_FRACTION, SPEC_WINDOWS, SPEC_WINDOWS_BELOW_SLO, ACCEPTANCE_LENGTH,
+    ACCEPTANCE_RATE, POSITION_ACCEPTANCE_RATE, TTFT, TPOT, ITL, DECODE_RATE, VERIFY_CYCLE,
     SPEC_DEPTH_MAX, SPEC_NUM_STEPS, SPEC_NUM_DRAFT_TOKENS, SPEC_DEPTH_SCHEDULED, SPEC_DEPTH_MEAN, SPEC_DEPTH_VARIES,
 )
 GATE_FAMILIES: tuple[Family, ...] = (GATE_DECISIONS, GATE_LINE_STATUS)

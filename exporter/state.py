@@ -44,11 +44,14 @@ class TotalsView:
     windows_below_slo: int
     window_hist: tuple[tuple[float, int], ...]  # non-cumulative counts per upper bound
     window_sum: float
+    fraction_hist: tuple[tuple[float, int], ...] = ()  # the same, of the share of the ceiling
+    fraction_sum: float = 0.0
 
     @classmethod
     def of(cls, t: StreamTotals) -> TotalsView:
         return cls(t.drafts, t.draft_tokens, t.accepted_tokens, tuple(t.accepted_per_position), t.preemptions,
-                   t.restarts, t.windows_total, t.windows_below_slo, tuple(t.window_hist.items()), t.window_sum)
+                   t.restarts, t.windows_total, t.windows_below_slo, tuple(t.window_hist.items()), t.window_sum,
+                   tuple(t.fraction_hist.items()), t.fraction_sum)
 
 
 @dataclass(frozen=True)

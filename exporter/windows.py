@@ -11,7 +11,8 @@ and with it
   when the counters grew back past their old values by the window's end,
 - closes a batch window every `batch_window` seconds: a non-reset window with at least
   `min_drafts` drafts is one observation of the per-window acceptance length (histogram,
-  `windows_total`, `windows_below_slo_total`); reset windows are kept in the history marked
+  `windows_total`, `windows_below_slo_total`) and, where its mean proposed depth is measured, of the
+  share of its ceiling it accepted (`ceiling_fraction`); reset windows are kept in the history marked
   `reset` and never counted,
 - answers sliding windows (`1m`, `5m`) from the ring.
 Not thread-safe by itself: `exporter.state.ExporterState` guards it with its lock.
@@ -19,10 +20,12 @@ Not thread-safe by itself: `exporter.state.ExporterState` guards it with its loc
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from exporter import formulas
 from exporter.depth import WindowDepth, depth_moved, gauged
 from exporter.derive import StreamDelta, WindowStats, last_known, restarted, stream_delta, window_stats
 from exporter.engines import ADAPTERS
@@ -31,6 +34,31 @@ from exporter.engines.base import EngineSnapshot, StreamKey, StreamSnapshot
 # Per-window acceptance-length histogram bounds (L >= 1); the SLO target is added when set.
 MAX_PROCESSES = 8  # engine processes behind one URL whose counters are kept apart
 WINDOW_L_BUCKETS: tuple[float, ...] = (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0)
+# Per-window share-of-ceiling bounds (0 <= f <= 1): ε = 0.05 at both ends, so the quality alerts read
+# f <= 0.05 and f > 0.95 straight from the buckets (deploy/mixin/config.libsonnet names both bounds).
+WINDOW_FRACTION_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0)
+_FRACTION_SLACK = 1e-9  # float rounding of accepted / proposed at exactly every token accepted
+
+
+def ceiling_fraction(w: WindowStats) -> float | None:
+    """The share of its ceiling one window accepted, f = (L − 1) / k̄ (`exporter.names.WINDOW_ACCEPTANCE_FRACTION`).
+
+    k̄ is the window's own mean proposed depth: vLLM's (`WindowStats.depth_mean`, from its proposed-token
+    counter), or Δdraft_tokens / Δdrafts on an engine without one only while its depth held still over the window
+    (`depth_varies` False: SGLang's draft tokens are verify calls × the current depth, not the window's when it
+    moved or under NGRAM). None without L, without a measured k̄, at k̄ = 0 (no draft token proposed), or when
+    f falls outside [0, 1] (impossible: more accepted than proposed), so nothing false is observed."""
+    if w.acceptance_length is None:
+        return None
+    k = w.depth_mean
+    if k is None and w.depth_varies is False and w.draft_tokens is not None and w.drafts is not None:
+        k = formulas.mean_depth(w.draft_tokens, w.drafts)
+    if k is None or not k > 0 or not math.isfinite(k):
+        return None
+    f = (w.acceptance_length - 1.0) / k
+    if not math.isfinite(f) or f < 0.0 or f > 1.0 + _FRACTION_SLACK:
+        return None
+    return min(f, 1.0)
 
 
 def _add(total: float | None, delta: float | None) -> float | None:
@@ -53,6 +81,8 @@ class StreamTotals:
     windows_below_slo: int = 0
     window_hist: dict[float, int] = field(default_factory=dict)  # non-cumulative counts per upper bound
     window_sum: float = 0.0
+    fraction_hist: dict[float, int] = field(default_factory=dict)  # the same, of `ceiling_fraction`
+    fraction_sum: float = 0.0
 
     def add(self, d: StreamDelta) -> None:
         """Add one step's delta (a first sight adds the engine's cumulative values: our starting totals)."""
@@ -295,6 +325,11 @@ class WindowTracker:
             le = next((b for b in self.buckets if w.acceptance_length <= b), float("inf"))
             t.window_hist[le] = t.window_hist.get(le, 0) + 1
             t.window_sum += w.acceptance_length
+            f = ceiling_fraction(w)
+            if f is not None:
+                fle = next(b for b in WINDOW_FRACTION_BUCKETS if f <= b)  # f <= 1.0, the last bound
+                t.fraction_hist[fle] = t.fraction_hist.get(fle, 0) + 1
+                t.fraction_sum += f
         self._batch_start = cur
 
     def sliding(self, seconds: float) -> list[WindowStats]:

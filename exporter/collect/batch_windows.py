@@ -16,7 +16,9 @@ Example exposition (tests/golden/vllm-ngram.prom, SLO target 2.0, buckets shorte
     specgate_spec_windows_below_slo_total{engine="vllm",model="tiny",rank="0"} 0.0
 
 Buckets are `exporter.windows.WINDOW_L_BUCKETS` plus the SLO target, so the target is always a
-bucket bound. `windows_below_slo_total` exists only when a target is configured; the burn-rate
+bucket bound. Beside it, the share of its ceiling each window accepted,
+`specgate_spec_window_acceptance_fraction` (`exporter.windows.WINDOW_FRACTION_BUCKETS`, 0.05 ... 1.0): the
+quality alerts count its windows near 0 and near 1 whatever the depth. `windows_below_slo_total` exists only when a target is configured; the burn-rate
 rules over it are quoted in `exporter.names`.
 """
 
@@ -28,6 +30,7 @@ from functools import lru_cache
 from exporter import names
 from exporter.collect.families import Rows, bound, counter, histogram, non_empty, stream_labels
 from exporter.state import ExporterView
+from exporter.windows import WINDOW_FRACTION_BUCKETS
 
 
 @lru_cache(maxsize=8)
@@ -38,24 +41,31 @@ def _bounds(window_buckets: tuple[float, ...]) -> tuple[tuple[float, str], ...]:
     return tuple((b, bound(b)) for b in (*window_buckets, float("inf")))
 
 
+def _cumulative(bounds: tuple[tuple[float, str], ...], counts: tuple[tuple[float, int], ...]) -> list[tuple[str, int]]:
+    """Cumulative bucket rows from non-cumulative counts per upper bound."""
+    hist = dict(counts)
+    cum, buckets = 0, []
+    for b, text in bounds:
+        cum += hist.get(b, 0)
+        buckets.append((text, cum))
+    return buckets
+
+
 def families(v: ExporterView) -> Iterator[Rows]:
     if v.latest is None:
         return
-    wl, wt, wb = histogram(names.WINDOW_ACCEPTANCE_LENGTH), counter(names.SPEC_WINDOWS), \
-        counter(names.SPEC_WINDOWS_BELOW_SLO)
+    wl, wf, wt, wb = histogram(names.WINDOW_ACCEPTANCE_LENGTH), histogram(names.WINDOW_ACCEPTANCE_FRACTION), \
+        counter(names.SPEC_WINDOWS), counter(names.SPEC_WINDOWS_BELOW_SLO)
     bounds = _bounds(v.window_buckets)  # the same for every stream
+    fraction_bounds = _bounds(WINDOW_FRACTION_BUCKETS)
     for sv in v.streams:
         t = sv.totals
         if t is None or sv.stream.spec is None:
             continue
         lv = stream_labels(sv.stream.model, v.latest.engine, sv.stream.rank)
-        hist = dict(t.window_hist)
-        cum, buckets = 0, []
-        for b, text in bounds:
-            cum += hist.get(b, 0)
-            buckets.append((text, cum))
-        wl.add_metric(lv, buckets, t.window_sum)
+        wl.add_metric(lv, _cumulative(bounds, t.window_hist), t.window_sum)
+        wf.add_metric(lv, _cumulative(fraction_bounds, t.fraction_hist), t.fraction_sum)
         wt.add_metric(lv, t.windows_total)
         if v.acceptance_slo_target is not None:
             wb.add_metric(lv, t.windows_below_slo)
-    yield from non_empty(wl, wt, wb)
+    yield from non_empty(wl, wf, wt, wb)
