@@ -13,7 +13,8 @@ arms measured years apart. Records are therefore vetted the way captures and win
   cell's mix described in `workload`; `(mix, concurrency, repetition)` unique, and no two cells of one content
   whatever their repetition numbers (`gate.model.invariants.repeated`); per cell
   `served_tokens_per_second` = `output_tokens / wall_seconds` within `RATE_CONSISTENCY`, at most
-  `MAX_SERVED_TOKENS_PER_SECOND`, `output_tokens ≤ requests × the mix's output tokens`, failed ≤ requests,
+  `MAX_SERVED_TOKENS_PER_SECOND`, failed ≤ requests, prompt and output tokens per completed request as the
+  mix declares (`plausibility.cell_mix`: a 128/64 mix is not measured by 20,000/3-token requests),
   at most one per-request L per completed request, and the acceptance bounds at the record's depth k
   (`1 ≤ L ≤ 1 + k`, per-request L likewise, `a ≥ (L − 1)/k`, `L = 1 + accepted/drafts` where all are known;
   k unknown: `MAX_SPECULATIVE_DEPTH`);
@@ -143,11 +144,13 @@ def _cell_defect(rec: ProbeRecord, c: Cell, mix: MixSpec, k: int | None) -> str 
     bad = pl.number("served_tokens_per_second", rate, high=pl.MAX_SERVED_TOKENS_PER_SECOND, where=where)
     if bad is not None:
         return bad.reason
-    if c.output_tokens > c.requests * mix.output_tokens:
-        return (f"{where}: {c.output_tokens} output tokens, more than its {c.requests} requests x the mix's "
-                f"{mix.output_tokens} output tokens = {c.requests * mix.output_tokens}")
     if c.failed_requests > c.requests:
         return f"{where}: {c.failed_requests} failed of {c.requests} requests"
+    bad = pl.cell_mix(requests=c.requests, failed=c.failed_requests, output_tokens=c.output_tokens,
+                      prompt_tokens=c.prompt_tokens, mix_output=mix.output_tokens, mix_prompt=mix.prompt_tokens,
+                      prompts_from=mix.prompts_from, where=where)
+    if bad is not None:
+        return bad.reason
     per = c.per_request_acceptance_length or []
     if len(per) > c.requests - c.failed_requests:
         return (f"{where}: {len(per)} per-request acceptance lengths for {c.requests - c.failed_requests} "

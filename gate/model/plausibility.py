@@ -298,3 +298,80 @@ def served_rates(samples: Iterable[float], name: str, where: str = "") -> Implau
         if found is not None:
             return found
     return None
+
+
+# A cell is consistent with its mix (issue 34, plausibility): its requests got the tokens the mix declares.
+# Prompts the probe built from the engine's own tokenizer are sent as exactly `prompt_tokens` ids; an engine may
+# count a few more (a BOS or chat-template special token: vllm bench's random prompts of 32 show 32–34), and a
+# long prompt re-tokenized at its rotations may drift by a share: within max(8 tokens, 1 %) is the same prompt.
+PROMPT_SLACK_TOKENS = 8
+PROMPT_SLACK_SHARE = 0.01
+# `approximate_words` prompts are that many words, not tokens (the engine had no /tokenize): a common English word
+# is half to four tokens in every tokenizer in use (byte-level BPE splits "speculative" in 2–3), so the engine's
+# count per request lies within this band of the declared number, and a 20,000-token prompt under a 128-word mix
+# lies far outside it.
+WORD_TOKENS_BAND = (0.5, 4.0)
+# Where the probe wrote the record it sent `ignore_eos` with max_tokens = the mix's output tokens and refused any
+# other count (gate.probe.client.token_problem), so each completed request got exactly that many. An imported
+# benchmark's mix is its largest request (gate.probe.importers.build_record), and a run without --ignore-eos may
+# stop a few requests early: on average at least this share of the declared output, else it measured another mix.
+IMPORTED_OUTPUT_SHARE = 0.9
+# The prompt sources `specgate probe` itself writes (gate.probe.workload); anything else was imported or written by
+# hand, and holds its outputs only to IMPORTED_OUTPUT_SHARE.
+PROBE_PROMPT_SOURCES = ("engine_tokenizer", "approximate_words")
+
+
+def _probe_written(prompts_from: str) -> bool:
+    return prompts_from in PROBE_PROMPT_SOURCES or prompts_from.startswith("jsonl:")
+
+
+def cell_mix(*, requests: int, failed: int, output_tokens: int, prompt_tokens: int | None, mix_output: int,
+             mix_prompt: int | None, prompts_from: str, where: str = "") -> Implausible | None:
+    """A cell's tokens per completed request are what its mix declares (the constants above give each tolerance).
+
+    Output: exactly `mix_output` per completed request where the probe wrote the record (ignore_eos), at least
+    IMPORTED_OUTPUT_SHARE of it on average otherwise (never more: the mix is the largest request). Prompt, where
+    the mix declares a length: the cell's engine-counted prompt tokens per completed request within
+    max(PROMPT_SLACK_TOKENS, PROMPT_SLACK_SHARE) of it (WORD_TOKENS_BAND for `approximate_words`). A cell with
+    completed requests and no prompt count under a mix that declares one cannot be shown to be that mix: a
+    finding too (unknown is never "the same"). A mix without a prompt length (the user's own prompts, an
+    import of mixed lengths) leaves the prompt unchecked; `gate.evidence.probe_vetting.pair_defects` refuses
+    that on both arms.
+    """
+    at = f" ({where})" if where else ""
+    done = requests - failed
+    nums: dict[str, float | None] = {"requests": float(requests), "completed": float(done),
+                                     "output_tokens": float(output_tokens), "mix_output_tokens": float(mix_output),
+                                     "prompt_tokens": None if prompt_tokens is None else float(prompt_tokens),
+                                     "mix_prompt_tokens": None if mix_prompt is None else float(mix_prompt)}
+    if done <= 0:
+        if output_tokens:
+            return Implausible("impossible", f"{output_tokens} output tokens from no completed request{at}", nums)
+        return None
+    per_out = output_tokens / done
+    if _probe_written(prompts_from):
+        if output_tokens != done * mix_output:
+            return Implausible("impossible", f"{output_tokens} output tokens for {done} completed requests = "
+                               f"{per_out:.6g} per request, not the mix's {mix_output} (the probe sends ignore_eos: "
+                               f"each completed request gets exactly that many){at}", nums)
+    elif per_out > mix_output or per_out < IMPORTED_OUTPUT_SHARE * mix_output:
+        return Implausible("impossible", f"{output_tokens} output tokens for {done} completed requests = "
+                           f"{per_out:.6g} per request, not the mix's {mix_output} (an imported run holds at least "
+                           f"{IMPORTED_OUTPUT_SHARE:.0%} of it on average and never more){at}", nums)
+    if mix_prompt is None:
+        return None
+    if prompt_tokens is None:
+        return Implausible("impossible", f"no prompt token count for {done} completed requests under a mix of "
+                           f"{mix_prompt}-token prompts: the cell cannot be shown to have served its mix{at}", nums)
+    per_prompt = prompt_tokens / done
+    if prompts_from == "approximate_words":
+        low, high = WORD_TOKENS_BAND[0] * mix_prompt, WORD_TOKENS_BAND[1] * mix_prompt
+        told = f"{WORD_TOKENS_BAND[0]:g}–{WORD_TOKENS_BAND[1]:g} tokens per word of the mix's {mix_prompt} words"
+    else:
+        slack = max(PROMPT_SLACK_TOKENS, PROMPT_SLACK_SHARE * mix_prompt)
+        low, high = mix_prompt - slack, mix_prompt + slack
+        told = f"the mix's {mix_prompt} within {slack:g} tokens"
+    if not low <= per_prompt <= high:
+        return Implausible("impossible", f"{prompt_tokens} prompt tokens for {done} completed requests = "
+                           f"{per_prompt:.6g} per request, not {told}{at}", nums)
+    return None

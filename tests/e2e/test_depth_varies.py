@@ -124,8 +124,10 @@ PROBE_L = {1: 1.8, 3: 2.9}
 
 # What tune --probe's vetting needs (the intake, gate.evidence.intake.probe_records, the same as compare's): the
 # engine's version and model, the records' date, and each mix's shape.
+# Each cell consistent with its mix (gate.model.plausibility.cell_mix): 4 requests x 32 prompt / 25 output tokens =
+# the cells' 128 prompt and 100 output tokens (tune reads only output tokens and wall seconds).
 VETTED = {"engine_version": "0.32.0", "model": "tiny", "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-          "workload": [{"name": "e2e", "prompt_tokens": 32, "output_tokens": 100, "prompts_from": "synthetic"}]}
+          "workload": [{"name": "e2e", "prompt_tokens": 32, "output_tokens": 25, "prompts_from": "synthetic"}]}
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -137,7 +139,7 @@ def _probe_records(work: Path) -> list[Path]:
         cells = []
         for b in (1, 4, 6, 8):
             wall = 1.0 if k == 0 else 1.0 / SPEEDUPS[k][b]
-            cells.append({"mix": "e2e", "concurrency": b, "repetition": 1, "requests": 8, "output_tokens": 100,
+            cells.append({"mix": "e2e", "concurrency": b, "repetition": 1, "requests": 4, "output_tokens": 100, "prompt_tokens": 128,
                           "wall_seconds": wall, "served_tokens_per_second": 100 / wall, "failed_requests": 0,
                           "ttft_seconds": {}, "tpot_seconds": {}, "chunk_gap_seconds": {},
                           "acceptance_length": None if k == 0 else PROBE_L[k], "drafts": None if k == 0 else 50})

@@ -76,7 +76,7 @@ def test_more_output_than_requests_times_the_mix() -> None:
     # 8 requests x 512 = 4,096 tokens at most; 4,097 in 1 s
     bad = _cells(_spec(), output_tokens=4097, wall_seconds=1.0, served_tokens_per_second=4097.0)
     d = record_defects(bad)[0]  # (every cell made identical: also one measurement counted more than once)
-    assert "4097 output tokens, more than its 8 requests x the mix's 512 output tokens = 4096" in d
+    assert "4097 output tokens for 8 completed requests = 512.125 per request, not the mix's 512" in d
 
 
 def test_an_impossible_rate_is_refused() -> None:

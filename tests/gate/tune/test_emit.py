@@ -32,8 +32,10 @@ SPEC = {"method": "ngram", "prompt_lookup_max": 3, "prompt_lookup_min": 1}
 
 
 # What compare's vetting needs (gate.evidence.intake.probe_records): tune --probe reads through the same intake.
+# Each cell is consistent with its mix (plausibility.cell_mix): 4 requests x 32 prompt / 25 output tokens = the
+# cells' 128 prompt and 100 output tokens.
 VETTED = {"engine_version": "0.32.0", "model": "tiny", "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-          "workload": [{"name": "m", "prompt_tokens": 32, "output_tokens": 32, "prompts_from": "synthetic"}]}
+          "workload": [{"name": "m", "prompt_tokens": 32, "output_tokens": 25, "prompts_from": "synthetic"}]}
 
 
 def _record(tmp_path: Path, k: int, engine: str = "vllm", spec: dict[str, object] | None = None) -> Path:
@@ -42,7 +44,7 @@ def _record(tmp_path: Path, k: int, engine: str = "vllm", spec: dict[str, object
         L = LENGTHS.get(k)
         ms = 10.0 if k == 0 else cycle(k)
         wall = ms * 100 / (1000 * (L or 1.0) * b)
-        cells.append({"mix": "m", "concurrency": b, "repetition": 1, "requests": 4, "output_tokens": 100,
+        cells.append({"mix": "m", "concurrency": b, "repetition": 1, "requests": 4, "output_tokens": 100, "prompt_tokens": 128,
                       "wall_seconds": wall, "served_tokens_per_second": 100 / wall, "failed_requests": 0,
                       "ttft_seconds": {}, "tpot_seconds": {}, "chunk_gap_seconds": {},
                       "acceptance_length": L, "drafts": None if k == 0 else 50})

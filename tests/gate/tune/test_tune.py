@@ -120,8 +120,10 @@ def test_bad_flag_value_is_exit_3(capsys):
 # --- probe records (gate/probe/record.py) -----------------------------------------------------
 
 # What compare's vetting needs (gate.evidence.intake.probe_records): tune --probe reads through the same intake.
+# Each cell is consistent with its mix (plausibility.cell_mix): 4 requests x 32 prompt / 25 output tokens = the
+# cells' 128 prompt and 100 output tokens.
 VETTED = {"engine_version": "0.32.0", "model": "tiny", "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-          "workload": [{"name": "m", "prompt_tokens": 32, "output_tokens": 32, "prompts_from": "synthetic"}]}
+          "workload": [{"name": "m", "prompt_tokens": 32, "output_tokens": 25, "prompts_from": "synthetic"}]}
 
 
 def _record(tmp_path: Path, k: int, cells: list[tuple[int, float, float | None]]) -> Path:
@@ -129,7 +131,7 @@ def _record(tmp_path: Path, k: int, cells: list[tuple[int, float, float | None]]
     doc = {"schema": "specgate.probe/1", "arm": "baseline" if k == 0 else "speculative", "engine": "vllm",
            **VETTED,
            "speculative": None if k == 0 else {"method": "ngram", "num_speculative_tokens": k},
-           "cells": [{"mix": "m", "concurrency": b, "repetition": 1, "requests": 4, "output_tokens": 100,
+           "cells": [{"mix": "m", "concurrency": b, "repetition": 1, "requests": 4, "output_tokens": 100, "prompt_tokens": 128,
                       "wall_seconds": wall, "served_tokens_per_second": 100 / wall, "failed_requests": 0,
                       "ttft_seconds": {}, "tpot_seconds": {}, "chunk_gap_seconds": {},
                       "acceptance_length": length, "drafts": None if k == 0 else 50}

@@ -24,13 +24,18 @@ from gate.evidence.probes import Cell, MixSpec, ProbeRecord, Quantiles
 from gate.model.speedup.pays import Verdict
 from gate.stats import crossover
 
-TOKENS = 512
+TOKENS = 512  # the mix's output tokens per request
+PROMPT = 256  # the mix's prompt tokens per request
+REQUESTS = 8  # per cell
 
 
 def cell(mix: str, conc: int, rep: int, rate: float, *, tpot: float | None = 0.02, length: float | None = None,
          failed: int = 0, reset: bool = False) -> Cell:
-    return Cell(mix=mix, concurrency=conc, repetition=rep, requests=8, output_tokens=TOKENS, prompt_tokens=256,
-                wall_seconds=TOKENS / rate, served_tokens_per_second=rate, failed_requests=failed,
+    """One cell consistent with its 256/512 mix (plausibility.cell_mix): each completed request got the mix's tokens."""
+    done = REQUESTS - failed
+    return Cell(mix=mix, concurrency=conc, repetition=rep, requests=REQUESTS, output_tokens=done * TOKENS,
+                prompt_tokens=done * PROMPT if done else None,
+                wall_seconds=done * TOKENS / rate, served_tokens_per_second=rate, failed_requests=failed,
                 ttft_seconds=Quantiles(p50=0.01, p90=0.02, p99=0.03), tpot_seconds=Quantiles(p50=tpot),
                 chunk_gap_seconds=Quantiles(), acceptance_length=length, metrics_reset=reset)
 
@@ -45,7 +50,7 @@ def record(arm: str, points: dict[tuple[str, int], list[float]], **kw: Any) -> P
     if arm == "speculative":
         kw.setdefault("length", 2.0)
     cells = [cell(m, c, i + 1, r, **kw) for (m, c), rates in points.items() for i, r in enumerate(rates)]
-    mixes = [MixSpec(name=m, prompt_tokens=256, output_tokens=TOKENS, prompts_from="engine_tokenizer")
+    mixes = [MixSpec(name=m, prompt_tokens=PROMPT, output_tokens=TOKENS, prompts_from="engine_tokenizer")
              for m in dict.fromkeys(m for m, _ in points)]
     return ProbeRecord(arm=arm, engine="vllm", engine_version="0.32.0", model="m",
                        speculative={"method": "ngram", "num_speculative_tokens": 3} if arm == "speculative" else None,

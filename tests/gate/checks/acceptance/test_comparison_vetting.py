@@ -79,7 +79,7 @@ def _cell(**update: Any) -> Any:
     (None, {"workload": []}, None, "cells of mix 'chat' have no workload entry"),
     (None, None, _cell(served_tokens_per_second=31.5), "is not output_tokens / wall_seconds"),
     (None, None, _cell(output_tokens=10_000, wall_seconds=10_000 / 30.0),
-     "10000 output tokens, more than its 8 requests x the mix's 512 output tokens = 4096"),
+     "10000 output tokens for 8 completed requests = 1250 per request, not the mix's 512"),
     (None, None, _cell(acceptance_length=12.0), "acceptance length 12 > 1 + k = 4"),
     (None, None, _cell(per_request_acceptance_length=[1.5, 800.0]), "acceptance length 800 > 1 + k = 4"),
     (None, {"speculative": None}, None, "names no speculative settings"),

@@ -110,7 +110,7 @@ def test_three_against_three_copied_twice_is_not_significant(tmp_path: Path) -> 
     (None, {"acceptance_length": 1.6}, "a baseline cell carries speculative acceptance"),
     ({"served_tokens_per_second": 99.0}, None, "is not output_tokens / wall_seconds"),
     ({"output_tokens": 9000, "wall_seconds": 300.0, "served_tokens_per_second": 30.0}, None,
-     "9000 output tokens, more than its 8 requests x the mix's 512 output tokens = 4096"),
+     "9000 output tokens for 8 completed requests = 1125 per request, not the mix's 512"),
     (None, {"output_tokens": 4000, "wall_seconds": 1e-7, "served_tokens_per_second": 4e10},
      "above the sane bound 1e+07"),
     ({"acceptance_length": 7.5}, None, "acceptance length 7.5 > 1 + k = 4"),
