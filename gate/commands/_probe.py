@@ -39,6 +39,20 @@ def concurrency_list(value: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def length_list(value: str) -> tuple[int, ...]:
+    """`--prompt-tokens N[,N...]`: one length, or several (a context sweep, issue 39), each its own mix."""
+    out = []
+    for part in value.split(","):
+        try:
+            n = int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected prompt lengths like 2048,32768, got {value!r}") from None
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"expected positive prompt lengths like 2048,32768, got {value!r}")
+        out.append(n)
+    return tuple(dict.fromkeys(out))
+
+
 def rate_list(value: str) -> tuple[float, ...]:
     out = []
     for part in value.split(","):
@@ -96,7 +110,9 @@ def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
     en.add_argument("--idle-seconds", type=positive_float, default=5.0, metavar="S",
                     help="length of the idle baseline before the run (default 5)")
     src = parser.add_argument_group("request mix (one of)")
-    src.add_argument("--prompt-tokens", type=positive_int, metavar="N", help="prompt length in tokens")
+    src.add_argument("--prompt-tokens", type=length_list, metavar="N[,N...]",
+                     help="prompt length in tokens; several (e.g. 2048,32768,131072) sweep the context: one mix "
+                          "per length, the engine's counters read around each length's cells alone")
     src.add_argument("--plan", type=Path, metavar="PLAN", help="a rollout plan: probe its workload mixes")
     src.add_argument("--prompts", type=Path, metavar="FILE", help="JSONL of your own prompts")
     parser.add_argument("--output-tokens", type=positive_int, metavar="M",

@@ -150,6 +150,10 @@ class Cell(_Strict):
     pair_apart_seconds: NonNeg | None = None  # probe ab: |this cell's start - its partner's| in the other arm
     client_bound: bool | None = None
     energy: CellEnergy | None = None  # issue 38: `specgate probe --energy-source`; None: not measured
+    # issue 39: the engine's own inter-token latency over the cell (vLLM: one observation per engine step and
+    # request, so its mean is the step's wall time: a target step, or on the speculative arm a whole verify cycle)
+    engine_step_seconds: float | None = Field(default=None, gt=0)
+    engine_steps: NonNeg | None = None  # how many observations that mean is over
 
     @property
     def point(self) -> tuple[str, int, float | None]:

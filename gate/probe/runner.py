@@ -320,6 +320,30 @@ def cell_acceptance(before: EngineSnapshot, after: EngineSnapshot, model: str) -
         accepted_tokens=_sum([w.accepted_tokens for w in spec]) if spec else None)
 
 
+def engine_step_time(before: EngineSnapshot, after: EngineSnapshot, model: str) -> tuple[float, float] | None:
+    """(mean seconds, observations) of the engine's own inter-token latency over a cell, summed over the model's
+    streams; None where the page has no such histogram, it went back (a restart) or nothing was observed.
+
+    Why the engine's figure beside the client's TPOT (issue 39, seed 004's cycle decomposition): vLLM observes
+    one gap per engine step and request, so the mean is the step's wall time as the engine saw it — the target's
+    step on the baseline arm, the whole draft-and-verify cycle on the speculative one."""
+    total = count = 0.0
+    seen = False
+    for s in after.streams:
+        if s.model not in (model, None) or s.itl is None:
+            continue
+        b = before.stream(s.model, s.rank)
+        if b is None or b.itl is None or None in (s.itl.sum, s.itl.count, b.itl.sum, b.itl.count):
+            return None
+        d_sum, d_count = float(s.itl.sum) - float(b.itl.sum), float(s.itl.count) - float(b.itl.count)  # type: ignore[arg-type]
+        if d_sum < 0 or d_count < 0:
+            return None
+        total, count, seen = total + d_sum, count + d_count, True
+    if not seen or count < 1 or total <= 0:
+        return None
+    return total / count, count
+
+
 def build_cell(mix: Mix, concurrency: int, repetition: int, results: Sequence[RequestResult],
                wall: float, before: EngineSnapshot, after: EngineSnapshot, model: str,
                progress: Progress) -> Cell:
@@ -345,6 +369,8 @@ def build_cell(mix: Mix, concurrency: int, repetition: int, results: Sequence[Re
             length, rate = acc.acceptance_length, acc.acceptance_rate
             drafts, draft_tokens, accepted = acc.drafts, acc.draft_tokens, acc.accepted_tokens
     reset = bool(acc and acc.reset)
+    step = None if reset or (acc is not None and acc.generation_tokens is not None
+                             and acc.generation_tokens > out_tokens + 0.5) else engine_step_time(before, after, model)
     per_req = [r.acceptance_length for r in ok]
     refused = Counter(r.acceptance_refused for r in ok if r.acceptance_refused is not None)
     if refused:
@@ -365,6 +391,7 @@ def build_cell(mix: Mix, concurrency: int, repetition: int, results: Sequence[Re
         per_request_acceptance_length=([float(a) for a in per_req if a is not None]
                                        if ok and all(a is not None for a in per_req) else None),
         metrics_reset=reset,
+        engine_step_seconds=step[0] if step else None, engine_steps=step[1] if step else None,
     )
 
 
@@ -534,6 +561,8 @@ class Campaign:
                 self.cells.append(cell)
                 self.meter.step_done()
                 length = f", L {cell.acceptance_length:.2f}" if cell.acceptance_length is not None else ""
+                if cell.engine_step_seconds is not None:
+                    length += f", engine step {1000 * cell.engine_step_seconds:.2f} ms"
                 failed = f", {cell.failed_requests} FAILED" if cell.failed_requests else ""
                 bound = ", CLIENT-BOUND (no evidence)" if cell.client_bound else ""
                 at = f"c={conc}" if rate is None else f"rate={rate:g}/s"

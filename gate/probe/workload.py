@@ -181,9 +181,12 @@ def jsonl_mixes(path: str | Path, output_tokens: int | None) -> list[Mix]:
 
 @dataclass(frozen=True)
 class MixRequest:
-    """The request mix `specgate probe` was asked for: exactly one of `prompt_tokens`, `plan`, `prompts`."""
+    """The request mix `specgate probe` was asked for: exactly one of `prompt_tokens`, `plan`, `prompts`.
 
-    prompt_tokens: int | None = None
+    `prompt_tokens` may be several lengths (issue 39, `--prompt-tokens 2048,32768,131072`): one mix per length,
+    named by it, so each length is its own cells and the engine's counters are attributed to it alone."""
+
+    prompt_tokens: int | tuple[int, ...] | None = None
     output_tokens: int | None = None
     plan: Path | None = None
     prompts: Path | None = None
@@ -227,8 +230,11 @@ def wanted_mixes(req: MixRequest) -> list[Mix | PromptShape]:
     if not req.concurrencies and not req.request_rates:
         raise InputError("--prompt-tokens needs --concurrency or --request-rate")
     suffix = f"-t{req.temperature:g}" if req.temperature else ""
-    return [PromptShape(f"p{req.prompt_tokens}-o{req.output_tokens}{suffix}", req.prompt_tokens, req.output_tokens,
-                        None, req.temperature)]
+    lengths = (req.prompt_tokens,) if isinstance(req.prompt_tokens, int) else tuple(dict.fromkeys(req.prompt_tokens))
+    if not lengths or any(n < 1 for n in lengths):
+        raise InputError("--prompt-tokens needs positive lengths")
+    return [PromptShape(f"p{n}-o{req.output_tokens}{suffix}", n, req.output_tokens, None, req.temperature)
+            for n in lengths]
 
 
 def _plan_shapes(req: MixRequest, path: Path) -> list[Mix | PromptShape]:
