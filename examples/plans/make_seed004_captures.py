@@ -6,8 +6,14 @@ is one window. Its per-position accepted counts are 434/371/298 at 2K (2,040 pro
 draft tokens (1,401 and 1,269 = 3 × drafts at k=3) are derived from those counts and the
 seed's L, as DESIGN.md "Derived quantities" states; they reproduce L 3.362 / 3.102 and
 a 78.7% / 70.1%. Only the deltas are the seed's: the starting counters (zero here) are not
-reported, so the absolute values are arbitrary. Prompt and generation tokens are the seed's
-lengths × repeats (256 output tokens per request).
+reported, so the absolute values are arbitrary. Prompt tokens are the seed's lengths × repeats.
+
+Generation tokens are what vLLM counts for those drafts: each request's first token from prefill, then
+each verify round its accepted tokens and one of the target's — drafts + accepted + requests (1,576 at
+2K, 1,317 at 131K). The seed's "256 output tokens" × repeats (1,536 and 1,280) is fewer than its own
+counters imply (467 drafts + 1,103 accepted = 1,570), so no engine could have written both, and the
+gate refuses such a page (gate.model.plausibility.capture_counters); the seed's L, drafts, per-position
+counts and k are kept, its output count is not.
 
 Run: python examples/plans/make_seed004_captures.py   (idempotent; writes three files)
 """
@@ -19,10 +25,11 @@ from pathlib import Path
 MODEL = "unsloth/Qwen3.6-35B-A3B-NVFP4-Fast"
 OUT = Path(__file__).resolve().parent / "captures"
 
-# (name, drafts, draft tokens, per-position accepted, prompt tokens, generation tokens) per length.
+# (name, drafts, draft tokens, per-position accepted, prompt tokens, generation tokens) per length; generation =
+# drafts + accepted + one prefill token per request (module docstring).
 POINTS = [
-    ("2k", 467, 1401, (434, 371, 298), 2040 * 6, 256 * 6),
-    ("131k", 423, 1269, (359, 290, 240), 131290 * 5, 256 * 5),
+    ("2k", 467, 1401, (434, 371, 298), 2040 * 6, 467 + (434 + 371 + 298) + 6),
+    ("131k", 423, 1269, (359, 290, 240), 131290 * 5, 423 + (359 + 290 + 240) + 5),
 ]
 
 
