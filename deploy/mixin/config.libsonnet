@@ -55,6 +55,23 @@
     speculationShallowFraction: 0.25,
     speculationShallowFor: '30m',
 
+    // Quality alarms from acceptance extremes (SpecgateAcceptanceNearZero, SpecgateAcceptanceNearCeiling): over
+    // `acceptanceExtremesWindow`, the share of completed batch windows whose share of their ceiling
+    // (specgate_spec_window_acceptance_fraction: f = (L - 1) / k-bar at each window's own mean depth) is at most
+    // epsilon (nothing accepted: garbled output, a mismatched drafter or tokenizer) or above 1 - epsilon
+    // (everything accepted: repetition loops) exceeds its share, for `acceptanceExtremesFor`, once at least
+    // `acceptanceExtremesMinWindows` windows completed over the window (idle or thin traffic never alerts; the
+    // exporter's batch window is 30s by default, 30 windows per stream in 15 minutes). Epsilon = 0.05: the two
+    // bucket bounds as the exporter writes them (exporter.windows.WINDOW_FRACTION_BUCKETS; another epsilon needs
+    // bounds there too, tests/observability/test_quality_rules.py checks).
+    acceptanceNearZeroLe: '0.05',
+    acceptanceNearCeilingLe: '0.95',
+    acceptanceNearZeroShare: 0.5,
+    acceptanceNearCeilingShare: 0.5,
+    acceptanceExtremesWindow: '15m',
+    acceptanceExtremesFor: '10m',
+    acceptanceExtremesMinWindows: 10,
+
     // Energy (issue 38): added to the dcgm-exporter selectors of the energy rules (e.g. 'job="dcgm-exporter"'),
     // and the window of specgate_decode_tokens_per_second the tokens-per-joule rule divides (an exporter window).
     dcgmSelector: '',

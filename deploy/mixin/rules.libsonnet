@@ -105,6 +105,62 @@
     },
   },
 
+  // Quality alarms from acceptance extremes (issue 37 item 5): the share of completed batch windows whose share of
+  // their ceiling, f = (L - 1) / k-bar at each window's own mean depth (the exporter's
+  // specgate_spec_window_acceptance_fraction histogram), sits at one end, from its buckets: f <= epsilon is the
+  // `le` bucket, f > 1 - epsilon is the count less the `le` bucket below it. Per model (a mass of windows across
+  // pods), only once enough windows completed: an idle or thin stream never alerts.
+  local fraction = 'specgate_spec_window_acceptance_fraction',
+  local extremeAlert(alert, share, numerator, summary, what, hint) = {
+    local w = c.acceptanceExtremesWindow,
+    local count = 'sum by (%s) (rate(%s[%s]))' % [by, sel(fraction + '_count'), w],
+    alert: alert,
+    expr: |||
+      (
+        (
+          %(numerator)s
+        )
+        /
+        (%(count)s > 0)
+          > %(share)s
+      )
+      and on (%(by)s)
+      (sum by (%(by)s) (increase(%(total)s[%(w)s])) >= %(min)s)
+    ||| % { numerator: numerator(w, count), count: count, share: num(share), by: by,
+            total: sel(fraction + '_count'), w: w, min: num(c.acceptanceExtremesMinWindows) },
+    'for': c.acceptanceExtremesFor,
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: summary,
+      description: (
+        '{{ $value | humanizePercentage }} of the batch windows of model {{ $labels.model }} ({{ $labels.engine }}, '
+        + 'namespace {{ $labels.namespace }}) over the last %(window)s %(what)s, for %(for)s (alerting above '
+        + '%(share)s%%). %(hint)s'
+      ) % { window: spoken(w), what: what, 'for': spoken(c.acceptanceExtremesFor), share: num(share * 100), hint: hint },
+      runbook_url: runbook(alert),
+    },
+  },
+  local pct(le) = num(std.parseJson(le) * 100),
+  local nearZero = extremeAlert(
+    'SpecgateAcceptanceNearZero', c.acceptanceNearZeroShare,
+    function(w, count) 'sum by (%s) (rate(%s[%s]))' % [by, sel(fraction + '_bucket', 'le="%s"' % c.acceptanceNearZeroLe), w],
+    'Many batch windows accept almost none of their drafts.',
+    'accepted at most %s%% of the draft tokens they proposed (L at most 1 + %s k at each window\'s own depth k)'
+    % [pct(c.acceptanceNearZeroLe), c.acceptanceNearZeroLe],
+    'Outputs may be garbled, or the drafter or its tokenizer no longer matches the target (an upgrade, a new '
+    + 'revision): every verify step now costs more than plain decoding.'
+  ),
+  local nearCeiling = extremeAlert(
+    'SpecgateAcceptanceNearCeiling', c.acceptanceNearCeilingShare,
+    function(w, count) '%s\n    -\n    sum by (%s) (rate(%s[%s]))'
+                       % [count, by, sel(fraction + '_bucket', 'le="%s"' % c.acceptanceNearCeilingLe), w],
+    'Many batch windows accept almost all of their drafts.',
+    'accepted more than %s%% of the draft tokens they proposed (L above 1 + %s k at each window\'s own depth k)'
+    % [pct(c.acceptanceNearCeilingLe), c.acceptanceNearCeilingLe],
+    'Real traffic is rarely this predictable: look for repetition loops (requests repeating a span until their '
+    + 'token limit) or a drafter that is the target itself.'
+  ),
+
   prometheusRules+:: { groups+: [] },
 
   prometheusAlerts+:: {
@@ -298,6 +354,10 @@
             },
           },
         ],
+      },
+      {
+        name: 'specgate.quality',
+        rules: [nearZero, nearCeiling],
       },
       {
         name: 'specgate.capacity',
