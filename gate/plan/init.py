@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,14 @@ def _model_name(path: Path, cfg: dict[str, Any]) -> str:
     return p.parent.name if p.name == "config.json" else p.stem
 
 
+def _vocabulary_lines(omitted: tuple[tuple[str, str], ...]) -> list[str]:
+    """The `vocabulary:` keys the engine's draft vocabulary rule needs and the config omits, each a TODO."""
+    if not omitted:
+        return []
+    return ["  vocabulary:  # what the engine compares of draft and target vocabularies and this config omits",
+            *(f"    {key}: null  # TODO: {why}" for key, why in omitted)]
+
+
 def _q(value: Any) -> str:
     return json.dumps(value)
 
@@ -202,6 +211,7 @@ def render(req: InitRequest) -> str:
         "  revision: null  # TODO: pin the commit you deploy",
         f"  config: {_q(_rel(req.target, base))}",
         f"  # {_kv_note(target, req.tp, 'predicted')}",
+        *_vocabulary_lines(engine.draft_vocabulary_omitted(method, target) if drafter is not None else ()),
         "  weights:",
         "    path: null  # TODO: the checkpoint directory (safetensors), or bytes: N",
     ]
@@ -214,6 +224,7 @@ def render(req: InitRequest) -> str:
             "  revision: null  # TODO: pin it",
             f"  config: {_q(_rel(req.drafter, base))}",
             f"  # {_kv_note(drafter, req.tp, 'predicted')}",
+            *_vocabulary_lines(engine.draft_vocabulary_omitted(method, drafter)),
             "  weights:",
             "    path: null  # TODO: the drafter checkpoint, or bytes: N",
             "  kv_scope: full  # full | window (window_tokens, sink_tokens) | block (block_tokens): what it attends to",
@@ -266,4 +277,39 @@ def render(req: InitRequest) -> str:
             "  warmup_check: null  # TODO: how readiness is checked (required with a second artifact)",
             "",
         ]
-    return "\n".join(L) + "\n"
+    text = "\n".join(L) + "\n"
+    keys = placeholder_keys(text)
+    if keys:
+        text += "\n".join([
+            "",
+            "# The TODO keys above, as init left them: while one is still null or [], the budget line that reads it",
+            "# cannot pass (`specgate check` names it). Delete a key from this list to say that null is what you mean.",
+            "placeholders:",
+            *(f"  - {k}" for k in keys),
+        ]) + "\n"
+    return text
+
+
+_KEY_LINE = re.compile(r"( *)([A-Za-z_]\w*):(.*)$")
+
+
+def placeholder_keys(text: str) -> list[str]:
+    """The dotted keys this writer left as placeholders: written `null`, `[]` or `{}` with a `# TODO` on the line or
+    on their section's line (`budgets:  # TODO`). Read off the rendered text so that the list and the TODO lines
+    cannot drift apart (gate.plan.model.Plan.placeholders says what the list does)."""
+    path: list[tuple[int, str, bool]] = []  # (indent, key, the section's line has a TODO)
+    keys: list[str] = []
+    for line in text.splitlines():
+        m = _KEY_LINE.fullmatch(line)
+        if m is None:  # comments, blank lines, list items
+            continue
+        indent, key = len(m.group(1)), m.group(2)
+        value, _, comment = m.group(3).partition("#")
+        while path and path[-1][0] >= indent:
+            path.pop()
+        todo = "TODO" in comment
+        if not value.strip():
+            path.append((indent, key, todo))
+        elif value.strip() in ("null", "[]", "{}") and (todo or (path and path[-1][2])):
+            keys.append(".".join([*(k for _, k, _ in path), key]))
+    return keys
