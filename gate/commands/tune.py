@@ -83,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, metavar="FILE", help="with --emit: write the engine fragment alone here")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="write a PNG of predicted speedup against k")
+    parser.add_argument("--context-plot", type=Path, metavar="FILE",
+                        help="probe records swept over prompt lengths (probe --prompt-tokens A,B,C): write a PNG of "
+                             "the measured speedup and engine step against context")
 
 
 def _err(msg: str) -> int:
@@ -94,10 +97,10 @@ def run(args: argparse.Namespace) -> int:
     """Parse the sources into `TuneInputs`, call `gate.model.speedup.tune.run`, print (the orchestration is there,
     once)."""
     from gate.inputs.jsontext import dumps
-    from gate.model.speedup import tune
+    from gate.model.speedup import context, tune
     from gate.status import InputError
     from gate.tune.inputs import sources
-    from gate.tune.report import to_json, to_text
+    from gate.tune.report import context_json, to_json, to_text
 
     if args.prometheus:
         return _err("tune --prometheus: not supported yet (its windows carry L, not per-position counters); use "
@@ -118,6 +121,16 @@ def run(args: argparse.Namespace) -> int:
 
             write_png(result, args.plot)
         doc = to_json(result)
+        swept = context.sweep(got.inputs.context)
+        if swept is not None:
+            doc["context"] = context_json(swept)
+        elif args.context_plot:
+            raise InputError("--context-plot needs probe records of at least two prompt lengths (probe "
+                             "--prompt-tokens A,B,C)")
+        if args.context_plot and swept is not None:
+            from gate.tune.plot import write_context_png
+
+            write_context_png(swept, args.context_plot)
         text = ""
         if args.emit:
             from gate.tune.emit import emit
@@ -132,13 +145,23 @@ def run(args: argparse.Namespace) -> int:
                 text = emitted.text()
             elif args.format == "text":
                 side = emitted.text()
+            if swept is not None:
+                from gate.tune.emit import context_advice
+
+                advice = context_advice(swept, args.emit)
+                doc["emit"]["context_advice"] = advice.rstrip("\n").split("\n")
+                if args.out:
+                    text += advice
+                elif args.format == "text":
+                    side += advice
         # No NaN/Infinity in the JSON (gate.inputs.jsontext.dumps): one line, exit 3 instead.
         if args.format == "json":
             text = dumps(doc, "tune") + "\n"
         elif args.emit and not args.out:
             text = fragment
         else:
-            text = to_text(result) + ("\n" + text if text else "")
+            text = to_text(result) + ("\n" + swept.text() + "\n" if swept is not None else "") + (
+                "\n" + text if text else "")
     except InputError as e:
         return _err(str(e))
     except OSError as e:
@@ -148,4 +171,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(side)
     if args.plot:
         print(f"specgate: picture written to {args.plot}", file=sys.stderr)
+    if args.context_plot:
+        print(f"specgate: context picture written to {args.context_plot}", file=sys.stderr)
     return 0

@@ -18,6 +18,7 @@ from gate.model.engines import profile
 from gate.model.engines.base import ScheduleWriter
 from gate.model.invariants import APPLICABILITY, emit_method, reason
 from gate.model.speedup.bands import Emitted, batch_bands
+from gate.model.speedup.context import ContextSweep
 from gate.model.speedup.curves import TuneInputError
 from gate.model.speedup.predict import TuneResult
 
@@ -65,3 +66,18 @@ def applicable(writer: ScheduleWriter, kind: str, name: str, evidence: Sequence[
                           f"curve is not {name}'s evidence")
     methods = [None if m is None else writer.schedule_method(m) for _, m in evidence]
     return emit_method(name, methods, writer.schedule_methods)
+
+
+# Issue 39: no engine this project writes for takes a depth schedule by context length. vLLM 0.32 has
+# `num_speculative_tokens_per_batch_size` only; `num_speculative_tokens_per_seq_len` (RFC #48627, PRs #48944 /
+# #54801) is proposed, not merged — and #48944's own data has a context split 4.0 % worse than one k.
+CONTEXT_SPLIT = ("{engine} takes no depth schedule by context length (vLLM 0.32 has only "
+                 "num_speculative_tokens_per_batch_size; the proposed num_speculative_tokens_per_seq_len is not "
+                 "merged): the fragment is the batch schedule of one context (--point); the depth per context is "
+                 "advice, below, not in the fragment")
+
+
+def context_advice(sweep: ContextSweep, engine: str) -> str:
+    """What `tune --emit` says beside the fragment when the probes swept context: why the fragment has no context
+    split, then the measured best k per context band and where it stops paying."""
+    return "\n".join([f"note: {CONTEXT_SPLIT.format(engine=engine)}", *(a.text() for a in sweep.advice)]) + "\n"

@@ -19,6 +19,7 @@ from pathlib import Path
 from gate.evidence.intake import record_depth as vetted_depth
 from gate.evidence.intake import record_method
 from gate.evidence.probes import ProbeError, ProbeRecord, load_record
+from gate.model.speedup.context import ContextSample
 from gate.model.speedup.cost import CostSample
 from gate.model.speedup.counters import PositionCounters
 from gate.model.speedup.curves import TuneInputError
@@ -54,11 +55,18 @@ def from_probe_records(paths: Sequence[Path]) -> TuneInputs:
         if rec.arm == "speculative":
             out.speculative_evidence.append((rec.engine, record_method(rec)))
         src = f"probe {path.name}"
+        lengths = {m.name: m.prompt_tokens for m in rec.workload}
         for c in rec.cells:
             if c.metrics_reset or c.failed_requests or c.output_tokens <= 0:
                 out.notes.append(f"{src}: cell {c.mix} B={c.concurrency} rep {c.repetition} skipped "
                                  f"({'engine restarted' if c.metrics_reset else 'failed requests or no output'})")
                 continue
+            ctx = lengths.get(c.mix)
+            if ctx is not None and c.request_rate is None and (k == 0 or c.acceptance_length is not None):
+                out.context.append(ContextSample(
+                    ctx, c.concurrency, k, c.served_tokens_per_second,
+                    None if c.engine_step_seconds is None else 1000.0 * c.engine_step_seconds,
+                    None if c.tpot_seconds.p50 is None else 1000.0 * c.tpot_seconds.p50, c.drafts, c.accepted_tokens))
             per_token_ms = 1000.0 * c.concurrency * c.wall_seconds / c.output_tokens
             if k == 0:
                 out.costs.append(CostSample(c.mix, c.concurrency, 0, per_token_ms, src, measured=True))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gate.inputs.jsontext import printable
+from gate.model.speedup.context import ContextSweep
 from gate.model.speedup.predict import Prediction, TuneResult
 
 
@@ -94,3 +95,28 @@ def to_text(result: TuneResult) -> str:
     out += [f"  - {a}" for a in result.assumptions]
     # Point names come from inputs (probe mix names, plan points): one name stays one cell (printable).
     return "\n".join(printable(line) for line in out) + "\n"
+
+
+def context_json(sweep: ContextSweep) -> dict[str, Any]:
+    """Issue 39's context axis (measured, per (context, concurrency, k)): {"contexts", "points", "decompositions",
+    "advice"}; the decomposition's bands are interval arithmetic over the repetitions' extremes."""
+    return {
+        "contexts": list(sweep.contexts),
+        "points": [{"context": p.context, "concurrency": p.concurrency, "k": p.k,
+                    "served_tokens_per_second": list(p.served), "engine_step_ms": p.step_ms,
+                    "engine_steps_ms": list(p.steps_ms), "tpot_ms": list(p.tpot_ms),
+                    "acceptance_length": p.acceptance_length, "speedup": p.speedup, "speedup_low": p.speedup_low,
+                    "speedup_high": p.speedup_high} for p in sweep.points],
+        "decompositions": [{"concurrency": d.concurrency, "k": d.k, "short_context": d.short,
+                            "long_context": d.long, "target_step_growth_ms": d.target_growth_ms,
+                            "verify_cycle_growth_ms": d.cycle_growth_ms,
+                            "draft_step_growth_ms": d.draft_step_growth_ms, "draft_share": d.draft_share,
+                            "target_step_growth_band_ms": list(d.target_growth_band),
+                            "verify_cycle_growth_band_ms": list(d.cycle_growth_band),
+                            "draft_step_growth_band_ms": list(d.draft_step_band),
+                            "draft_share_band": None if d.share_band is None else list(d.share_band),
+                            "text": d.text()} for d in sweep.decompositions],
+        "advice": [{"concurrency": a.concurrency, "stops_paying_at_prompt_tokens": a.stops_paying_at,
+                    "best": [{"context": ctx, "k": k, "speedup": s, "speedup_low": lo, "speedup_high": hi}
+                             for ctx, k, s, lo, hi in a.best], "text": a.text()} for a in sweep.advice],
+    }

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gate.model.depth import MAX_SPECULATIVE_DEPTH
+from gate.model.speedup.context import ContextSample
 from gate.model.speedup.cost import CostSample, DraftBand, cycle_models
 from gate.model.speedup.counters import PositionCounters
 from gate.model.speedup.curves import TuneInputError, curve_for_point
@@ -43,6 +44,8 @@ class TuneInputs:
     # Each speculative probe record's (engine, method; None: unnamed): what `tune --emit` holds to the engine it
     # writes for (gate.model.invariants.emit_method, applicability).
     speculative_evidence: list[tuple[str | None, str | None]] = field(default_factory=list)
+    # Issue 39: every probe cell of a known prompt length, for the context axis (gate.model.speedup.context).
+    context: list[ContextSample] = field(default_factory=list)
 
     def add(self, other: TuneInputs) -> None:
         """Another source's inputs after these (the first plan's k is kept)."""
@@ -53,6 +56,7 @@ class TuneInputs:
         self.depth_varies = self.depth_varies or other.depth_varies
         self.speculative_configs += other.speculative_configs
         self.speculative_evidence += other.speculative_evidence
+        self.context += other.context
 
 
 # The acceptance basis a user may ask for (`specgate tune --basis`): exact is refused on a varying-depth run.
