@@ -14,8 +14,10 @@ line's view of its windows (`acceptance_evidence`, read by five of its sub-check
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from gate.bill.budget import Budget
@@ -27,6 +29,7 @@ from gate.evidence.previous import RevisionChanges
 from gate.model.speedup.advice import DepthAdvice, depth_advice
 from gate.model.speedup.curves import TuneInputError
 from gate.plan.model import Plan
+from gate.status import LineResult, Status
 
 if TYPE_CHECKING:
     from gate.checks.acceptance.windows import LineEvidence
@@ -60,3 +63,48 @@ class CheckContext:
         except TuneInputError as e:
             return DepthAdvice.not_tuned(None, e)
         return depth_advice(inputs)
+
+
+# Which budget lines read each key `specgate init` may leave as a placeholder (issue 36 item 3: a DeepSeek-V3 plan
+# with seven `null  # TODO` lines passed). A listed key, or one under it (target.weights.path), still empty keeps
+# these lines from passing. Keys no line judges (description, revisions, engine.version: run-record facts) hold none.
+PLACEHOLDER_LINES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "target.weights": ("artifacts", "kv_pool"),
+    "drafter.weights": ("artifacts", "kv_pool"),
+    "budgets.storage_bytes": ("artifacts",),
+    "budgets.image_bytes": ("artifacts",),
+    "engine.block_size": ("kv_pool",),
+    "engine.kv_cache_memory_bytes": ("kv_pool",),
+    "engine.memory_fraction": ("kv_pool",),
+    "engine.context_cap_tokens": ("kv_pool",),
+    "engine.configured_max_total_tokens": ("kv_pool",),
+    "budgets.gpu_memory_bytes": ("kv_pool",),
+    "workload": ("kv_pool", "acceptance"),
+    "slo.target_acceptance_length": ("acceptance",),
+    "slo.target_source": ("acceptance",),
+    "costs": ("acceptance",),
+    "budgets.startup_seconds": ("staging",),
+    "staging.warmup_check": ("staging",),
+    "staging.mode": ("staging",),
+})
+
+
+def placeholders_of(plan: Plan, line: str) -> tuple[str, ...]:
+    """The plan's open placeholders (Plan.open_placeholders) that `line` reads, by PLACEHOLDER_LINES."""
+    return tuple(k for k in plan.open_placeholders
+                 if any(line in lines for t, lines in PLACEHOLDER_LINES.items() if k == t or k.startswith(t + ".")))
+
+
+def hold_placeholders(line: str, plan: Plan, result: LineResult) -> LineResult:
+    """A line that read a key `specgate init` left as a placeholder does not pass: pass, warn and n/a become
+    inconclusive (a fail stays a fail), the reason naming the keys. Why here, once, and not in each line: the lines
+    judge values, and a null a user meant looks the same as one they forgot; only the plan's `placeholders` list
+    (written by init) tells them apart."""
+    keys = placeholders_of(plan, line)
+    if not keys:
+        return result
+    status = result.status if result.status in (Status.FAIL, Status.INCONCLUSIVE) else Status.INCONCLUSIVE
+    them = "it" if len(keys) == 1 else "them"
+    reason = (f"{result.reason}; placeholder{'s' if len(keys) > 1 else ''} `specgate init` left: {', '.join(keys)} "
+              f"(fill {them}, or delete {them} from the plan's placeholders list to say that empty is meant)")
+    return replace(result, status=status, reason=reason, values={**result.values, "placeholders": list(keys)})
