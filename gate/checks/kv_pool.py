@@ -12,7 +12,8 @@ observed"; in `post` the engine's own allocation decides (a reported or predicte
 is inconclusive there), and a prediction that differs from the allocation by more than one
 block is reported with both numbers. With `budgets.gpu_memory_bytes` the per-rank memory bill
 (gate.bill.gpu_memory: weights / TP + pool × bytes per token ≤ gpu_memory_bytes ×
-memory_fraction) is judged here too: over is a fail.
+memory_fraction) is judged here too: over is a fail. Weights per rank alone above the whole GPU is a fail
+whatever else is unknown (no fraction or pool makes that geometry serve the model: 671B at TP 1, issue 36).
 """
 
 from __future__ import annotations
@@ -59,6 +60,22 @@ def memory(plan: Plan, budget: Budget) -> GpuMemoryBill | None:
         kv_cache_memory_bytes=plan.engine.kv_cache_memory_bytes)
 
 
+def cannot_serve(plan: Plan, budget: Budget, gm: GpuMemoryBill) -> str | None:
+    """The weights per rank alone above the whole GPU (issue 36 item 3: DeepSeek-V3's 671B at TP 1 passed): no memory
+    fraction, pool or context makes that geometry serve the model, so it is a fail whatever else is unknown."""
+    parts = [(name, total, per_rank, tp) for name, total, per_rank, tp in (
+        ("target", budget.target.weights_bytes, gm.target_weights_per_rank, plan.engine.tp),
+        ("drafter", budget.drafter.weights_bytes if budget.drafter else None, gm.drafter_weights_per_rank,
+         (plan.drafter.tp if plan.drafter else None) or plan.engine.tp),
+    ) if total is not None and per_rank]
+    weights = sum(p[2] for p in parts)
+    if weights <= gm.gpu_memory_bytes:
+        return None
+    how = " + ".join(f"{name} {total:,} B / TP {tp}" for name, total, _, tp in parts)
+    return (f"this geometry cannot serve the model: weights per rank {weights:,} B ({how}) > {gm.gpu_memory_bytes:,} B "
+            "of GPU memory (budgets.gpu_memory_bytes) before any KV cache; more ranks (engine.tp) or smaller weights")
+
+
 def check(ctx: CheckContext) -> LineResult:
     """The pool line, then the GPU memory bill and the post phase's demand for the engine's own allocation."""
     result = _pool_line(ctx)
@@ -72,6 +89,9 @@ def check(ctx: CheckContext) -> LineResult:
             status = Status.FAIL
         elif gm.unknown and status is not Status.FAIL:
             status = Status.INCONCLUSIVE
+        cannot = cannot_serve(plan, budget, gm)
+        if cannot is not None:
+            status, reason = Status.FAIL, f"{cannot}; {reason}"
     live_with, _ = live_pools(plan, ctx.metrics)
     if ctx.phase == "post" and live_with is None and status is not Status.FAIL and plan.has_drafter:
         status = Status.INCONCLUSIVE
