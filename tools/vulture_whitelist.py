@@ -72,4 +72,3 @@ _.state_bytes_per_sequence  # gate/model/geometry.KVGeometry: the per-sequence s
 _.cumulative  # exporter/engines/base.StreamSnapshot: the restart rule's definition (tests/exporter)
 _.intake, _.invariants  # gate/evidence/intake.Source: each source's registration (tests/gate/hostile reads them)
 _.enforced_by  # gate/model/invariants.Invariant: where each invariant is enforced (tests/gate/hostile, design.md)
-_.vocabulary_of, _.vocabulary_rule  # gate/model/engines/llamacpp: llama.cpp vocabulary rule, not yet wired into codesign (issue 35.4; tests/gate/model/engines/llamacpp)

@@ -25,6 +25,7 @@ drafter change requires a new KV budget").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ from gate.model.depth import BLOCK_METHODS, EAGLE_METHODS
 from gate.model.engines import DEFAULT_KIND, PROFILES, profile
 from gate.model.geometry import STATE_KINDS, classify_layers
 from gate.model.identity import before_general_availability, family_mismatch
+from gate.plan.model import Vocabulary
 from gate.status import LineResult, Status, combine
 
 NOT_CHECKED = "not checked: "
@@ -239,7 +241,18 @@ def _hidden_size(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Fi
     return Finding("hidden_size", Status.FAIL, f"{family} drafter hidden_size {dh} != target hidden_size {th}")
 
 
-def _vocabulary(family: str, d: dict[str, Any] | None, t: dict[str, Any]) -> Finding:
+def _vocabulary(family: str, d: dict[str, Any] | None, t: dict[str, Any], engine: str = DEFAULT_KIND,
+                method: str | None = None, raw: tuple[ModelConfig, ModelConfig | None] | None = None,
+                declared: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None] = (None, None)) -> Finding:
+    """The engine's own draft-model vocabulary rule where it has one (its profile's `draft_vocabulary_rule`:
+    llama.cpp accepts sizes within 128), else equal sizes; `declared` are the plan's vocabulary keys (target,
+    drafter) for what the configs omit."""
+    if family == "draft_model" and raw is not None and raw[1] is not None:
+        rule = profile(engine).draft_vocabulary_rule(method, raw[0].raw, raw[1].raw, *declared)
+        if rule is not None:
+            detail = rule.detail if rule.status is not Status.INCONCLUSIVE else \
+                f"{NOT_CHECKED}{rule.detail.removeprefix(NOT_CHECKED)}"
+            return Finding("vocabulary", rule.status, detail)
     tv = _size(t, "vocab_size", "target")
     if d is None:
         return Finding("vocabulary", Status.NA, f"MTP layers share the target's embedding and lm_head by construction "
@@ -408,7 +421,8 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
              depth: int | None = None, draft_tp: int | None = None,
              target_tp: int | None = None, max_model_len: int | None = None,
              deployed_target: str | None = None, d2t_tensor: bool | None = None,
-             expect_mtp: bool = False, method: str | None = None) -> CodesignResult:
+             expect_mtp: bool = False, method: str | None = None,
+             vocabularies: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None] = (None, None)) -> CodesignResult:
     """Run design.md's co-design table for one target/drafter pair on one engine.
 
     `depth` is k, the draft tokens one verify can accept (gate.model.depth.speculative_depth: vLLM's
@@ -418,6 +432,7 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
     next-n layers, otherwise nothing to co-design (ngram) and the result is n/a — unless
     `expect_mtp` (the plan runs method mtp/nextn), when a target without next-n layers has no head
     to load: fail. `method` (the plan's, when known) tells a plain-looking EAGLE-1/2 head from a draft model.
+    `vocabularies`: the plan's declared vocabulary keys of target and drafter (what the configs omit).
     """
     if engine not in PROFILES:
         raise ConfigError(f"engine must be {' or '.join(PROFILES)}, got {engine!r}")
@@ -449,7 +464,7 @@ def codesign(target_cfg: ConfigLike, drafter_cfg: ConfigLike | None, engine: str
     if d is not None:
         findings.append(_num_target_layers(d, L))
     findings.append(_hidden_size(family, d, t))
-    findings.append(_vocabulary(family, d, t))
+    findings.append(_vocabulary(family, d, t, engine, method, (tm, dm), vocabularies))
     findings.append(_draft_vocab_mapping(d, t, d2t_tensor))
     findings.append(_special_tokens(d, t))
     if family in BLOCK_METHODS and d is not None:
@@ -489,7 +504,9 @@ def check(ctx: CheckContext) -> LineResult:
                        max_model_len=plan.engine.context_cap_tokens or ctx.metrics.context_cap_tokens,
                        deployed_target=plan.target.name or None,
                        d2t_tensor=facts.drafter.d2t_tensor if facts.drafter else None,
-                       expect_mtp=plan.drafter_embedded and d is None, method=plan.method)
+                       expect_mtp=plan.drafter_embedded and d is None, method=plan.method,
+                       vocabularies=(_declared(plan.target.vocabulary),
+                                     _declared(plan.drafter.vocabulary if plan.drafter else None)))
     except ConfigError as e:
         return LineResult(Status.INCONCLUSIVE, f"co-design cannot be checked: {e}", {})
     findings = list(res.findings)
@@ -519,6 +536,11 @@ def check(ctx: CheckContext) -> LineResult:
         reason += "; " + "; ".join(notes)
     return LineResult(status, reason, {"family": res.family, "findings": [f.to_json() for f in findings],
                                        "previous": ctx.previous.to_json() if ctx.previous else None})
+
+
+def _declared(v: Vocabulary | None) -> dict[str, Any] | None:
+    """A model's declared vocabulary keys (the plan's `vocabulary`), those set."""
+    return v.model_dump(exclude_none=True) if v is not None else None
 
 
 def _short(h: str | None) -> str:

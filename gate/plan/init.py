@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -277,39 +276,4 @@ def render(req: InitRequest) -> str:
             "  warmup_check: null  # TODO: how readiness is checked (required with a second artifact)",
             "",
         ]
-    text = "\n".join(L) + "\n"
-    keys = placeholder_keys(text)
-    if keys:
-        text += "\n".join([
-            "",
-            "# The TODO keys above, as init left them: while one is still null or [], the budget line that reads it",
-            "# cannot pass (`specgate check` names it). Delete a key from this list to say that null is what you mean.",
-            "placeholders:",
-            *(f"  - {k}" for k in keys),
-        ]) + "\n"
-    return text
-
-
-_KEY_LINE = re.compile(r"( *)([A-Za-z_]\w*):(.*)$")
-
-
-def placeholder_keys(text: str) -> list[str]:
-    """The dotted keys this writer left as placeholders: written `null`, `[]` or `{}` with a `# TODO` on the line or
-    on their section's line (`budgets:  # TODO`). Read off the rendered text so that the list and the TODO lines
-    cannot drift apart (gate.plan.model.Plan.placeholders says what the list does)."""
-    path: list[tuple[int, str, bool]] = []  # (indent, key, the section's line has a TODO)
-    keys: list[str] = []
-    for line in text.splitlines():
-        m = _KEY_LINE.fullmatch(line)
-        if m is None:  # comments, blank lines, list items
-            continue
-        indent, key = len(m.group(1)), m.group(2)
-        value, _, comment = m.group(3).partition("#")
-        while path and path[-1][0] >= indent:
-            path.pop()
-        todo = "TODO" in comment
-        if not value.strip():
-            path.append((indent, key, todo))
-        elif value.strip() in ("null", "[]", "{}") and (todo or (path and path[-1][2])):
-            keys.append(".".join([*(k for _, k, _ in path), key]))
-    return keys
+    return "\n".join(L) + "\n"

@@ -268,6 +268,18 @@ class EngineProfile(Protocol):
         """What the engine requires of the depth k for a target with `mtp_layers` (>= 1) MTP layers."""
         ...
 
+    def draft_vocabulary_rule(self, method: str | None, target: Mapping[str, Any], drafter: Mapping[str, Any],
+                              declared_target: Mapping[str, Any] | None,
+                              declared_drafter: Mapping[str, Any] | None) -> Rule | None:
+        """The engine's own draft/target vocabulary rule on the configs and the plan's declared vocabulary
+        keys; None where the co-design table's generic rule (equal sizes) is the engine's."""
+        ...
+
+    def draft_vocabulary_omitted(self, method: str | None, config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        """(plan `vocabulary` key, what it is) for each fact the engine's draft vocabulary rule needs and
+        `config` omits: the TODO lines `specgate init` writes; () where the engine has no rule of its own."""
+        ...
+
     # --- `specgate init` (gate.plan.init) ------------------------------------------------------------
 
     def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
@@ -390,6 +402,16 @@ class BaseProfile(ABC):
     @abstractmethod
     def mtp_rule(self, mtp_layers: int, depth: int | None) -> Rule:
         """The engine's rule on k for an MTP target (EngineProfile.mtp_rule)."""
+
+    def draft_vocabulary_rule(self, method: str | None, target: Mapping[str, Any], drafter: Mapping[str, Any],
+                              declared_target: Mapping[str, Any] | None,
+                              declared_drafter: Mapping[str, Any] | None) -> Rule | None:
+        """The co-design table's generic rule is the engine's."""
+        return None
+
+    def draft_vocabulary_omitted(self, method: str | None, config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        """No rule of the engine's own: nothing to declare."""
+        return ()
 
     @abstractmethod
     def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:

@@ -110,6 +110,28 @@ class LlamacppProfile(BaseProfile):
         return Rule(Status.PASS, f"target has {mtp_layers} MTP layer(s); llama.cpp's draft-mtp runs them for any "
                                  "--spec-draft-n-max")
 
+    def draft_vocabulary_rule(self, method: str | None, target: Mapping[str, Any], drafter: Mapping[str, Any],
+                              declared_target: Mapping[str, Any] | None,
+                              declared_drafter: Mapping[str, Any] | None) -> Rule | None:
+        """draft-simple's own check (`common_speculative_are_compatible`, below), not equal sizes: Gemma-3's
+        262,208 tokens against a 262,144-token draft is 64 apart and runs. The other methods load heads
+        that share the target's vocabulary by construction: the generic rule."""
+        if method not in (None, "draft_model"):
+            return None
+        return vocabulary_rule(vocabulary_of(target, declared_target), vocabulary_of(drafter, declared_drafter))
+
+    def draft_vocabulary_omitted(self, method: str | None, config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        """What `common_speculative_are_compatible` compares and the config does not say (the GGUF does)."""
+        if method not in (None, "draft_model"):
+            return ()
+        v = vocabulary_of(config)
+        return tuple((key, why) for key, value, why in (
+            ("vocab_size", v.size, "the GGUF's vocabulary size (llama.cpp: draft and target within 128 tokens)"),
+            ("vocab_type", v.type, "the GGUF's tokenizer.ggml.model as llama.cpp names it: llama = SPM, gpt2 = BPE"),
+            ("bos_token_id", v.bos_token_id, "the GGUF's tokenizer.ggml.bos_token_id (llama.cpp: equal in both)"),
+            ("eos_token_id", v.eos_token_id, "the GGUF's tokenizer.ggml.eos_token_id, one id (equal in both)"))
+            if value is None)
+
     def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
         """The user's k, else the drafter's block (a round drafts at most the block)."""
         return block_or_user_depth(block_size, depth,
@@ -198,12 +220,13 @@ def vocabulary_rule(target: Vocabulary, drafter: Vocabulary) -> Rule:
             return Rule(Status.FAIL, f"llama.cpp refuses the draft: vocabulary {drafter.size:,} vs target "
                                      f"{target.size:,}, difference {diff} > {SPEC_VOCAB_MAX_SIZE_DIFFERENCE} "
                                      "(SPEC_VOCAB_MAX_SIZE_DIFFERENCE)")
-    missing = [f"{who}.{key}" for who, v in (("target", target), ("drafter", drafter))
+    missing = [f"{who}.vocabulary.{key}" for who, v in (("target", target), ("drafter", drafter))
                for key, value in (("vocab_size", v.size), ("vocab_type", v.type), ("bos_token_id", v.bos_token_id),
                                   ("eos_token_id", v.eos_token_id)) if value is None]
     if missing:
         return Rule(Status.INCONCLUSIVE, "not checked: llama.cpp compares vocab type, BOS/EOS and size (within "
-                                         f"{SPEC_VOCAB_MAX_SIZE_DIFFERENCE}); not declared: {', '.join(missing)}")
+                                         f"{SPEC_VOCAB_MAX_SIZE_DIFFERENCE}); declare in the plan what the configs omit: "
+                                         f"{', '.join(missing)}")
     assert target.size is not None and drafter.size is not None
     return Rule(Status.PASS, f"llama.cpp: vocabulary {drafter.size:,} vs target {target.size:,} (difference "
                              f"{abs(target.size - drafter.size)} <= {SPEC_VOCAB_MAX_SIZE_DIFFERENCE}), type "
