@@ -21,7 +21,8 @@ Fail closed: an unreadable or malformed record, records that are not this plan's
 depth k, each known; in `post` measured within the last day), records that cannot be compared (the
 same arm twice, not one consistent experiment: `compare`'s vetting), or a plan without request mixes
 is inconclusive with its reason, never a pass. A plan mix is judged only by a probe mix of its prompt
-and output tokens: a same-named mix of another shape measured other requests.
+and output tokens: a same-named mix of another shape measured other requests, and a probe of other prompt
+lengths (a context sweep, issue 39) is another context band's evidence (`other_context`, applicability).
 
 `slo.min_tokens_per_joule_ratio` (issue 38) is judged here too, per plan mix, from the energy the records
 carry at the mix's own load (`energy_for_mix`); records without energy there leave it inconclusive.
@@ -37,6 +38,7 @@ from gate.checks.acceptance.finding import Finding
 from gate.checks.base import CheckContext
 from gate.evidence.intake import plan_defects
 from gate.evidence.probes import ProbeRecord
+from gate.model.invariants import APPLICABILITY, reason
 from gate.plan.model import Plan
 from gate.status import Status
 
@@ -87,6 +89,8 @@ def _judge(ctx: CheckContext) -> tuple[list[Status], list[str], dict[str, Any] |
     ratio = plan.slo.min_tokens_per_joule_ratio
     for m in plan.workload:
         pm, unmatched = match_mix(cmp, base[0], spec[0], m.name, m.prompt_tokens, m.output_tokens)
+        if pm is None:
+            unmatched = other_context(cmp, base[0], spec[0], m.name, m.prompt_tokens) or unmatched
         ans = answer_for_mix(cmp, pm, m.name, m.concurrency, unmatched, request_rate=m.request_rate)
         statuses.append(verdicts.status(ans.verdict))
         parts.append(f"probes: {ans.reason}")
@@ -99,6 +103,22 @@ def _judge(ctx: CheckContext) -> tuple[list[Status], list[str], dict[str, Any] |
     if ratio is not None:
         values["energy"] = energy
     return statuses, parts, values
+
+
+def other_context(cmp: Comparison, base: ProbeRecord, spec: ProbeRecord, mix: str, prompt_tokens: int) -> str | None:
+    """Issue 39: the applicability reason when the probes measured other prompt lengths and none of this mix's.
+
+    Why a rule of its own: a context sweep measures each length as its own mix, and acceptance and step cost both
+    move with context (seed 004: L 3.36 -> 3.10, the plain step +40 % from 2K to 131K), so the nearest length is
+    not this mix's evidence; the mix is judged only at its own context (else inconclusive, saying so)."""
+    measured = {p.mix for p in cmp.points}
+    lengths = {d.prompt_tokens for d in (*base.workload, *spec.workload)
+               if d.name in measured and d.prompt_tokens is not None}
+    if not lengths or prompt_tokens in lengths:
+        return None
+    return reason(APPLICABILITY, f"mix {mix} serves {prompt_tokens}-token prompts, the probes measured "
+                  f"{', '.join(str(n) for n in sorted(lengths))}: evidence from another context band is not this "
+                  "mix's evidence")
 
 
 def energy_for_mix(cmp: Comparison, probe_mix: str | None, plan_mix: str, concurrency: int,

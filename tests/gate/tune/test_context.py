@@ -40,7 +40,7 @@ def test_seed_004_decomposition_from_the_records(tmp_path: Path, capsys: pytest.
     assert d["draft_step_growth_ms"] == pytest.approx((7.19 - 5.70) / 3)
     assert d["draft_share"] == pytest.approx(0.0871, abs=5e-4)  # seed 004: ~8.8 % (its cycle grew 7.21 ms)
     lo, hi = d["draft_share_band"]
-    assert lo < d["draft_share"] < hi and hi - lo < 0.2  # the repetitions' ±0.5 % spread, not a point
+    assert lo < d["draft_share"] < hi and hi - lo < 0.4  # the repetitions' ±1 % spread, not a point
     points = {(p["context"], p["k"]): p for p in ctx["points"]}
     assert points[(2040, 3)]["acceptance_length"] == pytest.approx(3.362, abs=2e-3)
     assert points[(131290, 3)]["acceptance_length"] == pytest.approx(3.102, abs=2e-3)
