@@ -8,8 +8,10 @@ need no drafter), checks it against --method (a contradiction is invalid input),
 that fits the family and the engine (DFlash/DSpark from the drafter's block_size, MTP from the
 target's MTP layers, else k = 3 — choose it with `specgate tune`), and writes a plan whose keys
 you must decide (budgets, request mixes, acceptance target and its source, memory fraction,
-revisions) are `null` with a `# TODO`. The plan loads as written; `specgate check --plan FILE`
-then names what is still missing. Every key: docs/reference/plan.md.
+revisions) are `null` with a `# TODO`, listed again under `placeholders:` at the end: while one is
+still empty, `check` keeps the line that reads it from passing (inconclusive, naming it); delete a
+key from that list to say that empty is meant. The plan loads as written; `specgate check --plan
+FILE` then names what is still missing. Every key: docs/reference/plan.md.
 
 Exit codes: 0 written, 3 invalid input (unreadable config, unknown family, method mismatch,
 existing --out without --force).

@@ -6,7 +6,8 @@ a comment) and writes every key the user must decide as `null` with a `# TODO` c
 what it is and where it comes from (budgets, request mixes, the acceptance target and its
 source, the memory fraction). The result loads (`gate.plan.model.load_plan`), and `specgate check`
 on it says what is still missing: no acceptance target is a fail before rollout (seed 002),
-unknown budgets are inconclusive — never a pass on placeholders.
+unknown budgets are inconclusive — never a pass on placeholders. The TODO keys written empty are listed
+under `placeholders:` (`placeholder_keys`), and a line that reads one still empty cannot pass (issue 36).
 
 The family comes from the gate's own detection (`gate.model.config.drafter_family`); a
 `--method` that the drafter's config contradicts is invalid input (`family_mismatch`).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -276,4 +278,39 @@ def render(req: InitRequest) -> str:
             "  warmup_check: null  # TODO: how readiness is checked (required with a second artifact)",
             "",
         ]
-    return "\n".join(L) + "\n"
+    text = "\n".join(L) + "\n"
+    keys = placeholder_keys(text)
+    if keys:
+        text += "\n".join([
+            "",
+            "# The TODO keys above, as init left them: while one is still null or [], the budget line that reads it",
+            "# cannot pass (`specgate check` names it). Delete a key from this list to say that null is what you mean.",
+            "placeholders:",
+            *(f"  - {k}" for k in keys),
+        ]) + "\n"
+    return text
+
+
+_KEY_LINE = re.compile(r"( *)([A-Za-z_]\w*):(.*)$")
+
+
+def placeholder_keys(text: str) -> list[str]:
+    """The dotted keys this writer left as placeholders: written `null`, `[]` or `{}` with a `# TODO` on the line or
+    on their section's line (`budgets:  # TODO`). Read off the rendered text so that the list and the TODO lines
+    cannot drift apart (gate.plan.model.Plan.placeholders says what the list does)."""
+    path: list[tuple[int, str, bool]] = []  # (indent, key, the section's line has a TODO)
+    keys: list[str] = []
+    for line in text.splitlines():
+        m = _KEY_LINE.fullmatch(line)
+        if m is None:  # comments, blank lines, list items
+            continue
+        indent, key = len(m.group(1)), m.group(2)
+        value, _, comment = m.group(3).partition("#")
+        while path and path[-1][0] >= indent:
+            path.pop()
+        todo = "TODO" in comment
+        if not value.strip():
+            path.append((indent, key, todo))
+        elif value.strip() in ("null", "[]", "{}") and (todo or (path and path[-1][2])):
+            keys.append(".".join([*(k for _, k, _ in path), key]))
+    return keys
