@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal, cast, get_args
 
 from pydantic import (
     AfterValidator,
@@ -646,6 +646,11 @@ class Plan(_Strict):
         default_factory=list, description="step costs per operating point (break-even L*)")
     staging: Staging = Field(default_factory=Staging, description="how the artifacts load (startup)")
     evidence: Evidence = Field(default_factory=Evidence, description="where the gate reads observations")
+    placeholders: list[str] = Field(
+        default_factory=list, description="keys `specgate init` left for you (dotted: engine.block_size): while one "
+                                          "is still null or [] the budget line that reads it cannot pass (inconclusive, "
+                                          "naming it); fill the key, or delete it from this list to say that empty is "
+                                          "meant")
     plan_path: Path | None = Field(default=None, exclude=True)
 
     @model_validator(mode="after")
@@ -676,7 +681,21 @@ class Plan(_Strict):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"workload mix names must be unique (repeated: {', '.join(dup)})")
+        unknown = [k for k in self.placeholders if not _plan_key(k)]
+        if unknown:  # a mistyped entry would hold nothing: refuse it rather than pass on the key it meant
+            raise ValueError(f"placeholders: not a plan key: {', '.join(unknown)}")
         return self
+
+    @property
+    def open_placeholders(self) -> tuple[str, ...]:
+        """The `placeholders` still as `specgate init` left them (issue 36 item 3): null, [] or {}, or weights with no
+        path, bytes or parameters. A key whose section the user removed (a drafter key, the drafter gone) is moot.
+
+        Why a typed list and not init's `# TODO` comments: the loader (gate.inputs.loading) reads data, not comments,
+        and a reformatted or copied plan loses them silently; a list is validated (a mistyped key is refused), shows
+        in the schema, and lets the user say "null is meant" (vLLM's default block size) by deleting one entry.
+        Plans without the list (every plan before it) keep loading and judging as before."""
+        return tuple(k for k in dict.fromkeys(self.placeholders) if _unfilled(self, k.split(".")))
 
     @property
     def method(self) -> str | None:
@@ -721,6 +740,39 @@ class Plan(_Strict):
     @property
     def has_drafter(self) -> bool:
         return self.method is not None and self.method not in DRAFTERLESS_METHODS
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside a field's annotation (`Weights | None` gives Weights), else None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_of, get_args(annotation)) if m is not None), None)
+
+
+def _plan_key(key: str) -> bool:
+    """A dotted key naming a field of the plan's schema (not `placeholders` itself)."""
+    model: type[BaseModel] | None = Plan
+    for part in key.split("."):
+        fields = model.model_fields if model is not None else {}
+        if part not in fields or part in ("placeholders", "plan_path"):
+            return False
+        model = _model_of(fields[part].annotation)
+    return True
+
+
+def _unfilled(plan: Plan, parts: list[str]) -> bool:
+    """True while the value at `parts` is as `specgate init` wrote it (see Plan.open_placeholders)."""
+    value: Any = plan
+    for part in parts[:-1]:
+        value = getattr(value, part)
+        if value is None:
+            return False  # the section is gone: nothing left to fill
+    # `weights.path: null  # TODO ..., or bytes: N`: any of path, bytes and parameters fills the weights
+    if not (isinstance(value, Weights) and parts[-1] in ("path", "bytes", "parameters")):
+        value = getattr(value, parts[-1])
+    if isinstance(value, Weights):
+        return value.path is None and value.bytes is None and value.parameters is None
+    return value is None or value == [] or value == {}
 
 
 def plan_from_dict(data: Any, base_dir: Path | None = None, plan_path: Path | None = None) -> Plan:
