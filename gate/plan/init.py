@@ -6,7 +6,8 @@ a comment) and writes every key the user must decide as `null` with a `# TODO` c
 what it is and where it comes from (budgets, request mixes, the acceptance target and its
 source, the memory fraction). The result loads (`gate.plan.model.load_plan`), and `specgate check`
 on it says what is still missing: no acceptance target is a fail before rollout (seed 002),
-unknown budgets are inconclusive — never a pass on placeholders.
+unknown budgets are inconclusive — never a pass on placeholders. The TODO keys written empty are listed
+under `placeholders:` (`placeholder_keys`), and a line that reads one still empty cannot pass (issue 36).
 
 The family comes from the gate's own detection (`gate.model.config.drafter_family`); a
 `--method` that the drafter's config contradicts is invalid input (`family_mismatch`).
