@@ -15,6 +15,7 @@ from typing import Any
 from gate.bill.facts import ArtifactFacts
 from gate.model.config import ConfigError, ModelConfig
 from gate.model.engines import profile
+from gate.model.engines.base import HybridPoolPredictor
 from gate.model.geometry import (
     STATE_KINDS,
     KVGeometry,
@@ -258,8 +259,19 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
     elif tgeom is None:
         notes.append("no predicted pool: the target's KV geometry is unknown")
     elif not _uniform(tgeom):
-        notes.append("no predicted pool: hybrid layout (sliding-window or linear/Mamba layers); "
-                     "the engine's hybrid allocator is not modelled")
+        hybrid = profile(eng.kind)
+        if isinstance(hybrid, HybridPoolPredictor):
+            pred = hybrid.predict_hybrid_pool(
+                kv_cache_memory_bytes=kv_bytes, target=tgeom, drafter=dgeom, draft_charge=draft_charge,
+                has_drafter=has_drafter, block_size=block,
+                configured_max_total_tokens=eng.configured_max_total_tokens,
+                context_cap_tokens=eng.context_cap_tokens)
+            block, with_d, without_d = pred.block_size, pred.with_drafter, pred.without_drafter
+            blocks_with, blocks_without = pred.blocks_with_drafter, pred.blocks_without_drafter
+            notes += pred.notes
+        else:
+            notes.append("no predicted pool: hybrid layout (sliding-window or linear/Mamba layers); "
+                         f"{hybrid.name}'s hybrid allocator is not modelled")
     elif tgeom.bytes_per_token <= 0:
         notes.append("no predicted pool: the target has no per-token KV")
     else:

@@ -172,6 +172,24 @@ class ScheduleWriter(Protocol):
         ...
 
 
+@runtime_checkable
+class HybridPoolPredictor(Protocol):
+    """The optional part of a profile for an engine whose hybrid KV pool (sliding-window, linear-attention or Mamba
+    layers next to full attention) the gate sizes as the engine does.
+
+    Why optional and separate from `predict_pool`: a hybrid pool depends on every layer's kind, not on one byte
+    rate; an engine without it gets no predicted pool for a hybrid target (the bill says so).
+    """
+
+    def predict_hybrid_pool(self, *, kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
+                            draft_charge: int | None, has_drafter: bool, block_size: int | None,
+                            configured_max_total_tokens: int | None,
+                            context_cap_tokens: int | None) -> PoolPrediction:
+        """The pool the engine allocates for a hybrid `target` (and `drafter`'s layers or charge) from
+        `kv_cache_memory_bytes`; None tokens with a note where it cannot say."""
+        ...
+
+
 class EngineProfile(Protocol):
     """What the gate knows of one engine."""
 

@@ -30,6 +30,8 @@ from gate.model.engines.base import (
     shared_pool_prediction,
 )
 from gate.model.engines.vllm import schedule as writer
+from gate.model.engines.vllm.pools import vllm_hybrid_prediction
+from gate.model.geometry import KVGeometry
 from gate.model.speedup.bands import BatchBand
 from gate.model.speedup.predict import TuneResult
 from gate.status import Status
@@ -116,6 +118,19 @@ class VllmProfile(BaseProfile):
         return shared_pool_prediction(kv_cache_memory_bytes, target_bytes_per_token, draft_charge, has_drafter, block,
                                       "vLLM: drafter layers share the pool; tokens = KV bytes / (target + drafter "
                                       "bytes per token), whole blocks", tuple(notes))
+
+    def predict_hybrid_pool(self, *, kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
+                            draft_charge: int | None, has_drafter: bool, block_size: int | None,
+                            configured_max_total_tokens: int | None,
+                            context_cap_tokens: int | None) -> PoolPrediction:
+        """vLLM 0.32's hybrid KV cache manager: the drafter's layers join the target's in one block pool (`pools.py`)."""
+        notes: list[str] = []
+        block = block_size
+        if block is None:
+            block = DEFAULT_BLOCK_SIZE
+            notes.append(f"block_size not given: vLLM's default {DEFAULT_BLOCK_SIZE} assumed")
+        return vllm_hybrid_prediction(kv_cache_memory_bytes, target, drafter, has_drafter, block, context_cap_tokens,
+                                      tuple(notes))
 
     def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
         """Id j is the hidden stream entering layer j (0 = the embeddings, L = the last layer's output)."""

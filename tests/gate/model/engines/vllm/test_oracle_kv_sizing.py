@@ -1,0 +1,127 @@
+"""vLLM 0.32's own KV sizing of hybrid targets, recorded by tools/oracle/vllm_kv_sizing.py (vLLM's
+`get_kv_cache_configs` and `get_kv_cache_capacity` called in-process), replayed against the gate's vLLM hybrid pool
+(gate/model/engines/vllm/pools.py, issue 35.3): every row agrees exactly or is a stated exception."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gate.model.engines import profile
+from gate.model.engines.base import HybridPoolPredictor
+from gate.model.engines.vllm.pools import (
+    LayerSpec,
+    layer_specs,
+    vllm_blocks_per_request,
+    vllm_capacity_tokens,
+    vllm_kv_groups,
+    vllm_num_blocks,
+)
+from gate.model.geometry import kv_geometry
+
+TESTS = Path(__file__).resolve().parents[4]
+ORACLE = TESTS / "fixtures" / "oracle"
+FIXTURE = ORACLE / "vllm-0.32.0-kv-sizing.json"
+ROWS: list[dict[str, Any]] = json.loads(FIXTURE.read_text())["rows"]
+
+
+def exceptions(name: str) -> dict[int, str]:
+    rows = {}
+    for line in (ORACLE / "EXCEPTIONS.md").read_text().splitlines():
+        m = re.match(r"- (\S+) #(\d+): (.+)", line)
+        if m and m.group(1) == name:
+            rows[int(m.group(2))] = m.group(3)
+    return rows
+
+
+def specs(inputs: dict[str, Any]) -> list[LayerSpec]:
+    cfg = json.loads((TESTS / "fixtures" / "configs" / inputs["config"]).read_text())
+    out = layer_specs(kv_geometry(cfg, dtype="bf16"))
+    assert out is not None
+    if inputs["drafter"] == "full_layer":
+        out.append(next(x for x in out if x.kind == "full"))
+    return out
+
+
+def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The gate's answer in the recorder's shape; vLLM's refusal where one request at max_model_len does not fit
+    the usable blocks (vLLM keeps one null block back)."""
+    block, length, in_flight = inputs["block_size"], inputs["max_model_len"], inputs["max_in_flight_tokens"]
+    groups = vllm_kv_groups(specs(inputs))
+    blocks = vllm_num_blocks(inputs["kv_cache_memory_bytes"], groups, block)
+    if blocks - 1 < vllm_blocks_per_request(groups, block, length, in_flight):
+        return {"error": True}
+    return {"num_gpu_blocks": blocks, "kv_cache_size_tokens": vllm_capacity_tokens(blocks, groups, block, length,
+                                                                                   in_flight)}
+
+
+def engine_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    if "error" in answer:
+        return {"error": True}
+    return {k: answer[k] for k in ("num_gpu_blocks", "kv_cache_size_tokens")}
+
+
+def test_the_fixture_covers_every_hybrid_swa_family_and_both_arms() -> None:
+    configs = {r["inputs"]["config"] for r in ROWS}
+    assert {"target-hybrid-swa__openai__gpt-oss-120b.json", "target-hybrid-swa__google__gemma-3-27b-it.json"} <= configs
+    assert {r["inputs"]["drafter"] for r in ROWS} == {"none", "full_layer"}
+    assert sum("error" not in r["answer"] for r in ROWS) >= 100
+
+
+@pytest.mark.parametrize("index", range(len(ROWS)))
+def test_each_recorded_row_agrees_or_is_a_stated_exception(index: int) -> None:
+    row = ROWS[index]
+    listed = exceptions(FIXTURE.name)
+    agrees = gate_answer(row["inputs"]) == engine_answer(row["answer"])
+    if index in listed:
+        assert not agrees, f"row {index} agrees now: remove it from EXCEPTIONS.md"
+    else:
+        assert agrees, (row["inputs"], row["answer"], gate_answer(row["inputs"]))
+
+
+@pytest.mark.parametrize("index", [i for i, r in enumerate(ROWS) if "error" not in r["answer"]
+                                   and r["inputs"]["max_in_flight_tokens"] == r["inputs"]["max_model_len"]])
+def test_the_profile_predicts_vllms_pool_where_in_flight_covers_max_model_len(index: int) -> None:
+    """The judged pool (every layer holding every token) is vLLM's own capacity when in-flight = max_model_len."""
+    inputs, answer = ROWS[index]["inputs"], ROWS[index]["answer"]
+    cfg = json.loads((TESTS / "fixtures" / "configs" / inputs["config"]).read_text())
+    geom = kv_geometry(cfg, dtype="bf16")
+    drafter = None
+    if inputs["drafter"] == "full_layer":
+        from gate.model.geometry import KVGeometry, LayerKind
+        full = next(x for x in geom.layers if x.kind == "full_attention")
+        drafter = KVGeometry(full.bytes_per_token, 1, geom.dtype, 1, (LayerKind(0, "full_attention",
+                                                                                 full.bytes_per_token),))
+    vllm = profile("vllm")
+    assert isinstance(vllm, HybridPoolPredictor)
+    pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"], target=geom,
+                                    drafter=drafter, draft_charge=None, has_drafter=drafter is not None,
+                                    block_size=inputs["block_size"], configured_max_total_tokens=None,
+                                    context_cap_tokens=inputs["max_model_len"])
+    assert (pred.blocks_with_drafter, pred.with_drafter) == (answer["num_gpu_blocks"], answer["kv_cache_size_tokens"])
+
+
+def test_linear_attention_hybrids_get_no_vllm_prediction_and_say_why() -> None:
+    cfg = json.loads((TESTS / "fixtures" / "configs" / "target-hybrid-linear__QuantTrio__Qwen3-Coder-Next-E336.json")
+                     .read_text())
+    vllm = profile("vllm")
+    assert isinstance(vllm, HybridPoolPredictor)
+    pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=8 << 30, target=kv_geometry(cfg), drafter=None,
+                                    draft_charge=None, has_drafter=False, block_size=16,
+                                    configured_max_total_tokens=None, context_cap_tokens=32768)
+    assert pred.with_drafter is None and "_align_hybrid_block_size" in " ".join(pred.notes)
+
+
+def test_without_max_model_len_only_blocks_are_predicted() -> None:
+    cfg = json.loads((TESTS / "fixtures" / "configs" / "target-hybrid-swa__openai__gpt-oss-120b.json").read_text())
+    vllm = profile("vllm")
+    assert isinstance(vllm, HybridPoolPredictor)
+    pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=8 << 30, target=kv_geometry(cfg, dtype="bf16"),
+                                    drafter=None, draft_charge=None, has_drafter=False, block_size=16,
+                                    configured_max_total_tokens=None, context_cap_tokens=None)
+    assert pred.blocks_with_drafter == 14563 and pred.with_drafter is None
+    assert "engine.context_cap_tokens" in " ".join(pred.notes)

