@@ -36,6 +36,16 @@ POOL_KEYS = ("a live engine's allocation (evidence.exporter_url, engine_url or p
              "evidence.reported.kv_pool_tokens, or engine.kv_cache_memory_bytes for a prediction")
 
 
+def _pool_keys(plan: Plan) -> str:
+    """What decides the pool, without asking for `engine.kv_cache_memory_bytes` when the plan already gives it (a
+    hybrid target's prediction then lacks something else, which the notes name)."""
+    if plan.engine.kv_cache_memory_bytes is None:
+        return POOL_KEYS
+    return ("a live engine's allocation (evidence.exporter_url, engine_url or prometheus) or "
+            "evidence.reported.kv_pool_tokens (engine.kv_cache_memory_bytes is given; the notes say why it predicts "
+            "no pool)")
+
+
 def _n(x: float | int | None) -> str:
     return "unknown" if x is None else f"{int(x):,}"
 
@@ -57,7 +67,7 @@ def memory(plan: Plan, budget: Budget) -> GpuMemoryBill | None:
         has_drafter=plan.has_drafter, pool_tokens=tokens, pool_basis=basis,
         target_bytes_per_token=budget.target.kv_bytes_per_token,
         drafter_bytes_per_token=d.engine_charge_bytes_per_token if d else None,
-        kv_cache_memory_bytes=plan.engine.kv_cache_memory_bytes)
+        kv_cache_memory_bytes=plan.engine.kv_cache_memory_bytes, predicted_kv_bytes=pool.predicted_kv_bytes)
 
 
 def cannot_serve(plan: Plan, budget: Budget, gm: GpuMemoryBill) -> str | None:
@@ -172,7 +182,7 @@ def _pool_line(ctx: CheckContext) -> LineResult:
     if judged is None:
         missing = "; ".join(pool.notes) or "no allocated pool reported and none predicted"
         return LineResult(Status.INCONCLUSIVE, f"pool unknown — no allocated pool (live or evidence.reported) and "
-                          f"no prediction ({missing}); largest mix needs {largest:,} tokens; give {POOL_KEYS}"
+                          f"no prediction ({missing}); largest mix needs {largest:,} tokens; give {_pool_keys(plan)}"
                           + drafter_clause, values)
     if basis == "allocated":
         src = _sourced(plan, pool.allocated) if pool.allocated else ""
