@@ -36,6 +36,12 @@ RUNBOOK = "https://github.com/specgate/specgate/blob/main/docs/runbook.md"
 STREAM = 'namespace=~"$namespace", model=~"$model", engine=~"$engine"'
 EXPORTER = 'namespace=~"$namespace", engine=~"$engine"'
 NO_TRAFFIC = "No traffic"
+# The quality alarms' bucket bounds (deploy/mixin/config.libsonnet acceptanceNearZeroLe / acceptanceNearCeilingLe,
+# both bounds of exporter.windows.WINDOW_FRACTION_BUCKETS) and the windows completed per second, > 0 (no traffic
+# is no value, never NaN).
+FRACTION = names.WINDOW_ACCEPTANCE_FRACTION.name
+NEAR_ZERO_LE, NEAR_CEILING_LE = "0.05", "0.95"
+FRACTION_RATE = f"(sum by (namespace, model, engine) (rate({FRACTION}_count{{{STREAM}}}[$__rate_interval])) > 0)"
 
 
 @dataclass(frozen=True)
@@ -193,6 +199,22 @@ def latency_row() -> RowSpec:
                       "p50 {{model}}"),
             ),
             unit="none", no_value=NO_TRAFFIC,
+        ),
+        PanelSpec(
+            "Batch windows at the acceptance extremes",
+            "Share of completed batch windows that accepted at most 5% of their proposed draft tokens (near zero: "
+            "garbled output, a mismatched drafter or tokenizer) or more than 95% (near the ceiling: repetition "
+            "loops), each at its own mean depth: f = (L - 1) / mean depth, from the histogram "
+            f"{names.WINDOW_ACCEPTANCE_FRACTION.name}. More than half for 10 minutes -> SpecgateAcceptanceNearZero "
+            "/ SpecgateAcceptanceNearCeiling.",
+            (
+                Query(f"sum by (namespace, model, engine) (rate({FRACTION}_bucket{{{STREAM}, le=\"{NEAR_ZERO_LE}\"}}"
+                      f"[$__rate_interval])) / {FRACTION_RATE}", "near zero {{model}}"),
+                Query(f"(sum by (namespace, model, engine) (rate({FRACTION}_count{{{STREAM}}}[$__rate_interval])) - "
+                      f"sum by (namespace, model, engine) (rate({FRACTION}_bucket{{{STREAM}, "
+                      f"le=\"{NEAR_CEILING_LE}\"}}[$__rate_interval]))) / {FRACTION_RATE}", "near ceiling {{model}}"),
+            ),
+            unit="percentunit", min=0, max=1, no_value=NO_TRAFFIC,
         ),
         PanelSpec(
             "TTFT quantiles",

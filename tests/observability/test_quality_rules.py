@@ -45,3 +45,11 @@ def test_each_quality_alert_reads_its_bound_and_a_guarded_count() -> None:
         assert f'{fam}_bucket{{le="{le}"}}' in expr, name
         assert f"rate({fam}_count[" in expr and "> 0)" in expr, name  # no share without windows
         assert f"increase({fam}_count[" in expr and f">= {c['acceptanceExtremesMinWindows']}" in expr, name
+
+
+def test_the_dashboard_panel_reads_the_alerts_bounds() -> None:
+    """The panel of the two shares shows what the alerts count: the same `le` bounds."""
+    from dashboards import generate
+
+    c = _config()
+    assert (generate.NEAR_ZERO_LE, generate.NEAR_CEILING_LE) == (c["acceptanceNearZeroLe"], c["acceptanceNearCeilingLe"])
