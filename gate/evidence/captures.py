@@ -11,6 +11,13 @@ A capture file may say its numbers are reported, not measured: a comment line
 writes one for seed 004's counters rebuilt as pages). Every window from such a group carries SOURCE
 (`AcceptanceWindow.reported`), so its L is shown as reported wherever it appears (`AcceptanceWindow.basis`).
 The mark can only lower a label (reported is weaker than measured), so it is taken as written.
+
+A group whose counters no engine can produce is no evidence (issue 34, plausibility; `read_group`): on each page,
+per stream, accepted ≤ draft tokens, each position's accepted ≤ drafts, generated ≥ drafts + accepted (vLLM,
+llama.cpp) or ≥ verify calls + finished requests (SGLang) (`gate.model.plausibility.capture_counters`); between
+neighbouring pages of one process (the same known start time) no counter goes down (`counters_grew`); a value
+the exporter's reader left out as impossible (`exporter.sanity`, an `impossible` anomaly) refuses the page. `check`
+reads such a group as an evidence error (the line turns inconclusive), `tune --captures` as an input error.
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ from gate.evidence.base import AcceptanceWindow, EvidenceRequest, MetricsEvidenc
 from gate.evidence.positions import PositionEvidence
 from gate.evidence.sidecar import stream_name, windows_document
 from gate.inputs.loading import WINDOWS_LIMITS, InputError, load_json, read_capture
+from gate.model import plausibility as pl
 from gate.model.identity import EvidenceIdentity
+from gate.model.invariants import PLAUSIBILITY, reason
 from gate.plan.model import PlanError
 
 # The comment line that says a capture's numbers are reported (the rest of the line: where from).
@@ -125,12 +134,57 @@ def read_page(path: str | Path) -> tuple[EngineSnapshot, str | None]:
         raise InputError(f"capture {path}: {e}") from None
 
 
+class ImpossibleCounters(InputError):
+    """A capture group whose counters no engine can produce (module docstring): one line, its invariant's message;
+    `pages` are the group's pages as read (what they say of their deployment is still said)."""
+
+    def __init__(self, message: str, pages: Sequence[EngineSnapshot] = ()) -> None:
+        super().__init__(message)
+        self.pages = tuple(pages)
+
+
+def impossible_counters(snaps: Sequence[EngineSnapshot], names: Sequence[str]) -> str | None:
+    """The first counter identity a group's pages break (module docstring), as one line; None: they hold."""
+    pages = list(zip(snaps, names, strict=True))
+    for snap, name in pages:
+        left_out = snap.anomalies.get("impossible", 0)
+        if left_out:
+            return reason(PLAUSIBILITY, f"capture {name}: {left_out} value(s) no engine can report, left out by the "
+                          "reader (exporter.sanity: more accepted than drafted tokens, a position accepted more often "
+                          "than there were drafts, a depth above 64, a pool above its bound): not one engine's page")
+        for st in snap.streams:
+            sp = st.spec
+            if sp is None:
+                continue
+            found = pl.capture_counters(
+                generated=st.generation_tokens, drafts=sp.drafts, draft_tokens=sp.draft_tokens,
+                accepted=sp.accepted_tokens, per_position=sp.accepted_per_position, verify_calls=sp.verify_calls,
+                finished=st.finished_requests, where=f"capture {name}, {stream_name(st.model, st.rank)}")
+            if found is not None:
+                return reason(PLAUSIBILITY, found.reason)
+    for (before, b_name), (after, a_name) in zip(pages, pages[1:], strict=False):
+        if before.process_start_time is None or before.process_start_time != after.process_start_time:
+            continue  # a changed start is a restart (exporter.derive.restarted); an unknown one cannot tell
+        for st in after.streams:
+            old = before.stream(st.model, st.rank)
+            found = pl.counters_grew(old.cumulative, st.cumulative, where=f"captures {b_name} to {a_name}, "
+                                     f"{stream_name(st.model, st.rank)}") if old is not None else None
+            if found is not None:
+                return reason(PLAUSIBILITY, found.reason)
+    return None
+
+
 def read_group(files: Sequence[Path]) -> tuple[list[EngineSnapshot], str | None]:
     """One capture group's pages and their reported source: one reported page makes the whole group reported (a
-    window's L is a difference of two pages); None when no page is marked."""
+    window's L is a difference of two pages); None when no page is marked. Counters no engine can produce are
+    ImpossibleCounters (`impossible_counters`)."""
     pages = [read_page(Path(f)) for f in files]
     marks = list(dict.fromkeys(src for _, src in pages if src is not None))
-    return [snap for snap, _ in pages], "; ".join(marks) if marks else None
+    snaps = [snap for snap, _ in pages]
+    bad = impossible_counters(snaps, [Path(f).name for f in files])
+    if bad is not None:
+        raise ImpossibleCounters(bad, snaps)
+    return snaps, "; ".join(marks) if marks else None
 
 
 def counters_source(source: str, reported: str | None) -> str:
@@ -159,6 +213,13 @@ def from_capture_files(files: Sequence[Path], point: str | None, seconds: float 
         return ev
     try:
         snaps, reported = read_group(files)
+    except ImpossibleCounters as e:
+        ev = MetricsEvidence(sources=[source], errors=[f"{source}: {e}"])
+        if e.pages:  # another deployment's pages are that too (vetting.vet_source names it), whatever their counters
+            ev.identity = identity_of(e.pages[-1], source)
+        if positions:
+            ev.positions.append(PositionEvidence.of([], positions_point, source))
+        return ev
     except InputError as e:
         raise PlanError(str(e)) from None
     ev = MetricsEvidence(sources=[source])

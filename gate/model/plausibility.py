@@ -28,7 +28,7 @@ the schedule allows, so the bounds hold with that k_max: 1 ≤ L ≤ 1 + k_max, 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, TypeVar
@@ -374,4 +374,64 @@ def cell_mix(*, requests: int, failed: int, output_tokens: int, prompt_tokens: i
     if not low <= per_prompt <= high:
         return Implausible("impossible", f"{prompt_tokens} prompt tokens for {done} completed requests = "
                            f"{per_prompt:.6g} per request, not {told}{at}", nums)
+    return None
+
+
+# Counter identities of one engine page (issue 34, plausibility). vLLM and llama.cpp count a verify round's drafted and
+# accepted tokens before a request is cut at max_tokens (vLLM's scheduler takes its spec stats from the sampled ids,
+# then truncates at the stop): the last round of a request may count up to k − 1 accepted tokens more than it
+# emitted, net of the request's prefill token. On requests of a few hundred tokens that is under 1 % of what was
+# generated (the real vLLM 0.32 draft-model windows in tests/fixtures lose 4 of 1,420); more is not one engine's count.
+GENERATED_SLACK_SHARE = 0.01
+
+
+def capture_counters(*, generated: float | None, drafts: float | None, draft_tokens: float | None,
+                     accepted: float | None, per_position: Sequence[float] = (), verify_calls: float | None = None,
+                     finished: float | None = None, where: str = "") -> Implausible | None:
+    """The identities one engine page's cumulative counters must satisfy (None: they do, or cannot be checked).
+
+    - accepted ≤ draft tokens: a token is accepted only after it was drafted;
+    - each position's accepted count ≤ drafts: one round accepts a position at most once;
+    - generated ≥ drafts + accepted (vLLM, llama.cpp: every verify round emits its accepted tokens and one of the
+      target's; GENERATED_SLACK_SHARE for the cut at max_tokens);
+    - generated ≥ verify calls + finished requests (SGLang, which counts verify calls: each request's first token
+      comes from prefill, each verify emits at least one; exact, `exporter.engines.sglang.counts` derives accepted
+      as their difference and would hide a negative one as 0).
+    """
+    at = f" ({where})" if where else ""
+    nums: dict[str, float | None] = {"generated": generated, "drafts": drafts, "draft_tokens": draft_tokens,
+                                     "accepted": accepted, "verify_calls": verify_calls, "finished": finished}
+    if accepted is not None and draft_tokens is not None and accepted > draft_tokens:
+        return Implausible("impossible", f"{accepted:,.0f} accepted tokens of {draft_tokens:,.0f} drafted: a token is "
+                           f"accepted only after it was drafted{at}", nums)
+    if drafts is not None:
+        for i, n in enumerate(per_position):
+            if n > drafts:
+                return Implausible("impossible", f"position {i} accepted {n:,.0f} times in {drafts:,.0f} drafts: one "
+                                   f"round accepts a position at most once{at}", nums)
+    if generated is not None and drafts is not None and accepted is not None:
+        need = drafts + accepted
+        if generated < need * (1.0 - GENERATED_SLACK_SHARE):
+            return Implausible("impossible", f"{generated:,.0f} generated tokens < {drafts:,.0f} drafts + "
+                               f"{accepted:,.0f} accepted = {need:,.0f}: every verify round emits its accepted "
+                               f"tokens and one of the target's (allowance {GENERATED_SLACK_SHARE:.0%} for requests cut "
+                               f"at max_tokens){at}", nums)
+    if generated is not None and verify_calls is not None and finished is not None \
+            and generated < verify_calls + finished:
+        return Implausible("impossible", f"{generated:,.0f} generated tokens < {verify_calls:,.0f} verify calls + "
+                           f"{finished:,.0f} finished requests: each request's first token comes from prefill and "
+                           f"each verify emits at least one{at}", nums)
+    return None
+
+
+def counters_grew(before: Mapping[str, float | None], after: Mapping[str, float | None], *,
+                  where: str = "") -> Implausible | None:
+    """Cumulative counters of one process between two pages, name by name: none went down (a restart is told by a
+    changed process start time; with the same start, a lower counter is not one process's count)."""
+    at = f" ({where})" if where else ""
+    for name, b in before.items():
+        a = after.get(name)
+        if a is not None and b is not None and a < b:
+            return Implausible("impossible", f"counter {name} went down from {b:,.6g} to {a:,.6g} while the process "
+                               f"start time stayed the same{at}", {"before": b, "after": a})
     return None

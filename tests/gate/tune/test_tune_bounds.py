@@ -106,7 +106,7 @@ def _contradictory(tmp_path: Path, delta: float) -> list[str]:
     return [str(before), str(tmp_path / "after.txt")]
 
 
-@pytest.mark.parametrize("delta", [300.0, -500.0, 2.0])
+@pytest.mark.parametrize("delta", [10.0, -500.0, 2.0])  # +300 would also break generated >= drafts + accepted
 def test_contradictory_per_position_and_total_counters_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                              delta: float) -> None:
     """The per-position counters (L 3.241) and the total (another L) used to give an L silently."""
