@@ -15,7 +15,7 @@ from typing import Any
 from gate.bill.facts import ArtifactFacts
 from gate.model.config import ConfigError, ModelConfig
 from gate.model.engines import profile
-from gate.model.engines.base import HybridPoolPredictor
+from gate.model.engines.base import HybridPoolPredictor, OwnKeysPoolPredictor
 from gate.model.geometry import (
     STATE_KINDS,
     KVGeometry,
@@ -87,6 +87,9 @@ class PoolBill:
     configured_max_total_tokens: int | None
     context_cap_tokens: int | None
     notes: list[str] = field(default_factory=list)
+    # The KV bytes an engine that sizes its pool from its own keys predicts (llama.cpp: both contexts, the
+    # sliding-window caches included); None where the pool is carved from a byte budget.
+    predicted_kv_bytes: int | None = None
 
     @property
     def judged_tokens(self) -> int | None:
@@ -229,6 +232,8 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
             engine_charge, why = engine.draft_charge(plan.method, tgeom, dgeom)
             if why is not None:
                 d_notes.append(why)
+        if isinstance(engine, OwnKeysPoolPredictor):  # one basis: the engine's per-token bytes (llama.cpp: sliding
+            charge = engine_charge                      # layers are a fixed cache, not bytes per token)
         drafter = DrafterBill(
             name=(d.name if d and d.name else None), config_source=facts.drafter.config_source if facts.drafter else None,
             kv_bytes_per_token=charge, kv_breakdown=dgeom.breakdown() if dgeom else None,
@@ -254,7 +259,18 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
     kv_bytes = eng.kv_cache_memory_bytes
     block = eng.block_size
     with_d = without_d = blocks_with = blocks_without = None
-    if kv_bytes is None:
+    predicted_kv: int | None = None
+    cap = eng.context_cap_tokens
+    prof = profile(eng.kind)
+    if isinstance(prof, OwnKeysPoolPredictor):  # sized from the engine's own keys, not a byte budget
+        if tgeom is None:
+            notes.append("no predicted pool: the target's KV geometry is unknown")
+        else:
+            own = prof.own_keys_pool(eng.model_dump(), tgeom, dgeom, has_drafter)
+            with_d, without_d, predicted_kv = own.prediction.with_drafter, own.prediction.without_drafter, own.kv_bytes
+            cap = cap or own.context_cap_tokens
+            notes += own.prediction.notes
+    elif kv_bytes is None:
         notes.append("no predicted pool: engine.kv_cache_memory_bytes not given")
     elif tgeom is None:
         notes.append("no predicted pool: the target's KV geometry is unknown")
@@ -299,8 +315,8 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
         predicted_with_drafter=with_d, predicted_without_drafter=without_d,
         predicted_blocks_with_drafter=blocks_with, predicted_blocks_without_drafter=blocks_without,
         allocated=allocated, allocated_without_drafter=without,
-        configured_max_total_tokens=eng.configured_max_total_tokens, context_cap_tokens=eng.context_cap_tokens,
-        notes=notes,
+        configured_max_total_tokens=eng.configured_max_total_tokens, context_cap_tokens=cap,
+        notes=notes, predicted_kv_bytes=predicted_kv,
     )
 
 

@@ -60,8 +60,10 @@ def gpu_memory_bill(*, engine: str, gpu_memory_bytes: int, memory_fraction: floa
                     drafter_tp: int | None, target_weights_bytes: int | None, drafter_weights_bytes: int | None,
                     drafter_embedded: bool, has_drafter: bool, pool_tokens: int | None, pool_basis: str | None,
                     target_bytes_per_token: int | None, drafter_bytes_per_token: int | None,
-                    kv_cache_memory_bytes: int | None) -> GpuMemoryBill:
-    """Compute the bill; unknown inputs are listed, never guessed (see the module docstring)."""
+                    kv_cache_memory_bytes: int | None, predicted_kv_bytes: int | None = None) -> GpuMemoryBill:
+    """Compute the bill; unknown inputs are listed, never guessed (see the module docstring).
+    `predicted_kv_bytes`: the KV an engine sizing its pool from its own keys predicts (llama.cpp: both contexts,
+    sliding-window caches included), the KV of a predicted pool on the engine's own basis."""
     notes: list[str] = []
     unknown: list[str] = []
     prof = profile(engine)
@@ -95,7 +97,10 @@ def gpu_memory_bill(*, engine: str, gpu_memory_bytes: int, memory_fraction: floa
         bpt = target_bytes_per_token + drafter_bytes_per_token
     kv_bytes: int | None = None
     basis = pool_basis
-    if pool_tokens is not None and bpt is not None:
+    if predicted_kv_bytes is not None and pool_basis is not None and pool_basis.startswith("predicted"):
+        kv_bytes = predicted_kv_bytes
+        notes.append(f"{engine}: KV {predicted_kv_bytes:,} B predicted from the engine's own keys" + prof.kv_pool_note)
+    elif pool_tokens is not None and bpt is not None:
         kv_bytes = pool_tokens * bpt
         if has_drafter:
             notes.append(f"{engine}: KV = {pool_tokens:,} tokens × ({target_bytes_per_token:,} target + "

@@ -501,7 +501,8 @@ def check(ctx: CheckContext) -> LineResult:
     try:
         res = codesign(t, d, engine=plan.engine.kind, depth=plan.depth,
                        draft_tp=plan.drafter.tp if plan.drafter else None, target_tp=plan.engine.tp,
-                       max_model_len=plan.engine.context_cap_tokens or ctx.metrics.context_cap_tokens,
+                       max_model_len=(plan.engine.context_cap_tokens or ctx.metrics.context_cap_tokens
+                                      or ctx.budget.pool.context_cap_tokens),
                        deployed_target=plan.target.name or None,
                        d2t_tensor=facts.drafter.d2t_tensor if facts.drafter else None,
                        expect_mtp=plan.drafter_embedded and d is None, method=plan.method,

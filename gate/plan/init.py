@@ -26,6 +26,7 @@ from gate.inputs.configs import load_config
 from gate.model.config import ConfigError, drafter_family, mtp_layers, num_hidden_layers
 from gate.model.depth import BLOCK_METHODS, DRAFTERLESS_METHODS, EMBEDDED_METHODS, METHODS
 from gate.model.engines import PROFILES, profile
+from gate.model.engines.base import OwnKeysPoolPredictor
 from gate.model.geometry import kv_geometry
 from gate.model.identity import family_mismatch
 from gate.status import InputError
@@ -244,10 +245,11 @@ def render(req: InitRequest) -> str:
         f"  tp: {req.tp}",
         "  kv_dtype: auto  # the config's dtype; fp8 halves KV bytes but needs a working kernel path for long",
         "  # prompts: test the requests that matter on the exact image before counting on it (seed 000)",
-        f"  block_size: null  # {engine.init_block_size_comment}",
-        "  kv_cache_memory_bytes: null  # TODO: KV memory per GPU the pool is carved from (gives the predicted pool)",
-        f"  memory_fraction: null  # {engine.init_memory_fraction_comment}",
-        "  context_cap_tokens: null  # TODO: --max-model-len / --context-length",
+        *(engine.init_memory_lines if isinstance(engine, OwnKeysPoolPredictor) else (
+            f"  block_size: null  # {engine.init_block_size_comment}",
+            "  kv_cache_memory_bytes: null  # TODO: KV memory per GPU the pool is carved from (gives the predicted pool)",
+            f"  memory_fraction: null  # {engine.init_memory_fraction_comment}",
+            "  context_cap_tokens: null  # TODO: --max-model-len / --context-length")),
         "  speculative:",
         f"    method: {method}",
         f"    # depth: {depth.why}",

@@ -50,6 +50,8 @@ from gate.plan.suggest import one_line
 
 KVDtype = Literal["auto", "bf16", "bfloat16", "fp16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32", "float32"]
 Scope = Literal["full", "window", "block"]
+# llama-server's -ctk/-ctv cache types (common/arg.cpp kv_cache_types).
+CacheType = Literal["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]
 # slo.target_source's kind: its first word (issue 21 item 6: a pass needs a target whose source is stated)
 TargetSourceKind = Literal["traffic", "benchmark", "assumed"]
 _TARGET_SOURCE = re.compile(r"\s*(traffic|benchmark|assumed)\b", re.IGNORECASE)
@@ -253,6 +255,15 @@ class Engine(_Strict):
         default=None, description="configured pool ceiling (SGLang --max-total-tokens): the predicted pool "
                                   "is at most this; never taken for the allocated pool")
     prefix_cache: bool | None = Field(default=None, description="prefix caching on or off (run record)")
+    # llama-server's own memory keys: it sizes no pool from a byte budget or a fraction.
+    ctx_size: PositiveInt | None = Field(
+        default=None, description="llama.cpp --ctx-size: KV cells of all slots, the pool (the draft model gets as "
+                                  "many of its own)")
+    parallel: PositiveInt | None = Field(
+        default=None, description="llama.cpp --parallel slots (default auto: 4 slots sharing one unified cache); "
+                                  "a request gets ctx_size / parallel cells")
+    cache_type_k: CacheType | None = Field(default=None, description="llama.cpp -ctk, the K cache type (default f16)")
+    cache_type_v: CacheType | None = Field(default=None, description="llama.cpp -ctv, the V cache type (default f16)")
 
 
 class Budgets(_Strict):

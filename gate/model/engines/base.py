@@ -444,3 +444,29 @@ class BaseProfile(ABC):
     @abstractmethod
     def speculative_flags(self, cfg: Mapping[str, Any]) -> list[str]:
         """The flags that carry `cfg` (EngineProfile.speculative_flags)."""
+
+
+@dataclass(frozen=True)
+class OwnKeysPool:
+    """A pool sized from the engine's own keys, not a memory budget: the prediction, the KV bytes it takes (target
+    and drafter, fixed caches included: one basis) and the context one request gets."""
+
+    prediction: PoolPrediction
+    kv_bytes: int | None
+    context_cap_tokens: int | None
+
+
+@runtime_checkable
+class OwnKeysPoolPredictor(Protocol):
+    """The optional part of a profile for an engine that sizes its KV from its own keys (llama-server's
+    `--ctx-size`, `--parallel`, cache types), whatever the memory: the bill asks it before any byte budget."""
+
+    @property
+    def init_memory_lines(self) -> tuple[str, ...]:
+        """The engine's memory keys as `specgate init` writes them, instead of a byte budget and a fraction."""
+        ...
+
+    def own_keys_pool(self, engine: Mapping[str, Any], target: KVGeometry, drafter: KVGeometry | None,
+                      has_drafter: bool) -> OwnKeysPool:
+        """The pool from the plan's `engine` keys (a dump of them); None tokens with a note where a key is missing."""
+        ...

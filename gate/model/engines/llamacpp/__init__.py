@@ -34,10 +34,12 @@ from gate.model.engines.base import (
     BaseProfile,
     DepthKeys,
     Eagle3Taps,
+    OwnKeysPool,
     PoolPrediction,
     Rule,
     block_or_user_depth,
 )
+from gate.model.geometry import KVGeometry
 from gate.status import Status
 
 # The `--spec-type` each plan method is launched with.
@@ -57,15 +59,23 @@ class LlamacppProfile(BaseProfile):
     kind: str = "llamacpp"
     name: str = "llama.cpp"
     speculative_flag_prefixes: tuple[str, ...] = ("--spec-", "--spec_")
-    memory_fraction_note: str = ("engine.memory_fraction not given: llama.cpp has none; its KV is --ctx-size cells "
-                                 "(engine.configured_max_total_tokens), whatever the memory")
+    default_memory_fraction: float | None = 1.0
+    memory_fraction_note: str = ("llama.cpp has no memory fraction: the whole GPU (× 1.0); its KV is --ctx-size cells "
+                                 "(engine.ctx_size), whatever the memory, and a launch that does not fit fails")
     kv_pool_note: str = " (llama.cpp's draft model keeps a context of its own, --ctx-size cells of its own KV)"
     draft_kv_note: str = ("llama.cpp gives the draft model a context of its own with the target's --ctx-size cells "
                           "and slots (common_base_params_to_speculative), its KV in --spec-draft-type-k/-v "
                           "(default f16): one drafter cell per target token, beside the target's cache")
     init_block_size_comment: str = "llama.cpp has no block size (a KV cell is one token): leave unset"
-    init_memory_fraction_comment: str = ("llama.cpp has no memory fraction: set engine.configured_max_total_tokens "
-                                         "to --ctx-size instead")
+    init_memory_fraction_comment: str = ("llama.cpp has no memory fraction: its KV is engine.ctx_size cells "
+                                         "(--ctx-size), whatever the memory")
+    # llama-server's own memory keys, as `specgate init` writes them (instead of a byte budget and a fraction).
+    init_memory_lines: tuple[str, ...] = (
+        "  ctx_size: null  # TODO: --ctx-size, the KV cells of all slots (the draft model gets as many of its own)",
+        "  parallel: null  # --parallel slots (null: auto, 4 slots sharing one unified cache)",
+        "  cache_type_k: f16  # -ctk (llama-server's default f16; q8_0 about halves the K cache)",
+        "  cache_type_v: f16  # -ctv",
+    )
 
     def algorithms(self, method: str) -> frozenset[str] | None:
         return REPORTED_TYPES.get(method)
@@ -88,6 +98,45 @@ class LlamacppProfile(BaseProfile):
                          "llama.cpp would fail to allocate it at launch")
         return PoolPrediction(None, ctx, ctx if (not has_drafter or draft_charge is not None) else None,
                               notes=tuple(notes))
+
+    def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
+        """Per target token the draft context holds one cell of its full-attention layers (its sliding layers are
+        a fixed cache, `server_cache`): the same basis as the target's bytes per token and `specgate kv`."""
+        swa = sum(1 for x in drafter.layers if x.kind == "sliding_attention")
+        if not swa:
+            return drafter.bytes_per_token, None
+        return drafter.bytes_per_token, (
+            f"llama.cpp: the draft model's {swa} sliding-window layer(s) are a fixed cache of their window per slot, "
+            f"not per token: {drafter.bytes_per_token:,} B/token is its full-attention layers (as `specgate kv`)")
+
+    def own_keys_pool(self, engine: Mapping[str, Any], target: KVGeometry, drafter: KVGeometry | None,
+                      has_drafter: bool) -> OwnKeysPool:
+        """`--ctx-size` cells with or without the draft model (its cells are a context of its own), and the KV
+        bytes of both contexts on one basis (`server_cache`), predicted; each request gets --ctx-size / --parallel
+        cells, or the whole unified cache when --parallel is auto."""
+        ctx, parallel = engine.get("ctx_size"), engine.get("parallel")
+        if not isinstance(ctx, int):
+            return OwnKeysPool(PoolPrediction(None, None, None, notes=(
+                "llama.cpp allocates --ctx-size cells, not a memory share: engine.ctx_size not given, so no "
+                "predicted pool",)), None, None)
+        kt, vt = str(engine.get("cache_type_k") or "f16"), str(engine.get("cache_type_v") or "f16")
+        t = server_cache(target, ctx, parallel, kt, vt)
+        d = server_cache(drafter, ctx, parallel) if drafter is not None and has_drafter else None  # --spec-draft-type f16
+        slots = f"{parallel} slot(s), split" if parallel else f"auto: {AUTO_PARALLEL} slots, one unified cache"
+        notes = [f"llama.cpp: pool = --ctx-size = {t.ctx_cells:,} cells ({slots}), with or without a drafter (the "
+                 f"draft model's cells are its own context); predicted KV: target {t.ctx_cells:,} × "
+                 f"{t.per_token_bytes:,} B ({kt}/{vt})"
+                 + (f" + sliding-window cache {t.swa_cells:,} cells = {t.swa_bytes:,} B" if t.swa_bytes else "")
+                 + (f"; drafter {d.ctx_cells:,} × {d.per_token_bytes:,} B"
+                    + (f" + sliding-window cache {d.swa_cells:,} cells = {d.swa_bytes:,} B" if d.swa_bytes else "")
+                    if d is not None else "")]
+        kv = t.total_bytes + (d.total_bytes if d is not None else 0)
+        if has_drafter and drafter is None:
+            notes.append("the draft model's geometry is unknown: its KV is not in the predicted bytes")
+        cap = t.ctx_cells // parallel if parallel else t.ctx_cells
+        return OwnKeysPool(PoolPrediction(None, t.ctx_cells, t.ctx_cells if (not has_drafter or drafter is not None)
+                                          else None, notes=tuple(notes)),
+                           kv if (not has_drafter or d is not None) else None, cap)
 
     def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
         """The converted EAGLE-3 GGUF carries its taps as the HF config named them (ids = layer outputs
@@ -232,3 +281,62 @@ def vocabulary_rule(target: Vocabulary, drafter: Vocabulary) -> Rule:
                              f"{abs(target.size - drafter.size)} <= {SPEC_VOCAB_MAX_SIZE_DIFFERENCE}), type "
                              f"{target.type}, BOS {target.bos_token_id}, EOS {target.eos_token_id} equal; token "
                              f"texts from id {SPEC_VOCAB_CHECK_START_TOKEN_ID} on are compared at start (GGUF)")
+
+
+# llama-server's memory: no byte budget, no fraction. `--ctx-size` cells (common/arg.cpp; padded to 256) over
+# `--parallel` slots; left on auto the server runs 4 slots sharing one unified cache (`--kv-unified`). A model
+# with sliding-window layers gets two caches (src/llama-kv-cache-iswa.cpp): the full layers `--ctx-size` cells,
+# the sliding ones GGML_PAD(min(n_ctx_seq, n_swa × (unified ? n_seq_max : 1) + n_ubatch), 256) cells per
+# stream (n_ubatch default 512), whatever the context. Cache types `-ctk/-ctv` (default f16): bytes per element,
+# blocks of 32 for the quantised ones (ggml's type sizes).
+AUTO_PARALLEL = 4
+N_UBATCH = 512
+CTX_PAD = 256
+CACHE_TYPE_BYTES: Mapping[str, tuple[int, int]] = MappingProxyType({
+    "f32": (4, 1), "f16": (2, 1), "bf16": (2, 1), "q8_0": (34, 32), "q4_0": (18, 32), "q4_1": (20, 32),
+    "iq4_nl": (18, 32), "q5_0": (22, 32), "q5_1": (24, 32)})
+
+
+def _pad(n: int) -> int:
+    return -(-n // CTX_PAD) * CTX_PAD
+
+
+@dataclass(frozen=True)
+class ServerCache:
+    """One llama-server context's KV (the target's, or the draft model's own) on one basis: bytes per cell of the
+    full-attention layers × `--ctx-size` cells, plus the sliding-window layers' fixed cache."""
+
+    ctx_cells: int
+    per_token_bytes: int
+    swa_cells: int
+    swa_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.ctx_cells * self.per_token_bytes + self.swa_bytes
+
+
+def server_cache(geom: KVGeometry, ctx_size: int, parallel: int | None, cache_type_k: str = "f16",
+                 cache_type_v: str = "f16") -> ServerCache:
+    """What llama-server allocates for `geom` (its per-token bytes at the geometry's dtype, rescaled to the cache
+    types): the full layers hold every cell, each sliding layer its window per slot plus a micro-batch."""
+    kb, kd = CACHE_TYPE_BYTES[cache_type_k]
+    vb, vd = CACHE_TYPE_BYTES[cache_type_v]
+
+    def at_types(bpt: int) -> int:  # a layer's K+V bytes at the geometry's dtype -> at -ctk/-ctv
+        elements = bpt // (2 * geom.dtype_bytes)  # K (= V) elements per token
+        return -(-elements * kb // kd) + -(-elements * vb // vd)
+
+    ctx = _pad(ctx_size)
+    unified = parallel is None
+    n_seq: int = parallel if parallel is not None else AUTO_PARALLEL
+    full = sum(at_types(x.bytes_per_token) for x in geom.layers if x.kind in ("full_attention", "mla"))
+    swa_cells = swa_bytes = 0
+    for x in geom.layers:
+        if x.kind != "sliding_attention" or not x.window:
+            continue
+        cells = (_pad(min(ctx, x.window * n_seq + N_UBATCH)) if unified
+                 else n_seq * _pad(min(ctx // n_seq, x.window + N_UBATCH)))
+        swa_cells = max(swa_cells, cells)
+        swa_bytes += cells * at_types(x.bytes_per_token)
+    return ServerCache(ctx, full, swa_cells, swa_bytes)
