@@ -125,10 +125,9 @@ def plan(live: LiveArm, models: Path, tmp: Path, target_l: float) -> Path:
     doc: dict[str, Any] = {
         "name": f"e2e-llamacpp-{live.arm}",
         "target": {"name": "tiny-target", "config": str(hf(models, "target"))},
+        # llama-server's own keys (--ctx-size, --parallel): llama.cpp sizes its cache by cells, not memory
         "engine": {"kind": "llamacpp", "version": LLAMACPP_BUILD, "kv_dtype": "float32",
-                   "configured_max_total_tokens": CTX_SIZE, "context_cap_tokens": CTX_SIZE // PARALLEL,
-                   # the budget the bill checks the --ctx-size cells against (llama.cpp sizes by cells, not memory)
-                   "kv_cache_memory_bytes": 64 << 20,
+                   "ctx_size": CTX_SIZE, "parallel": PARALLEL, "context_cap_tokens": CTX_SIZE // PARALLEL,
                    "served_model_name": "tiny",
                    "speculative": {"method": "draft_model", "num_speculative_tokens": DRAFT_N_MAX}},
         "drafter": {"name": "tiny-target-as-draft", "config": str(hf(models, "target")), "kv_scope": "full"},
