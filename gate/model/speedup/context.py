@@ -80,14 +80,14 @@ class Decomposition:
     def text(self) -> str:
         share = ("" if self.draft_share is None else
                  f", {100 * self.draft_share:.1f} % of the target's"
-                 + ("" if self.share_band is None else
+                 + (" (band unbounded: the target's growth band reaches 0)" if self.share_band is None else
                     f" (band {100 * self.share_band[0]:.1f} .. {100 * self.share_band[1]:.1f} %)"))
         return (f"cycle decomposition B={self.concurrency} k={self.k}, {self.short} -> {self.long} prompt tokens "
-                f"(measured, engine step times): target step +{self.target_growth_ms:.3f} ms "
-                f"(band {self.target_growth_band[0]:.3f} .. {self.target_growth_band[1]:.3f}), verify cycle "
-                f"+{self.cycle_growth_ms:.3f} ms (band {self.cycle_growth_band[0]:.3f} .. "
-                f"{self.cycle_growth_band[1]:.3f}), so {self.draft_step_growth_ms:.3f} ms per draft step "
-                f"(band {self.draft_step_band[0]:.3f} .. {self.draft_step_band[1]:.3f}){share}")
+                f"(measured, engine step times): target step {self.target_growth_ms:+.3f} ms "
+                f"(band {self.target_growth_band[0]:+.3f} .. {self.target_growth_band[1]:+.3f}), verify cycle "
+                f"{self.cycle_growth_ms:+.3f} ms (band {self.cycle_growth_band[0]:+.3f} .. "
+                f"{self.cycle_growth_band[1]:+.3f}), so {self.draft_step_growth_ms:+.3f} ms per draft step "
+                f"(band {self.draft_step_band[0]:+.3f} .. {self.draft_step_band[1]:+.3f}){share}")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ def _plan(tmp: Path, prompt_tokens: int) -> object:
     base, spec = context_records.write(tmp)
     return plan_from_dict({
         "name": "p", "target": {"name": "tiny"},
-        "engine": {"kind": "vllm", "speculative": {"method": "ngram", "num_speculative_tokens": 3}},
+        "engine": {"kind": "vllm", "version": "0.32.0", "speculative": {"method": "ngram", "num_speculative_tokens": 3}},
         "workload": [{"name": "agent", "concurrency": 1, "prompt_tokens": prompt_tokens,
                       "output_tokens": context_records.OUT}],
         "slo": {"target_acceptance_length": 2.0, "target_source": "traffic"},
