@@ -51,7 +51,7 @@ class VetRules:
 # kinds not listed (not_live, restart_unknown) are rules of the phase and of restarts, not of the registry.
 KIND_INVARIANT: Mapping[str, str] = MappingProxyType({
     "non_finite": PLAUSIBILITY, "negative": PLAUSIBILITY, "out_of_range": PLAUSIBILITY, "impossible": PLAUSIBILITY,
-    "undated": MEMBER_TIME, "future": MEMBER_TIME, "stale": MEMBER_TIME, "duplicate": UNIQUENESS,
+    "undated": MEMBER_TIME, "future": MEMBER_TIME, "stale": MEMBER_TIME, "ancient": MEMBER_TIME, "duplicate": UNIQUENESS,
 })
 
 

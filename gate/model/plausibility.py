@@ -172,8 +172,9 @@ def recency(end: float | None, now: float, lookback_seconds: float, *, where: st
             skew_seconds: float = CLOCK_SKEW_SECONDS, require_recent: bool = True) -> Implausible | None:
     """A window ends within `lookback_seconds` before `now` and not after `now + skew`.
 
-    `require_recent=False` keeps only the future check (pre-rollout captures are historic by
-    nature, but a capture from the future is still impossible). An undated window is not
+    `require_recent=False` keeps only the future check and the 2024 floor (pre-rollout captures are
+    historic by nature, but a capture from the future, or from before any engine counted drafts as
+    the gate reads them, is impossible). An undated window is not
     live evidence when recency is required.
     """
     at = f" ({where})" if where else ""
@@ -189,6 +190,9 @@ def recency(end: float | None, now: float, lookback_seconds: float, *, where: st
     if end > now + skew_seconds:
         return Implausible("future", f"window ends {end - now:,.0f} s after the evaluation time "
                            f"(clock-skew allowance {skew_seconds:g} s){at}", nums)
+    if not require_recent and end < EARLIEST_EVIDENCE_TIME:  # historic is allowed, before any evidence is not
+        return Implausible("ancient", f"window ends at {end:.0f}, before 2024-01-01 "
+                           f"({EARLIEST_EVIDENCE_TIME:.0f}): older than any evidence the gate reads{at}", nums)
     if require_recent and end < now - lookback_seconds:
         return Implausible("stale", f"window ended {now - end:,.0f} s before the evaluation time, "
                            f"outside lookback_seconds {lookback_seconds:g}{at}", nums)

@@ -11,6 +11,7 @@ from dataclasses import replace
 from gate.evidence.base import AcceptanceWindow, MetricsEvidence, PoolObservation
 from gate.evidence.vetting import VetRules, vet_source, vet_windows
 from gate.model.identity import EvidenceIdentity
+from gate.model.plausibility import EARLIEST_EVIDENCE_TIME
 
 NOW = 1_800_000_000.0
 L, A = 1 + 1170 / 522, 1170 / 1473
@@ -51,9 +52,12 @@ def test_each_rule_drops_and_says_why() -> None:
         assert kept == [] and len(errors) == 1 and needle in errors[0], (needle, errors)
 
 
-def test_pre_phase_keeps_historic_captures_but_not_future_ones() -> None:
-    old = _w(end=1000.0, source="captures a.txt, b.txt")
+def test_pre_phase_keeps_historic_captures_but_not_future_or_pre_2024_ones() -> None:
+    old = _w(end=EARLIEST_EVIDENCE_TIME + 86_400, source="captures a.txt, b.txt")  # 2024-01-02: historic, kept
     assert vet_windows([old], _rules("pre"), _live)[0] == [old]
+    ancient = _w(end=1000.0, source="captures a.txt, b.txt")
+    kept, errors = vet_windows([ancient], _rules("pre"), _live)
+    assert kept == [] and "not dated as evidence" in errors[0] and "before 2024" in errors[0], errors
     future = _w(end=NOW + 7200, source="captures a.txt, b.txt")
     assert vet_windows([future], _rules("pre"), _live)[0] == []
 

@@ -133,12 +133,15 @@ def _counted_twice(src: Source, data: st.DataObject) -> list[str]:
 
 @_case("member_time")
 def _undated(src: Source, data: st.DataObject) -> list[str]:
-    """A window from the future (both sources); for the live sidecar also a stale or undated one."""
-    choices = ["future", "stale", "undated"] if src.live else ["future"]
+    """A window from the future (both sources); for the live sidecar also a stale or undated one, for captures
+    one from before 2024 (historic captures are allowed, not older than any evidence)."""
+    choices = ["future", "stale", "undated"] if src.live else ["future", "ancient"]
     how = data.draw(st.sampled_from(choices))
     wins = _windows()
     if how == "future":
         end = NOW + data.draw(st.floats(61, 1e9))
+    elif how == "ancient":
+        end = data.draw(st.floats(10.0, 1_704_067_200.0 - 1))
     elif how == "stale":
         end = NOW - data.draw(st.floats(3601, NOW - 1.8e9 + 3.9e8))
     else:
