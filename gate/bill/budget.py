@@ -15,7 +15,7 @@ from typing import Any
 from gate.bill.facts import ArtifactFacts
 from gate.model.config import ConfigError, ModelConfig
 from gate.model.engines import profile
-from gate.model.engines.base import HybridPoolPredictor, OwnKeysPoolPredictor
+from gate.model.engines.base import ConfigHybridPoolPredictor, HybridPoolPredictor, OwnKeysPoolPredictor
 from gate.model.geometry import (
     STATE_KINDS,
     KVGeometry,
@@ -243,8 +243,10 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
             block_tokens=_block_tokens(d, facts.drafter.config if facts.drafter else None) if scope == "block" else None,
         )
 
+    tcfg = facts.target.config
     pool = _pool(plan, tgeom, dgeom if plan.has_drafter else None, drafter is not None, live_pool,
-                 live_pool_without_drafter, drafter.engine_charge_bytes_per_token if drafter else None)
+                 live_pool_without_drafter, drafter.engine_charge_bytes_per_token if drafter else None,
+                 {"architectures": tcfg.raw.get("architectures"), "text_config": tcfg.text} if tcfg else {})
     dcfg = facts.drafter.config if facts.drafter else None
     mixes = [_mix(plan, m, dgeom, dcfg, drafter.engine_charge_bytes_per_token if drafter else None)
              for m in plan.workload]
@@ -253,7 +255,7 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
 
 def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_drafter: bool,
           live_pool: Allocated | None, live_pool_without_drafter: Allocated | None = None,
-          draft_charge: int | None = None) -> PoolBill:
+          draft_charge: int | None = None, target_config: dict[str, Any] | None = None) -> PoolBill:
     eng = plan.engine
     notes: list[str] = []
     kv_bytes = eng.kv_cache_memory_bytes
@@ -276,7 +278,14 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
         notes.append("no predicted pool: the target's KV geometry is unknown")
     elif not _uniform(tgeom):
         hybrid = profile(eng.kind)
-        if isinstance(hybrid, HybridPoolPredictor):
+        if isinstance(hybrid, ConfigHybridPoolPredictor):  # the engine's choice reads the config (SGLang)
+            pred = hybrid.predict_hybrid_pool_from_config(
+                config=target_config or {}, speculative=eng.speculative.model_dump() if eng.speculative else {},
+                kv_cache_memory_bytes=kv_bytes, target=tgeom, drafter=dgeom, draft_charge=draft_charge,
+                has_drafter=has_drafter, block_size=block, configured_max_total_tokens=eng.configured_max_total_tokens)
+            block, with_d, without_d = pred.block_size, pred.with_drafter, pred.without_drafter
+            notes += pred.notes
+        elif isinstance(hybrid, HybridPoolPredictor):
             pred = hybrid.predict_hybrid_pool(
                 kv_cache_memory_bytes=kv_bytes, target=tgeom, drafter=dgeom, draft_charge=draft_charge,
                 has_drafter=has_drafter, block_size=block,

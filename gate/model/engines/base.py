@@ -190,6 +190,24 @@ class HybridPoolPredictor(Protocol):
         ...
 
 
+@runtime_checkable
+class ConfigHybridPoolPredictor(Protocol):
+    """The optional part of a profile whose hybrid pool depends on more than the layers: the target's architecture
+    (SGLang gives its hybrid SWA pool to listed architectures only), its state fields and dtypes, the draft tokens.
+
+    Why beside HybridPoolPredictor: the bill asks this one first, with the target's config.json (`architectures`
+    and all) and the plan's `engine.speculative` keys as given; a profile without it gets the layer-only call.
+    """
+
+    def predict_hybrid_pool_from_config(self, *, config: Mapping[str, Any], speculative: Mapping[str, Any],
+                                        kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
+                                        draft_charge: int | None, has_drafter: bool, block_size: int | None,
+                                        configured_max_total_tokens: int | None) -> PoolPrediction:
+        """The pool the engine allocates for a hybrid target from `kv_cache_memory_bytes` (the memory its KV and
+        any constant state share); None tokens with a note where it cannot say."""
+        ...
+
+
 class EngineProfile(Protocol):
     """What the gate knows of one engine."""
 

@@ -30,8 +30,16 @@ from gate.model.engines.base import (
     WrittenSchedule,
 )
 from gate.model.engines.sglang import schedule as writer
-from gate.model.engines.sglang.pools import sglang_draft_cell_bytes, sglang_pool_tokens
-from gate.model.geometry import GROWING_KINDS, KVGeometry
+from gate.model.engines.sglang.pools import (
+    SGLANG_HYBRID_SWA_ARCHITECTURES,
+    SGLANG_SWA_FULL_TOKENS_RATIO,
+    sglang_draft_cell_bytes,
+    sglang_gdn_state_bytes,
+    sglang_mamba_split,
+    sglang_pool_tokens,
+    sglang_swa_pool,
+)
+from gate.model.geometry import ATTENTION_KINDS, GROWING_KINDS, STATE_KINDS, KVGeometry
 from gate.model.speedup.bands import BatchBand
 from gate.model.speedup.predict import TuneResult
 from gate.status import Status
@@ -292,6 +300,103 @@ class SglangProfile(BaseProfile):
         else:
             notes.append("no predicted pool with the drafter: its KV geometry is unknown")
         return PoolPrediction(block_size, without, with_d, None, None, tuple(notes))
+
+    def predict_hybrid_pool(self, *, kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
+                            draft_charge: int | None, has_drafter: bool, block_size: int | None,
+                            configured_max_total_tokens: int | None,
+                            context_cap_tokens: int | None) -> PoolPrediction:
+        """Without the target's config SGLang's choice of pool is unknown (`predict_hybrid_pool_from_config`)."""
+        return self.predict_hybrid_pool_from_config(
+            config={}, speculative={}, kv_cache_memory_bytes=kv_cache_memory_bytes, target=target, drafter=drafter,
+            draft_charge=draft_charge, has_drafter=has_drafter, block_size=block_size,
+            configured_max_total_tokens=configured_max_total_tokens)
+
+    def predict_hybrid_pool_from_config(self, *, config: Mapping[str, Any], speculative: Mapping[str, Any],
+                                        kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
+                                        draft_charge: int | None, has_drafter: bool, block_size: int | None,
+                                        configured_max_total_tokens: int | None) -> PoolPrediction:
+        """SGLang 0.5.23's `max_total_num_tokens` for a hybrid target (`pools.py` has the arithmetic, file:line).
+
+        Sliding-window layers: a listed architecture gets `HybridSWAPoolConfigurator` (full and SWA pools, SWA tokens
+        = 0.8 x full tokens); any other (Gemma-2/3) the default pool with every layer full. Linear-attention layers
+        (Qwen3-Next/3.5): `_handle_max_mamba_cache` carves the GDN state per request slot out of the budget first
+        (`--mamba-full-memory-ratio` 0.9; with a drafter also the per-draft-token scratch at 48 running requests),
+        then the full-attention layers (and the draft charge) share the rest. The launch's defaults are assumed:
+        no --max-mamba-cache-size, radix cache on, TP 1.
+        """
+        page = block_size or 1
+        cap = configured_max_total_tokens
+        archs = [str(a) for a in config.get("architectures") or []]
+        text = config.get("text_config") if isinstance(config.get("text_config"), Mapping) else config
+        assert isinstance(text, Mapping)
+        charge = 0 if not has_drafter else draft_charge
+        kinds = {x.kind for x in target.layers}
+        notes: list[str] = []
+        if has_drafter and charge is None:
+            notes.append("no predicted pool with the drafter: its KV geometry is unknown")
+
+        def both(one: Any) -> PoolPrediction:
+            without = one(0)
+            with_d = without if not has_drafter else (None if charge is None else one(charge))
+            return PoolPrediction(block_size, without, with_d, None, None, tuple(notes))
+
+        if kinds & set(STATE_KINDS):
+            linear = sum(1 for x in target.layers if x.kind in STATE_KINDS)
+            per_req = sglang_gdn_state_bytes(text, linear) if "linear_attention" in kinds else None
+            if per_req is None or "mamba" in kinds:
+                notes.append("no predicted pool: SGLang's state per request of this linear-attention/Mamba layout "
+                             "is not modelled (Gated DeltaNet fields linear_* are)")
+                return PoolPrediction(block_size, None, None, None, None, tuple(notes))
+            d = sglang_depth(speculative.get("num_draft_tokens"), speculative.get("num_steps"),
+                             speculative.get("eagle_topk"))
+            draft_tokens = None if not has_drafter else (d + 1 if d is not None else None)
+            if has_drafter and draft_tokens is None:
+                notes.append("no predicted pool with the drafter: SGLang reserves Mamba scratch per draft token; "
+                             "declare engine.speculative.num_draft_tokens (or num_steps)")
+            try:
+                plain = sglang_mamba_split(kv_cache_memory_bytes, per_req)
+                spec = sglang_mamba_split(kv_cache_memory_bytes, per_req, draft_tokens=draft_tokens) \
+                    if draft_tokens else None
+            except ValueError as e:
+                notes.append(f"no predicted pool: {e}")
+                return PoolPrediction(block_size, None, None, None, None, tuple(notes))
+            full = target.bytes_per_token
+            without = sglang_pool_tokens(plain.kv_bytes, full, cap, page)
+            with_d = without if not has_drafter else (
+                None if spec is None or charge is None else sglang_pool_tokens(spec.kv_bytes, full + charge, cap, page))
+            notes.append(f"SGLang hybrid linear pool: {plain.slots:,} Mamba state slots of {per_req:,} B "
+                         f"({plain.state_bytes:,} B) come out of {kv_cache_memory_bytes:,} B first "
+                         "(--mamba-full-memory-ratio 0.9); the full-attention layers' "
+                         f"{full:,} B/token share the rest" + (
+                             f"; with the drafter {spec.slots:,} slots and {spec.intermediate_bytes:,} B of scratch "
+                             f"for {draft_tokens} draft tokens x 48 running requests, then {full:,} + {charge:,} "
+                             "B/token" if spec is not None and charge is not None else ""))
+            return PoolPrediction(block_size, without, with_d, None, None, tuple(notes))
+        if not archs:
+            notes.append("no predicted pool: SGLang gives its hybrid sliding-window pool to listed architectures "
+                         "only, and the target's config names none")
+            return PoolPrediction(block_size, None, None, None, None, tuple(notes))
+        attention = sum(x.bytes_per_token for x in target.layers if x.kind in ATTENTION_KINDS)
+        if not set(archs) & SGLANG_HYBRID_SWA_ARCHITECTURES:
+            notes.append(f"SGLang sizes {archs[0]} as a uniform pool, its sliding-window layers full "
+                         f"(not a hybrid SWA architecture: is_hybrid_swa_model): {attention:,} B/token")
+            return both(lambda c: sglang_pool_tokens(kv_cache_memory_bytes, attention + c, cap, page))
+        swa = sum(x.bytes_per_token for x in target.layers if x.kind == "sliding_attention")
+        window = max((x.window or 0 for x in target.layers), default=0)
+        r = SGLANG_SWA_FULL_TOKENS_RATIO
+
+        def hybrid(c: int) -> int | None:
+            full, swa_tokens = sglang_swa_pool(kv_cache_memory_bytes, target.bytes_per_token + c, swa, r, page, cap)
+            if window + page >= swa_tokens:
+                notes.append(f"SGLang refuses to start: its SWA pool ({swa_tokens:,} tokens) cannot hold one "
+                             f"request (window {window:,} + page {page})")
+                return None
+            return full
+
+        pred = both(hybrid)
+        return PoolPrediction(block_size, pred.without_drafter, pred.with_drafter, None, None, tuple(notes) + (
+            f"SGLang hybrid SWA pool: max_total_num_tokens = full-layer tokens = {kv_cache_memory_bytes:,} // "
+            f"({target.bytes_per_token:,} + draft charge + {r} x {swa:,}) B; the SWA layers hold {r} x as many",))
 
     def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
         """Id k is the output of layer k."""
