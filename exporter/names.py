@@ -214,6 +214,35 @@ accepted_i / drafts_reaching_i >= accepted_i / drafts; how many drafts reached p
 counters, so only the bound is known. Mean equal to the maximum means every draft was full length (no draft
 exceeds the maximum), so then the denominator is exact. The recording rule over the per-position counter
 (`SPEC_ACCEPTED_PER_POSITION`) divides by the same drafts and is the same lower bound when depth varies."""
+CARD_POSITION_RATE = Family("specgate_spec_card_position_acceptance_rate", "gauge",
+                            "The drafter's acceptance card at draft position i, in this exporter's definition "
+                            "(accepted_i / drafts) at the window's depth (basis: exact, lower_bound, upper_bound)",
+                            (*WINDOW_LABELS, "position", "basis"))
+"""Only with `--acceptance-card` (the plan's `evidence.reported.acceptance_card`, one row: `CARD_INFO`), beside
+`POSITION_ACCEPTANCE_RATE` with the same labels, so `live < 0.8 * card` matches one to one (exporter.card):
+
+    u_i = Π_{j≤i} c_j                          (conditional card rates c_j; unconditional rates are u_i)
+    exact        p_i = u_i                       (every draft of the window had the full depth)
+    lower_bound  u_i · max(0, (k̄ − i) / (k_max − i)),  upper_bound u_i   (the depth varied, or nobody can tell)
+
+Why bounds when the depth varies: the exporter's p_i divides by every draft, p_i = u_i · f_i with f_i the share
+of drafts that reached position i, which the counters do not give; f is non-increasing, at most 1, and sums to the
+window's mean depth k̄ (`SPEC_DEPTH_MEAN`), so f_i ≥ (k̄ − i) / (k_max − i). Live `lower_bound` p_i below a
+fraction of the card's `lower_bound` means u_i itself fell below that fraction of the card's. Positions the card
+does not give or past k_max are absent; so is everything while the window's live rates are (too few drafts);
+`--position-gauges false` leaves it out with the live gauge. Assumes a position's acceptance does not depend
+on how long its draft was."""
+CARD_ACCEPTANCE_LENGTH = Family("specgate_spec_card_acceptance_length", "gauge",
+                                "The drafter's acceptance card's L at the window's depth (basis: exact, "
+                                "lower_bound, upper_bound)", (*WINDOW_LABELS, "basis"))
+"""Beside `ACCEPTANCE_LENGTH` (exporter.card.length_values): `exact` 1 + Σ_{i<k} u_i at a fixed depth k the card
+covers (or the card's own L when it was measured at that k); when the depth varies, from the card's positions
+up to k_max, `lower_bound` 1 + (k̄ / k_max) Σ_{i<k_max} u_i and `upper_bound` 1 + Σ_{i<⌊k̄⌋} u_i + (k̄ − ⌊k̄⌋)
+u_⌊k̄⌋. Absent where the card cannot say (an L-only card measured at another k, positions short of k_max)."""
+CARD_INFO = Family("specgate_spec_card_info", "gauge", "The acceptance card the exporter was given: its row and "
+                   "how its rates were stated", ("engine", "row", "rates"))
+"""1 with `--acceptance-card`: `row` the card row this deployment's traffic matches (the plan's
+`acceptance_card.row`, default `overall`), `rates` conditional or unconditional as the card states them."""
 SPEC_DEPTH_MEAN = Family("specgate_spec_depth_mean", "gauge",
                          "Mean draft tokens proposed per draft over the window (vLLM)", WINDOW_LABELS)
 """k̄ = Δdraft_tokens / Δdrafts over the window, `exporter.formulas.mean_depth` (vLLM's counters). Absent when
@@ -287,6 +316,7 @@ EXPORTER_FAMILIES: tuple[Family, ...] = (
     WINDOW_ACCEPTANCE_LENGTH, WINDOW_ACCEPTANCE_FRACTION, SPEC_WINDOWS, SPEC_WINDOWS_BELOW_SLO, ACCEPTANCE_LENGTH,
     ACCEPTANCE_RATE, POSITION_ACCEPTANCE_RATE, TTFT, TPOT, ITL, DECODE_RATE, VERIFY_CYCLE,
     SPEC_DEPTH_MAX, SPEC_NUM_STEPS, SPEC_NUM_DRAFT_TOKENS, SPEC_DEPTH_SCHEDULED, SPEC_DEPTH_MEAN, SPEC_DEPTH_VARIES,
+    CARD_INFO, CARD_POSITION_RATE, CARD_ACCEPTANCE_LENGTH,
 )
 GATE_FAMILIES: tuple[Family, ...] = (GATE_DECISIONS, GATE_LINE_STATUS)
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from exporter.card import Card, read_card
 from exporter.engines import ADAPTERS, ENGINE_KINDS, EngineKind
 from exporter.engines.base import EngineAdapter
 from exporter.schedule import DepthSchedule
@@ -73,6 +74,9 @@ class ExporterSettings(BaseSettings):
     speculative_adaptive_config: str | None = Field(
         None, description="the engine's SGLang --speculative-adaptive-config FILE, or 'default' for SGLang's "
                           "built-in tiers (gives specgate_spec_depth_scheduled)")
+    acceptance_card: str | None = Field(
+        None, description="the drafter's acceptance card as JSON, the plan's evidence.reported.acceptance_card "
+                          "(its row: default overall); gives specgate_spec_card_* beside live acceptance")
 
     @field_validator("windows", mode="before")
     @classmethod
@@ -127,6 +131,7 @@ _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("position_gauges", {"choices": ["true", "false"]}),
     ("speculative_config", {"metavar": "JSON"}),
     ("speculative_adaptive_config", {"metavar": "FILE"}),
+    ("acceptance_card", {"metavar": "JSON"}),
 ]
 
 
@@ -157,6 +162,7 @@ def settings_from_args(args: argparse.Namespace) -> ExporterSettings:
             problems.append(f"--{name.replace('_', '-')} / SPECGATE_{name.upper()}: {msg}")
         raise ValueError("invalid setting: " + "; ".join(problems)) from None
     told_schedule(settings)  # a schedule that does not read is one line now, not a failure at the first scrape
+    told_card(settings)  # likewise a card
     return settings
 
 
@@ -205,3 +211,17 @@ def told_schedule(settings: ExporterSettings) -> DepthSchedule | None:
     except (ValueError, RecursionError) as e:  # json.JSONDecodeError is a ValueError
         raise ValueError(f"invalid setting: {_flag(name)}: {e}") from None
     return None
+
+
+def told_card(settings: ExporterSettings) -> Card | None:
+    """The acceptance card the exporter was told (`exporter.card.read_card`: its named row, converted), or None.
+    ValueError with one line naming the setting for JSON that does not parse or a card that does not hold."""
+    if settings.acceptance_card is None:
+        return None
+    try:
+        doc = json.loads(settings.acceptance_card)
+        if not isinstance(doc, dict):
+            raise ValueError(f"expected a JSON object, got {type(doc).__name__}")
+        return read_card(doc)
+    except (ValueError, RecursionError) as e:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"invalid setting: {_flag('acceptance_card')}: {e}") from None

@@ -16,12 +16,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from exporter.card import Card
 from exporter.derive import WindowStats
 from exporter.engines.base import EngineSnapshot, StreamSnapshot
 from exporter.sanity import ANOMALY_REASONS
 from exporter.schedule import DepthSchedule
 from exporter.scrape import REASONS
-from exporter.settings import ExporterSettings, duration_label, told_schedule
+from exporter.settings import ExporterSettings, duration_label, told_card, told_schedule
 from exporter.windows import StreamTotals, WindowTracker
 
 
@@ -90,6 +91,7 @@ class ExporterView:
     sliding: tuple[SlidingView, ...]  # empty while the engine is down: the windows end at the last good scrape
     position_gauges: bool = True  # settings.position_gauges: false drops the per-position windowed gauges
     schedule: DepthSchedule | None = None  # the depth schedule the exporter was told (depth gauges)
+    card: Card | None = None  # the drafter's acceptance card the exporter was told (card gauges)
 
 
 @dataclass
@@ -110,6 +112,7 @@ class ExporterState:
     _saw_failure_before_ready: bool = False
     _last_start: float | None = None
     schedule: DepthSchedule | None = None  # the depth schedule the exporter was told (`settings.told_schedule`)
+    card: Card | None = None  # the acceptance card the exporter was told (`settings.told_card`)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -119,7 +122,7 @@ class ExporterState:
                                 settings.acceptance_slo_target, settings.history,
                                 max_streams=settings.max_streams, stream_ttl=settings.stream_ttl,
                                 told_depth=schedule.max_k if schedule is not None else None)
-        st = cls(settings=settings, tracker=tracker, schedule=schedule)
+        st = cls(settings=settings, tracker=tracker, schedule=schedule, card=told_card(settings))
         if settings.engine != "auto":
             st.engine = settings.engine
         if started_at is not None:
@@ -191,5 +194,5 @@ class ExporterState:
                 acceptance_slo_target=s.acceptance_slo_target, workload_demand_tokens=s.workload_demand_tokens,
                 kv_pool_configured_tokens=s.kv_pool_configured_tokens, latest=snap, streams=streams,
                 window_buckets=tr.buckets, sliding=sliding, position_gauges=s.position_gauges,
-                schedule=self.schedule,
+                schedule=self.schedule, card=self.card,
             )

@@ -11,6 +11,7 @@ writes its families outside it, area by area; each area's module shows an exampl
 - `engine_health.per_stream`: restarts and preemptions per stream
 - `sliding_windows`: windowed gauges (L, a, p_i with its basis, TTFT quantiles, decode rate, verify cycle,
   mean depth, whether the depth varied)
+- `card`: the drafter's acceptance card in the exporter's definition, beside the live rates (only with a card)
 
 That order is the order of the exposition (the goldens in tests/golden pin it byte for byte).
 The areas build `exporter.exposition` rows; the sidecar's `/metrics` writes them with one kept
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from exporter.collect import batch_windows, depth, engine_health, pools, sliding_windows, spec_counters
+from exporter.collect import batch_windows, card, depth, engine_health, pools, sliding_windows, spec_counters
 from exporter.collect.families import Rows
 from exporter.engines.base import EngineSnapshot
 from exporter.exposition import ExpositionWriter
@@ -55,6 +56,7 @@ def families(v: ExporterView) -> Iterator[Rows]:
     yield from batch_windows.families(v)
     yield from engine_health.per_stream(v)
     yield from sliding_windows.families(v)
+    yield from card.families(v)
 
 
 def exposition(state: ExporterState) -> str:

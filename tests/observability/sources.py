@@ -49,13 +49,14 @@ EXPORTER_SERIES = frozenset({
     "specgate_spec_block_accept_length", "specgate_spec_cap_length",
     "specgate_spec_depth_mean", "specgate_spec_depth_max", "specgate_spec_num_steps", "specgate_spec_num_draft_tokens",
     "specgate_spec_depth_varies", "specgate_spec_depth_scheduled",
+    "specgate_spec_card_info", "specgate_spec_card_position_acceptance_rate", "specgate_spec_card_acceptance_length",
 })
 # Labels DESIGN.md gives our series, plus Prometheus' own (job, instance), the Operator's namespace and le,
 # and the drafter revision the scrape config relabels from a pod label (the fleet rules, docs/scale.md).
 ALLOWED_LABELS = frozenset({
     "model", "engine", "rank", "window", "pool", "quantile", "position", "reason", "version", "decision",
     "line", "status", "deployment", "le", "namespace", "job", "instance", "drafter_revision",
-    "algorithm", "num_draft_tokens", "num_steps", "source", "basis",
+    "algorithm", "num_draft_tokens", "num_steps", "source", "basis", "row", "rates",
     "pod",  # the energy rules (issue 38): dcgm-exporter's GPU-to-pod label, joined with the scrape's pod
 })
 # Grafana variables -> values that make a query plain PromQL. `.*` is what "All" expands to.
