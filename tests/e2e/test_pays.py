@@ -15,6 +15,10 @@ alternated run gives 1.6-2.0x).
 4. The probe's per-cell acceptance is the cell's own: it equals 1 + accepted / drafts of the cell, and
    lies within the per-request values vLLM reports itself for the same requests
    (`--per-request-spec-decode-metrics summary`).
+5. The context axis (issue 39): on the same baseline and ngram servers (started with --max-model-len 2048 for it),
+   `probe ab --prompt-tokens 256,1024,1920` (3 repetitions of 2 requests at concurrency 1, no warm-up): each
+   length its own cells, the cells' counter deltas summing exactly to the engines' totals over the run, every
+   cell with the engine's own step time, and tune's cycle decomposition printed and put in the e2e summary.
 ngram at concurrency 32 is measured and reported, not asserted: on the shared 2-core machine it came out
 0.68x (does_not_pay), 1.03x, 0.97x (inconclusive) and 1.18x (pays, p 0.027) in four runs — the verify
 batch of 4 x 32 tokens is not cheap any more, but the effect is smaller than the machine's drift between
@@ -43,6 +47,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import harness
@@ -55,6 +60,9 @@ REPETITIONS = "7"  # 5 is the minimum that can reach p < 0.05 with room; 7 toler
 TARGET = "t768x6"
 MAX_NUM_SEQS = "32"
 PAYS_AT, NOT_AT = 1, 32
+# Issue 39: the context sweep on the same two arms, within the target's 2,048 positions (prompt + 32 output)
+SWEEP_CONTEXTS = (256, 1024, 1920)
+SWEEP_MAX_MODEL_LEN = 2048
 
 
 def _specgate(*argv: str, timeout: float = 900, live_progress: bool = False) -> subprocess.CompletedProcess[str]:
@@ -104,6 +112,31 @@ def alternate(turns: int, runs: list[tuple[str, object, Path, list[str]]], model
             assert r.returncode == 0, f"specgate probe exited {r.returncode} (its stderr is above)"
 
 
+def context_sweep(base: object, ngram: object, work: Path, view: Path) -> dict:
+    """Issue 39: both arms swept over SWEEP_CONTEXTS by `probe ab` (ABBA, no warm-up: the pays turns warmed the
+    engines), the engines' own counters read around the whole run, then `tune` on the two records."""
+    spec, _ = _engine_args("ngram", view)
+    out = {"base": work / "ctx-base.json", "spec": work / "ctx-ngram.json", "png": work / "context-sweep.png"}
+    before = {arm: vllm_live.EngineCounters.parse(eng.metrics_text())  # type: ignore[attr-defined]
+              for arm, eng in (("base", base), ("spec", ngram))}
+    t0 = time.monotonic()
+    r = _specgate("probe", "ab", "--baseline-url", base.url, "--speculative-url", ngram.url,  # type: ignore[attr-defined]
+                  "--out-baseline", str(out["base"]), "--out-speculative", str(out["spec"]),
+                  "--prompt-tokens", ",".join(map(str, SWEEP_CONTEXTS)), "--output-tokens", "32", "--concurrency", "1",
+                  "--repetitions", "3", "--requests", "2", "--warmup", "0", "--no-client-ceiling",
+                  "--speculative-config", json.dumps(spec), live_progress=True)
+    assert r.returncode == 0, f"specgate probe ab exited {r.returncode} (its stderr is above)"
+    seconds = time.monotonic() - t0
+    after = {arm: vllm_live.EngineCounters.parse(eng.metrics_text())  # type: ignore[attr-defined]
+             for arm, eng in (("base", base), ("spec", ngram))}
+    t = _specgate("tune", "--probe", str(out["base"]), str(out["spec"]), "--format", "json", "--context-plot",
+                  str(out["png"]), timeout=120)
+    assert t.returncode == 0, t.stderr
+    text = _specgate("tune", "--probe", str(out["base"]), str(out["spec"]), timeout=120).stdout
+    sys.stderr.write(text[text.index("context sweep:"):] + "\n")
+    return {**out, "before": before, "after": after, "seconds": seconds, "tune": json.loads(t.stdout)}
+
+
 def compare(base: Path, spec: Path) -> tuple[int, dict]:
     r = _specgate("compare", str(base), str(spec), "--format", "json", timeout=60)
     assert r.returncode in (0, 1, 2), r.stderr
@@ -139,16 +172,17 @@ def arms(pays_models: Path, vllm_python: Path, e2e_logs: Path, tmp_path_factory:
     def running(arm: str):
         _, extra = _engine_args(arm, view)
         return vllm_live.running_arm(arm, view, python=vllm_python, log_dir=e2e_logs, extra_args=extra,
-                                   kv_cache_memory_bytes=KV_BYTES)
+                                   kv_cache_memory_bytes=KV_BYTES, max_model_len=SWEEP_MAX_MODEL_LEN)
 
     with running("nospec") as base:
         with running("ngram") as ngram:
             alternate(turns, [("nospec", base, work / "base.json", both), ("ngram", ngram, work / "ngram.json", both)],
                       view)
+            sweep = context_sweep(base, ngram, work, view)
         with running("draft") as draft:
             alternate(turns, [("nospec", base, work / "base-high.json", high),
                               ("draft", draft, work / "draft.json", high)], view)
-    out: dict = {"work": work}
+    out: dict = {"work": work, "sweep": sweep}
     for name in ("base", "base-high", "ngram", "draft"):
         out[name] = json.loads((work / f"{name}.json").read_text())
     out["rc_ngram"], out["ngram_doc"] = compare(work / "base.json", work / "ngram.json")
@@ -241,3 +275,41 @@ def test_gate_passes_where_probes_say_it_pays_and_fails_where_not(arms: dict, pa
     cell = _cell(arms["draft_doc"], NOT_AT)
     assert f"speculative {cell['speculative_tokens_per_second']:.4g} tok/s vs baseline " \
            f"{cell['baseline_tokens_per_second']:.4g} tok/s" in bad["reason"]
+
+
+def test_context_sweep_attributes_counters_per_length_and_decomposes_the_cycle(arms: dict,
+                                                                              e2e_record: dict) -> None:
+    """Issue 39 on real vLLM 0.32: `probe ab --prompt-tokens 256,1024,1920` on the baseline and ngram arms. Each
+    length is its own cells; the cells' counter deltas add up exactly to what the engine counted over the whole
+    run (no warm-up, nothing else sent); every cell carries the engine's own step time; `tune` decomposes the
+    verify cycle between 256 and 1,920 tokens (printed above, recorded in the e2e summary)."""
+    from gate.evidence.probes import load_record
+
+    sw = arms["sweep"]
+    base, spec = load_record(sw["base"]), load_record(sw["spec"])
+    want = [f"p{n}-o32" for n in SWEEP_CONTEXTS]
+    for rec in (base, spec):
+        assert [m.prompt_tokens for m in rec.workload] == list(SWEEP_CONTEXTS)
+        assert [c.mix for c in rec.cells] == want * 3
+        assert all(c.engine_step_seconds is not None and c.engine_step_seconds > 0 for c in rec.cells)
+    b, a = sw["before"]["spec"], sw["after"]["spec"]
+    for field, total in (("drafts", a.drafts - b.drafts), ("draft_tokens", a.draft_tokens - b.draft_tokens),
+                         ("accepted_tokens", a.accepted - b.accepted)):
+        cells = sum(getattr(c, field) for c in spec.cells)
+        assert cells == pytest.approx(total, abs=0.5), (field, cells, total)  # exact: counts, summed
+        per_length = sum(sum(getattr(c, field) for c in spec.cells if c.mix == m) for m in want)
+        assert per_length == pytest.approx(total, abs=0.5)
+    gen = sw["after"]["base"].generation_tokens - sw["before"]["base"].generation_tokens
+    assert sum(c.output_tokens for c in base.cells) == pytest.approx(gen, abs=0.5)
+    ctx = sw["tune"]["context"]
+    assert ctx["contexts"] == list(SWEEP_CONTEXTS)
+    d = next(x for x in ctx["decompositions"] if (x["concurrency"], x["k"]) == (1, 3))
+    assert (d["short_context"], d["long_context"]) == (SWEEP_CONTEXTS[0], SWEEP_CONTEXTS[-1])
+    assert d["draft_step_growth_ms"] == pytest.approx((d["verify_cycle_growth_ms"] - d["target_step_growth_ms"]) / 3)
+    assert sw["png"].read_bytes()[:4] == b"\x89PNG"
+    e2e_record["context-sweep"] = {
+        "seconds": round(sw["seconds"], 1), "decomposition": d["text"],
+        "points": [{k: p[k] for k in ("context", "k", "engine_step_ms", "acceptance_length", "speedup")}
+                   for p in ctx["points"]],
+        "advice": [x["text"] for x in ctx["advice"]]}
+    harness.log(f"context sweep ({sw['seconds']:.0f} s): {d['text']}")
