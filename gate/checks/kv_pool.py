@@ -86,11 +86,33 @@ def cannot_serve(plan: Plan, budget: Budget, gm: GpuMemoryBill) -> str | None:
             "of GPU memory (budgets.gpu_memory_bytes) before any KV cache; more ranks (engine.tp) or smaller weights")
 
 
+def under_reserved(budget: Budget) -> str | None:
+    """The engine sizes its pool charging the drafter less KV than the drafter's own geometry holds (issue 35: SGLang
+    charges an EAGLE-3 head on an MLA target the target's per-layer bytes): the draft pool then takes more memory
+    than the sizing reserved, so the predicted pool is not what fits the memory. A fail, not a pass with a note."""
+    d = budget.drafter
+    if d is None or d.kv_bytes_per_token is None or d.engine_charge_bytes_per_token is None:
+        return None
+    over = [(m.name, m.drafter_need_bytes, m.drafter_charged_bytes) for m in budget.mixes
+            if m.drafter_need_bytes is not None and m.drafter_charged_bytes is not None
+            and m.drafter_need_bytes > m.drafter_charged_bytes]
+    if not over:
+        return None
+    name, need, charged = max(over, key=lambda x: x[1] - x[2])
+    return (f"{budget.pool.engine} under-reserves the drafter's KV: it sizes the pool charging "
+            f"{d.engine_charge_bytes_per_token:,} B/token, the drafter's geometry holds {d.kv_bytes_per_token:,} B/token "
+            f"({d.kv_bytes_per_token - d.engine_charge_bytes_per_token:,} B/token more); {name} needs {need:,} B of "
+            f"drafter KV against {charged:,} B charged, so the draft pool outgrows the memory the sizing reserved")
+
+
 def check(ctx: CheckContext) -> LineResult:
     """The pool line, then the GPU memory bill and the post phase's demand for the engine's own allocation."""
     result = _pool_line(ctx)
     plan, budget = ctx.plan, ctx.budget
     status, reason, values = result.status, result.reason, dict(result.values)
+    under = under_reserved(budget)
+    if under is not None:
+        status, reason = Status.FAIL, f"{under}; {reason}"
     gm = memory(plan, budget)
     if gm is not None:
         values["gpu_memory"] = gm.to_json()
