@@ -46,6 +46,7 @@ from gate.model.engines.base import ScheduleReading
 from gate.model.invariants import target_at_mix
 from gate.model.plausibility import DEFAULT_ALPHA, MAX_ALPHA, pool_tokens, startup_seconds
 from gate.model.speedup.energy import disagreement as energy_disagreement
+from gate.plan.card import AcceptanceCard
 from gate.plan.suggest import one_line
 
 KVDtype = Literal["auto", "bf16", "bfloat16", "fp16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32", "float32"]
@@ -506,6 +507,10 @@ class Reported(_Strict):
     energy: list[EnergyPoint] = Field(
         default_factory=list, description="per point, both arms' decode rate, power and tokens per joule "
                                           "(seed 004); tokens per joule is recomputed as tokens/s ÷ W")
+    acceptance_card: AcceptanceCard | None = Field(
+        default=None, description="the drafter's published acceptance card (per position, per task subset) and the "
+                                  "row your traffic matches: the post phase judges live L against it, the chart "
+                                  "passes it to the exporter (issue 37 item 4)")
 
     @model_validator(mode="after")
     def _possible(self) -> Reported:

@@ -24,6 +24,15 @@ is inconclusive with its reason, never a pass. A plan mix is judged only by a pr
 and output tokens: a same-named mix of another shape measured other requests, and a probe of other prompt
 lengths (a context sweep, issue 39) is another context band's evidence (`other_context`, applicability).
 
+Plain must be plain (issue 37 item 6): where the plan's declared depth schedule runs k = 0 at a closed-loop mix's
+concurrency (`Plan.depth_reading`: vLLM `num_speculative_tokens_per_batch_size`, SGLang tiers, TensorRT-LLM
+`draft_len_schedule`), that mix is plain decoding, so it is judged against the baseline as plain
+(`plain_for_mix`, the floor's `gate.model.speedup.pays.decide_plain`), not as speculation: not shown slower by the
+rank test → pass, labelled "plain: k = 0 band"; slower at p < α → fail, naming the band and the tax (served
+rate and TPOT ratios with the observed range). Only where the speculative record itself ran k = 0 there (its own
+recorded schedule): a record at a fixed k measured speculation, not the band (inconclusive). A mix placed by
+request rate keeps the speculation rule (its batch, hence its k, is not declared).
+
 `slo.min_tokens_per_joule_ratio` (issue 38) is judged here too, per plan mix, from the energy the records
 carry at the mix's own load (`energy_for_mix`); records without energy there leave it inconclusive.
 """
@@ -38,9 +47,14 @@ from gate.checks.acceptance.finding import Finding
 from gate.checks.base import CheckContext
 from gate.evidence.intake import plan_defects
 from gate.evidence.probes import ProbeRecord
+from gate.model.depth import depth_schedule
 from gate.model.invariants import APPLICABILITY, reason
+from gate.model.speedup.pays import Plain, decide_plain, smallest_p
+from gate.model.speedup.point import PointResult
 from gate.plan.model import Plan
 from gate.status import Status
+
+PLAIN_LABEL = "plain: k = 0 band"
 
 
 def sub(ctx: CheckContext) -> Finding:
@@ -91,10 +105,16 @@ def _judge(ctx: CheckContext) -> tuple[list[Status], list[str], dict[str, Any] |
         pm, unmatched = match_mix(cmp, base[0], spec[0], m.name, m.prompt_tokens, m.output_tokens)
         if pm is None:
             unmatched = other_context(cmp, base[0], spec[0], m.name, m.prompt_tokens) or unmatched
-        ans = answer_for_mix(cmp, pm, m.name, m.concurrency, unmatched, request_rate=m.request_rate)
-        statuses.append(verdicts.status(ans.verdict))
-        parts.append(f"probes: {ans.reason}")
-        mixes[m.name] = ans.values()
+        band = plain_band(plan, m.concurrency) if m.request_rate is None and pm is not None else None
+        if band is not None and pm is not None:
+            st, text, mixes[m.name] = plain_for_mix(cmp, pm, m.name, m.concurrency, band, spec[0], plan)
+            statuses.append(st)
+            parts.append(f"probes: {text}")
+        else:
+            ans = answer_for_mix(cmp, pm, m.name, m.concurrency, unmatched, request_rate=m.request_rate)
+            statuses.append(verdicts.status(ans.verdict))
+            parts.append(f"probes: {ans.reason}")
+            mixes[m.name] = ans.values()
         if ratio is not None:
             st, text, energy[m.name] = energy_for_mix(cmp, pm, m.name, m.concurrency, m.request_rate, ratio)
             statuses.append(st)
@@ -103,6 +123,113 @@ def _judge(ctx: CheckContext) -> tuple[list[Status], list[str], dict[str, Any] |
     if ratio is not None:
         values["energy"] = energy
     return statuses, parts, values
+
+
+def plain_band(plan: Plan, concurrency: int) -> str | None:
+    """The k = 0 band of the plan's depth schedule holding `concurrency` ("batch 6+ k = 0 (source)"), or None
+    where the engine runs no schedule or speculates there (a band free to pick k > 0 is not plain)."""
+    sched = plan.depth_reading.schedule
+    if sched is None or concurrency < 1:
+        return None
+    b = sched.band_at(concurrency)
+    if b.k_max != 0:
+        return None
+    return f"batch {b.start}" + ("+" if b.end is None else f"-{b.end}") + f" k = 0 of {sched.source}"
+
+
+def _record_k(plan: Plan, spec: ProbeRecord, concurrency: int) -> tuple[int | None, str]:
+    """The k the speculative record's own recorded schedule ran at `concurrency`, or None and why not."""
+    try:
+        reading = depth_schedule(plan.engine.kind, spec.speculative or {})
+    except ValueError as e:
+        return None, f"its recorded schedule is not one {plan.engine.kind} runs ({e})"
+    if reading.schedule is None:
+        return None, ("it records no depth schedule (its speculative config carries none, so it ran a fixed k): "
+                      "it measured speculation, not the plan's k = 0 band")
+    return reading.schedule.k_at(concurrency), ""
+
+
+def _plain_point(points: list[PointResult], at: int, start: int, end: int | None) -> tuple[PointResult, ...]:
+    """The point at `at`, else its two measured neighbours when both lie in the same k = 0 band; else none."""
+    exact = [p for p in points if p.concurrency == at]
+    if exact:
+        return (exact[0],)
+    lower = [p for p in points if p.concurrency < at]
+    upper = [p for p in points if p.concurrency > at]
+    if not lower or not upper:
+        return ()
+    lo, hi = lower[-1], upper[0]
+    inside = lo.concurrency >= start and (end is None or hi.concurrency <= end)
+    return (lo, hi) if inside else ()
+
+
+def _plain_verdict(p: PointResult, alpha: float) -> tuple[Plain, str]:
+    """One point of the k = 0 band judged as plain decoding (gate.model.speedup.pays.decide_plain), with its tax."""
+    where = f"concurrency {p.concurrency}"
+    if p.p_slower is None or p.speedup is None:
+        return Plain.INCONCLUSIVE, f"{where}: {p.reason}"
+    small = smallest_p(p.n_speculative, p.n_baseline)
+    verdict = decide_plain(p.p_slower, alpha, p.n_speculative, p.n_baseline)
+    kind = (p.interval_kind or "interval").replace("_", " ")
+    tax = (f"served rate {p.speculative_tokens_per_second:.4g} vs {p.baseline_tokens_per_second:.4g} tok/s without "
+           f"speculation, ratio {p.speedup:.3g}x ({kind} {p.speedup_low:.3g}-{p.speedup_high:.3g})")
+    if p.speculative_tpot_seconds and p.baseline_tpot_seconds:
+        tax += (f", TPOT p50 {p.speculative_tpot_seconds * 1000:.3g} vs {p.baseline_tpot_seconds * 1000:.3g} ms "
+                f"({p.speculative_tpot_seconds / p.baseline_tpot_seconds - 1:+.1%})")
+    if verdict is Plain.INCONCLUSIVE:
+        return verdict, (f"{where}: {tax}; {p.n_speculative} against {p.n_baseline} repetitions cannot show a tax "
+                         f"(the smallest p is {small:.3g}, not < {alpha:g})")
+    if verdict is Plain.TAXED:
+        return verdict, f"{where}: {tax}; slower at p = {p.p_slower:.3g} < {alpha:g}"
+    return verdict, f"{where}: {tax}; not shown slower (p = {p.p_slower:.3g}, not < {alpha:g})"
+
+
+def plain_for_mix(cmp: Comparison, probe_mix: str, plan_mix: str, concurrency: int, band: str, spec: ProbeRecord,
+                  plan: Plan) -> tuple[Status, str, dict[str, Any]]:
+    """A plan mix in a k = 0 band of the declared schedule, judged as plain decoding (module docstring).
+
+    Evidence only where the speculative record itself ran k = 0 at the mix's concurrency, and at that concurrency
+    (or between two measured ones of the same band, both judged alike); a point the comparison could not judge
+    (failed requests, a restart, client-bound) stays inconclusive. Free passes (labelled `PLAIN_LABEL`); taxed
+    fails naming the band and the tax; anything else is inconclusive, never a pass."""
+    where = f"mix {plan_mix} at concurrency {concurrency} is plain decoding (the schedule's {band})"
+    values: dict[str, Any] = {"verdict": Plain.INCONCLUSIVE.value, "label": PLAIN_LABEL, "band": band, "k": 0,
+                              "probe_mix": probe_mix, "concurrency": concurrency, "points": []}
+    k, why = _record_k(plan, spec, concurrency)
+    if k != 0:
+        why = why or f"its recorded schedule runs k = {k} at concurrency {concurrency}: it measured speculation"
+        return Status.INCONCLUSIVE, f"{where}: not judged: the speculative probe record is no evidence of it: {why}", values
+    sched = plan.depth_reading.schedule
+    assert sched is not None  # plain_band found the band in it
+    b = sched.band_at(concurrency)
+    closed = sorted((p for p in cmp.points if p.mix == probe_mix and p.request_rate is None),
+                    key=lambda p: p.concurrency)
+    used = _plain_point(closed, concurrency, b.start, b.end)
+    if not used:
+        measured = ", ".join(str(p.concurrency) for p in closed) or "none"
+        return (Status.INCONCLUSIVE, f"{where}: not judged: not measured at {concurrency} nor between two measured "
+                                     f"concurrencies of the band (measured: {measured})", values)
+    judged = [(_plain_verdict(p, cmp.alpha), p) for p in used]
+    values["points"] = [{"concurrency": p.concurrency, "verdict": v.value, "ratio": p.speedup,
+                         "ratio_low": p.speedup_low, "ratio_high": p.speedup_high, "interval_kind": p.interval_kind,
+                         "p_slower": p.p_slower, "baseline_tokens_per_second": p.baseline_tokens_per_second,
+                         "speculative_tokens_per_second": p.speculative_tokens_per_second,
+                         "baseline_tpot_seconds": p.baseline_tpot_seconds,
+                         "speculative_tpot_seconds": p.speculative_tpot_seconds} for (v, _), p in judged]
+    verdicts_ = {v for (v, _), _ in judged}
+    text = "; ".join(t for (_, t), _ in judged)
+    if verdicts_ == {Plain.FREE}:
+        values["verdict"] = Plain.FREE.value
+        return Status.PASS, f"{PLAIN_LABEL}: {where}, as fast as without speculation: {text}", values
+    if Plain.TAXED in verdicts_ and len(used) == 1:
+        values["verdict"] = Plain.TAXED.value
+        return (Status.FAIL, f"{where}, but slower than without speculation: the k = 0 tax at {text}; speculation "
+                             "switched off still costs here (the draft pipeline runs at k = 0)", values)
+    if verdicts_ == {Plain.TAXED}:
+        values["verdict"] = Plain.TAXED.value
+        return (Status.FAIL, f"{where}, but slower than without speculation on both sides of it: the k = 0 tax at "
+                             f"{text}", values)
+    return Status.INCONCLUSIVE, f"{where}: not judged: {text}", values
 
 
 def other_context(cmp: Comparison, base: ProbeRecord, spec: ProbeRecord, mix: str, prompt_tokens: int) -> str | None:
