@@ -138,7 +138,9 @@ def sglang_mamba_split(available_bytes: int, per_request_bytes: int, *, ratio: f
     intermediate = 0
     if draft_tokens:
         d = draft_tokens
-        slots = int((budget - per_request_bytes * (1 + d)) // (per_request_bytes * (1 + d / slots_per_request)))
+        scratch_share = d / slots_per_request  # SGLang's (1 + D / ratio), summed in its order (no ratio of counts)
+        scratch_share += 1
+        slots = int((budget - per_request_bytes * (1 + d)) // (per_request_bytes * scratch_share))
         capped = min(max(1, max_running_requests), slots // slots_per_request)
         intermediate = per_request_bytes * (capped + 1) * d
         rest = rest - intermediate / _GIB
