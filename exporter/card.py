@@ -8,7 +8,7 @@ The card's shape is the plan's `evidence.reported.acceptance_card` (gate.plan.ca
 passes to the exporter as JSON (`--acceptance-card`):
 
     {"source": "speculators #1135, DSpark card", "rates": "conditional", "depth": 8, "row": "humaneval",
-     "rows": {"overall": {"positions": [0.8, 0.7, ...], "acceptance_length": 3.6}, "humaneval": {...}}}
+     "rows": [{"name": "overall", "positions": [0.8, 0.7, ...], "acceptance_length": 3.6}, {"name": "humaneval", ...}]}
 
 The conversion (each step in words beside `names.CARD_POSITION_RATE`):
 
@@ -42,7 +42,7 @@ DEFAULT_ROW = "overall"
 # Keys of the plan's card the exporter does not use (the gate's judgement settings): accepted and ignored here.
 GATE_KEYS = frozenset({"min_fraction", "on_drift"})
 CARD_KEYS = frozenset({"source", "rates", "depth", "row", "rows"})
-ROW_KEYS = frozenset({"positions", "acceptance_length"})
+ROW_KEYS = frozenset({"name", "positions", "acceptance_length"})
 MAX_POSITIONS = 64  # exporter.bounds' position limit: a card past it is a typo
 
 
@@ -97,14 +97,20 @@ def read_card(doc: Mapping[str, Any]) -> Card:
     depth = doc.get("depth")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or not 0 < depth <= MAX_POSITIONS):
         raise ValueError(f"acceptance card: depth must be a whole number 1..{MAX_POSITIONS}, got {depth!r}")
-    if not isinstance(rows, Mapping) or not rows:
-        raise ValueError("acceptance card: rows must map each row's name (overall, a task subset) to its rates")
+    if not isinstance(rows, list | tuple) or not rows or not all(isinstance(r, Mapping) for r in rows):
+        raise ValueError("acceptance card: rows must list the card's rows, each with its name (overall, a task subset)")
+    names = [r.get("name") for r in rows]
+    if not all(isinstance(n, str) and n for n in names):
+        raise ValueError("acceptance card: every row needs a name (overall, a task subset)")
+    dup = sorted({str(n) for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"acceptance card: row names must be unique (repeated: {', '.join(dup)})")
     row = doc.get("row", DEFAULT_ROW)
-    if not isinstance(row, str) or row not in rows:
-        raise ValueError(f"acceptance card: row {row!r} is not one of its rows ({', '.join(map(str, rows))})")
-    for name, body in rows.items():
-        _check_row(str(name), body, rates, depth)
-    body = rows[row]
+    if not isinstance(row, str) or row not in names:
+        raise ValueError(f"acceptance card: row {row!r} is not one of its rows ({', '.join(map(str, names))})")
+    for r in rows:
+        _check_row(str(r["name"]), r, rates, depth)
+    body = rows[names.index(row)]
     positions = tuple(_number(x, "") for x in body.get("positions") or ())
     length = body.get("acceptance_length")
     return Card(source.strip(), rates, row, positions, unconditional(positions, rates),

@@ -23,6 +23,7 @@ class CardRow(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
+    name: str = Field(min_length=1, description="the row's name: overall, or a task subset (humaneval, writing)")
     positions: list[Rate] | None = Field(
         default=None, description="acceptance rate per draft position (pos_0, pos_1, ...), as the card states them")
     acceptance_length: Annotated[float, Field(ge=1)] | None = Field(
@@ -40,8 +41,8 @@ class AcceptanceCard(BaseModel):
                     "whose position i was accepted (u_i = product of the conditional rates up to i)")
     depth: Annotated[int, Field(gt=0, le=64)] | None = Field(
         default=None, description="the k the card was measured at (default: its number of positions)")
-    rows: dict[str, CardRow] = Field(
-        min_length=1, description="the card's rows by name: overall, or a task subset (humaneval, writing)")
+    rows: list[CardRow] = Field(
+        min_length=1, description="the card's rows, each by its name: overall, or a task subset (humaneval, writing)")
     row: str = Field(
         default=DEFAULT_ROW, description="the row matching this deployment's traffic (a task subset only where the "
                                          "traffic is split by model name or pod set)")

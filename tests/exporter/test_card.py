@@ -22,8 +22,8 @@ from exporter.state import ExporterState
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "vllm"
 GOLDEN = Path(__file__).parents[1] / "golden"
 CARD = {"source": "a test card", "rates": "conditional", "depth": 3, "row": "code",
-        "rows": {"overall": {"positions": [0.9, 0.8, 0.7]},
-                 "code": {"positions": [0.8, 0.75, 0.5], "acceptance_length": 2.7}}}
+        "rows": [{"name": "overall", "positions": [0.9, 0.8, 0.7]},
+                 {"name": "code", "positions": [0.8, 0.75, 0.5], "acceptance_length": 2.7}]}
 
 
 def _render(arm: str, card: dict[str, object] | None, **over: object) -> str:
@@ -74,25 +74,32 @@ def test_fixed_depth_is_exact_and_varying_depth_gives_bounds() -> None:
 
 
 def test_l_only_card_is_exact_only_at_its_own_depth() -> None:
-    card = read_card({"source": "s", "rates": "unconditional", "depth": 4, "rows": {"overall": {"acceptance_length": 3.1}}})
+    card = read_card({"source": "s", "rates": "unconditional", "depth": 4,
+                      "rows": [{"name": "overall", "acceptance_length": 3.1}]})
     assert [c.value for c in length_values(card, 4, 4.0, False)] == [3.1]
     assert length_values(card, 3, 3.0, False) == [] and length_values(card, 4, 3.5, True) == []
     assert position_values(card, 4, 4.0, False) == []
 
 
 @pytest.mark.parametrize(("doc", "says"), [
-    ({"rates": "conditional", "rows": {"overall": {"positions": [0.5]}}}, "source is required"),
-    ({"source": "s", "rows": {"overall": {"positions": [0.5]}}}, "conditional or unconditional"),
-    ({"source": "s", "rates": "unconditional", "rows": {"overall": {"positions": [0.5, 0.7]}}}, "cannot rise"),
-    ({"source": "s", "rates": "conditional", "rows": {"overall": {"positions": [1.5]}}}, "between 0 and 1"),
-    ({"source": "s", "rates": "conditional", "row": "writing", "rows": {"overall": {"positions": [0.5]}}},
+    ({"rates": "conditional", "rows": [{"name": "overall", "positions": [0.5]}]}, "source is required"),
+    ({"source": "s", "rows": [{"name": "overall", "positions": [0.5]}]}, "conditional or unconditional"),
+    ({"source": "s", "rates": "unconditional", "rows": [{"name": "overall", "positions": [0.5, 0.7]}]},
+     "cannot rise"),
+    ({"source": "s", "rates": "conditional", "rows": [{"name": "overall", "positions": [1.5]}]},
+     "between 0 and 1"),
+    ({"source": "s", "rates": "conditional", "rows": [{"name": "a", "positions": [0.5]}, {"name": "a", "positions": [0.4]}],
+      "row": "a"}, "unique"),
+    ({"source": "s", "rates": "conditional", "rows": [{"positions": [0.5]}]}, "needs a name"),
+    ({"source": "s", "rates": "conditional", "row": "writing", "rows": [{"name": "overall", "positions": [0.5]}]},
      "not one of its rows"),
-    ({"source": "s", "rates": "conditional", "rows": {"overall": {"positions": [0.5], "acceptance_length": 2.5}}},
+    ({"source": "s", "rates": "conditional", "rows": [{"name": "overall", "positions": [0.5], "acceptance_length": 2.5}]},
      r"outside 1\.\.1 \+ k = 2"),
-    ({"source": "s", "rates": "conditional", "depth": 1, "rows": {"overall": {"positions": [0.5, 0.4]}}},
+    ({"source": "s", "rates": "conditional", "depth": 1, "rows": [{"name": "overall", "positions": [0.5, 0.4]}]},
      "measured at depth 1"),
-    ({"source": "s", "rates": "conditional", "rows": {"overall": {}}}, "give positions"),
-    ({"source": "s", "rates": "conditional", "rows": {"overall": {"positions": [0.5]}}, "colour": 1}, "unknown key"),
+    ({"source": "s", "rates": "conditional", "rows": [{"name": "overall"}]}, "give positions"),
+    ({"source": "s", "rates": "conditional", "rows": [{"name": "overall", "positions": [0.5]}], "colour": 1},
+     "unknown key"),
 ])
 def test_a_card_that_does_not_hold_is_refused(doc: dict[str, object], says: str) -> None:
     with pytest.raises(ValueError, match=says):
@@ -104,7 +111,7 @@ def test_flag_refuses_a_bad_card_in_one_line() -> None:
     add_run_arguments(p)
     with pytest.raises(ValueError, match=r"--acceptance-card / SPECGATE_ACCEPTANCE_CARD: .*cannot rise"):
         settings_from_args(p.parse_args(["--acceptance-card", json.dumps(
-            {"source": "s", "rates": "unconditional", "rows": {"overall": {"positions": [0.5, 0.7]}}})]))
+            {"source": "s", "rates": "unconditional", "rows": [{"name": "overall", "positions": [0.5, 0.7]}]})]))
     with pytest.raises(ValueError, match="SPECGATE_ACCEPTANCE_CARD"):
         settings_from_args(p.parse_args(["--acceptance-card", "{not json"]))
     assert settings_from_args(p.parse_args(["--acceptance-card", json.dumps(CARD)])).acceptance_card is not None

@@ -20,8 +20,8 @@ from tests.gate.helpers import tiny_plan
 
 # A conditional card: u = 0.8, 0.6, 0.3, so L at k = 3 is 2.7; the writing row is weaker (u = 0.6, 0.3, 0.09).
 CARD: dict[str, Any] = {"source": "a drafter card", "rates": "conditional", "depth": 3,
-                        "rows": {"overall": {"positions": [0.8, 0.75, 0.5], "acceptance_length": 2.7},
-                                 "writing": {"positions": [0.6, 0.5, 0.3]}}}
+                        "rows": [{"name": "overall", "positions": [0.8, 0.75, 0.5], "acceptance_length": 2.7},
+                                 {"name": "writing", "positions": [0.6, 0.5, 0.3]}]}
 
 
 def _plan(arm: str = "draft", **card: Any) -> Any:
@@ -79,12 +79,12 @@ def test_varying_depth_compares_with_the_lower_bound_at_the_live_mean_depth() ->
 
 
 def test_an_l_only_card_at_another_depth_is_inconclusive() -> None:
-    found = card_check.sub(_ctx(_plan(depth=4, rows={"overall": {"acceptance_length": 3.1}}), [_w(2.9)]))
+    found = card_check.sub(_ctx(_plan(depth=4, rows=[{"name": "overall", "acceptance_length": 3.1}]), [_w(2.9)]))
     assert found.status is Status.INCONCLUSIVE and "measured at k = 4" in found.sentence
 
 
 @pytest.mark.parametrize(("card", "says"), [
-    ({"rates": "unconditional", "rows": {"overall": {"positions": [0.5, 0.7]}}}, "cannot rise"),
+    ({"rates": "unconditional", "rows": [{"name": "overall", "positions": [0.5, 0.7]}]}, "cannot rise"),
     ({"row": "humaneval"}, "not one of its rows"),
     ({"rates": "sometimes"}, "rates"),
     ({"min_fraction": 1.5}, "min_fraction"),
