@@ -23,6 +23,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from exporter import formulas
 from gate.stats import fall_through
 
 
@@ -170,7 +171,8 @@ def sweep(samples: Sequence[ContextSample]) -> ContextSweep | None:
         cells = groups[key]
         drafts = [c.drafts for c in cells if c.drafts]
         acc = [c.accepted_tokens for c in cells if c.drafts]
-        length = 1 + sum(a or 0.0 for a in acc) / sum(drafts) if drafts and None not in acc else None
+        length = formulas.acceptance_length(sum(a or 0.0 for a in acc), sum(drafts)) \
+            if drafts and None not in acc else None
         points[key] = ContextPoint(key[0], key[1], key[2], tuple(c.served_tokens_per_second for c in cells),
                                    tuple(c.step_ms for c in cells if c.step_ms is not None),
                                    tuple(c.tpot_ms for c in cells if c.tpot_ms is not None),
