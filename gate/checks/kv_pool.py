@@ -24,6 +24,7 @@ from gate.bill.budget import Allocated, Budget
 from gate.bill.gpu_memory import GpuMemoryBill, gpu_memory_bill, sentence
 from gate.bill.pool import live_pools
 from gate.checks.base import CheckContext
+from gate.model.engines import profile
 from gate.plan.model import Plan
 from gate.status import LineResult, Status
 
@@ -92,6 +93,8 @@ def under_reserved(budget: Budget) -> str | None:
     than the sizing reserved, so the predicted pool is not what fits the memory. A fail, not a pass with a note."""
     d = budget.drafter
     if d is None or d.kv_bytes_per_token is None or d.engine_charge_bytes_per_token is None:
+        return None
+    if profile(budget.pool.engine).drafter_own_context:  # llama.cpp: the memory bill sizes the draft's own cache
         return None
     over = [(m.name, m.drafter_need_bytes, m.drafter_charged_bytes) for m in budget.mixes
             if m.drafter_need_bytes is not None and m.drafter_charged_bytes is not None

@@ -227,6 +227,12 @@ class EngineProfile(Protocol):
         from runs."""
         ...
 
+    @property
+    def drafter_own_context(self) -> bool:
+        """The draft model's KV is a context of its own that the memory bill sizes on the engine's basis (llama.cpp),
+        not a per-token charge inside the target's pool sizing, so no charge can under-reserve it."""
+        ...
+
     # --- the depth k and the drafter's steps (gate.model.depth) ---------------------------------------
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
@@ -389,6 +395,7 @@ class BaseProfile(ABC):
     speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
     default_memory_fraction: float | None = None
     provenance: str | None = None
+    drafter_own_context: bool = False
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
               num_steps: int | None, eagle_topk: int | None) -> int | None:

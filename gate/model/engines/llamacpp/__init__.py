@@ -60,6 +60,7 @@ class LlamacppProfile(BaseProfile):
     name: str = "llama.cpp"
     speculative_flag_prefixes: tuple[str, ...] = ("--spec-", "--spec_")
     default_memory_fraction: float | None = 1.0
+    drafter_own_context: bool = True  # the draft model's cells: its own context, billed by `server_cache`
     memory_fraction_note: str = ("llama.cpp has no memory fraction: the whole GPU (× 1.0); its KV is --ctx-size cells "
                                  "(engine.ctx_size), whatever the memory, and a launch that does not fit fails")
     kv_pool_note: str = " (llama.cpp's draft model keeps a context of its own, --ctx-size cells of its own KV)"
