@@ -28,14 +28,22 @@ from typing import Literal
 
 from exporter.engines.base import EngineAdapter
 from exporter.engines.llamacpp import LlamacppAdapter
+from exporter.engines.llamacpp.acceptance import DEFINITIONS as LLAMACPP_ACCEPTANCE
 from exporter.engines.sglang import SglangAdapter
+from exporter.engines.sglang.acceptance import DEFINITIONS as SGLANG_ACCEPTANCE
 from exporter.engines.trtllm import TrtllmAdapter
+from exporter.engines.trtllm.acceptance import DEFINITIONS as TRTLLM_ACCEPTANCE
+from exporter.engines.versions import AcceptanceDefinition
 from exporter.engines.vllm import VllmAdapter
+from exporter.engines.vllm.acceptance import DEFINITIONS as VLLM_ACCEPTANCE
 
 # The registry: one line per engine (its package holds everything else), and its spelling for typing (a Literal
 # cannot be computed; tests/exporter/engines/test_registry.py holds the two equal, order included).
 ADAPTERS: dict[str, type[EngineAdapter]] = {"vllm": VllmAdapter, "sglang": SglangAdapter, "trtllm": TrtllmAdapter,
                                            "llamacpp": LlamacppAdapter}
+# Each engine's acceptance semantics per version (issue 37; its package's acceptance.py).
+ACCEPTANCE: Mapping[str, tuple[AcceptanceDefinition, ...]] = MappingProxyType({
+    "vllm": VLLM_ACCEPTANCE, "sglang": SGLANG_ACCEPTANCE, "trtllm": TRTLLM_ACCEPTANCE, "llamacpp": LLAMACPP_ACCEPTANCE})
 EngineKind = Literal["vllm", "sglang", "trtllm", "llamacpp"]
 # Every engine kind, in the order the CLIs list them: `--engine` choices, the plan, probe records.
 ENGINE_KINDS: tuple[str, ...] = tuple(ADAPTERS)

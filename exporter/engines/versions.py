@@ -122,3 +122,44 @@ def conforming(ad: Adapter, page: ParsedPage, dropped: MutableMapping[str, int] 
     if dropped is not None:
         dropped[SHAPE] = dropped.get(SHAPE, 0) + n
     return {k: v for k, v in page.items() if k not in bad}
+
+
+# --- acceptance semantics per engine version (issue 37 items 2-3) ---------------------------------------------
+
+@dataclass(frozen=True)
+class AcceptanceDefinition:
+    """What an engine's acceptance means over a range of its versions: what its L counts, its rejection default,
+    and whether specgate converts its counters exactly to its own decode-only L (`exact`). Two records on two
+    definitions are one quantity only when both convert exactly (gate.model.invariants.definition_change)."""
+
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+    name: str  # how a reason names it
+    counts: str  # what the engine's L counts
+    rejection_default: str | None  # the rejection mode when none is stated; None: not known for these versions
+    exact: bool  # specgate's L from this range's counters is its decode-only L exactly
+    source: str
+
+    def admits(self, version: tuple[int, ...]) -> bool:
+        return self.low <= version[: len(self.low)] and version[: len(self.high)] <= self.high
+
+
+INF = (10**6,)  # no upper end
+# Rejection modes that keep the target's distribution; any other stated mode changes acceptance by itself
+# (vLLM 0.32 `block`) or the output too (vLLM main `fly`). SGLang's "default" is no rejection-sampling and no
+# block-verification flag.
+LOSSLESS_REJECTION = frozenset({"standard", "strict", "probabilistic", "block"})
+LOSSY_REJECTION = frozenset({"fly"})
+SIMULATED_REJECTION = frozenset({"synthetic"})
+
+def acceptance_definition(definitions: tuple[AcceptanceDefinition, ...],
+                          version: str | None) -> AcceptanceDefinition | None:
+    """The definition of an engine's table (its package's `acceptance.DEFINITIONS`, registered in
+    `exporter.engines.ACCEPTANCE`) at `version` (None: no version, or none recorded for it)."""
+    rel = release(version)
+    if rel is None:
+        return None
+    for d in definitions:
+        if d.admits(rel):
+            return d
+    return None

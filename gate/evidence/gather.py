@@ -25,6 +25,7 @@ from typing import Any
 from gate.evidence import base
 from gate.evidence.base import EvidenceRequest, EvidenceSource, MetricsEvidence
 from gate.evidence.captures import CaptureFiles
+from gate.evidence.intake import plan_simulated
 from gate.evidence.metrics import LiveUrl, is_url
 from gate.evidence.pods import KubeEvidence, PodsSource
 from gate.evidence.positions import capture_point_name
@@ -79,7 +80,8 @@ def rules_for(plan: Plan, phase: str, now: float | None = None) -> VetRules:
     """What evidence for this plan must be (gate.evidence.vetting), at the moment of evaluation."""
     return VetRules(engine=plan.engine.kind, served_model_name=plan.served_model_name, method=plan.method,
                     k=plan.depth, phase=phase, now=time.time() if now is None else now,
-                    lookback_seconds=plan.slo.lookback_seconds, bound_k=plan.bound_depth)
+                    lookback_seconds=plan.slo.lookback_seconds, bound_k=plan.bound_depth,
+                    simulated=plan_simulated(plan))
 
 
 def gather_metrics(plan: Plan, phase: str, metrics: Iterable[str], prometheus: str | None,

@@ -45,6 +45,9 @@ class VetRules:
     # The k the acceptance bounds use when the plan's depth schedule lets some batch run deeper or shallower than k
     # (Plan.bound_depth; issue 22); None: k itself.
     bound_k: int | None = None
+    # Why the plan's engine settings or environment make acceptance simulated (gate.evidence.intake.plan_simulated,
+    # a reason of the simulated invariant); None: no knob stated. Captures and windows show no knob themselves.
+    simulated: str | None = None
 
 
 # The invariant (gate.model.invariants) each kind of finding breaks, so every reason below opens with its message;
@@ -116,6 +119,9 @@ def vet_windows(windows: Sequence[AcceptanceWindow], rules: VetRules,
 
 def vet_source(ev: MetricsEvidence, rules: VetRules) -> MetricsEvidence:
     """One source's evidence, or its errors alone when it is not this plan's or its engine is down."""
+    if rules.simulated is not None and ev.windows:
+        # Simulated acceptance (issue 37): the windows are the knob's numbers, not the drafter's; pools stay.
+        return replace(ev, windows=[], errors=[*ev.errors, f"no acceptance evidence: {rules.simulated}"])
     if ev.identity is not None:
         mismatch = match(ev.identity, served_model_name=rules.served_model_name, engine=rules.engine,
                          method=rules.method, k=rules.k)

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from exporter.engines import ACCEPTANCE
+from exporter.engines.versions import LOSSY_REJECTION, SIMULATED_REJECTION, AcceptanceDefinition, release
+from exporter.engines.versions import acceptance_definition as _definition
 from gate.model import plausibility as pl
 
 
@@ -41,6 +45,7 @@ MEMBER_TIME = "member_time"
 COMPLETENESS = "completeness"
 PLAUSIBILITY = "plausibility"
 APPLICABILITY = "applicability"
+SIMULATED = "simulated"
 
 INVARIANTS: Mapping[str, Invariant] = MappingProxyType({
     IDENTITY: Invariant(
@@ -63,6 +68,11 @@ INVARIANTS: Mapping[str, Invariant] = MappingProxyType({
         APPLICABILITY, "evidence taken at another k, method or engine than a mix runs is not that mix's evidence; "
         "--emit only for the methods the engine runs", "not applicable", ("gate/model/invariants.py",
                                                                          "gate/tune/emit.py")),
+    SIMULATED: Invariant(
+        SIMULATED, "acceptance the engine simulates or forces is never evidence for a pass: vLLM "
+        "rejection_sample_method synthetic (synthetic_acceptance_length / _rates), SGLang SGLANG_SIMULATE_ACC_LEN "
+        "> 0, TensorRT-LLM TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS > 0", "simulated acceptance",
+        ("gate/model/invariants.py", "gate/evidence/intake.py")),
 })
 
 
@@ -164,6 +174,129 @@ def target_at_mix(target: float | None, mix: str, concurrency: int, k: int) -> s
                   f"target of {target:g} is above 1 + k = {1 + k}")
 
 
+# --- simulated or forced acceptance (issue 37 item 1) --------------------------------------------------------
+
+# The environment variables that switch simulation on, and the engine that reads each (SGLang 0.5.23
+# sglang/srt/environ.py: EnvFloat(-1), on when > 0; TensorRT-LLM tensorrt_llm/_torch/speculative/interface.py:
+# "0" by default, a positive count of accepted draft tokens forces it). SGLANG_SIMULATE_ACC_METHOD, _TOKEN_MODE
+# and _GREEDY only modify SGLang's simulation: alone they simulate nothing.
+SIMULATION_ENV: Mapping[str, str] = MappingProxyType({
+    "SGLANG_SIMULATE_ACC_LEN": "SGLang", "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": "TensorRT-LLM"})
+SYNTHETIC_KEYS = ("synthetic_acceptance_length", "synthetic_acceptance_rates")
+
+
+def _setting(spec: Mapping[str, Any], key: str) -> Any:
+    """A speculative setting as vLLM's config (`key`) or SGLang's flags (`speculative_<key>`) spell it."""
+    return spec[key] if key in spec else spec.get(f"speculative_{key}")
+
+
+def simulated_acceptance(settings: Mapping[str, Any] | None, env: Mapping[str, Any] | None,
+                         where: str) -> str | None:
+    """Why acceptance measured under these speculative settings and this environment is simulated or forced
+    (the first knob found, named), or None. A value that cannot be read as a number is no proof that
+    simulation is off: refused as well."""
+    spec = settings or {}
+    method = _setting(spec, "rejection_sample_method")
+    if isinstance(method, str) and method.strip().lower() in SIMULATED_REJECTION:
+        return reason(SIMULATED, f"{where} sets rejection_sample_method {method!r}: vLLM accepts drafts at the "
+                      "configured synthetic rates, not the drafter's, so its acceptance is no evidence")
+    for key in SYNTHETIC_KEYS:
+        if _setting(spec, key) is not None:
+            return reason(SIMULATED, f"{where} sets {key} ({_setting(spec, key)!r}): vLLM takes it only with "
+                          "rejection_sample_method synthetic, so its acceptance is no evidence")
+    for key, engine in SIMULATION_ENV.items():
+        if env is None or key not in env:
+            continue
+        raw = env[key]
+        try:
+            value = float(str(raw).strip())
+        except ValueError:
+            return reason(SIMULATED, f"{where} sets {key}={raw!r}, not a number: {engine} forcing acceptance "
+                          "cannot be ruled out")
+        if not math.isfinite(value) or value > 0:
+            return reason(SIMULATED, f"{where} sets {key}={raw!r}: {engine} forces acceptance to that value, "
+                          "so its acceptance is no evidence")
+    return None
+
+
+# --- rejection mode and acceptance definitions in identity (issue 37 items 2-3) --------------------------------
+
+def rejection_mode(engine: str, settings: Mapping[str, Any] | None) -> str | None:
+    """The rejection mode the settings state (vLLM `rejection_sample_method`; SGLang's two flags as
+    "block_verification", "rejection_sampling" or "default" when both are false), None when they state none."""
+    del engine  # the engines spell their modes with keys of their own: any key present is read
+    spec = settings or {}
+    block = _setting(spec, "use_block_verification")
+    rs = _setting(spec, "use_rejection_sampling")
+    if block is not None or rs is not None:
+        return "block_verification" if block else "rejection_sampling" if rs else "default"
+    method = _setting(spec, "rejection_sample_method")
+    return method.strip().lower() if isinstance(method, str) and method.strip() else None
+
+
+def acceptance_definition(engine: str, version: str | None) -> AcceptanceDefinition | None:
+    """The acceptance definition `engine` uses at `version` (its package's table, `exporter.engines.ACCEPTANCE`)."""
+    return _definition(ACCEPTANCE.get(engine, ()), version)
+
+
+def _mode_text(mode: str | None, stated: bool, d: AcceptanceDefinition | None) -> str:
+    if stated:
+        return f"rejection {mode!r}"
+    return f"no rejection mode (assumed default {mode!r} of {d.name})" if d is not None else "no rejection mode"
+
+
+def rejection_change(engine: str, a: tuple[str, str | None, Mapping[str, Any] | None],
+                     b: tuple[str, str | None, Mapping[str, Any] | None]) -> str | None:
+    """Two sides (where, engine version, speculative settings) verify drafts the same way, else the identity
+    reason. Compared when either states its mode; when neither does, both are taken at their version's default
+    (`exporter.engines.versions.ACCEPTANCE_DEFINITIONS`, "assumed default"); a mode stated on one side only is
+    the same only when it is the other's default. An unknown default is never the same, except at one version."""
+    (wa, va, sa), (wb, vb, sb) = a, b
+    ma, mb = rejection_mode(engine, sa), rejection_mode(engine, sb)
+    da, db = acceptance_definition(engine, va), acceptance_definition(engine, vb)
+    ea = ma if ma is not None else (da.rejection_default if da is not None else None)
+    eb = mb if mb is not None else (db.rejection_default if db is not None else None)
+    if ma is None and mb is None and release(va) is not None and release(va) == release(vb):
+        return None  # one version, neither states a mode: the same default, whatever it is
+    if ea is not None and ea == eb:
+        return None
+    if ea is None or eb is None:
+        unknown = (wa, va) if ea is None else (wb, vb)
+        return reason(IDENTITY, f"not comparable: {unknown[0]} states no rejection mode and {engine} "
+                      f"{unknown[1] or '(version unknown)'}'s default is not recorded; the other side runs "
+                      f"{ea or eb!r} (assumed default where unstated)")
+    return reason(IDENTITY, f"not comparable: {wa} runs {_mode_text(ea, ma is not None, da)}, {wb} runs "
+                  f"{_mode_text(eb, mb is not None, db)}: rejection modes change acceptance by themselves")
+
+
+def definition_change(engine: str, a: tuple[str, str | None], b: tuple[str, str | None]) -> str | None:
+    """Two sides (where, engine version) measured one acceptance quantity, else the identity reason naming both
+    definitions ("not comparable"). Versions unknown on a side are left to the version rules; two definitions
+    are one quantity only when specgate converts both exactly to its own L."""
+    (wa, va), (wb, vb) = a, b
+    if release(va) is None or release(vb) is None or release(va) == release(vb):
+        return None
+    da, db = acceptance_definition(engine, va), acceptance_definition(engine, vb)
+    if da is not None and da == db:
+        return None
+    if da is not None and db is not None and da.exact and db.exact:
+        return None
+    name_a = da.name if da is not None else f"{engine} {va} (no recorded definition)"
+    name_b = db.name if db is not None else f"{engine} {vb} (no recorded definition)"
+    return reason(IDENTITY, f"not comparable: {wa} measured under {name_a}, {wb} under {name_b}: not one "
+                  "acceptance definition")
+
+
+def lossy_verification(settings: Mapping[str, Any] | None, where: str) -> str | None:
+    """A line for a plan that verifies lossily (vLLM main `fly`): its outputs no longer follow the target's
+    distribution. None for lossless or unstated modes."""
+    method = _setting(settings or {}, "rejection_sample_method")
+    if isinstance(method, str) and method.strip().lower() in LOSSY_REJECTION:
+        return (f"{where} verifies with rejection_sample_method {method!r}, which is lossy: its outputs no longer "
+                "follow the target model's distribution")
+    return None
+
+
 # --- applicability of an emitted schedule ----------------------------------------------------------------------
 
 def emit_method(engine: str, methods: Sequence[str | None], runs: frozenset[str] | None) -> str | None:
@@ -182,6 +315,8 @@ def emit_method(engine: str, methods: Sequence[str | None], runs: frozenset[str]
     return None
 
 
-__all__ = ["APPLICABILITY", "COMPLETENESS", "IDENTITY", "INVARIANTS", "MEMBER_TIME", "PLAUSIBILITY", "UNIQUENESS",
-           "Invariant", "content_key", "emit_method", "invariant_of", "member_times", "partial_answer", "reason",
-           "repeated", "schedule_depths", "target_at_mix"]
+__all__ = ["APPLICABILITY", "COMPLETENESS", "IDENTITY", "INVARIANTS", "MEMBER_TIME", "PLAUSIBILITY", "SIMULATED",
+           "SIMULATION_ENV", "SYNTHETIC_KEYS", "UNIQUENESS", "Invariant", "content_key", "definition_change",
+           "emit_method", "invariant_of", "lossy_verification", "member_times", "partial_answer", "reason",
+           "rejection_change", "rejection_mode", "repeated", "schedule_depths", "simulated_acceptance",
+           "target_at_mix"]

@@ -212,6 +212,29 @@ class Speculative(_Strict):
                                   "ends its band (a batch runs the smallest key >= it, every batch above the largest "
                                   "runs 0) and the smallest key's length must equal num_speculative_tokens "
                                   "(max_draft_len)")
+    # Rejection and simulation knobs (issue 37): accepted as the engines spell them, so a real config is read, not
+    # refused; a plan stating simulated acceptance has no acceptance evidence (gate.model.invariants, simulated).
+    rejection_sample_method: Literal["standard", "synthetic", "block", "strict", "probabilistic", "fly"] | None = (
+        Field(default=None, description="vLLM --speculative-config rejection_sample_method (0.32: standard, "
+                                        "synthetic, block; earlier builds strict, probabilistic, synthetic; later "
+                                        "main fly, lossy); unstated: the version's default, assumed and said"))
+    synthetic_acceptance_length: float | None = Field(
+        default=None, description="vLLM: simulated acceptance length (with rejection_sample_method synthetic): "
+                                  "acceptance is then no evidence")
+    synthetic_acceptance_rates: list[float] | None = Field(
+        default=None, description="vLLM: simulated per-position acceptance rates (with rejection_sample_method "
+                                  "synthetic): acceptance is then no evidence")
+    draft_sample_method: Literal["greedy", "probabilistic"] | None = Field(
+        default=None, description="vLLM 0.32 draft_sample_method (default greedy)")
+    enable_adaptive_verification: bool | None = Field(
+        default=None, description="vLLM 0.32 enable_adaptive_verification (DSpark)")
+    speculative_use_block_verification: bool | None = Field(
+        default=None, description="SGLang --speculative-use-block-verification")
+    speculative_use_rejection_sampling: bool | None = Field(
+        default=None, description="SGLang --speculative-use-rejection-sampling")
+    require_lossless: bool | None = Field(
+        default=None, description="the plan requires outputs that follow the target's distribution: lossy "
+                                   "verification (vLLM fly) is then a fail, else (unset) a warning")
 
 
 class Engine(_Strict):
@@ -256,6 +279,9 @@ class Engine(_Strict):
         default=None, description="configured pool ceiling (SGLang --max-total-tokens): the predicted pool "
                                   "is at most this; never taken for the allocated pool")
     prefix_cache: bool | None = Field(default=None, description="prefix caching on or off (run record)")
+    env: dict[str, str] | None = Field(
+        default=None, description="the engine's environment as deployed (read for simulated acceptance: "
+                                  "SGLANG_SIMULATE_ACC_LEN, TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS)")
     # llama-server's own memory keys: it sizes no pool from a byte budget or a fraction.
     ctx_size: PositiveInt | None = Field(
         default=None, description="llama.cpp --ctx-size: KV cells of all slots, the pool (the draft model gets as "

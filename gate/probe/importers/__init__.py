@@ -20,7 +20,8 @@ a `specgate.probe/1` record:
   (`ImportSettings`) and is otherwise null: the identity rules of `gate.evidence.probe_vetting` then
   refuse to compare such a record, exactly as a native one with the same nulls;
 - `source` names the tool, its version where the file records it, and the files;
-- the record is vetted by `gate.evidence.probe_vetting.record_defects` before it is written: a rate that
+- the record is vetted by `gate.evidence.intake.record_defects` before it is written (simulated acceptance in
+  `--speculative-config` included: issue 37): a rate that
   is not tokens / wall, acceptance on a baseline, … is a ProbeError (one line, exit 3), as is a file
   whose own numbers are impossible (each importer's checks: a TTFT longer than its request, more
   chunks than tokens, totals that are not the sum of the requests, a request outside the benchmark's
@@ -38,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gate.evidence.probe_vetting import record_defects
+from gate.evidence.intake import record_defects
 from gate.evidence.probes import Cell, MixSpec, ProbeError, ProbeRecord
 from gate.model.invariants import IDENTITY, member_times, reason, repeated
 from gate.probe.importers.aiperf import read_aiperf
