@@ -72,6 +72,17 @@
     acceptanceExtremesFor: '10m',
     acceptanceExtremesMinWindows: 10,
 
+    // Drift against the drafter's acceptance card (SpecgateAcceptanceBelowCard, issue 37 item 4): live acceptance of a
+    // stream over the exporter window `cardWindow` below `cardFraction` x the card (the exporter's --acceptance-card,
+    // the card row the plan names, converted to the exporter's definition at that window's depth:
+    // specgate_spec_card_position_acceptance_rate, specgate_spec_card_acceptance_length), for `cardFor`. Per position
+    // at the live series' basis (exact against exact; lower_bound against the card's lower bound when the depth
+    // varied), and L against the card's exact L or its lower bound. No card, or too few drafts in the window (no
+    // live series), never alerts. `cardWindow` must be one of the exporter's --windows.
+    cardFraction: 0.8,
+    cardWindow: '5m',
+    cardFor: '15m',
+
     // Energy (issue 38): added to the dcgm-exporter selectors of the energy rules (e.g. 'job="dcgm-exporter"'),
     // and the window of specgate_decode_tokens_per_second the tokens-per-joule rule divides (an exporter window).
     dcgmSelector: '',

@@ -161,6 +161,42 @@
     + 'token limit) or a drafter that is the target itself.'
   ),
 
+  // Drift against the drafter's card (issue 37 item 4): the exporter writes the card beside the live gauges with the
+  // same labels (exporter/card.py), so `live < fraction * card` matches one to one, position by position at the same
+  // basis; L against the card's exact L or its lower bound (never its upper bound).
+  local belowCard = {
+    local w = 'window="%s"' % c.cardWindow,
+    alert: 'SpecgateAcceptanceBelowCard',
+    expr: |||
+      (
+        %(live)s
+          < %(fraction)s * %(card)s
+      )
+      or
+      (
+        %(liveL)s
+          < ignoring (basis) %(fraction)s * %(cardL)s
+      )
+    ||| % { fraction: num(c.cardFraction),
+            live: sel('specgate_spec_position_acceptance_rate', w),
+            card: sel('specgate_spec_card_position_acceptance_rate', w),
+            liveL: sel('specgate_spec_acceptance_length', w),
+            cardL: sel('specgate_spec_card_acceptance_length', w + ', basis!="upper_bound"') },
+    'for': c.cardFor,
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: "Live acceptance is below the drafter's acceptance card.",
+      description: (
+        'Model {{ $labels.model }} rank {{ $labels.rank }} ({{ $labels.engine }}, instance {{ $labels.instance }}) '
+        + 'accepted {{ $value | printf "%%.3f" }}{{ if $labels.position }} at draft position {{ $labels.position }} '
+        + '({{ $labels.basis }}){{ else }} tokens per verify (L){{ end }} over the last %(window)s, below %(fraction)s x '
+        + "the drafter's card for the row this deployment's traffic matches, for %(for)s. The drafter, its revision, "
+        + 'the engine version, the sampling settings or the traffic no longer match what the card measured.'
+      ) % { window: spoken(c.cardWindow), fraction: num(c.cardFraction), 'for': spoken(c.cardFor) },
+      runbook_url: runbook('SpecgateAcceptanceBelowCard'),
+    },
+  },
+
   prometheusRules+:: { groups+: [] },
 
   prometheusAlerts+:: {
@@ -358,6 +394,10 @@
       {
         name: 'specgate.quality',
         rules: [nearZero, nearCeiling],
+      },
+      {
+        name: 'specgate.card',
+        rules: [belowCard],
       },
       {
         name: 'specgate.capacity',
