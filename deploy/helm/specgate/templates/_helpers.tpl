@@ -159,8 +159,8 @@ plan.yaml: |
 
 {{/*
 The exporter settings as rendered: values first; the SLO target and the workload demand default to what the
-plan says (slo.target_acceptance_length; the largest mix's concurrency x (prompt + output) tokens), so the
-alerts and the gate judge against the same numbers.
+plan says (slo.target_acceptance_length; the largest mix's concurrency x (prompt + output) tokens; the drafter's
+evidence.reported.acceptance_card, passed as JSON), so the alerts and the gate judge against the same numbers.
 */}}
 {{- define "specgate.exporterSettings" -}}
 {{- $s := deepCopy .Values.exporter.settings -}}
@@ -177,6 +177,13 @@ alerts and the gate judge against the same numbers.
 {{- if gt $t $demand -}}{{- $demand = $t -}}{{- end -}}
 {{- end -}}
 {{- $_ := set $s "workloadDemandTokens" $demand -}}
+{{- end -}}
+{{- if and (kindIs "invalid" $s.acceptanceCard) $plan.evidence -}}
+{{- if $plan.evidence.reported -}}
+{{- with $plan.evidence.reported.acceptance_card -}}
+{{- $_ := set $s "acceptanceCard" . -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- toJson $s -}}
 {{- end -}}
