@@ -59,6 +59,12 @@ _.last_error  # exporter/state.ExporterState: the last scrape error, for a reade
 
 # ---- plan keys the engines' profiles read from `engine.speculative.model_dump()` (gate/model/engines/*.depth_schedule)
 _.num_speculative_tokens_per_batch_size, _.speculative_adaptive, _.draft_len_schedule  # gate/plan/model.py
+_.rejection_sample_method, _.synthetic_acceptance_length, _.synthetic_acceptance_rates  # gate/plan/model.py
+_.draft_sample_method, _.enable_adaptive_verification, _.require_lossless  # gate/plan/model.py (identity, simulated)
+_.speculative_use_block_verification, _.speculative_use_rejection_sampling  # gate/plan/model.py (SGLang's flags)
+_.vocab_size, _.vocab_type  # gate/plan/model.py: llama.cpp's vocabulary facts, read by the profile from model_dump()
+_.engine_steps  # gate/evidence/probes.Cell: steps behind engine_step_seconds, recorded for a reader of the record
+_._holds  # gate/plan/card.AcceptanceCard: a pydantic model validator (called by pydantic)
 
 # ---- an argument a caller passes by position or keyword: the signature is socket.create_connection's
 _.source_address  # exporter/scrape.deadline_connection

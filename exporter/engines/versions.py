@@ -145,10 +145,9 @@ class AcceptanceDefinition:
 
 
 INF = (10**6,)  # no upper end
-# Rejection modes that keep the target's distribution; any other stated mode changes acceptance by itself
-# (vLLM 0.32 `block`) or the output too (vLLM main `fly`). SGLang's "default" is no rejection-sampling and no
-# block-verification flag.
-LOSSLESS_REJECTION = frozenset({"standard", "strict", "probabilistic", "block"})
+# Rejection modes that do not keep the target's distribution (vLLM main `fly`); the others (standard, strict,
+# probabilistic, block) do, though a stated non-default one changes acceptance by itself (vLLM 0.32 `block`).
+# SGLang's "default" is no rejection-sampling and no block-verification flag.
 LOSSY_REJECTION = frozenset({"fly"})
 SIMULATED_REJECTION = frozenset({"synthetic"})
 
