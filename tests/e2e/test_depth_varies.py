@@ -23,6 +23,15 @@ server:
    the batch at 8, where the schedule gives k = 0: no drafts, so the alert fires (warning on the exporter told
    the schedule, whose `specgate_spec_depth_scheduled` is 0; critical on the one that was not told) and
    resolves once the engine is idle again.
+4. the k = 0 tax (issue 37 item 6, "plain must be plain"): a no-speculation engine of the same target and flags,
+   started beside the schedule arm (their start-ups overlap; it idles through 0-3), and `specgate probe ab` at
+   concurrency 8 (the schedule's k = 0 band) on both, alternated ABBA, 5 repetitions each; `specgate check` on a
+   plan with that mix and the records judges the mix as plain decoding (the rank test of gate.stats): the label
+   must agree with the test's outcome, the tax itself (ratio, p) is measured and recorded, not asserted.
+   Measured while building it (shared 2-core machine, 2026-12): 256-token cells, 742 against 1,595 tok/s without
+   speculation (0.47x, observed range 0.16-0.82, p = 1/252), TPOT p50 9.6 against 4.8 ms: taxed, the mix fails;
+   1-2 drafts a cell (the arrival steps). With 64-token cells (0.35 s each) 0.41x, range 0.20-2.39, p 0.075: not
+   shown slower. The probe took 27 s, the module 150 s (130 s with the 64-token cells).
 
 Each phase's exporter page is read while the exporter's DEPTH_WINDOW sliding window holds exactly that
 phase (the harness's exact-window timing, `_read_inside_window`): its start snapshot is taken after the
@@ -114,6 +123,11 @@ SGLANG_MAX_REQUESTS = 4
 # Two sliding windows: the reading uses the shorter one that can still start before the first request (20 s on a
 # quiet machine; a request that moved the steps took over 17 s here with the load average at 16).
 SGLANG_WINDOWS_SECONDS = (20, 60)
+# The k = 0 tax: one cell = TAX_CONCURRENCY requests sent at once (one wave, ignore_eos: they finish together), so
+# the batch is 8 but for the arrival steps; ABBA over TAX_REPETITIONS (5 vs 5 can reach p = 1/252).
+TAX_CONCURRENCY = HOLD_CONCURRENCY
+TAX_REPETITIONS = 5
+TAX_PROMPT_TOKENS, TAX_OUTPUT_TOKENS = 32, 256  # 64 gave 0.35 s cells: a 0.2-2.4x range of noise
 
 # Crafted probe records for `tune --emit vllm` (served rate = output tokens / wall; baseline wall 1 s per
 # cell): speedup = 1 / wall at each (k, concurrency). Best: k = 3 at 1, k = 1 at 4, none (k = 0) at 6 and 8.
@@ -389,6 +403,7 @@ class ScheduleRun:
     check_doc: dict[str, Any] | None = None
     check_stderr: str = ""
     startup_seconds: float | None = None
+    tax: dict[str, Any] = field(default_factory=dict)  # the k = 0 tax (`_k0_tax`)
     wall_seconds: float = 0.0
 
 
@@ -397,6 +412,34 @@ def _schedule_plan(models: Path, fragment: dict[str, Any], exporter_url: str) ->
     plan["engine"]["speculative"].update(fragment)
     plan["engine"].update(kv_cache_memory_bytes=HOLD_KV_BYTES, context_cap_tokens=HOLD_MODEL_LEN)
     return plan
+
+
+def _k0_tax(work: Path, eng: vllm_live.VLLMProcess, base: vllm_live.VLLMProcess, fragment: dict[str, Any],
+            models: Path) -> dict[str, Any]:
+    """The schedule arm against the no-speculation arm at TAX_CONCURRENCY (k = 0 there), `probe ab` (ABBA), then
+    `specgate check` on a plan of that one mix with the two records as evidence.probes."""
+    spec = vllm_live.speculative_config("draft", models) | fragment  # the engine's own --speculative-config
+    out = {"base": work / "tax-base.json", "spec": work / "tax-spec.json"}
+    t0 = time.monotonic()
+    p = subprocess.run([str(SPECGATE), "probe", "ab", "--baseline-url", base.url, "--speculative-url", eng.url,
+                        "--out-baseline", str(out["base"]), "--out-speculative", str(out["spec"]),
+                        "--prompt-tokens", str(TAX_PROMPT_TOKENS), "--output-tokens", str(TAX_OUTPUT_TOKENS),
+                        "--concurrency", str(TAX_CONCURRENCY), "--requests", str(TAX_CONCURRENCY),
+                        "--repetitions", str(TAX_REPETITIONS), "--warmup", "2", "--no-client-ceiling",
+                        "--speculative-config", json.dumps(spec)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"specgate probe ab exited {p.returncode}: {p.stderr[-2000:]}"
+    seconds = time.monotonic() - t0
+    plan = _schedule_plan(models, fragment, "")
+    plan.pop("evidence", None)
+    plan["workload"] = [{"name": "k0", "concurrency": TAX_CONCURRENCY, "prompt_tokens": TAX_PROMPT_TOKENS,
+                         "output_tokens": TAX_OUTPUT_TOKENS, "source": "tests/e2e/test_depth_varies.py k = 0 tax"}]
+    # a target above 1 cannot be met at k = 0 (gate.model.invariants.target_at_mix)
+    plan["slo"]["target_acceptance_length"] = 1.0
+    plan["evidence"] = {"probes": [str(out["base"]), str(out["spec"])]}
+    res = harness.specgate_json("check", "--plan", str(harness.write_plan(work / "plan-k0.yaml", plan)),
+                                "--phase", "pre")
+    return {"seconds": seconds, "records": {k: json.loads(v.read_text()) for k, v in out.items()},
+            "check": res.doc, "check_stderr": res.stderr}
 
 
 @pytest.fixture(scope="module")
@@ -426,7 +469,13 @@ def schedule_run(vllm_python: Path, tiny_models: Path, e2e_logs: Path, e2e_recor
                                   extra_args=("--max-num-seqs", str(2 * HOLD_CONCURRENCY)),  # both waves run
                                   nice=ENGINE_NICE)
         stop.append(eng.stop)
+        # the k = 0 tax's no-speculation arm: the same target and flags, its start-up beside the schedule arm's
+        base = vllm_live.start_arm("nospec", tiny_models, python=vllm_python, log_dir=e2e_logs,
+                                   max_model_len=HOLD_MODEL_LEN, kv_cache_memory_bytes=HOLD_KV_BYTES,
+                                   extra_args=("--max-num-seqs", str(2 * HOLD_CONCURRENCY)), nice=ENGINE_NICE)
+        stop.append(base.stop)
         run.startup_seconds = eng.wait_ready(300)
+        base.wait_ready(300)
         told.wait_for(harness.engine_up, 30, "specgate_engine_up 1")
         idle_from = time.time()
         time.sleep(IDLE_SECONDS)
@@ -462,6 +511,7 @@ def schedule_run(vllm_python: Path, tiny_models: Path, e2e_logs: Path, e2e_recor
         told.wait_for(lambda s: sample_value(s, "specgate_requests_running") == 0.0, 30, "requests_running 0")
         time.sleep(3 * PROMETHEUS_SECONDS)
         run.after_idle_alerts = _alerts(prom.api, "SpecgateSpeculationOff")
+        run.tax = _k0_tax(work, eng, base, fragment, tiny_models)
     finally:
         for s in reversed(stop):
             s()
@@ -476,9 +526,24 @@ def schedule_run(vllm_python: Path, tiny_models: Path, e2e_logs: Path, e2e_recor
         **{f"firing_after_s_{k}": round(v, 1) for k, v in run.first_firing.items()},
         "hold_scrapes": run.hold_scrapes,
         "module_part_seconds": round(run.wall_seconds, 1),
-        "check_acceptance": (run.check_doc or {}).get("checks", {}).get("acceptance", {}).get("reason", "")[:300]}
+        "check_acceptance": (run.check_doc or {}).get("checks", {}).get("acceptance", {}).get("reason", "")[:300],
+        "k0_tax": _tax_summary(run.tax)}
     log(f"depth schedule run: {e2e_record['depth-schedule']}")
     return run
+
+
+def _tax_summary(tax: dict[str, Any]) -> dict[str, Any]:
+    """The k = 0 tax for the e2e summary: the point's ratio, range, p and TPOT, the gate's verdict on the mix."""
+    probes = ((tax.get("check") or {}).get("checks", {}).get("acceptance", {}).get("values", {}).get("probes", {}))
+    cells = (probes.get("comparison") or {}).get("cells", [])
+    cell = next((c for c in cells if c["concurrency"] == TAX_CONCURRENCY), {})
+    spec_cells = tax.get("records", {}).get("spec", {}).get("cells", [])
+    return {"concurrency": TAX_CONCURRENCY, "probe_seconds": round(tax.get("seconds", 0.0), 1),
+            **{k: cell.get(k) for k in ("baseline_tokens_per_second", "speculative_tokens_per_second", "speedup",
+                                        "speedup_low", "speedup_high", "p_slower", "p_faster",
+                                        "baseline_tpot_seconds", "speculative_tpot_seconds")},
+            "spec_drafts_per_cell": [c.get("drafts") for c in spec_cells],
+            "verdict": (probes.get("mixes") or {}).get("k0", {}).get("verdict")}
 
 
 def _k_at(run: ScheduleRun, batch: int) -> int:
@@ -593,6 +658,33 @@ def test_tune_refuses_exact_on_the_varying_capture_and_keeps_it_on_fixed_depth(s
     refused = tune(schedule_run.phases["c4"], "--basis", "exact")
     assert refused.returncode == 3 and refused.stdout == "", refused
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
+
+def test_k0_band_is_judged_as_plain_decoding(schedule_run):
+    """Issue 37 item 6 on real vLLM 0.32: the schedule arm at concurrency 8 (k = 0) against no speculation,
+    alternated, 5 repetitions each; the gate's label on the mix must be the rank test's outcome (slower at p < α:
+    taxed, a fail naming the band; else free, "plain: k = 0 band"). The tax is recorded, not asserted."""
+    tax = schedule_run.tax
+    assert _k_at(schedule_run, TAX_CONCURRENCY) == 0
+    for arm in ("base", "spec"):
+        cells = tax["records"][arm]["cells"]
+        assert [c["concurrency"] for c in cells] == [TAX_CONCURRENCY] * TAX_REPETITIONS, (arm, cells)
+        assert all(c["requests"] == TAX_CONCURRENCY and c["failed_requests"] == 0 for c in cells), (arm, cells)
+    doc = tax["check"]
+    assert doc is not None, tax["check_stderr"]
+    acc = doc["checks"]["acceptance"]
+    probes = acc["values"]["probes"]
+    cell = next(c for c in probes["comparison"]["cells"] if c["concurrency"] == TAX_CONCURRENCY)
+    mix = probes["mixes"]["k0"]
+    assert mix["label"] == "plain: k = 0 band" and mix["band"].startswith("batch 6+ k = 0"), mix
+    alpha = probes["alpha"]
+    if cell["p_slower"] < alpha:
+        assert mix["verdict"] == "plain_taxed", (mix, cell)
+        assert "slower than without speculation" in acc["reason"] and acc["status"] == "fail", acc["reason"]
+    else:
+        assert mix["verdict"] == "plain_free", (mix, cell)
+        assert "plain: k = 0 band: mix k0 at concurrency 8" in acc["reason"], acc["reason"]
+    assert mix["points"][0]["ratio"] == cell["speedup"] and mix["points"][0]["p_slower"] == cell["p_slower"]
 
 
 # --- SGLang adaptive ----------------------------------------------------------------------------------
