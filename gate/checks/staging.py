@@ -1,10 +1,12 @@
 """Budget line 4, staging: cold start to the first ready request stays within the startup budget.
 
 Why measured: seed 002 — startup is where a latency win can disappear before the first
-request; the drafter adds a second artifact to stage. The prediction (serial ≈ the sum of
-the loads, overlapped ≈ the slower artifact) is shown, but only a measurement (live engine,
-pod status or `evidence.reported`) passes the line. The difference with and without the
-drafter is its startup tax.
+request; the drafter adds a second artifact to stage. A measurement (live engine, pod status
+or `evidence.reported.startup_seconds`) decides the line. Before any run with the drafter, a
+whole prediction decides it, labelled predicted (issue 36: a newcomer's pre-rollout plan must
+reach a decision): the target alone's reported cold start plus the drafter's load (`predicted`).
+Loads alone leave the engine's start-up out, a lower bound: they can fail the budget, never pass
+it. The difference with and without the drafter is its startup tax.
 
 Which measurement wins: the live engine's own ready time (exporter / Prometheus
 `specgate_engine_ready_seconds`), else the pods' status (slowest Ready pod), else the plan's
@@ -21,6 +23,7 @@ first request mix it takes to win it back.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from gate.checks.base import CheckContext
@@ -47,13 +50,54 @@ def measured(ctx: CheckContext) -> StartupObservation | None:
     return None
 
 
-def predicted_seconds(plan: Plan) -> float | None:
+@dataclass(frozen=True)
+class Prediction:
+    """A cold start predicted from the plan, and whether it can decide a pass."""
+
+    seconds: float
+    whole: bool  # True: includes the engine's own start-up (a run without the drafter); False: loads only
+    basis: str
+
+
+def predicted(plan: Plan) -> Prediction | None:
+    """The cold start before any run with the drafter (issue 36: a pre-rollout decision on staging).
+
+        whole       = startup_without_drafter + load_seconds.drafter        (reported run of the target alone)
+        lower bound = Σ load_seconds (serial) or max load_seconds (overlapped), engine start-up not included
+
+    Whole: the run without the drafter already holds the engine's start-up and the target's load, and the drafter's
+    load is counted in full in either mode (overlapped loads share the storage link, so this errs long, never short);
+    it can pass or fail the budget. The loads alone leave the engine's own start-up out: they can only fail it.
+    """
     loads = plan.staging.load_seconds
+    base = plan.evidence.reported.startup_seconds_without_drafter
+    if base is not None and "drafter" in loads:
+        return Prediction(base.value + loads["drafter"], True,
+                          f"{base.value:g} s without the drafter ({base.source}) + its load {loads['drafter']:g} s")
     if not loads:
         return None
     if plan.staging.mode == "overlapped":
-        return max(loads.values())
-    return sum(loads.values())
+        return Prediction(max(loads.values()), False, "overlapped: slower artifact, engine start-up not included")
+    return Prediction(sum(loads.values()), False, f"{plan.staging.mode or 'serial'}: sum of loads, engine start-up "
+                      "not included")
+
+
+def predicted_seconds(plan: Plan) -> float | None:
+    """The predicted cold start's seconds (`predicted`), whole or a lower bound."""
+    pred = predicted(plan)
+    return pred.seconds if pred is not None else None
+
+
+def _wanted(plan: Plan) -> str:
+    """The keys that would let this line decide before a run, only those still missing (issue 36 item 1)."""
+    if plan.drafter_embedded:  # one checkpoint: no drafter load to add, only a run tells
+        return "; give evidence.reported.startup_seconds (a run with the MTP head)"
+    rep = plan.evidence.reported
+    need = [k for k, missing in (
+        ("evidence.reported.startup_seconds_without_drafter", rep.startup_seconds_without_drafter is None),
+        ("staging.load_seconds.drafter", "drafter" not in plan.staging.load_seconds)) if missing]
+    return (f"; give evidence.reported.startup_seconds (a run with the drafter), or {' and '.join(need)} "
+            f"(a predicted cold start)")
 
 
 def win_back(plan: Plan, tax_seconds: float) -> Payback | None:
@@ -103,7 +147,8 @@ def judge(plan: Plan, measured: StartupObservation | None, kube_note: str | None
     budget = plan.budgets.startup_seconds
     rep = plan.evidence.reported
     without = rep.startup_seconds_without_drafter
-    pred = predicted_seconds(plan)
+    prediction = predicted(plan)
+    pred = prediction.seconds if prediction is not None else None
     values: dict[str, Any] = {
         "startup_budget_seconds": budget, "mode": st.mode, "order": st.order, "warmup_check": st.warmup_check,
         "load_seconds": dict(st.load_seconds), "predicted_seconds": pred,
@@ -129,9 +174,7 @@ def judge(plan: Plan, measured: StartupObservation | None, kube_note: str | None
         if not st.order:
             named.append("artifact order not named")
         missing_warmup = not st.warmup_check
-    pred_txt = ""
-    if pred is not None:
-        pred_txt = f"; predicted {pred:g} s ({st.mode or 'serial'}: {'slower artifact' if st.mode == 'overlapped' else 'sum of loads'})"
+    pred_txt = f"; predicted {prediction.seconds:g} s ({prediction.basis})" if prediction is not None else ""
     tax_txt = ""
     if measured is not None and without is not None:
         tax = measured.seconds - without.value
@@ -150,12 +193,21 @@ def judge(plan: Plan, measured: StartupObservation | None, kube_note: str | None
         return LineResult(Status.INCONCLUSIVE, f"no startup budget set (budgets.startup_seconds) for the second "
                           f"artifact; {m}{pred_txt}{tax_txt}{notes}", values)
     if measured is None:
-        if pred is not None and pred > budget:
-            return LineResult(Status.FAIL, f"predicted cold start {pred:g} s > budget {budget:g} s even before "
-                              f"measuring ({st.mode or 'serial'} staging){notes}", values)
-        return LineResult(Status.INCONCLUSIVE, f"cold start to first ready request not measured (no live engine, pod "
-                          f"status or evidence.reported.startup_seconds){kube}; budget {budget:g} s{pred_txt}{notes}",
-                          values)
+        if prediction is not None and prediction.seconds > budget:
+            return LineResult(Status.FAIL, f"predicted cold start {prediction.seconds:g} s > budget {budget:g} s "
+                              f"even before measuring ({prediction.basis}){notes}", values)
+        if prediction is None or not prediction.whole:
+            return LineResult(Status.INCONCLUSIVE, f"cold start to first ready request not measured (no live engine "
+                              f"or pod status){kube}; budget {budget:g} s{pred_txt}{_wanted(plan)}{notes}", values)
+        base = rep.startup_seconds_without_drafter
+        added = prediction.seconds - base.value if base is not None else 0.0
+        pb = win_back(plan, added) if added > 0 else None
+        if pb is not None:
+            values["payback"] = pb.to_json()
+        pb_txt = f"; predicted: {pb.sentence()}" if pb is not None else ""
+        status = Status.INCONCLUSIVE if missing_warmup else Status.WARN if named else Status.PASS
+        return LineResult(status, f"cold start predicted {prediction.seconds:g} s ({prediction.basis}) ≤ budget "
+                          f"{budget:g} s (not measured: the canary's live engine measures it){pb_txt}{notes}", values)
     if measured.seconds > budget:
         return LineResult(Status.FAIL, f"cold start {measured.seconds:g} s ({measured.source}) > budget {budget:g} s"
                           f"{pred_txt}{tax_txt}{notes}", values)

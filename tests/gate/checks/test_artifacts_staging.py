@@ -90,7 +90,7 @@ def test_staging_measured_against_budget() -> None:
     plan = plan_from_dict(data)
     r = staging.judge(plan, staging.StartupObservation(40.7, "draft arm ready"))
     assert r.status is Status.PASS
-    assert r.values["predicted_seconds"] == 30  # overlapped: the slower artifact
+    assert r.values["predicted_seconds"] == 37.5 + 12  # the run without the drafter + the drafter's load, in full
     assert r.values["startup_tax_seconds"] == 40.7 - 37.5
     assert staging.judge(plan, staging.StartupObservation(140.0, "slow")).status is Status.FAIL
 
@@ -103,6 +103,27 @@ def test_staging_unmeasured_is_inconclusive_and_serial_prediction_can_fail() -> 
     assert r.status is Status.FAIL and "predicted cold start 140 s > budget 120 s" in r.reason
     data["staging"]["load_seconds"] = {"target": 50, "drafter": 40}
     assert staging.judge(plan_from_dict(data), None).status is Status.INCONCLUSIVE
+
+
+def test_staging_predicted_whole_decides_before_any_run() -> None:
+    """Issue 36: the target alone's reported cold start + the drafter's load is a whole prediction; it passes or
+    fails the budget, labelled predicted. The loads alone (engine start-up left out) only ever fail it, and the
+    inconclusive line names just the keys still missing."""
+    data = tiny_plan("draft", staging={"mode": "overlapped", "order": ["target", "drafter"], "warmup_check": "w",
+                                       "load_seconds": {"drafter": 12}})  # budget 120 s
+    data["evidence"] = {"reported": {"startup_seconds_without_drafter": {"value": 100, "source": "today's log"}}}
+    r = staging.judge(plan_from_dict(data), None)
+    assert r.status is Status.PASS and r.values["predicted_seconds"] == 112, r.reason
+    assert "cold start predicted 112 s (100 s without the drafter (today's log) + its load 12 s) ≤ budget 120 s" \
+        in r.reason and "not measured" in r.reason
+    data["staging"]["load_seconds"] = {"drafter": 25}
+    r = staging.judge(plan_from_dict(data), None)
+    assert r.status is Status.FAIL and "predicted cold start 125 s > budget 120 s" in r.reason
+    data["evidence"] = {}
+    r = staging.judge(plan_from_dict(data), None)  # the load alone: a lower bound, 25 s ≤ 120 s decides nothing
+    assert r.status is Status.INCONCLUSIVE, r.reason
+    assert "or evidence.reported.startup_seconds_without_drafter (a predicted cold start)" in r.reason
+    assert "staging.load_seconds.drafter" not in r.reason  # given already: not asked for again
 
 
 def test_staging_unnamed_mode_warns() -> None:
