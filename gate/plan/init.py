@@ -26,7 +26,7 @@ from gate.inputs.configs import load_config
 from gate.model.config import ConfigError, drafter_family, mtp_layers, num_hidden_layers
 from gate.model.depth import BLOCK_METHODS, DRAFTERLESS_METHODS, EMBEDDED_METHODS, METHODS
 from gate.model.engines import PROFILES, profile
-from gate.model.engines.base import OwnKeysPoolPredictor
+from gate.model.engines.base import DepthScheduler, OwnKeysPoolPredictor
 from gate.model.geometry import kv_geometry
 from gate.model.identity import family_mismatch
 from gate.status import InputError
@@ -198,6 +198,7 @@ def render(req: InitRequest) -> str:
     tname = req.name or _model_name(req.target, target)
     schema = (_rel(REPO_SCHEMA, base) if REPO_SCHEMA.exists() else "plan.schema.json")
     embedded = method in EMBEDDED_METHODS and drafter is None
+    staged = family is not None and not embedded  # a second artifact to stage: the staging line judges it
     L: list[str] = [
         f"# yaml-language-server: $schema={schema}",
         *([] if REPO_SCHEMA.exists() else ["# (write the schema beside this plan: specgate schema plan --out plan.schema.json)"]),
@@ -254,11 +255,16 @@ def render(req: InitRequest) -> str:
         f"    method: {method}",
         f"    # depth: {depth.why}",
         spec,
+        *([f"    # {engine.schedule_keys[0]}: …  # optional: {req.engine} runs a depth schedule from "
+           f"{' / '.join(engine.schedule_keys)} (docs/reference/plan.md, engine.speculative)"]
+          if isinstance(engine, DepthScheduler) and method not in DRAFTERLESS_METHODS else []),
         "",
         "budgets:  # TODO: the limits this rollout must fit (per GPU for memory)",
         "  storage_bytes: null  # target + drafter weights + image",
         "  gpu_memory_bytes: null  # memory of one GPU (per TP rank)",
-        "  startup_seconds: null  # cold start to first ready request",
+        *(["  startup_seconds: null  # cold start to first ready request"] if staged else [
+            "  # startup_seconds: S  # no second artifact to stage: the staging line is n/a without this budget;",
+            "  # one set needs a measured cold start (evidence.reported.startup_seconds: {value, source})"]),
         "",
         "workload: []  # TODO: the request mixes that matter, from your traffic, e.g.",
         "#  - {name: chat, concurrency: 8, prompt_tokens: 2048, output_tokens: 512, source: \"p90 of last week\"}",
@@ -270,14 +276,22 @@ def render(req: InitRequest) -> str:
         "costs: []  # TODO (for break-even L*): step costs per point, declared or measured, e.g.",
         "#  - {point: 2K, target_step_ms: 14.1, verify_cycle_ms: 31.2, source: \"specgate probe\"}",
         "",
-        "evidence: {}  # exporter_url / prometheus / captures / reported / probes: see docs/reference/plan.md",
+        *(["evidence:  # exporter_url / prometheus / captures / reported / probes: see docs/reference/plan.md",
+           "  reported:  # facts from runs you made, each as {value: N, source: \"where you read it\"}",
+           "    startup_seconds: null  # TODO: cold start with the drafter, e.g. {value: 140, source: \"launch log\"};",
+           "    # not run yet? leave it null and give the next key and staging.load_seconds: a predicted cold start",
+           "    startup_seconds_without_drafter: null  # TODO: the target alone's cold start (today's deployment)"]
+          if staged else
+          ["evidence: {}  # exporter_url / prometheus / captures / reported / probes: see docs/reference/plan.md"]),
     ]
-    if family is not None and not embedded:
+    if staged:
         L[L.index("budgets:  # TODO: the limits this rollout must fit (per GPU for memory)"):0] = [
             "staging:",
             "  mode: overlapped  # TODO: serial warns (seed 002: stage checkpoints overlapped)",
             "  order: [target, drafter]",
             "  warmup_check: null  # TODO: how readiness is checked (required with a second artifact)",
+            "  # load_seconds: {drafter: S}  # the drafter checkpoint's load, its bytes / your storage-to-GPU bytes/s:",
+            "  # with evidence.reported.startup_seconds_without_drafter it predicts the cold start before any run",
             "",
         ]
     text = "\n".join(L) + "\n"

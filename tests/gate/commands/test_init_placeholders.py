@@ -37,8 +37,10 @@ def test_deepseek_v3_mtp_on_vllm_lists_every_todo_key(tmp_path: Path) -> None:
     assert plan.placeholders == [
         "description", "target.revision", "target.weights.path", "engine.version", "engine.block_size",
         "engine.kv_cache_memory_bytes", "engine.memory_fraction", "engine.context_cap_tokens",
-        "budgets.storage_bytes", "budgets.gpu_memory_bytes", "budgets.startup_seconds", "workload",
+        "budgets.storage_bytes", "budgets.gpu_memory_bytes", "workload",
         "slo.target_acceptance_length", "slo.target_source", "costs"]
+    # no startup budget asked for: the MTP head is no second artifact to stage, the staging line n/a (issue 36 b)
+    assert "budgets.startup_seconds" not in plan.placeholders and plan.budgets.startup_seconds is None
     assert plan.open_placeholders == tuple(plan.placeholders)  # nothing filled yet
 
 
