@@ -12,7 +12,7 @@ The walk-through's blocks carry HTML comments the reader does not see:
 
 Blocks without a marker (the live-engine steps: `probe ab`, the canary) are not run here; the canary's plan runs
 against a replayed engine in `tests/gate/test_examples_live.py`. Needs `helm` and `promtool` (`make tools`).
-Cost: about 6 s (three `check`s, `compare`, `tune`, one `helm template`).
+Cost: about 9 s (five `check`s, three `init`s, `compare`, `tune`, one `helm template`).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def commands(body: list[str]) -> tuple[list[str], list[str]]:
 def test_the_doc_has_what_the_test_runs() -> None:
     """The markers are there (a doc edit that drops them would silently stop the test)."""
     kinds = [s.kind for s in steps(DOC.read_text(encoding="utf-8"))]
-    assert kinds.count("run") >= 7 and kinds.count("file") == 2 and kinds.count("given") == 2, kinds
+    assert kinds.count("run") >= 7 and kinds.count("file") == 4 and kinds.count("given") == 2, kinds
 
 
 def test_getting_started_commands_run_and_print_what_the_doc_shows(tmp_path: Path) -> None:
