@@ -420,8 +420,9 @@ class Staging(_Strict):
     warmup_check: str | None = Field(
         default=None, description="how readiness is checked (required with a second artifact)")
     load_seconds: dict[Literal["target", "drafter"], PositiveFloat] = Field(
-        default_factory=dict, description="predicted load time per artifact (target, drafter): serial sums "
-                                          "them, overlapped takes the slower")
+        default_factory=dict, description="predicted load seconds per artifact (target, drafter): with "
+                                          "evidence.reported.startup_seconds_without_drafter, the drafter's predicts "
+                                          "the cold start; loads alone (serial sum, overlapped slower) a lower bound")
 
 
 class Observation(_Strict):
