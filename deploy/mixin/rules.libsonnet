@@ -197,7 +197,47 @@
     },
   },
 
-  prometheusRules+:: { groups+: [] },
+  // Per-pod window facts for the fleet verdict (docs/scale.md "Recorded window facts", issue 40): one sample per
+  // window of _config.fleetFacts.windowSeconds per pod (ranks pooled: `sum without (rank)`), so the gate asks for
+  // one value per pod over its lookback (sum_over_time / count_over_time) instead of pods x windows points. The
+  // group's interval is the window (the gate checks it); the target and min_drafts the windows are judged by are
+  // labels of every fact (slo_target, slo_min_drafts, slo_window_seconds), so a plan judged by other numbers finds
+  // no facts and falls back to the raw range queries. Every rule reads the exporter's counters only (never another
+  // recording rule): promtool's and vmalert's backfill evaluate each rule on its own.
+  local ff = { windowSeconds: 60, target: 2, minDrafts: 1 } + (if std.objectHas(c, 'fleetFacts') then c.fleetFacts else {}),
+  local ffW = '%ds' % ff.windowSeconds,
+  local ffInc(metric) = 'sum without (rank) (increase(%s[%s]))' % [sel(metric), ffW],
+  local ffD = ffInc('specgate_spec_drafts_total'),
+  local ffA = ffInc('specgate_spec_accepted_tokens_total'),
+  local ffR = ffInc('specgate_engine_restarts_total'),
+  local ffAny = '(%s >= bool -Inf)' % ffD,  // 1 for every window with a drafts sample (NaN too: -Inf <= NaN is false, so 0)
+  local ffNoReset = '((%s == bool 0) or %s)' % [ffR, ffAny],  // no restart series: not a reset (as the raw path)
+  local ffEligible = '(%s >= bool %s) * (%s < bool +Inf) * (%s >= bool 0) * (%s < bool +Inf) * %s'
+                     % [ffD, num(ff.minDrafts), ffD, ffA, ffA, ffNoReset],
+  local ffLength = '(1 + %s / %s)' % [ffA, ffD],
+  local ffLabels = { slo_window_seconds: '%d' % ff.windowSeconds, slo_target: num(ff.target), slo_min_drafts: num(ff.minDrafts) },
+  local ffRule(name, expr) = { record: 'pod:specgate_fleet_window_%s' % name, expr: expr, labels: ffLabels },
+
+  prometheusRules+:: { groups+: [
+    {
+      name: 'specgate.fleet-facts',
+      interval: ffW,
+      rules: [
+        ffRule('drafts:increase', ffD),
+        ffRule('accepted_tokens:increase', ffA),
+        ffRule('restarts:increase', ffR),
+        ffRule('eligible:bool', ffEligible),
+        ffRule('met:bool', '(%s) * (%s >= bool %s)' % [ffEligible, ffLength, num(ff.target)]),
+        // non-finite drafts, or non-finite accepted tokens where drafts are enough; reset windows are not counted
+        ffRule('non_finite:bool', '%s * ((1 - (%s >= bool 0) * (%s < bool +Inf)) + ((%s >= bool %s) * (%s < bool +Inf) * (1 - (%s >= bool 0) * (%s < bool +Inf)) or %s * 0))'
+                                  % [ffNoReset, ffD, ffD, ffD, num(ff.minDrafts), ffD, ffA, ffA, ffAny]),
+        ffRule('eligible_drafts:increase', '%s and (%s) == 1' % [ffD, ffEligible]),
+        ffRule('eligible_accepted_tokens:increase', '%s and (%s) == 1' % [ffA, ffEligible]),
+        ffRule('acceptance_length:quotient', '%s and (%s) == 1' % [ffLength, ffEligible]),
+        ffRule('engine_up:min', 'min_over_time(%s[%s])' % [sel('specgate_engine_up'), ffW]),
+      ],
+    },
+  ] },
 
   prometheusAlerts+:: {
     groups+: [
