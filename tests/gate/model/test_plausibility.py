@@ -92,7 +92,10 @@ def test_recency() -> None:
     assert future is not None and future.kind == "future"
     assert pl.recency(now + 10, now, 3600) is None  # inside the skew allowance
     assert pl.recency(None, now, 3600) is not None
-    assert pl.recency(0.0, now, 3600, require_recent=False) is None  # historic captures, pre phase
+    ancient = pl.recency(0.0, now, 3600, require_recent=False)  # pre phase: historic, but not before 2024
+    assert ancient is not None and ancient.kind == "ancient" and "before 2024-01-01" in ancient.reason
+    later = pl.EARLIEST_EVIDENCE_TIME + 86_400
+    assert pl.recency(later, later + 10 * 86_400, 3600, require_recent=False) is None  # historic captures
     assert pl.recency(now + 3600, now, 3600, require_recent=False) is not None  # still not from the future
 
 
