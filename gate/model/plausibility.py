@@ -233,18 +233,18 @@ def evidence_time(t: float | None, now: float, what: str, *, skew_seconds: float
 
 
 def window_key(w: WindowLike) -> Hashable:
-    """What makes a window one window: its source, operating point, stream and interval (undated: its values).
+    """What makes a window one window: its operating point, stream, interval and values — not its source's name.
 
-    The source and point are part of it because capture files are dated by their modification time,
-    which a checkout can make equal for every file: two capture groups are still two windows.
+    Not the name (issue 34, uniqueness "whatever their names"): one sidecar reached by two spellings of its URL,
+    or one capture group copied to other file names, gives the same windows twice. The values are part of it
+    because capture files are dated by their modification time, which a checkout can make equal for every file:
+    two capture groups with other counters are still two windows.
     """
-    if w.start is not None and w.end is not None:
-        return (w.source, w.point, w.stream, w.start, w.end)
-    return (w.source, w.point, w.stream, w.start, w.end, w.drafts, w.acceptance_length, w.acceptance_rate)
+    return (w.point, w.stream, w.start, w.end, w.drafts, w.acceptance_length, w.acceptance_rate)
 
 
 def distinct(windows: Sequence[W]) -> tuple[list[W], Implausible | None]:
-    """Each window counted once: repeats (same source, point, stream and interval) are dropped.
+    """Each window counted once: repeats (same point, stream, interval and values, from any source) are dropped.
 
     The finding says how many repeats there were; the caller decides what they mean for the
     line (a source that repeats itself is not to be trusted for a count of windows).

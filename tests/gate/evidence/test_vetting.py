@@ -94,3 +94,13 @@ def test_impossible_side_facts_are_dropped() -> None:
     out = vet_source(ev, _rules())
     assert out.kv_pool is None and out.ready_seconds is None and out.context_cap_tokens is None
     assert len(out.errors) == 3
+
+
+def test_one_sidecar_under_two_names_is_one_set_of_windows() -> None:
+    """Uniqueness whatever the names (issue 34): the same windows from two spellings of one sidecar's URL count once;
+    windows of the same interval with other counters (two capture groups with equal mtimes) stay two."""
+    other = "exporter http://localhost:9479"
+    kept, errors = vet_windows([_w(), _w(source=other)], _rules(), lambda w: True)
+    assert len(kept) == 1 and "1 repeated window(s) counted once" in errors[0], errors
+    kept, errors = vet_windows([_w(), _w(source=other, drafts=600.0)], _rules(), lambda w: True)
+    assert len(kept) == 2 and errors == [], errors
