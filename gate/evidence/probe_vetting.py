@@ -313,6 +313,11 @@ def plan_defects(plan: Plan, base: ProbeRecord, spec: ProbeRecord, phase: str, n
         if rec.model is None:
             out.append(f"{who}'s model is unknown (null): it cannot be shown to serve the plan's {served} "
                        "(engine.served_model_name, default target.name)")
+        # Another engine or model first: the version of another engine is not the mismatch to name.
+        ident = EvidenceIdentity(source=who, engine=rec.engine, models=(rec.model,) if rec.model else ())
+        mismatch = match(ident, served_model_name=served, engine=plan.engine.kind, method=None, k=None)
+        if mismatch is not None:
+            out.append(mismatch.reason)
         if plan.engine.version is not None:
             got = parse_version(rec.engine_version)
             if rec.engine_version is None:
@@ -321,10 +326,6 @@ def plan_defects(plan: Plan, base: ProbeRecord, spec: ProbeRecord, phase: str, n
             elif version is not None and (got is None or got[:len(version)] != version):
                 out.append(f"{who} ran {rec.engine} {rec.engine_version}, the plan runs {plan.engine.kind} "
                            f"{plan.engine.version} (engine.version)")
-        ident = EvidenceIdentity(source=who, engine=rec.engine, models=(rec.model,) if rec.model else ())
-        mismatch = match(ident, served_model_name=served, engine=plan.engine.kind, method=None, k=None)
-        if mismatch is not None:
-            out.append(mismatch.reason)
         if phase == "post":
             t, _ = created_at(rec)
             if t is not None and now - t > pl.PROBE_MAX_AGE_SECONDS:

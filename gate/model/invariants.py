@@ -221,6 +221,9 @@ def simulated_acceptance(settings: Mapping[str, Any] | None, env: Mapping[str, A
 
 # --- rejection mode and acceptance definitions in identity (issue 37 items 2-3) --------------------------------
 
+# How the intake names the plan's side of a comparison: its fix is a plan key (engine.version), not a record's.
+PLAN_SIDE = "the plan"
+
 def rejection_mode(engine: str, settings: Mapping[str, Any] | None) -> str | None:
     """The rejection mode the settings state (vLLM `rejection_sample_method`; SGLang's two flags as
     "block_verification", "rejection_sampling" or "default" when both are false), None when they state none."""
@@ -250,7 +253,8 @@ def rejection_change(engine: str, a: tuple[str, str | None, Mapping[str, Any] | 
     """Two sides (where, engine version, speculative settings) verify drafts the same way, else the identity
     reason. Compared when either states its mode; when neither does, both are taken at their version's default
     (`exporter.engines.versions.ACCEPTANCE_DEFINITIONS`, "assumed default"); a mode stated on one side only is
-    the same only when it is the other's default. An unknown default is never the same, except at one version."""
+    the same only when it is the other's default. An unknown default is never the same, except at one version.
+    A plan side (`PLAN_SIDE`) of unknown default that states no version is told the plan key that fixes it."""
     (wa, va, sa), (wb, vb, sb) = a, b
     ma, mb = rejection_mode(engine, sa), rejection_mode(engine, sb)
     da, db = acceptance_definition(engine, va), acceptance_definition(engine, vb)
@@ -262,6 +266,10 @@ def rejection_change(engine: str, a: tuple[str, str | None, Mapping[str, Any] | 
         return None
     if ea is None or eb is None:
         unknown = (wa, va) if ea is None else (wb, vb)
+        if unknown == (PLAN_SIDE, None):
+            return reason(IDENTITY, f"not comparable: {PLAN_SIDE} states no engine.version, so its rejection "
+                          "default is unknown: declare engine.version (or the rejection mode); the other side "
+                          f"runs {ea or eb!r} (assumed default where unstated)")
         return reason(IDENTITY, f"not comparable: {unknown[0]} states no rejection mode and {engine} "
                       f"{unknown[1] or '(version unknown)'}'s default is not recorded; the other side runs "
                       f"{ea or eb!r} (assumed default where unstated)")
@@ -315,8 +323,8 @@ def emit_method(engine: str, methods: Sequence[str | None], runs: frozenset[str]
     return None
 
 
-__all__ = ["APPLICABILITY", "COMPLETENESS", "IDENTITY", "INVARIANTS", "MEMBER_TIME", "PLAUSIBILITY", "SIMULATED",
-           "SIMULATION_ENV", "SYNTHETIC_KEYS", "UNIQUENESS", "Invariant", "content_key", "definition_change",
-           "emit_method", "invariant_of", "lossy_verification", "member_times", "partial_answer", "reason",
-           "rejection_change", "rejection_mode", "repeated", "schedule_depths", "simulated_acceptance",
+__all__ = ["APPLICABILITY", "COMPLETENESS", "IDENTITY", "INVARIANTS", "MEMBER_TIME", "PLAN_SIDE", "PLAUSIBILITY",
+           "SIMULATED", "SIMULATION_ENV", "SYNTHETIC_KEYS", "UNIQUENESS", "Invariant", "content_key",
+           "definition_change", "emit_method", "invariant_of", "lossy_verification", "member_times", "partial_answer",
+           "reason", "rejection_change", "rejection_mode", "repeated", "schedule_depths", "simulated_acceptance",
            "target_at_mix"]

@@ -18,10 +18,12 @@ from tests.gate.checks.acceptance.test_comparison import BASE, FAST, SLOW, recor
 
 def plan(tmp: Path, mixes: list[tuple[str, int]], files: list[str], min_speedup: float | None = None,
          shape: tuple[int, int] = (256, 512), request_rate: float | None = None, **over: Any):
-    """A vLLM ngram k = 3 plan serving `m`, each mix of `shape` (the records' 256/512) and declared `request_rate`
-    (none by default), `over` merged in."""
+    """A vLLM 0.32.0 ngram k = 3 plan serving `m`, each mix of `shape` (the records' 256/512) and declared
+    `request_rate` (none by default), `over` merged in. The records' version (test_comparison.py): without one the
+    plan's rejection default is unknown and no record is its evidence (test_probes_identity.py)."""
     data = {"name": "p", "target": {"name": "m"},  # the records' served model (tests/gate/checks/acceptance/test_comparison.py)
-            "engine": {"kind": "vllm", "speculative": {"method": "ngram", "num_speculative_tokens": 3}},
+            "engine": {"kind": "vllm", "version": "0.32.0",
+                       "speculative": {"method": "ngram", "num_speculative_tokens": 3}},
             "workload": [{"name": n, "concurrency": c, "prompt_tokens": shape[0], "output_tokens": shape[1],
                           **({"request_rate": request_rate} if request_rate is not None else {})} for n, c in mixes],
             "slo": {"target_acceptance_length": 2.0, "target_source": "traffic",

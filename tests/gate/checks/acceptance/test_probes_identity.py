@@ -73,12 +73,32 @@ def test_a_plan_version_the_records_do_not_show(tmp_path: Path) -> None:
     assert r.status is Status.INCONCLUSIVE and "ran vllm 0.32.0, the plan runs vllm 0.31.1" in r.reason
 
 
+def test_a_plan_of_no_version_has_no_known_rejection_default(tmp_path: Path) -> None:
+    # issue 37 item 2: the records run vLLM 0.32.0's default 'standard'; a plan of no engine.version has no known
+    # default, and unknown is never the same (issue 34), so the clean pair is no evidence for it
+    p = plan(tmp_path, [("chat", 1)], _files(tmp_path), engine={"version": None})
+    r = judge(p, "pre", [], [])
+    assert r.status is Status.INCONCLUSIVE, r.reason
+    assert ("not the same deployment: not comparable: the plan states no engine.version, so its rejection default "
+            "is unknown: declare engine.version (or the rejection mode); the other side runs 'standard'") in r.reason
+    # stating the mode instead is enough: compared with the record's assumed default
+    p = plan(tmp_path, [("chat", 1)], _files(tmp_path), engine={
+        "version": None, "speculative": {"method": "ngram", "num_speculative_tokens": 3,
+                                         "rejection_sample_method": "standard"}})
+    assert judge(p, "pre", [], []).status is Status.PASS
+
+
 def test_a_same_named_mix_of_another_shape_does_not_judge_the_plans_mix(tmp_path: Path) -> None:
-    # the plan's chat is 4,096/1,024 tokens; the probes' chat 256/512
+    # the plan's chat is 256/1,024 tokens; the probes' chat 256/512
+    r = judge(plan(tmp_path, [("chat", 1)], _files(tmp_path), shape=(256, 1024)), "pre", [], [])
+    assert r.status is Status.INCONCLUSIVE, r.reason
+    assert ("probe mix chat is 256 prompt / 512 output tokens, the plan's mix 256 prompt / 1024 output tokens: "
+            "other requests") in r.reason
+    # of other prompts too (4,096/1,024): another context band (issue 39), named as such
     r = judge(plan(tmp_path, [("chat", 1)], _files(tmp_path), shape=(4096, 1024)), "pre", [], [])
     assert r.status is Status.INCONCLUSIVE, r.reason
-    assert ("probe mix chat is 256 prompt / 512 output tokens, the plan's mix 4096 prompt / 1024 output tokens: "
-            "other requests") in r.reason
+    assert ("mix chat serves 4096-token prompts, the probes measured 256: evidence from another context band is not "
+            "this mix's evidence") in r.reason
 
 
 def test_a_probe_mix_of_unknown_prompt_length_matches_no_plan_mix(tmp_path: Path) -> None:
