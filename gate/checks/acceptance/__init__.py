@@ -1,6 +1,6 @@
 """Budget line 3, acceptance: is a target set above break-even, is it held per batch window, does it pay?
 
-The line is nine sub-checks, one module each, every one `sub(ctx: CheckContext) -> Finding`
+The line is ten sub-checks, one module each, every one `sub(ctx: CheckContext) -> Finding`
 (gate.checks.acceptance.finding), folded in the order of `SUBCHECKS` by `check`: the worst status
 (`gate.status.combine`), the sentences joined, the values keys in order. They read no file: the
 windows, fleet, cohorts, probe records and per-position counters are evidence gathered once
@@ -34,7 +34,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gate.checks.acceptance import card, cohorts, depth, energy, pays, probes, served_rate, target, window_slo
+from gate.checks.acceptance import (
+    card,
+    cohorts,
+    depth,
+    energy,
+    pays,
+    probes,
+    served_rate,
+    target,
+    verification,
+    window_slo,
+)
 from gate.checks.acceptance.finding import Finding
 from gate.checks.acceptance.pays import MeasuredPoint
 from gate.checks.acceptance.target import NO_TARGET
@@ -57,6 +68,7 @@ SUBCHECKS: tuple[Callable[[CheckContext], Finding], ...] = (
     cohorts.sub,  # canary against stable, --phase post
     depth.sub,  # the plan's k against tune's best k
     card.sub,  # live L against the drafter's acceptance card, --phase post (issue 37 item 4)
+    verification.sub,  # lossy verification: a warning, a fail under require_lossless (issue 37 item 2)
 )
 
 
