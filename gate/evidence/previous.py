@@ -15,7 +15,10 @@ Fail closed (issue 21, item 5): a record is only a previous record *of this plan
 the plan's name and its `model_artifact` the plan's `target.name` (unknown on either side is not
 "the same": refused, exit 3), so another plan's record with the same revision strings can never
 say "no change". Where the plan states a revision, a record whose revision is null is refused
-(it cannot show the change the comparison is for). `generated_at` must be a plausible date
+(it cannot show the change the comparison is for). A record whose engine ran under another acceptance
+definition than the plan's version (`executed_engine_version` against `engine.version`,
+`gate.model.invariants.definition_change`, issue 37 item 3) measured another quantity: refused, naming
+both definitions, unless both convert exactly to specgate's L. `generated_at` must be a plausible date
 (`gate.model.plausibility.evidence_time`: not before 2024, not in the future). A plan without a
 revision cannot show a change: the comparison says "unknown".
 
@@ -37,7 +40,7 @@ from typing import Any
 from gate.evidence.base import AcceptanceWindow
 from gate.inputs.loading import CONFIG_LIMITS, InputError, load_json
 from gate.model import plausibility as pl
-from gate.model.invariants import IDENTITY, MEMBER_TIME, reason
+from gate.model.invariants import IDENTITY, MEMBER_TIME, definition_change, reason
 from gate.plan.model import Plan
 
 
@@ -55,6 +58,7 @@ class PreviousRecord:
     drafter_artifact: str | None = None
     model_config_sha256: str | None = None  # the configs' content then (compared by the co-design line)
     drafter_config_sha256: str | None = None
+    executed_engine_version: str | None = None  # the engine version it ran then: its acceptance definition
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,8 @@ def load_previous(path: str | Path, plan: Plan | None = None, now: float | None 
                           generated_at=generated, model_artifact=_str(doc, "model_artifact"),
                           drafter_artifact=_str(doc, "drafter_artifact"),
                           model_config_sha256=_str(doc, "model_config_sha256"),
-                          drafter_config_sha256=_str(doc, "drafter_config_sha256"))
+                          drafter_config_sha256=_str(doc, "drafter_config_sha256"),
+                          executed_engine_version=_str(doc, "executed_engine_version"))
     if plan is not None:
         check_for(prev, plan)
     return prev
@@ -146,6 +151,10 @@ def check_for(previous: PreviousRecord, plan: Plan) -> None:
             and previous.drafter_revision is None):
         raise refuse(f": drafter_revision is null, so a change of the drafter revision ({drafter.revision}) "
                      "cannot be shown")
+    changed = definition_change(plan.engine.kind, (where, previous.executed_engine_version),
+                                ("the plan", plan.engine.version))
+    if changed is not None:
+        raise InputError(f"{changed}; give a previous record of this acceptance definition, or none")
 
 
 def _changed(old: str | None, new: str | None) -> bool | None:
