@@ -369,9 +369,10 @@ def _instant_values(result: Series) -> list[tuple[dict[str, str], float]]:
 def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_seconds: float,
             min_drafts: float, slo: SLO | None = None, k: int | None = None, method: str | None = None,
             now: float | None = None, served_model_name: str | None = None,
-            require_recent: bool = False) -> MetricsEvidence:
+            require_recent: bool = False, path: str = "auto") -> MetricsEvidence:
     """The fleet's per-pod table of facts (gate.evidence.fleet) plus the side facts; every failure is an error, never
-    a pass."""
+    a pass. `path`: the fleet's answers from the recorded per-pod window facts where they are this plan's ("auto",
+    else the raw range queries, the reason kept on the table), only those ("recorded") or only ranges ("raw")."""
     source = f"Prometheus {redact_url(url)}"
     ev = MetricsEvidence(sources=[source])
     client = client_for(src, url)
@@ -379,7 +380,7 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
     ask = FleetAsk(slo=slo or SLO(window_seconds=window_seconds, lookback_seconds=lookback_seconds),
                    window_seconds=window_seconds, lookback_seconds=lookback_seconds, min_drafts=min_drafts,
                    end=end, k=k, method=method, now=time.time() if now is None else now,
-                   served_model_name=served_model_name, require_recent=require_recent)
+                   served_model_name=served_model_name, require_recent=require_recent, path=path)
     sel = _selector(src)
     try:
         result = evaluate_fleet(client, src, ask, source)

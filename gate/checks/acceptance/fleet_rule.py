@@ -84,7 +84,7 @@ class FleetVerdict:
                 "window_seconds": f.window_seconds, "lookback_seconds": f.lookback_seconds, "end": f.end,
                 "status": self.status.value, "reason": self.reason, "counts": self.counts,
                 "missing_pods": self.missing_pods, "queries": f.queries, "seconds": f.seconds,
-                "pods": [r.to_json() for r in self.rows]}
+                "path": f.path, "path_reason": f.path_reason, "pods": [r.to_json() for r in self.rows]}
 
 
 def judge_pod(row: FleetRowFacts, slo: SLO, *, require_engine_up: bool) -> PodVerdict:

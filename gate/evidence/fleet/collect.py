@@ -36,9 +36,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from exporter import formulas, names
 from gate.evidence.base import BadAnswer
+from gate.evidence.fleet import recorded
 from gate.evidence.fleet.answers import MatrixSeries, VectorSample
 from gate.evidence.fleet.grid import Grid, Steps, fresh_from, on_steps
 from gate.evidence.fleet.queries import MODEL_LABEL, FleetQueries, Query, selector
+from gate.evidence.fleet.recorded import Fallback
 from gate.evidence.fleet.table import FleetCost, FleetResult, PodRow
 from gate.model import plausibility as pl
 from gate.plan.model import SLO, PrometheusSource
@@ -81,6 +83,7 @@ class FleetAsk:
     now: float | None = None
     served_model_name: str | None = None  # rows of another model are not this plan's evidence
     require_recent: bool = False  # post: windows must have ended within lookback_seconds of `now`
+    path: str = "raw"  # "auto": recorded facts when they are this plan's, else raw; "recorded" (no fallback); "raw"
 
 
 def plan_queries(src: PrometheusSource, ask: FleetAsk) -> tuple[FleetQueries, float, int]:
@@ -252,6 +255,7 @@ class _Acc:
     repeated: int = 0
     conflicting: int = 0
     stale: int = 0
+    not_eligible: int = 0  # recorded path: windows not eligible (reset, thin, no accepted tokens), not told apart
     drafts: float = 0.0
     accepted: float = 0.0
     min_l: float = math.inf
@@ -337,10 +341,12 @@ def _row(key: RowKey, q: FleetQueries, ask: FleetAsk, steps: int, acc: _Acc | No
     model = labels.get("model") or None
     target = ask.slo.target_acceptance_length
     a = acc or _Acc()
-    seen = a.eligible + a.reset + a.thin + a.no_accepted + a.non_finite + a.stale
+    seen = a.eligible + a.reset + a.thin + a.no_accepted + a.non_finite + a.stale + a.not_eligible
     excluded = {"reset": a.reset, "below_min_drafts": a.thin, "no_accepted": a.no_accepted,
                 "non_finite": a.non_finite, "stale": a.stale, "outside_range": a.outside, "repeated": a.repeated,
                 "missing": max(steps - seen, 0)}
+    if a.not_eligible:
+        excluded["not_eligible"] = a.not_eligible
     pooled = formulas.acceptance_length(a.accepted, a.drafts)
     acc_lt, tok_lt = lifetime.get("accepted"), lifetime.get("draft_tokens")
     rate_lt = acc_lt / tok_lt if acc_lt is not None and tok_lt else None
@@ -413,19 +419,33 @@ def _evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name:
     q, end, steps = plan_queries(src, ask)
     start = end - (steps - 1) * q.window_seconds
     grid = Grid(start, q.window_seconds, steps)
-    q, res = _run(client, q, grid)
+    # post: a window ending before now - lookback is not recent evidence
+    first = fresh_from(grid, ask.now, ask.lookback_seconds) if ask.require_recent and ask.now is not None else 0
+    path, note, res = "raw", None, None
+    if ask.path != "raw":
+        try:
+            res, note = _run_recorded(client, q, ask, grid, first)
+            path = "recorded"
+        except Fallback as e:
+            if ask.path == "recorded":
+                raise BadAnswer(f"{source_name}: the recorded fleet facts are not this plan's: {e.reason}") from None
+            note = e.reason
+    if res is None:
+        q, res = _run(client, q, grid)
     answered = clock()
     labels = q.row_labels
-    twice: dict[str, set[RowKey]] = {name: a.twice for name, a in res.items() if name != "series_per_row"}
-    drafts = res["drafts"].steps
-    accepted = res["accepted"].steps
-    resets = res["resets"].steps
+    twice: dict[str, set[RowKey]] = {name: a.twice for name, a in res.items()
+                                     if name not in ("series_per_row", "rec_series_per_row")}
+    recorded_rows = res["rec_windows"].instant if path == "recorded" else {}
+    drafts = res["drafts"].steps if path == "raw" else {}
+    accepted = res["accepted"].steps if path == "raw" else {}
+    resets = res["resets"].steps if path == "raw" else {}
     restarts = res["restarts"].instant
     lt = {name: res[name].instant for name in ("drafts_lookback", "accepted_lookback", "draft_tokens")}
     up = res["engine_up"].instant
     targets = res["targets"].instant if "targets" in res else {}
 
-    stream_keys = set(drafts) | set(restarts) | set(lt["draft_tokens"])
+    stream_keys = set(drafts) | set(recorded_rows) | set(restarts) | set(lt["draft_tokens"])
     keys = set(stream_keys)
     pods_with_rows = {k[: len(q.pod_labels)] for k in keys}
     if selector(q.selector, drop=names.STREAM_LABELS) == q.selector:
@@ -434,12 +454,12 @@ def _evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name:
     if len(keys) > MAX_ROWS:
         raise BadAnswer(f"{source_name}: {len(keys):,} rows match {q.selector}, more than the {MAX_ROWS:,} one fleet "
                         "table holds (narrow the selector or split the fleet)")
-    # post: a window ending before now - lookback is not recent evidence
-    first = fresh_from(grid, ask.now, ask.lookback_seconds) if ask.require_recent and ask.now is not None else 0
     rows: list[PodRow] = []
     for key in sorted(keys):
         acc = None
-        if key in drafts:
+        if key in recorded_rows:
+            acc = _recorded_acc(key, res)
+        elif key in drafts:
             rset = resets[key].present() if key in resets else set()
             acc = _windows(drafts[key], accepted.get(key), rset, ask.min_drafts, ask.slo.target_acceptance_length,
                            first)
@@ -462,4 +482,47 @@ def _evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name:
                        lookback_seconds=q.lookback_seconds, end=end, rows=tuple(rows), queries=len(res),
                        seconds=(done := clock()) - t0, not_recent=None if late is None else late.reason,
                        cost=FleetCost(answers_seconds=answered - t0, read_seconds=sum(a.seconds for a in res.values()),
-                                      rows_seconds=done - answered))
+                                      rows_seconds=done - answered), path=path, path_reason=note)
+
+
+def _run_recorded(client: Client, q: FleetQueries, ask: FleetAsk, grid: Grid,
+                  first: int) -> tuple[dict[str, Answer], str]:
+    """The recorded facts' instant queries and the raw instants (lookback L and a, restarts, engine_up, targets) at
+    once, over the windows that are not stale; Fallback (gate.evidence.fleet.recorded) when the facts are not this
+    plan's. Returns every answer by key and what was checked of the rule group."""
+    facts = recorded.fact_matchers(q.window_seconds, ask.slo.target_acceptance_length, ask.min_drafts)
+    fresh = grid.steps - first
+    if fresh <= 0:
+        raise Fallback("every window of the lookback ended before now - lookback")
+    note = recorded.check_rules(client, q.window_seconds, facts)
+    asked = [*recorded.queries(q, facts, fresh * q.window_seconds), *q.instants()]
+    end = grid.start + (grid.steps - 1) * grid.step
+    with ThreadPoolExecutor(max_workers=len(asked)) as pool:
+        futures = [(x.key, pool.submit(_ask, client, x, grid.start, end, grid.step, reader(q, grid))) for x in asked]
+        res = {key: f.result() for key, f in futures}
+    recorded.coverage(res["rec_windows"].instant, max(res["rec_series_per_row"].instant.values(), default=0.0),
+                      fresh)
+    return res, note
+
+
+def _recorded_acc(key: RowKey, res: dict[str, Answer]) -> _Acc:
+    """One row's sums from the recorded facts: windows, eligible, met and non-finite counted by the backend; a
+    count that is not a whole non-negative number is one more non-finite window (never evidence)."""
+    acc = _Acc()
+
+    def count(name: str) -> int:
+        x = res[name].instant.get(key, 0.0)
+        if math.isfinite(x) and x >= 0 and x == int(x):
+            return int(x)
+        acc.non_finite += 1
+        return 0
+
+    windows, eligible, met = count("rec_windows"), count("rec_eligible"), count("rec_met")
+    acc.non_finite += count("rec_non_finite")
+    acc.eligible, acc.met = eligible, met
+    acc.not_eligible = max(windows - eligible - acc.non_finite, 0)
+    acc.drafts = res["rec_drafts"].instant.get(key, 0.0)
+    acc.accepted = res["rec_accepted"].instant.get(key, 0.0)
+    acc.min_l = res["rec_min_length"].instant.get(key, math.inf)
+    acc.max_l = res["rec_max_length"].instant.get(key, -math.inf)
+    return acc

@@ -37,7 +37,9 @@ def _shown(fleet: dict[str, Any], show_passing: int) -> tuple[list[dict[str, Any
 
 def _head(fleet: dict[str, Any]) -> str:
     return (f"{fleet['source']} {fleet['selector']}: {fleet['lookback_seconds']:g} s in {fleet['window_seconds']:g} s "
-            f"windows, {fleet['queries']} queries, {fleet['seconds']:.2f} s")
+            f"windows, {fleet['queries']} queries, {fleet['seconds']:.2f} s"
+            + (f", {fleet['path']} path" if fleet.get("path") else "")
+            + (f" ({fleet['path_reason']})" if fleet.get("path_reason") else ""))
 
 
 def to_text(fleet: dict[str, Any], show_passing: int = 20) -> str:

@@ -70,7 +70,7 @@ class FleetResult:
     """Every row, what was asked (source, selector, grid), whether the table is recent, and what it cost to get.
 
     `not_recent`: why the table's last window is not recent evidence (gate.model.plausibility.recency), None
-    when it is; `seconds`: the evaluation's wall time, queries to rows."""
+    when it is; `seconds`: the evaluation's wall time, queries to rows; `path`: which answers the rows come from."""
 
     source: str
     selector: str
@@ -82,6 +82,8 @@ class FleetResult:
     seconds: float
     not_recent: str | None = None
     cost: FleetCost | None = field(default=None, compare=False)
+    path: str = "raw"  # "recorded": the mixin's per-pod window facts (gate.evidence.fleet.recorded); "raw": ranges
+    path_reason: str | None = None  # why the raw path was taken, or what the recorded path checked
 
     def pooled_length(self) -> float | None:
         """Drafts-weighted L over every row's evidence windows."""

@@ -1,0 +1,87 @@
+"""The recorded path's checks (gate.evidence.fleet.recorded): when the per-pod window facts are not the plan's, the
+fleet falls back to the raw range queries with the reason. The rules API answers are shaped like Prometheus 2.42's
+`/api/v1/rules?type=record` (captured from the live test's server, tests/observability/test_fleet_recorded_live.py:
+`interval` in seconds, each rule's `labels`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gate.evidence.base import Unreachable
+from gate.evidence.fleet.queries import FleetQueries
+from gate.evidence.fleet.recorded import DRAFTS, Fallback, check_rules, coverage, fact_matchers, queries
+
+FACTS = fact_matchers(60, 2.0, 1)
+LABELS = {"slo_window_seconds": "60", "slo_target": "2", "slo_min_drafts": "1"}
+
+
+class Rules:
+    """A client whose rules API answers `doc` (or raises `error`)."""
+
+    def __init__(self, doc: Any, status: int = 200, error: Exception | None = None) -> None:
+        self.body = bytearray(json.dumps(doc).encode())
+        self.status, self.error = status, error
+
+    def fetch(self, path: str, params: dict[str, Any]) -> tuple[int, bytearray]:
+        assert path == "/api/v1/rules" and params == {"type": "record"}
+        if self.error is not None:
+            raise self.error
+        return self.status, self.body
+
+
+def doc(interval: float, labels: dict[str, str] = LABELS, **extra: Any) -> dict[str, Any]:
+    rule = {"name": DRAFTS, "query": "sum without (rank) (increase(x[60s]))", "labels": labels, "health": "ok",
+            "type": "recording"}
+    return {"status": "success", "data": {"groups": [{"name": "specgate.fleet-facts", "file": "r.yaml",
+                                                      "interval": interval, "rules": [rule]}]}, **extra}
+
+
+def test_the_group_at_the_plans_window_is_checked() -> None:
+    assert "evaluated every 60s" in check_rules(Rules(doc(60)), 60, FACTS)
+
+
+def test_an_interval_other_than_the_window_falls_back_with_the_reason() -> None:
+    with pytest.raises(Fallback, match=r"evaluated every 30s, not every window of the plan \(60s\)"):
+        check_rules(Rules(doc(30)), 60, FACTS)
+
+
+def test_a_group_recording_another_target_is_not_this_plans() -> None:
+    other = dict(LABELS, slo_target="2.5")
+    assert "lists no group" in check_rules(Rules(doc(30, other)), 60, FACTS)  # its 30 s is not ours to refuse
+
+
+def test_a_partial_rules_answer_is_refused() -> None:
+    with pytest.raises(Fallback, match="warning|partial"):
+        check_rules(Rules(doc(60, warnings=["store down"])), 60, FACTS)
+
+
+@pytest.mark.parametrize("client", [Rules({"status": "error"}, status=400),
+                                    Rules({}, error=Unreachable("Prometheus x did not answer within 1s")), object()])
+def test_no_rules_api_leaves_the_samples_per_row_to_check(client: object) -> None:
+    assert "checked by the samples per row" in check_rules(client, 60, FACTS)
+
+
+def test_coverage() -> None:
+    coverage({("a",): 60.0, ("b",): 12.0}, 1.0, 60)  # a pod that started later is fine: another covers it all
+    with pytest.raises(Fallback, match="no recorded facts"):
+        coverage({}, 0.0, 60)
+    with pytest.raises(Fallback, match="2 recorded series behind one row"):
+        coverage({("a",): 60.0}, 2.0, 60)
+    with pytest.raises(Fallback, match="more often than once a window"):
+        coverage({("a",): 120.0}, 1.0, 60)
+    with pytest.raises(Fallback, match="cover at most 30 of the lookback's 60 windows"):
+        coverage({("a",): 30.0}, 1.0, 60)
+
+
+def test_facts_are_asked_for_the_plans_numbers_and_never_by_rank() -> None:
+    assert FACTS == 'slo_window_seconds="60",slo_target="2",slo_min_drafts="1"'
+    with pytest.raises(Fallback, match="no acceptance-length target"):
+        fact_matchers(60, None, 1)
+    q = FleetQueries('{namespace="llm"}', ("namespace", "pod"), ("model",), 60, 3600)
+    got = queries(q, FACTS, 3600)
+    assert all(x.kind == "instant" and "[3599s]" in x.promql and 'slo_target="2"' in x.promql for x in got)
+    with pytest.raises(Fallback, match="names rank"):
+        queries(FleetQueries('{rank="0"}', ("pod",), (), 60, 3600), FACTS, 3600)
