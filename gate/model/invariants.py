@@ -61,9 +61,9 @@ INVARIANTS: Mapping[str, Invariant] = MappingProxyType({
         COMPLETENESS, "an answer its backend marks partial (warnings, isPartial) is no evidence for a pass",
         "a partial answer", ("gate/model/invariants.py", "gate/evidence/prometheus.py")),
     PLAUSIBILITY: Invariant(
-        PLAUSIBILITY, "L <= 1 + k at the k each mix runs; a schedule of k = 0 everywhere is no rollout; every "
-        "depth <= 64; pools, rates and counters possible", "not possible", ("gate/model/plausibility.py",
-                                                                              "gate/model/depth.py")),
+        PLAUSIBILITY, "L <= 1 + k at the k each mix runs (k = 0: plain, no target); a schedule of k = 0 "
+        "everywhere is no rollout; every depth <= 64; pools, rates and counters possible", "not possible",
+        ("gate/model/plausibility.py", "gate/model/depth.py")),
     APPLICABILITY: Invariant(
         APPLICABILITY, "evidence taken at another k, method or engine than a mix runs is not that mix's evidence; "
         "--emit only for the methods the engine runs", "not applicable", ("gate/model/invariants.py",
@@ -164,12 +164,12 @@ def schedule_depths(ks: Sequence[int], where: str, max_depth: int) -> str | None
 
 
 def target_at_mix(target: float | None, mix: str, concurrency: int, k: int) -> str | None:
-    """A target acceptance length possible at the k the schedule runs at one mix's concurrency (L <= 1 + k)."""
-    if target is None or target <= 1 + k + pl.TOLERANCE:
+    """A target acceptance length possible at the k the schedule runs at one mix's concurrency (L <= 1 + k).
+
+    A mix in a k = 0 band is exempt: it is plain decoding, judged against the baseline as plain (issue 37 item 6,
+    `gate.checks.acceptance.probes`), so no acceptance target applies to it; the target holds at every k >= 1."""
+    if target is None or k == 0 or target <= 1 + k + pl.TOLERANCE:
         return None
-    if k == 0:
-        return reason(APPLICABILITY, f"mix {mix!r} at concurrency {concurrency} runs k = 0 under the depth "
-                      f"schedule: a target of {target:g} cannot be met there, and no acceptance evidence applies")
     return reason(PLAUSIBILITY, f"mix {mix!r} at concurrency {concurrency} runs k = {k} under the depth schedule: a "
                   f"target of {target:g} is above 1 + k = {1 + k}")
 
