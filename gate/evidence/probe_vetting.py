@@ -9,7 +9,8 @@ arms measured years apart. Records are therefore vetted the way captures and win
 
 - each record on its own (`record_defects`): the arm's speculative settings present exactly on the
   speculative arm, and acceptance measured exactly there (a speculative record with no L in any cell
-  measured no speculation; a baseline carrying L, drafts or per-request L is not a baseline); every
+  measured no speculation, unless its own recorded schedule runs k = 0 at every cell's concurrency
+  (`plain_only`); a baseline carrying L, drafts or per-request L is not a baseline); every
   cell's mix described in `workload`; `(mix, concurrency, repetition)` unique, and no two cells of one content
   whatever their repetition numbers (`gate.model.invariants.repeated`); per cell
   `served_tokens_per_second` = `output_tokens / wall_seconds` within `RATE_CONSISTENCY`, at most
@@ -43,8 +44,8 @@ from typing import Any
 from exporter.formulas import acceptance_length
 from gate.evidence.probes import CLIENT_BOUND_FACTOR, Cell, MixSpec, ProbeRecord
 from gate.model import plausibility as pl
-from gate.model.depth import MAX_SPECULATIVE_DEPTH, speculative_depth
-from gate.model.engines import profile
+from gate.model.depth import MAX_SPECULATIVE_DEPTH, depth_schedule, speculative_depth
+from gate.model.engines import PROFILES, profile
 from gate.model.identity import EvidenceIdentity, match, parse_version
 from gate.model.invariants import (
     APPLICABILITY,
@@ -127,6 +128,21 @@ def client_bound(rec: ProbeRecord, c: Cell) -> str | None:
         return (f"{where} is marked client-bound by the probe ({c.served_tokens_per_second:.4g} tok/s): the client "
                 "may have set the rate, not the engine; no evidence")
     return None
+
+
+def plain_only(rec: ProbeRecord) -> bool:
+    """The speculative record measured only where its own recorded depth schedule runs k = 0 (issue 37 item 6):
+    every cell closed-loop, at a concurrency whose band runs k = 0. Such a record measured plain decoding, so no
+    acceptance length is what it should hold. Not so for a record of no schedule (a fixed k), of an engine with
+    no profile, of a schedule its engine refuses, of a cell in a band with k > 0, or of an open-loop cell (its
+    batch, hence its k, is not declared)."""
+    if rec.arm != "speculative" or rec.speculative is None or rec.engine not in PROFILES or not rec.cells:
+        return False
+    try:
+        sched = depth_schedule(rec.engine, rec.speculative).schedule
+    except ValueError:
+        return False
+    return sched is not None and all(c.request_rate is None and sched.k_at(c.concurrency) == 0 for c in rec.cells)
 
 
 def _has_acceptance(c: Cell) -> bool:
@@ -225,7 +241,8 @@ def record_defects(rec: ProbeRecord) -> list[str]:
         if found:
             out.append(reason(PLAUSIBILITY, found))
             break
-    if rec.arm == "speculative" and not any(c.acceptance_length is not None for c in rec.cells):
+    if (rec.arm == "speculative" and not any(c.acceptance_length is not None for c in rec.cells)
+            and not plain_only(rec)):
         out.append(reason(APPLICABILITY, "the speculative record measured no speculation: no cell has an "
                           "acceptance length"))
     if not copied:

@@ -14,6 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from gate.evidence.intake import record_defects
+from gate.evidence.probe_vetting import plain_only
 from gate.evidence.probes import ProbeRecord
 from gate.model.speedup.pays import Plain, decide_plain, smallest_p
 from gate.status import Status
@@ -27,10 +31,11 @@ SAME = [20.5, 21.5, 22.5, 23.5, 24.5]  # interleaved with BASE: no arm is shown 
 
 
 def _files(tmp: Path, spec_points: dict[tuple[str, int], list[float]], *, speculative: dict[str, Any] | None = None,
-           base_points: dict[tuple[str, int], list[float]] | None = None, failed: bool = False) -> list[str]:
+           base_points: dict[tuple[str, int], list[float]] | None = None, failed: bool = False,
+           length: float | None = 1.0) -> list[str]:
     base = record("baseline", base_points or {k: BASE[:len(v)] for k, v in spec_points.items()})
     # the band's cells carry the few drafts of the arrival steps (batch < 6, k > 0), accepted by nothing: L 1.0
-    spec: ProbeRecord = record("speculative", spec_points, length=1.0)
+    spec: ProbeRecord = record("speculative", spec_points, length=length)
     spec = spec.model_copy(update={"speculative": SCHEDULED if speculative is None else speculative})
     if failed:
         cells = list(spec.cells)
@@ -128,3 +133,36 @@ def test_a_speculating_mix_of_the_same_plan_keeps_the_speculation_rule(tmp_path:
     files = _files(tmp_path, {("chat", 1): FAST, ("chat", 8): SAME})
     r = judge(_plan(tmp_path, [("chat", 1)], files), "pre", [], [])
     assert r.values["probes"]["mixes"]["chat"]["verdict"] == "pays", r.reason
+
+
+def test_a_record_measured_only_in_its_k0_band_needs_no_acceptance_length(tmp_path: Path) -> None:
+    # a record whose schedule ran k = 0 at every measured concurrency measured plain decoding: no L is right there
+    files = _files(tmp_path, {("chat", 8): SAME, ("chat", 16): SAME}, length=None)
+    spec = ProbeRecord.model_validate_json((tmp_path / "s.json").read_text())
+    assert plain_only(spec) and record_defects(spec) == []
+    r = judge(_plan(tmp_path, [("chat", 8)], files), "pre", [], [])
+    assert r.status is Status.PASS, r.reason
+    assert r.values["probes"]["mixes"]["chat"]["verdict"] == "plain_free"
+
+
+@pytest.mark.parametrize("points, speculative, why", [
+    ({("chat", 1): SAME, ("chat", 8): SAME}, SCHEDULED, "a cell at batch 1, where it runs k = 3"),
+    ({("chat", 8): SAME}, {"method": "ngram", "num_speculative_tokens": 3}, "no schedule: a fixed k = 3"),
+    ({("chat", 8): SAME}, {**SCHEDULED, "num_speculative_tokens_per_batch_size": [[1, 65536, 3]]}, "k = 3 at 8"),
+    ({("chat", 8): SAME}, {**SCHEDULED, "num_speculative_tokens_per_batch_size": [[1, 65536, 0]]},
+     "k = 0 everywhere: a schedule vLLM's rule refuses"),
+    ({("chat", 8): SAME}, None, "open loop: its batch is not declared"),
+])
+def test_any_other_speculative_record_without_acceptance_is_still_refused(
+        points: dict[tuple[str, int], list[float]], speculative: dict[str, Any] | None, why: str) -> None:
+    spec = record("speculative", points, length=None)
+    if speculative is None:  # the k = 0 band's record, its cells sent open loop at 2 requests/s
+        cells = [c.model_copy(update={"request_rate": 2.0}) for c in spec.cells]
+        spec = spec.model_copy(update={"speculative": SCHEDULED, "cells": cells})
+    else:
+        spec = spec.model_copy(update={"speculative": speculative})
+    assert not plain_only(spec), why
+    assert ("not applicable: the speculative record measured no speculation: no cell has an acceptance length"
+            in record_defects(spec)), why
+    spec = spec.model_copy(update={"engine": "foo"})
+    assert not plain_only(spec)  # an engine of no profile: its schedule cannot be read
