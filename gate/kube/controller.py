@@ -48,6 +48,7 @@ from gate.kube.annotations import (
 from gate.kube.api import Conflict, KubeApi
 from gate.kube.engine_args import PlanRequestError, speculative_config, strip_speculative, with_speculative
 from gate.kube.lease import LeaseElector
+from gate.kube.pod_env import with_pod_env
 from gate.plan.model import Plan
 from gate.status import InputError
 from gate.verdict.answer import GateAnswer, answer_of
@@ -145,16 +146,18 @@ class Controller:
     def _record_of(self, request: str, digest: str, phase: str, decision: str, reasons: list[str]) -> DecisionRecord:
         return DecisionRecord(request, digest, phase, decision, reasons, self.clock(), self.config.identity)
 
-    def judge(self, deployment: str, request: str, path: Path, digest: str, phase: str) -> tuple[DecisionRecord,
-                                                                                                   Plan | None]:
-        """Evaluate the plan in one phase; an evaluator error is inconclusive, never a pass."""
+    def judge(self, deployment: str, request: str, path: Path, digest: str, phase: str,
+              container: dict[str, Any] | None = None) -> tuple[DecisionRecord, Plan | None]:
+        """Evaluate the plan in one phase; an evaluator error is inconclusive, never a pass. The engine
+        container's simulation variables are judged with it (`gate.kube.pod_env`): what the pod runs."""
         plan, error = self.plan_at(path, digest)
         if plan is None:
             return self._record_of(request, digest, phase, "inconclusive", [f"plan: {error}"]), None
         key = (request, digest, phase)
         if key not in self._verdicts:
+            judged = with_pod_env(plan, container) if container is not None else plan
             try:
-                answer = answer_of(self.evaluator(plan, phase=phase, metrics=self.config.metrics,
+                answer = answer_of(self.evaluator(judged, phase=phase, metrics=self.config.metrics,
                                                   prometheus=self.config.prometheus), phase)
             except Exception as e:
                 log.warning("%s: evaluation failed: %s: %s", deployment, type(e).__name__, e)
@@ -207,7 +210,7 @@ class Controller:
         if (last is not None and last.plan == request and last.digest == digest and last.decision != "pass"
                 and last.holds_backoff(now, self.config.backoff_s)):
             return "backoff"  # the same request and plan were refused recently: no flapping
-        decision, plan = self.judge(meta["name"], request, path, digest, "pre")
+        decision, plan = self.judge(meta["name"], request, path, digest, "pre", container)
         if decision.decision != "pass" or plan is None:
             return self._record(dep, decision, "GateFailed" if decision.decision == "fail" else "GateInconclusive")
         try:
@@ -225,7 +228,7 @@ class Controller:
         return "enabled"
 
     def _watch_slo(self, dep: dict[str, Any], request: str, path: Path, digest: str) -> str:
-        decision, _ = self.judge(dep["metadata"]["name"], request, path, digest, "post")
+        decision, _ = self.judge(dep["metadata"]["name"], request, path, digest, "post", self._container(dep))
         if decision.decision != "fail":
             return "running"  # pass, or not enough data yet: missing data never turns anything off
         return self._turn_off(dep, decision, "DrafterDisabled", "Warning")
