@@ -47,6 +47,7 @@ if str(ROOT) not in sys.path:
 
 from gate.probe.progress import reporter  # noqa: E402
 from tests.gate import fleet_stack  # noqa: E402
+from tests.observability import fleet_backfill  # noqa: E402
 
 DEFAULT_PODS = (10, 100, 1000, 5000, 10000)
 QUICK_PODS = (5000,)
@@ -75,7 +76,8 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def verdict(url: str, end: float, lookback: float, window: float, server_pid: int | None) -> dict[str, Any]:
+def verdict(url: str, end: float, lookback: float, window: float, server_pid: int | None,
+            path: str = "raw") -> dict[str, Any]:
     """Three fleet verdicts through the gate's Prometheus source; the first one's costs, query by query."""
     from gate.checks.acceptance.fleet_rule import FleetVerdict, judge_fleet
     from gate.evidence import prometheus as prom
@@ -100,7 +102,8 @@ def verdict(url: str, end: float, lookback: float, window: float, server_pid: in
     load_before = os.getloadavg()[0]
     for _ in range(3):
         s0, c0, t0 = cpu_seconds_of(server_pid), time.process_time(), time.perf_counter()
-        ev = prom.collect(src, url, window, lookback, min_drafts=1, slo=slo, k=fleet_stack.K, method="draft_model")
+        ev = prom.collect(src, url, window, lookback, min_drafts=1, slo=slo, k=fleet_stack.K, method="draft_model",
+                          path=path)
         j0 = time.perf_counter()
         fleet = None if ev.fleet is None else judge_fleet(ev.fleet, slo, src.fleet, require_engine_up=True)
         times.append((j1 := time.perf_counter()) - t0)
@@ -121,7 +124,8 @@ def verdict(url: str, end: float, lookback: float, window: float, server_pid: in
             "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "queries": len(first["ledger"]),
             "peak_rss_mib": peak_rss_mib(),
-            "status": fleet.status.value, "rows": len(fleet.rows),
+            "status": fleet.status.value, "rows": len(fleet.rows), "path": fleet.facts.path,
+            "path_reason": fleet.facts.path_reason,
             "bad_pods": [r.pod for r in fleet.failed()],
             "inconclusive_pods": [r.pod for r in fleet.inconclusive()],
             "cost": None if cost is None else {"answers_seconds": round(cost.answers_seconds, 3),
@@ -133,16 +137,26 @@ def verdict(url: str, end: float, lookback: float, window: float, server_pid: in
                            "typed": e.typed} for e in first["ledger"]]}
 
 
-def run_size(pods: int, backend: str, workdir: Path, lookback: float, window: float) -> dict[str, Any]:
+def run_size(pods: int, backend: str, workdir: Path, lookback: float, window: float,
+             path: str = "raw") -> dict[str, Any]:
     end = int(time.time()) // 60 * 60 - 60
     bad = pods // 2
     spec = fleet_stack.FleetSpec(pods=pods, end=end, bad=(bad,))
     t0 = time.perf_counter()
-    server = getattr(fleet_stack, backend)(spec, workdir / f"{backend}-{pods}")
+    where = workdir / f"{backend}-{pods}-{path}"
+    server = getattr(fleet_stack, backend)(spec, where)
     load = time.perf_counter() - t0
+    backfill = None
+    if path == "recorded":  # the facts of the lookback and two windows before it, with the backend's own tool
+        t1, first = time.perf_counter(), int(end - lookback - 2 * window)
+        if backend == "prometheus":
+            server = fleet_backfill.prometheus(server, spec, where, start=first)
+        else:
+            fleet_backfill.victoriametrics(server, spec, start=first)
+        backfill = time.perf_counter() - t1
     try:
         out = subprocess.run([sys.executable, __file__, "--verdict", server.url, "--end", str(end),
-                              "--server-pid", str(server.proc.pid),
+                              "--server-pid", str(server.proc.pid), "--path", path,
                               "--lookback-seconds", str(lookback), "--window-seconds", str(window)],
                              capture_output=True, text=True, check=True, cwd=ROOT)
         got = json.loads(out.stdout)
@@ -158,6 +172,8 @@ def run_size(pods: int, backend: str, workdir: Path, lookback: float, window: fl
             "peak_rss_mib": round(got["peak_rss_mib"], 1),
             "backend_rss_mib": None if backend_rss is None else round(backend_rss, 1),
             "load_seconds": round(load, 1), "status": got["status"], "rows": got["rows"],
+            "path": got["path"], "path_reason": got["path_reason"],
+            "backfill_seconds": None if backfill is None else round(backfill, 1),
             "bad_pods": got["bad_pods"], "inconclusive_pods": got["inconclusive_pods"],
             "injected_bad_pods": [f"llm/{spec.pod(bad)}"], "cost": got["cost"], "per_query": got["per_query"]}
 
@@ -209,13 +225,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--window-seconds", type=float, default=60.0)
     ap.add_argument("--plot", type=Path, default=PLOT, help="the PNG written with two or more sizes")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--path", choices=("recorded", "raw"), default="raw",
+                    help="recorded: backfill the mixin's per-pod window facts and judge from them (no fallback); "
+                         "raw: the range queries")
     ap.add_argument("--verdict", metavar="URL", help=argparse.SUPPRESS)
     ap.add_argument("--end", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.verdict:
         print(json.dumps(verdict(args.verdict, args.end, args.lookback_seconds, args.window_seconds,
-                                 args.server_pid)))
+                                 args.server_pid, args.path)))
         return 0
     sizes = list(QUICK_PODS) if args.quick else list(args.pods or DEFAULT_PODS)
     rows = []
@@ -225,20 +244,22 @@ def main(argv: list[str] | None = None) -> int:
         for pods in sizes:
             for backend in args.backend:
                 t0 = time.perf_counter()
-                rows.append(run_size(pods, backend, Path(tmp), args.lookback_seconds, args.window_seconds))
+                rows.append(run_size(pods, backend, Path(tmp), args.lookback_seconds, args.window_seconds,
+                                     args.path))
                 r = rows[-1]
                 say(f"{backend} {pods} pods: verdict {r['seconds']:.2f} s, repeat "
                     f"{r['seconds_repeat']:.2f} s, cpu {r['cpu_seconds']:.2f} s + server {r['server_cpu_seconds']} s "
                     f"(repeat {r['cpu_seconds_repeat']:.2f} + {r['server_cpu_seconds_repeat']} s),"
                     f" {r['peak_rss_mib']:.0f} MiB, load {r['load_average']}, bad {r['bad_pods']} "
-                    f"(backfill {r['load_seconds']:.0f} s, total {time.perf_counter() - t0:.0f} s)")
+                    f"(backfill {r['load_seconds']:.0f} s, facts {r['backfill_seconds']} s, {r['path']} path, "
+                    f"total {time.perf_counter() - t0:.0f} s)")
                 say.advance()
     plotted = None
     if len({r["pods"] for r in rows}) >= 2 and not args.no_plot:
         plot(rows, args.plot)
         plotted = str(args.plot.resolve().relative_to(ROOT) if args.plot.resolve().is_relative_to(ROOT)
                       else args.plot)
-    doc = {"lookback_seconds": args.lookback_seconds, "window_seconds": args.window_seconds,
+    doc = {"path": args.path, "lookback_seconds": args.lookback_seconds, "window_seconds": args.window_seconds,
            "history_hours": 6, "step_seconds": 30, "cpus": os.cpu_count(), "plot": plotted, "backends": rows}
     if plotted is not None:  # the curve's points beside it
         args.plot.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")

@@ -49,14 +49,15 @@ def interval_seconds(group: dict[str, Any]) -> int:
 
 
 def prometheus(server: fleet_stack.Server, spec: fleet_stack.FleetSpec, workdir: Path,
-               group: dict[str, Any] | None = None) -> fleet_stack.Server:
-    """Backfill the facts over the fleet's history with promtool, then restart the server with the blocks and the
-    rule file (the old server is stopped; the new one is returned)."""
+               group: dict[str, Any] | None = None, start: int | None = None) -> fleet_stack.Server:
+    """Backfill the facts over the fleet's history (from `start`, default its first sample) with promtool, then
+    restart the server with the blocks and the rule file (the old server is stopped; the new one is returned)."""
     group = group or facts_group()
+    start = spec.start if start is None else start
     rules = write_rules(workdir / "fleet-facts.yaml", group)
     out = workdir / "rule-blocks"
     subprocess.run([str(fleet_stack.tool("promtool")), "tsdb", "create-blocks-from", "rules",
-                    f"--start={spec.start}", f"--end={spec.end}", f"--url={server.url}",
+                    f"--start={start}", f"--end={spec.end}", f"--url={server.url}",
                     f"--output-dir={out}", f"--eval-interval={interval_seconds(group)}s", str(rules)],
                    check=True, capture_output=True)
     server.stop()
@@ -78,14 +79,15 @@ def prometheus(server: fleet_stack.Server, spec: fleet_stack.FleetSpec, workdir:
 
 
 def victoriametrics(server: fleet_stack.Server, spec: fleet_stack.FleetSpec,
-                    group: dict[str, Any] | None = None) -> None:
+                    group: dict[str, Any] | None = None, start: int | None = None) -> None:
     """vmalert -replay's work: every rule over [start, end] at the group's interval, written back as its series."""
     group = group or facts_group()
+    start = spec.start if start is None else start
     step = interval_seconds(group)
     with requests.Session() as s:
         for rule in group["rules"]:
             r = s.get(server.url + "/api/v1/query_range",
-                      params={"query": rule["expr"], "start": spec.start, "end": spec.end, "step": f"{step}s",
+                      params={"query": rule["expr"], "start": start, "end": spec.end, "step": f"{step}s",
                               "nocache": "1"}, timeout=300)
             r.raise_for_status()
             lines = []
