@@ -142,10 +142,47 @@ securityContext:
   verbs: ["get", "list", "watch"]
 {{- end -}}
 
-{{/* The plan ConfigMap's data: plan.yaml plus planFiles. */}}
+{{/*
+The plan ConfigMap's data: plan.yaml plus planFiles. The plan is judged as the engine runs (issue 37 item 1): the
+engine's simulation variables in engine.extraEnv go into plan engine.env (a valueFrom, unread here, as a value that
+is no number, so simulation is never ruled out), and the rejection / simulation knobs of engine.speculativeConfig
+into plan engine.speculative (vLLM's keys as they are; SGLang's flags with their speculative_ prefix); the chart's
+values win. A plan without engine.speculative, or values setting none of these, is rendered as given. The names
+are gate.model.invariants.SIMULATION_ENV's and the plan's Speculative keys (tests/helm/test_chart_simulated.py).
+*/}}
 {{- define "specgate.planData" -}}
+{{- $plan := deepCopy .Values.gate.plan -}}
+{{- $engine := .Values.engine -}}
+{{- if and $plan (kindIs "map" $plan.engine) -}}
+{{- $env := dict -}}
+{{- range $engine.extraEnv -}}
+{{- if has .name (list "SGLANG_SIMULATE_ACC_LEN" "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS") -}}
+{{- if and (hasKey . "value") (not (kindIs "invalid" .value)) -}}
+{{- $_ := set $env .name (toString .value) -}}
+{{- else -}}
+{{- $_ := set $env .name "<valueFrom: not read by the chart>" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $env -}}
+{{- $_ := set $plan.engine "env" (merge $env (default (dict) $plan.engine.env)) -}}
+{{- end -}}
+{{- if kindIs "map" $plan.engine.speculative -}}
+{{- $knobs := dict -}}
+{{- if eq $engine.kind "vllm" -}}
+{{- $knobs = dict "rejection_sample_method" "rejection_sample_method" "synthetic_acceptance_length" "synthetic_acceptance_length" "synthetic_acceptance_rates" "synthetic_acceptance_rates" "draft_sample_method" "draft_sample_method" "enable_adaptive_verification" "enable_adaptive_verification" -}}
+{{- else if eq $engine.kind "sglang" -}}
+{{- $knobs = dict "use_block_verification" "speculative_use_block_verification" "use_rejection_sampling" "speculative_use_rejection_sampling" -}}
+{{- end -}}
+{{- range $from, $to := $knobs -}}
+{{- if hasKey (default (dict) $engine.speculativeConfig) $from -}}
+{{- $_ := set $plan.engine.speculative $to (index $engine.speculativeConfig $from) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 plan.yaml: |
-  {{- toYaml .Values.gate.plan | nindent 2 }}
+  {{- toYaml $plan | nindent 2 }}
 {{- range $name, $content := .Values.gate.planFiles }}
 {{ $name }}: |
   {{- $content | nindent 2 }}
