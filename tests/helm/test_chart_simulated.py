@@ -52,7 +52,8 @@ def test_vllm_synthetic_rejection_in_the_values_is_refused(helm: Path, tmp_path:
     found = plan_simulated(plan)
     assert found is not None and invariant_of(found) == "simulated" and "'synthetic'" in found
     _, block = _hook_plan(helm, tmp_path, "drafter", speculativeConfig=BLOCK)
-    assert plan_simulated(block) is None and rejection_mode("vllm", block.engine.speculative.model_dump()) == "block"
+    assert block.engine.speculative is not None and plan_simulated(block) is None
+    assert rejection_mode("vllm", block.engine.speculative.model_dump()) == "block"
 
 
 def test_sglang_simulation_env_and_flags_reach_the_plan(helm: Path, tmp_path: Path) -> None:
