@@ -230,6 +230,9 @@ class MetricsEvidence:
     kv_pool: PoolObservation | None = None
     context_cap_tokens: int | None = None
     engine_version: str | None = None
+    # A fleet's engine version per pod (specgate_engine_info{version}): pods on two acceptance definitions are
+    # not one quantity (gate.checks.acceptance.window_slo, issue 37 item 3). Empty: no versions seen.
+    engine_versions: dict[str, str] = field(default_factory=dict)
     ready_seconds: float | None = None
     ready_source: str | None = None
     # Per source, read by gate.evidence.vetting before merging: what the source says it is, whether it
@@ -257,6 +260,7 @@ class MetricsEvidence:
             self.kv_pool = other.kv_pool
         self.context_cap_tokens = self.context_cap_tokens or other.context_cap_tokens
         self.engine_version = self.engine_version or other.engine_version
+        self.engine_versions = {**other.engine_versions, **self.engine_versions}
         self.fleet = self.fleet or other.fleet
         self.cohorts = self.cohorts or other.cohorts
         self.positions += other.positions

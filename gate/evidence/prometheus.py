@@ -70,6 +70,7 @@ ACCEPTED = names.SPEC_ACCEPTED.series
 DRAFT_TOKENS = names.SPEC_DRAFT_TOKENS.series
 KV_POOL = names.KV_POOL.series
 READY = names.ENGINE_READY.series
+ENGINE_INFO = names.ENGINE_INFO.series
 
 Series = list[dict[str, Any]]
 
@@ -401,6 +402,7 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
     # Canary against stable over the same window (gate.evidence.fleet.cohorts): its own errors, never the fleet's.
     ev.cohorts = cohort_evidence.collect(client, src, window_seconds, lookback_seconds, end, source,
                                          served_model_name=served_model_name, now=ask.now if require_recent else None)
+    ev.engine_versions = _pod_versions(client, src, end, source)
     ups = [r.engine_up for r in result.rows]
     ev.engine_up = all(u is True for u in ups) if ups else None
     if pool:
@@ -412,6 +414,19 @@ def collect(src: PrometheusSource, url: str, window_seconds: float, lookback_sec
         who = labels.get("pod") or labels.get("instance") or "?"
         ev.ready_seconds, ev.ready_source = seconds, f"{source} ({READY}, slowest pod: {who})"
     return ev
+
+
+def _pod_versions(client: PromClient, src: PrometheusSource, end: float, source: str) -> dict[str, str]:
+    """Each pod's engine version at the end (specgate_engine_info{version}); a failed or empty answer gives none:
+    versions unknown are left to the version rules, never taken for one version."""
+    try:
+        info = _instant_values(client.query("/api/v1/query", {"query": f"{ENGINE_INFO}{_selector(src)}",
+                                                              "time": f"{end:.3f}"}))
+    except EvidenceError as e:
+        log.debug("%s: no engine versions: %s", source, e)
+        return {}
+    return {labels.get("pod") or labels.get("instance") or "?": labels["version"] for labels, _ in info
+            if labels.get("version")}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ Prometheus fleet is judged by: the fleet's source returns each pod's facts (gate
 and this sub-check judges them, each pod and then the fleet by the plan's rule
 (gate.checks.acceptance.fleet_rule; the engine must be up in `post`). No usable window is
 inconclusive in `post` or with evidence errors, and not judged (no status) before the switch
-without evidence.
+without evidence. A fleet whose pods run engine versions of two acceptance definitions (`specgate_engine_info`,
+`gate.model.invariants.definition_change`, issue 37 item 3) is not comparable: inconclusive, naming both, unless
+both convert exactly to specgate's L.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from gate.checks.acceptance.fleet_rule import judge_fleet
 from gate.checks.acceptance.windows import GroupKey, line_evidence
 from gate.checks.base import CheckContext
 from gate.evidence.base import AcceptanceWindow
+from gate.model.invariants import definition_change
 from gate.plan.model import Plan, PrometheusSource
 from gate.status import Status, combine, window_slo_status
 
@@ -54,12 +57,32 @@ def sub(ctx: CheckContext) -> Finding:
         rule = (ctx.plan.evidence.prometheus or PrometheusSource()).fleet
         fleet = judge_fleet(ev.fleet, ctx.plan.slo, rule, require_engine_up=ctx.phase == "post")
         named = fleet.named()
-        fleet_txt = f"fleet {fleet.status.value}: {fleet.reason}" + (f" [{named}]" if named else "")
-        status, txt = ((fleet.status, fleet_txt) if not groups else
-                       (combine([s for s in (status, fleet.status) if s is not None]), f"{txt}; {fleet_txt}"))
+        fleet_status, fleet_txt = fleet.status, f"fleet {fleet.status.value}: {fleet.reason}" + (
+            f" [{named}]" if named else "")
+        mixed = mixed_definitions(ctx.plan.engine.kind, ev.engine_versions)
+        if mixed is not None:
+            fleet_status, fleet_txt = combine([fleet.status, Status.INCONCLUSIVE]), f"{fleet_txt}; {mixed}"
+        status, txt = ((fleet_status, fleet_txt) if not groups else
+                       (combine([s for s in (status, fleet_status) if s is not None]), f"{txt}; {fleet_txt}"))
         values["fleet"] = fleet.to_json()
     values["streams"] = [r.to_json() for r in per_stream]
     return Finding(status, txt, values)
+
+
+def mixed_definitions(engine: str, versions: dict[str, str]) -> str | None:
+    """The identity reason when the fleet's pods ran two acceptance definitions (the first pod of each version
+    named), else None. Pods of unknown version are left to the version rules."""
+    by_version: dict[str, str] = {}
+    for pod, version in sorted(versions.items()):
+        by_version.setdefault(version, pod)
+    first = next(iter(by_version.items()), None)
+    for version, pod in list(by_version.items())[1:]:
+        assert first is not None
+        found = definition_change(engine, (f"pod {first[1]} ({first[0]})", first[0]), (f"pod {pod} ({version})",
+                                                                                      version))
+        if found is not None:
+            return found
+    return None
 
 
 def _slo(plan: Plan, phase: str, groups: dict[GroupKey, list[AcceptanceWindow]], errors: list[str],
