@@ -136,7 +136,8 @@ def plain_only(rec: ProbeRecord) -> bool:
     acceptance length is what it should hold. Not so for a record of no schedule (a fixed k), of an engine with
     no profile, of a schedule its engine refuses, of a cell in a band with k > 0, or of an open-loop cell (its
     batch, hence its k, is not declared)."""
-    if rec.arm != "speculative" or rec.speculative is None or rec.engine not in PROFILES or not rec.cells:
+    if (rec.arm != "speculative" or rec.speculative is None or rec.engine is None or rec.engine not in PROFILES
+            or not rec.cells):
         return False
     try:
         sched = depth_schedule(rec.engine, rec.speculative).schedule
