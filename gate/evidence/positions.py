@@ -105,11 +105,16 @@ class PositionEvidence:
     source: str
     counters: PositionCounters | None = None
     error: str | None = None
+    # The same counters window by window (consecutive pages), before pooling: whether the per-position rates stay
+    # constant across windows is the capture fingerprint of simulated acceptance (gate.checks.acceptance.fingerprint).
+    windows: tuple[PositionCounters, ...] = ()
 
     @classmethod
     def of(cls, snaps: Sequence[EngineSnapshot], point: str | None, source: str) -> PositionEvidence:
         try:
-            return cls(point, source, counters=counters_from_snapshots(snaps, point, source))
+            per_window = tuple(c for b, a in zip(snaps, snaps[1:], strict=False)
+                               for c in counters_between(b, a, point, source))
+            return cls(point, source, counters=counters_from_snapshots(snaps, point, source), windows=per_window)
         except CountersError as e:
             return cls(point, source, error=str(e))
 

@@ -1,6 +1,6 @@
 """Budget line 3, acceptance: is a target set above break-even, is it held per batch window, does it pay?
 
-The line is ten sub-checks, one module each, every one `sub(ctx: CheckContext) -> Finding`
+The line is eleven sub-checks, one module each, every one `sub(ctx: CheckContext) -> Finding`
 (gate.checks.acceptance.finding), folded in the order of `SUBCHECKS` by `check`: the worst status
 (`gate.status.combine`), the sentences joined, the values keys in order. They read no file: the
 windows, fleet, cohorts, probe records and per-position counters are evidence gathered once
@@ -39,6 +39,7 @@ from gate.checks.acceptance import (
     cohorts,
     depth,
     energy,
+    fingerprint,
     pays,
     probes,
     served_rate,
@@ -69,6 +70,7 @@ SUBCHECKS: tuple[Callable[[CheckContext], Finding], ...] = (
     depth.sub,  # the plan's k against tune's best k
     card.sub,  # live L against the drafter's acceptance card, --phase post (issue 37 item 4)
     verification.sub,  # lossy verification: a warning, a fail under require_lossless (issue 37 item 2)
+    fingerprint.sub,  # per-position rates constant across capture windows: possibly simulated (a warning)
 )
 
 

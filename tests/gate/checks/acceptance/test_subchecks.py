@@ -23,7 +23,7 @@ from tests.gate.helpers import PLANS, context
 def test_subchecks_run_in_the_reports_order() -> None:
     names = [f.__module__.rsplit(".", 1)[-1] for f in acceptance.SUBCHECKS]
     assert names == ["target", "window_slo", "pays", "served_rate", "energy", "probes", "cohorts", "depth", "card",
-                     "verification"]
+                     "verification", "fingerprint"]
 
 
 def test_finding_of_folds_a_subchecks_parts() -> None:
