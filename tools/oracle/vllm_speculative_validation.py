@@ -150,6 +150,71 @@ def _method_rows(models: Path, tmp: Path) -> list[dict[str, Any]]:
     return rows
 
 
+# Every config of tests/fixtures/configs as vLLM would run it: (method, the target config when the file is a drafter)
+FAMILY_RUNS: dict[str, tuple[str, str | None]] = {
+    "dflash__specforge__qwen3-8b-dflash": ("dflash", "target-gqa__Qwen__Qwen3-8B"),
+    "dspark__specforge__qwen3-8b-dspark": ("dspark", "target-gqa__Qwen__Qwen3-8B"),
+    "eagle3-safeailab__SafeAILab__EAGLE-traineagle3": ("eagle3", "target-gqa__meta-llama__Llama-3.1-8B-Instruct"),
+    "eagle3-speculators__nm-testing__EAGLE3-LLaMA3.1-Instruct-8B-converted":
+        ("eagle3", "target-gqa__meta-llama__Llama-3.1-8B-Instruct"),
+    "eagle3__specforge__deepseek-v3-671b-eagle3": ("eagle3", "target-mla-mtp__deepseek-ai__DeepSeek-V3"),
+    "eagle3__specforge__llama3-8B-eagle3": ("eagle3", "target-gqa__meta-llama__Llama-3.1-8B-Instruct"),
+    "target-mla-mtp__deepseek-ai__DeepSeek-V3": ("mtp", None),
+    "tiny-vllm-mtp-target": ("mtp", None),
+    "tiny-draft": ("draft_model", "tiny-target"),
+    "tiny-vllm-eagle": ("eagle", "tiny-target"),
+    "tiny-vllm-eagle3": ("eagle3", "tiny-target"),
+    "tiny-vllm-eagle3-taps-duplicate": ("eagle3", "tiny-target"),
+    "tiny-vllm-eagle3-taps-out-of-range": ("eagle3", "tiny-target"),
+}
+FAMILY_K = 3
+FAMILY_SCHEDULE = [[1, 4, 3], [5, 64, 1]]
+
+
+def _family_rows(tmp: Path) -> list[dict[str, Any]]:
+    """One fixed-k and one schedule row per config file: SpeculativeConfig with the real config.json (the target's
+    ModelConfig built from it, or from the drafter's target), then the schedule's lookup; ngram on a plain target."""
+    from vllm.config import ModelConfig, ParallelConfig
+    from vllm.config.speculative import SpeculativeConfig
+    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+
+    def folder(stem: str) -> str:
+        d = tmp / f"family-{stem}"
+        if not d.exists():
+            d.mkdir()
+            shutil.copy(CONFIGS / f"{stem}.json", d / "config.json")
+        return str(d)
+
+    rows: list[dict[str, Any]] = []
+    for path in sorted(CONFIGS.glob("*.json")):
+        stem = path.stem
+        method, target_stem = FAMILY_RUNS.get(stem, ("ngram", None))
+        for setting, ranges in (("fixed", None), ("schedule", FAMILY_SCHEDULE)):
+            inputs = {"config": path.name, "setting": setting, "method": method,
+                      "target": f"{target_stem}.json" if target_stem else path.name,
+                      "num_speculative_tokens": FAMILY_K, "num_speculative_tokens_per_batch_size": ranges}
+            try:
+                target = ModelConfig(model=folder(target_stem or stem), max_model_len=256, skip_tokenizer_init=True)
+            except Exception as e:  # vLLM cannot build the target from this config.json
+                rows.append({"kind": "family", "inputs": inputs,
+                             "answer": {"accepted": False, "at": "ModelConfig", "error": _message(e)}})
+                continue
+            model = folder(stem) if target_stem else None
+            try:
+                cfg = SpeculativeConfig(method=method, model=model, num_speculative_tokens=FAMILY_K,
+                                        num_speculative_tokens_per_batch_size=ranges, target_model_config=target,
+                                        target_parallel_config=ParallelConfig())
+                answer: dict[str, Any] = {"accepted": True}
+                if ranges is not None:
+                    answer["k_by_batch"] = build_dynamic_sd_schedule_lookup(
+                        cfg.num_speculative_tokens_per_batch_size, vllm_max_batch_size=MAX_NUM_SEQS,
+                        vllm_num_speculative_tokens=cfg.num_speculative_tokens)[1:]
+            except Exception as e:  # vLLM's refusal of the pairing or the schedule
+                answer = {"accepted": False, "at": "SpeculativeConfig", "error": _message(e)}
+            rows.append({"kind": "family", "inputs": inputs, "answer": answer})
+    return rows
+
+
 def main(argv: list[str]) -> int:
     import vllm
 
@@ -163,6 +228,7 @@ def main(argv: list[str]) -> int:
     rows += [_schedule_row(f"fixed k {k}", k, None) for k in KS]
     with tempfile.TemporaryDirectory() as tmp:
         rows += _method_rows(models, Path(tmp))
+        rows += _family_rows(Path(tmp))
     doc = {
         "engine": "vllm", "version": vllm.__version__,
         "made_by": "tools/oracle/vllm_speculative_validation.py run with the vLLM 0.32.0 CPU venv's python "

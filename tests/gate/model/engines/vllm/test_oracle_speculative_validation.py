@@ -2,7 +2,8 @@
 tools/oracle/vllm_speculative_validation.py (vLLM's SpeculativeConfig and build_dynamic_sd_schedule_lookup called
 in-process), replayed row by row against the gate's vLLM answers (issue 35.1): the plan's depth bounds
 (gate.plan.model.Speculative), `gate.model.depth.depth_schedule` (vllm_schedule, then the fail-closed invariant),
-and the profile's MTP and DFlash rules. Every row agrees or is listed in EXCEPTIONS.md with vLLM's answer."""
+and the profile's MTP and DFlash rules; `family` rows run every config of tests/fixtures/configs through vLLM
+(fixed k and a schedule) for the conformance matrix (tests/gate/model/engines/test_conformance_matrix.py). Every row agrees or is listed in EXCEPTIONS.md with vLLM's answer."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def gate_answer(kind: str, inputs: dict[str, Any], max_num_seqs: int) -> dict[st
         else:
             return {"accepted": True}
         return {"accepted": rule.status is not Status.FAIL}
-    if kind == "fixed":
+    if ranges is None:  # a fixed k (kind fixed, or a config family's fixed row)
         return {"accepted": True}
     try:
         reading = depth_schedule("vllm", spec)
@@ -77,7 +78,7 @@ def test_the_fixture_says_where_it_comes_from() -> None:
     assert "tools/oracle/vllm_speculative_validation.py" in DATA["made_by"]
     assert "build_dynamic_sd_schedule_lookup" in DATA["call"]
     kinds = {r["kind"] for r in DATA["rows"]}
-    assert kinds == {"fixed", "schedule", "method"}
+    assert kinds == {"fixed", "schedule", "method", "family"}
     # valid and invalid schedules both recorded, every refusal with vLLM's message
     assert {r["answer"]["accepted"] for r in DATA["rows"] if r["kind"] == "schedule"} == {True, False}
     assert all(r["answer"]["error"] for r in DATA["rows"] if not r["answer"]["accepted"])
