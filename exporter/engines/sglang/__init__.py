@@ -25,6 +25,16 @@
   `priority`, `worker_addr` only split series (counters summed, gauges max).
 - Request-side series carry no rank: they join the model's only DP rank, or form a
   per-model stream with rank None when the model runs several DP ranks.
+- Behind Ray Serve LLM (SGLang >= 0.5.15's Ray metric backend, `srt/observability/ray_wrappers.py`) the
+  families read `ray_sglang_<base>` (`:` sanitised to `_`, Ray's `ray_` namespace) and each replica comes
+  from two Ray workers: the replica actor's (the tokenizer: request counters, latency histograms; its
+  `ReplicaId` set) and the rank-0 scheduler actor's (pool, KV and speculation gauges; `ReplicaId` ""), both
+  tagged `application`/`deployment`/`replica` by Ray's SGLangServer (ray-project/ray#64797). The two are
+  one stream keyed by the replica (`replica`, else a non-empty `ReplicaId`, else the `WorkerId`: series
+  without `replica` are not joined, nothing says which replica a scheduler worker serves), rank
+  `<replica>` (`<replica>/<dp_rank>` under DP); Ray's per-process labels (`WorkerId`, `ReplicaId`,
+  `Component`, `NodeAddress`, `SessionName`, `Version`) split nothing. A series given by two workers of
+  one replica is a repeat: the first wins, each other counts `duplicate` (never summed).
 
 This package: the adapter and its `/server_info` reader here; `depth.py`, THE SGLang k rule and the depth
 hooks (`configured_depth`, `variable_by_construction`, `counted_depth`, `settings_depth`); `counts.py`, verify
@@ -62,10 +72,11 @@ if TYPE_CHECKING:
     from exporter.engines import EngineKind  # the registry's typing spelling
 
 KIND: Final = "sglang"
-PREFIXES: tuple[str, ...] = ("sglang:", "sglang_")
+PREFIXES: tuple[str, ...] = ("sglang:", "sglang_", "ray_sglang_")  # the last: Ray Serve LLM's re-export
 
-# A stream key before rank-less series are resolved: (model_name, dp_rank, whether the series had a rank).
-RawKey = tuple[str | None, str | None, bool]
+# A stream key before rank-less series are resolved: (model_name, Ray Serve replica or None, dp_rank, whether
+# the series had a rank).
+RawKey = tuple[str | None, str | None, str | None, bool]
 FullKey = tuple[tuple[str, str], ...]
 
 MAX_TOTAL = "max_total_num_tokens"
@@ -101,6 +112,9 @@ FAMILIES = frozenset({*GAUGES, *COUNTERS, ACCEPT_RATE,
 
 # Labels that split series without meaning a different stream.
 SPLIT_ONLY = frozenset({"is_streaming", "engine_type", "moe_ep_rank", "pid", "priority", "worker_addr"})
+# Ray's per-process tags: one value per worker process, never a split of the replica's stream.
+RAY_PROCESS = frozenset({"WorkerId", "ReplicaId", "Component", "NodeAddress", "SessionName", "Version"})
+RAY_REPLICA = "replica"  # Ray's SGLangServer tags both workers of a replica with it (extra_metric_labels)
 
 
 def server_info_value(info: Mapping[str, Any], key: str) -> Any:
@@ -151,9 +165,50 @@ def _full_key(labels: Mapping[str, str]) -> FullKey:
     return tuple(sorted((k, v) for k, v in labels.items() if k not in SPLIT_ONLY and k != "le"))
 
 
+def _ray_replica(labels: Mapping[str, str]) -> str | None:
+    """The Ray Serve replica of a `ray_sglang_` series (`replica`, else a non-empty `ReplicaId`, else its
+    `WorkerId`); None on SGLang's own page (no Ray tag), where a `replica` label is the user's own."""
+    if "WorkerId" not in labels and "ReplicaId" not in labels:
+        return None
+    return labels.get(RAY_REPLICA) or labels.get("ReplicaId") or labels.get("WorkerId") or None
+
+
+def _rank(replica: str | None, dp: str | None) -> str | None:
+    """A stream's rank: the DP rank, behind Ray prefixed by the replica (`<replica>` or `<replica>/<dp>`)."""
+    if replica is None:
+        return dp
+    return replica if dp is None else f"{replica}/{dp}"
+
+
 def _stream_key(full: FullKey) -> RawKey:
     d = dict(full)
-    return (d.get("model_name"), d.get("dp_rank"), "dp_rank" in d or "tp_rank" in d or "pp_rank" in d)
+    return (d.get("model_name"), _ray_replica(d), d.get("dp_rank"),
+            "dp_rank" in d or "tp_rank" in d or "pp_rank" in d)
+
+
+def _first_per_replica(page: ParsedPage) -> tuple[ParsedPage, int]:
+    """The page with each series of a Ray replica given once: the replica's two workers (and a restarted
+    worker still served beside its successor) may repeat a series with their own `WorkerId`; the first
+    wins, the others are counted (returned). SGLang's own page (no Ray tag) comes back as it is."""
+    out: dict[str, list[Sample]] | None = None
+    repeats = 0
+    for name, rows in page.items():
+        if not any("WorkerId" in lb or "ReplicaId" in lb for lb, _ in rows):
+            continue
+        seen: set[tuple[str | None, FullKey]] = set()
+        kept: list[Sample] = []
+        for labels, value in rows:
+            k = (_ray_replica(labels), tuple(sorted((a, v) for a, v in labels.items()
+                                                    if a not in RAY_PROCESS and a != RAY_REPLICA)))
+            if k in seen:
+                repeats += 1
+                continue
+            seen.add(k)
+            kept.append((labels, value))
+        if len(kept) < len(rows):
+            out = dict(page) if out is None else out
+            out[name] = kept
+    return (page if out is None else out), repeats
 
 
 def _fold2(samples: list[Sample], how: str) -> dict[RawKey, float]:
@@ -197,6 +252,7 @@ class SglangAdapter(EngineAdapter):
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         side = side or SideInfo()
         hints: list[str] = []
+        page, repeats = _first_per_replica(page)
         g = {b: _fold2(samples(page, KIND, b), "max") for b in GAUGES}
         c = {b: _fold2(samples(page, KIND, b), "sum") for b in COUNTERS}
         ttft_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._raw_keys, self._histograms)
@@ -213,21 +269,24 @@ class SglangAdapter(EngineAdapter):
         if samples(page, KIND, ACCEPT_RATE):
             hints.append("spec_accept_rate ignored (meaning changed at 0.5.6 and 0.5.11); rate recomputed")
 
-        # Resolve rank-less (request-side) keys onto the model's only DP rank when unambiguous.
-        ranked: dict[str | None, set[str | None]] = {}
+        # Resolve rank-less (request-side) keys onto the model's only DP rank (of its Ray replica) when unambiguous.
+        ranked: dict[tuple[str | None, str | None], set[str | None]] = {}
         raw_keys: list[RawKey] = [k for d in (*g.values(), *c.values()) for k in d] + list(ttft_raw)
-        for model, dp, has_rank in raw_keys:
+        for model, replica, dp, has_rank in raw_keys:
             if has_rank:
-                ranked.setdefault(model, set()).add(dp)
+                ranked.setdefault((model, replica), set()).add(dp)
+        if any(k[1] is not None for k in raw_keys):
+            hints.append("ray serve llm: sglang>=0.5.15 ray metric backend, a replica's two workers joined")
+        origin: dict[StreamKey, tuple[str | None, str | None]] = {}  # each stream's (Ray replica, dp_rank)
 
         def resolve(k: RawKey) -> StreamKey:
-            model, dp, has_rank = k
-            if has_rank:
-                return StreamKey(model, dp)
-            ranks = ranked.get(model)
-            if ranks and len(ranks) == 1:
-                return StreamKey(model, next(iter(ranks)))
-            return StreamKey(model, None)
+            model, replica, dp, has_rank = k
+            if not has_rank:
+                ranks = ranked.get((model, replica))
+                dp = next(iter(ranks)) if ranks and len(ranks) == 1 else None
+            key = StreamKey(model, _rank(replica, dp))
+            origin[key] = (replica, dp)
+            return key
 
         gs = {b: fold(d.items(), resolve, "max") for b, d in g.items()}
         cs = {b: fold(d.items(), resolve, "sum") for b, d in c.items()}
@@ -239,7 +298,10 @@ class SglangAdapter(EngineAdapter):
                 v = finite(value)
                 if v is None or not SPLIT_ONLY.intersection(labels):
                     continue
-                series = b + "{" + ",".join(f"{k}={x}" for k, x in sorted(labels.items())) + "}"
+                ray = _ray_replica(labels) is not None  # Ray's per-process tags name no split (a new WorkerId
+                # after a worker restart is the same series, its counters from zero)
+                series = b + "{" + ",".join(f"{k}={x}" for k, x in sorted(labels.items())
+                                            if not (ray and k in RAY_PROCESS)) + "}"
                 split.setdefault(resolve(_stream_key(_full_key(labels))), {})[series] = v
         ttft = {resolve(k): h for k, h in ttft_raw.items()}
         tpot = {resolve(k): h for k, h in tpot_raw.items()}
@@ -248,24 +310,27 @@ class SglangAdapter(EngineAdapter):
         keys: set[StreamKey] = set(ttft)
         for folded in (*gs.values(), *cs.values()):
             keys |= set(folded)
-        counted = {m for (m, _r) in cs[VERIFY_CALLS]}  # models whose acceptance comes from counters
+        # models (of a Ray replica) whose acceptance comes from counters
+        counted = {(k.model, origin[k][0]) for k in cs[VERIFY_CALLS]}
         pool_fallback = side.max_total_num_tokens
         configured_ndt = side.speculative.num_draft_tokens if side.speculative is not None else None
         ctx_fallback = side.context_length
         streams = []
         for key in sorted(keys, key=lambda k: (k[0] or "", k[1] or "")):
             model, rank = key
+            replica, dp = origin[key]
             verify = cs[VERIFY_CALLS].get(key)
             length = gs[ACCEPT_LENGTH].get(key)
             ndt = gs[NUM_DRAFT_TOKENS].get(key)
-            if ndt is None and rank is None and verify is not None:
+            if ndt is None and dp is None and verify is not None:
                 # Per-model (request-side) stream of a multi-DP model: the setting lives on its rank streams.
-                ndt = max((v for (m, _), v in gs[NUM_DRAFT_TOKENS].items() if m == model), default=None)
+                ndt = max((v for k, v in gs[NUM_DRAFT_TOKENS].items() if k.model == model and origin[k][0] == replica),
+                          default=None)
             if (ndt is None or ndt <= 0) and configured_ndt is not None and configured_ndt > 0 \
                     and (verify is not None or ndt is not None):
                 ndt = float(configured_ndt)  # the gauge not refreshed yet (once per decode-log interval)
             spec = None
-            if verify is None and model in counted:
+            if verify is None and (model, replica) in counted:
                 pass  # L is per model once verify calls are counted; a rank's interval gauge would duplicate it
             elif verify is not None or (length is not None and length > 0) or (ndt is not None and ndt > 0):
                 # SGLang's interval gauges read 0 until their first decode-log interval: not a value yet
@@ -304,4 +369,5 @@ class SglangAdapter(EngineAdapter):
             engine=KIND, timestamp=timestamp, streams=tuple(streams),
             process_start_time=finite(start[0][1]) if start else None,
             version=side.version, version_hints=tuple(hints), speculative=side.speculative,
+            anomalies={"duplicate": repeats} if repeats else {},
         )
