@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final
 
 from exporter.engines.base import (
@@ -115,6 +116,11 @@ SPLIT_ONLY = frozenset({"is_streaming", "engine_type", "moe_ep_rank", "pid", "pr
 # Ray's per-process tags: one value per worker process, never a split of the replica's stream.
 RAY_PROCESS = frozenset({"WorkerId", "ReplicaId", "Component", "NodeAddress", "SessionName", "Version"})
 RAY_REPLICA = "replica"  # Ray's SGLangServer tags both workers of a replica with it (extra_metric_labels)
+_NOT_RAY = frozenset({"WorkerId", "ReplicaId"}).isdisjoint  # a series' labels carry no Ray tag (in C, per series)
+_LABELS = itemgetter(0)
+# A Ray series as one of its replica's: its replica and its labels but Ray's per-process ones and `replica`, as one
+# string (a string keeps its hash: a page's series are looked up in a set at every scrape).
+RepeatKey = str
 
 
 def server_info_value(info: Mapping[str, Any], key: str) -> Any:
@@ -186,25 +192,31 @@ def _stream_key(full: FullKey) -> RawKey:
             "dp_rank" in d or "tp_rank" in d or "pp_rank" in d)
 
 
-def _first_per_replica(page: ParsedPage) -> tuple[ParsedPage, int]:
+def _repeat_key(labels: Mapping[str, str]) -> RepeatKey:
+    return repr((_ray_replica(labels), sorted((a, v) for a, v in labels.items()
+                                              if a not in RAY_PROCESS and a != RAY_REPLICA)))
+
+
+def _first_per_replica(page: ParsedPage, keys: SeriesKeys[RepeatKey]) -> tuple[ParsedPage, int]:
     """The page with each series of a Ray replica given once: the replica's two workers (and a restarted
     worker still served beside its successor) may repeat a series with their own `WorkerId`; the first
-    wins, the others are counted (returned). SGLang's own page (no Ray tag) comes back as it is."""
+    wins, the others are counted (returned). SGLang's own page (no Ray tag) comes back as it is, after
+    one C-level look at each series' labels."""
     out: dict[str, list[Sample]] | None = None
     repeats = 0
+    key = keys.key
     for name, rows in page.items():
-        if not any("WorkerId" in lb or "ReplicaId" in lb for lb, _ in rows):
+        if all(map(_NOT_RAY, map(_LABELS, rows))):
             continue
-        seen: set[tuple[str | None, FullKey]] = set()
+        seen: set[RepeatKey] = set()
         kept: list[Sample] = []
-        for labels, value in rows:
-            k = (_ray_replica(labels), tuple(sorted((a, v) for a, v in labels.items()
-                                                    if a not in RAY_PROCESS and a != RAY_REPLICA)))
+        for sample in rows:
+            k = key(sample[0])
             if k in seen:
                 repeats += 1
                 continue
             seen.add(k)
-            kept.append((labels, value))
+            kept.append(sample)
         if len(kept) < len(rows):
             out = dict(page) if out is None else out
             out[name] = kept
@@ -240,6 +252,7 @@ class SglangAdapter(EngineAdapter):
     def __init__(self) -> None:
         self._histograms: HistogramMemo[RawKey] = HistogramMemo()  # common.histograms
         self._raw_keys: SeriesKeys[RawKey] = SeriesKeys(lambda lb: _stream_key(_full_key(lb)))
+        self._repeat_keys: SeriesKeys[RepeatKey] = SeriesKeys(_repeat_key)  # Ray pages only
 
     def side_info(self, get_json: GetJson) -> SideInfo:
         """`GET /server_info`, or `/get_server_info` (before 0.4.x renamed it) when that fails or is empty."""
@@ -252,7 +265,7 @@ class SglangAdapter(EngineAdapter):
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
         side = side or SideInfo()
         hints: list[str] = []
-        page, repeats = _first_per_replica(page)
+        page, repeats = _first_per_replica(page, self._repeat_keys)
         g = {b: _fold2(samples(page, KIND, b), "max") for b in GAUGES}
         c = {b: _fold2(samples(page, KIND, b), "sum") for b in COUNTERS}
         ttft_raw: dict[RawKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._raw_keys, self._histograms)
