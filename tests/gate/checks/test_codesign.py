@@ -152,12 +152,13 @@ def test_dflash_on_llama_is_incompatible() -> None:
 
 def test_dflash_depth_rules_per_engine() -> None:
     # vLLM 0.32 runs any K (a block of 1 + K queries, no clamp, no error): K > block_size - 1 = 15 warns that the
-    # drafts past the trained block are untrained. SGLang: draft tokens (k + 1) must equal block_size 16.
+    # drafts past the trained block are untrained. SGLang 0.5.23 runs draft tokens (k + 1) other than block_size 16
+    # with a warning ("DFLASH block size mismatch"), so the gate warns too.
     f = by_check(codesign(QWEN3, DFLASH, engine="vllm", depth=16))["block_size"]
     assert f.status == "warn" and "untrained positions" in f.detail and "rejects" not in f.detail
     assert by_check(codesign(QWEN3, DFLASH, engine="vllm", depth=15))["block_size"].status == "pass"
     f = by_check(codesign(QWEN3, DFLASH, engine="sglang", depth=14))["block_size"]
-    assert f.status == "fail" and f.detail == "SGLang requires speculative_num_draft_tokens = block_size 16, got 15"
+    assert f.status == "warn" and "speculative_num_draft_tokens 15, not the drafter's block_size 16" in f.detail
 
 
 def test_dflash_mutated_taps() -> None:
@@ -318,7 +319,8 @@ def _with_speculative(plan: Plan, **keys: int | None) -> Plan:
 def test_the_line_reads_sglang_depth_through_the_k_rule() -> None:
     """Before: the line passed SGLang's num_draft_tokens as k, and a chain given by num_steps alone as no
     depth at all (pass, "not given"). Now k = plan.depth: 15 steps of top-k 1 are 16 draft tokens = block
-    16 (pass), 16 steps are 17 (fail)."""
+    16 (pass), 16 steps are 17 (a warning: SGLang 0.5.23 runs another block than the drafter's, it does not
+    refuse)."""
     plan = load_plan(FAMILIES / "dflash-sglang-qwen3-8b.yaml")
     ok = _with_speculative(plan, num_draft_tokens=None, num_steps=15, eagle_topk=1)
     assert ok.depth == 15
@@ -327,4 +329,4 @@ def test_the_line_reads_sglang_depth_through_the_k_rule() -> None:
                                "detail": "SGLang draft tokens 16 = block_size 16"}
     bad = _with_speculative(plan, num_draft_tokens=None, num_steps=16, eagle_topk=1)
     f = {x["check"]: x for x in evaluate(bad).checks["codesign"].values["findings"]}
-    assert f["block_size"]["status"] == "fail" and f["block_size"]["detail"].endswith("got 17")
+    assert f["block_size"]["status"] == "warn" and "speculative_num_draft_tokens 17" in f["block_size"]["detail"]
