@@ -31,3 +31,16 @@ def test_sglang_answers_what_the_fixture_holds(sglang_python: Path, tmp_path: Pa
              if a != b]
     assert moved == []
     assert fresh == kept
+
+
+def test_sglang_resolves_what_the_spec_fixture_holds(sglang_python: Path, tmp_path: Path) -> None:
+    """tools/oracle/sglang_spec_resolution.py (handle_speculative_decoding on a constructed ServerArgs per config
+    family) answers exactly what tests/fixtures/oracle holds. About 25 s."""
+    out = tmp_path / "spec.json"
+    run = subprocess.run([str(sglang_python), str(ROOT / "tools" / "oracle" / "sglang_spec_resolution.py"), str(out)],
+                         env={**_engine_env(), "SGLANG_USE_CPU_ENGINE": "1"}, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    fresh = json.loads(out.read_text())
+    kept = json.loads((ROOT / "tests" / "fixtures" / "oracle" / "sglang-0.5.23-spec-resolution.json").read_text())
+    assert [r["answer"] for r in fresh["rows"]] == [r["answer"] for r in kept["rows"]] and fresh == kept

@@ -1,0 +1,97 @@
+"""SGLang 0.5.23's own resolution of the speculative launch per config family (fixed k and adaptive), recorded by
+tools/oracle/sglang_spec_resolution.py (`handle_speculative_decoding` on a constructed ServerArgs, in-process),
+replayed against the gate's SGLang profile (issue 35.1): every row agrees or is a stated exception."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gate.model.engines.sglang import SGLANG, adaptive_decision, fallback_warning, resolve_algorithm
+from gate.status import Status
+from tests.gate.model.engines.sglang.test_oracle_adaptive import exceptions
+
+ROOT = Path(__file__).resolve().parents[5]
+FIXTURE = ROOT / "tests" / "fixtures" / "oracle" / "sglang-0.5.23-spec-resolution.json"
+CONFIGS = ROOT / "tests" / "fixtures" / "configs"
+K = 3
+
+
+def block_size(config: str) -> int:
+    raw = json.loads((CONFIGS / config).read_text())
+    return int(raw.get("block_size") or raw["dflash_config"]["block_size"])
+
+
+def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The profile's answer in the recorder's shape: the algorithm SGLang runs and the depth keys the gate
+    launches with (fixed), or SGLang's adaptive decision (adaptive); a block drafter's refusal where the gate
+    fails the draft tokens."""
+    method = inputs["method"]
+    if inputs["setting"] == "adaptive":
+        d = adaptive_decision(method)
+        answer: dict[str, Any] = {"algorithm": d.algorithm, "adaptive": d.reason is None,
+                                  "adaptive_warning": None if d.reason is None else fallback_warning(d.reason)}
+        if d.start is not None:
+            answer.update(num_steps=d.start[0], num_draft_tokens=d.start[1], eagle_topk=d.start[2])
+        return answer
+    answer = {"algorithm": resolve_algorithm(method), "adaptive": False, "adaptive_warning": None}
+    if method in ("dflash", "dspark"):
+        n = inputs["num_draft_tokens"]
+        if SGLANG.block_rule(method, block_size(inputs["config"]), n - 1).status is Status.FAIL:
+            return {"refused": True}
+        answer["num_draft_tokens"] = n
+    elif method == "ngram":
+        answer["num_draft_tokens"] = K + 1
+    else:
+        answer.update(SGLANG.chain_depth_keys(K, "k = 3").keys)
+    return answer
+
+
+def sglang_answer(answer: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
+    """SGLang's row cut to what the gate answers: NGRAM's top-k/steps are its BFS breadth (the gate reads k
+    from the draft tokens), a block drafter's steps and top-k are forced to 1 (the gate spells neither)."""
+    if "error" in answer:
+        return {"refused": True}
+    keep = {"algorithm", "adaptive", "adaptive_warning", "num_draft_tokens"}
+    if inputs["method"] not in ("ngram", "dflash", "dspark") or answer["adaptive"]:
+        keep |= {"num_steps", "eagle_topk"}
+    if not answer["adaptive"] and inputs["setting"] == "adaptive":
+        keep = {"algorithm", "adaptive", "adaptive_warning"}  # static steps, SGLang's defaults (no k declared)
+    return {k: v for k, v in answer.items() if k in keep}
+
+
+def test_the_fixture_says_where_it_comes_from() -> None:
+    data = json.loads(FIXTURE.read_text())
+    assert (data["engine"], data["version"]) == ("sglang", "0.5.23")
+    assert "tools/oracle/sglang_spec_resolution.py" in data["made_by"]
+    assert "handle_speculative_decoding" in data["call"] and "ServerArgs" in data["call"]
+    assert not any("unreached" in r["answer"] for r in data["rows"])
+
+
+def test_every_row_agrees_with_sglang() -> None:
+    rows = json.loads(FIXTURE.read_text())["rows"]
+    stated = exceptions(FIXTURE.name)
+    wrong = [i for i, r in enumerate(rows) if gate_answer(r["inputs"]) != sglang_answer(r["answer"], r["inputs"])]
+    assert [i for i in wrong if i not in stated] == []
+    assert sorted(stated) == wrong, "EXCEPTIONS.md lists a row that agrees"
+
+
+def test_the_gate_reads_sglang_resolved_keys_as_k() -> None:
+    """On every fixed row SGLang accepts, the k the gate reads from SGLang's own resolved keys is the k spelled
+    (a chain: steps; NGRAM: draft tokens − 1; a block: draft tokens − 1)."""
+    for r in json.loads(FIXTURE.read_text())["rows"]:
+        a, i = r["answer"], r["inputs"]
+        if i["setting"] != "fixed" or "error" in a:
+            continue
+        k = SGLANG.depth(num_speculative_tokens=None, num_draft_tokens=a["num_draft_tokens"],
+                         num_steps=None if i["method"] in ("ngram", "dflash", "dspark") else a["num_steps"],
+                         eagle_topk=a["eagle_topk"])
+        assert k == i["num_draft_tokens"] - 1, (i, a)
+
+
+def test_the_replay_can_fail() -> None:
+    """A profile that launched a chain with top-k 4 would disagree."""
+    row = next(r for r in json.loads(FIXTURE.read_text())["rows"]
+               if r["inputs"]["method"] == "eagle3" and r["inputs"]["setting"] == "fixed")
+    assert {**gate_answer(row["inputs"]), "eagle_topk": 4} != sglang_answer(row["answer"], row["inputs"])
