@@ -148,18 +148,9 @@ def read_head(fp: BinaryIO) -> Response:
 
 
 def _exactly(fp: BinaryIO, n: int) -> bytes:
-    """`n` bytes. Read into one buffer of their size (`readinto`): what the reader holds, then the rest
-    straight from the socket in as few receives as the kernel has it (`read(n)` leaves the last partial
-    8 KiB block to a buffer refill: one receive more on every sized page)."""
-    if n <= 8192:
-        data = fp.read(n)
-        got = len(data)
-    else:
-        buf = bytearray(n)
-        got = fp.readinto(buf)  # type: ignore[attr-defined]  # a BufferedReader
-        data = bytes(buf) if got == n else b""
-    if got != n:
-        raise ResponseError(f"the connection ended {n - got} bytes short of the body")
+    data = fp.read(n)
+    if len(data) != n:
+        raise ResponseError(f"the connection ended {n - len(data)} bytes short of the body")
     return data
 
 

@@ -246,7 +246,9 @@ class HttpClient:
         else:
             sock.setblocking(False)  # each receive and send waits by `_wait` (see `_DeadlineSocket`)
             sock.polled = True  # type: ignore[attr-defined]
-        self._sock, self._fp = sock, sock.makefile("rb")
+        # a reader buffer of READ_CHUNK, not 8 KiB: a page smaller than it comes in one receive (often with its
+        # head), where `read(n)` on an 8 KiB buffer took a second one for the last partial block
+        self._sock, self._fp = sock, sock.makefile("rb", buffering=READ_CHUNK)
         return sock, self._fp, False
 
     def _request(self, target: str, headers: Mapping[str, str]) -> bytes:
