@@ -15,7 +15,12 @@ from typing import Any
 from gate.bill.facts import ArtifactFacts
 from gate.model.config import ConfigError, ModelConfig
 from gate.model.engines import profile
-from gate.model.engines.base import ConfigHybridPoolPredictor, HybridPoolPredictor, OwnKeysPoolPredictor
+from gate.model.engines.base import (
+    ConfigHybridPoolPredictor,
+    HybridPoolPredictor,
+    OwnKeysPoolPredictor,
+    RequestBlocks,
+)
 from gate.model.geometry import (
     STATE_KINDS,
     KVGeometry,
@@ -90,6 +95,10 @@ class PoolBill:
     # The KV bytes an engine that sizes its pool from its own keys predicts (llama.cpp: both contexts, the
     # sliding-window caches included); None where the pool is carved from a byte budget.
     predicted_kv_bytes: int | None = None
+    # What one request takes where the pool is judged in blocks (vLLM linear-attention hybrids: fixed state blocks
+    # per request), and whether prefix caching is on (2 state blocks per linear group) or off (1).
+    request_blocks: RequestBlocks | None = None
+    prefix_cache: bool = True
 
     @property
     def judged_tokens(self) -> int | None:
@@ -116,7 +125,9 @@ class PoolBill:
             "configured_max_total_tokens": self.configured_max_total_tokens,
             "context_cap_tokens": self.context_cap_tokens,
             "notes": self.notes,
-        }
+        } | ({} if self.request_blocks is None else {"request_blocks": {
+            "block_size": self.request_blocks.block_size, "attention_groups": self.request_blocks.attention_groups,
+            "state_groups": self.request_blocks.state_groups, "prefix_cache": self.prefix_cache}})
 
 
 @dataclass
@@ -130,9 +141,14 @@ class MixBill:
     drafter_need_bytes: int | None
     drafter_charged_bytes: int | None
     source: str | None
+    # concurrency x one request's blocks, where the pool is judged in blocks (PoolBill.request_blocks); else None
+    demand_blocks: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if self.demand_blocks is None:
+            del out["demand_blocks"]
+        return out
 
 
 @dataclass
@@ -248,7 +264,7 @@ def compute_budget(plan: Plan, facts: ArtifactFacts, live_pool: Allocated | None
                  live_pool_without_drafter, drafter.engine_charge_bytes_per_token if drafter else None,
                  {"architectures": tcfg.raw.get("architectures"), "text_config": tcfg.text} if tcfg else {})
     dcfg = facts.drafter.config if facts.drafter else None
-    mixes = [_mix(plan, m, dgeom, dcfg, drafter.engine_charge_bytes_per_token if drafter else None)
+    mixes = [_mix(plan, m, dgeom, dcfg, drafter.engine_charge_bytes_per_token if drafter else None, pool)
              for m in plan.workload]
     return Budget(target=target, drafter=drafter, pool=pool, mixes=mixes)
 
@@ -262,6 +278,8 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
     block = eng.block_size
     with_d = without_d = blocks_with = blocks_without = None
     predicted_kv: int | None = None
+    request_blocks: RequestBlocks | None = None
+    prefix_cache = eng.prefix_cache is not False  # vLLM's default for hybrids is on
     cap = eng.context_cap_tokens
     prof = profile(eng.kind)
     if isinstance(prof, OwnKeysPoolPredictor):  # sized from the engine's own keys, not a byte budget
@@ -294,6 +312,14 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
             block, with_d, without_d = pred.block_size, pred.with_drafter, pred.without_drafter
             blocks_with, blocks_without = pred.blocks_with_drafter, pred.blocks_without_drafter
             notes += pred.notes
+            request_blocks = pred.request_blocks
+            if request_blocks is not None and not prefix_cache and cap is not None:
+                rb, mml = request_blocks, cap
+                with_d, without_d = (None if b is None else rb.capacity_tokens(b, mml, False)
+                                     for b in (blocks_with, blocks_without))
+                notes.append(f"engine.prefix_cache false: {rb.state_groups} state block(s) per request "
+                             f"(mamba_cache_mode none), not {2 * rb.state_groups}: the pool holds "
+                             f"{without_d:,} tokens at {mml:,}")
         else:
             notes.append("no predicted pool: hybrid layout (sliding-window or linear/Mamba layers); "
                          f"{hybrid.name}'s hybrid allocator is not modelled")
@@ -325,15 +351,17 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
         predicted_blocks_with_drafter=blocks_with, predicted_blocks_without_drafter=blocks_without,
         allocated=allocated, allocated_without_drafter=without,
         configured_max_total_tokens=eng.configured_max_total_tokens, context_cap_tokens=cap,
-        notes=notes, predicted_kv_bytes=predicted_kv,
+        notes=notes, predicted_kv_bytes=predicted_kv, request_blocks=request_blocks, prefix_cache=prefix_cache,
     )
 
 
 def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: ModelConfig | None,
-         engine_charge: int | None = None) -> MixBill:
+         engine_charge: int | None = None, pool: PoolBill | None = None) -> MixBill:
     """One request mix's demand, and the drafter's KV for it: its geometric need under its scope and what
     the engine charges (`engine_charge` per token: the profile's draft_charge, e.g. SGLang's target-shaped
-    charge for an EAGLE-3 head, not the head's own bytes), both × concurrency."""
+    charge for an EAGLE-3 head, not the head's own bytes), both × concurrency. Where the pool is judged in
+    blocks (`pool.request_blocks`), also its blocks: concurrency × (attention groups × cdiv(prompt + output,
+    block) + state groups × state blocks)."""
     need = charged = None
     d = plan.drafter
     if dgeom is not None and plan.has_drafter:
@@ -349,7 +377,9 @@ def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: ModelConfig | None,
             need = charged = None
     return MixBill(name=m.name, concurrency=m.concurrency, prompt_tokens=m.prompt_tokens,
                    output_tokens=m.output_tokens, request_tokens=m.request_tokens, demand_tokens=m.demand_tokens,
-                   drafter_need_bytes=need, drafter_charged_bytes=charged, source=m.source)
+                   drafter_need_bytes=need, drafter_charged_bytes=charged, source=m.source,
+                   demand_blocks=None if pool is None or pool.request_blocks is None else
+                   m.concurrency * pool.request_blocks.blocks(m.request_tokens, pool.prefix_cache))
 
 
 def _block_tokens(d: Any, dcfg: ModelConfig | None) -> int | None:

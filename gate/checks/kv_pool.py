@@ -7,7 +7,8 @@ need and what the engine charges for it are reported. A mix fits when concurrenc
 (prompt + output) resident tokens fit; that assumption is stated in every reason.
 
 Seed 000's inspection order: "read the allocation after changing speculation, then test the
-request mix that actually matters". A pool that is only predicted says "predicted, not
+request mix that actually matters". On a vLLM linear-attention hybrid (the bill's `request_blocks`) a mix is judged
+in blocks instead (`_block_fit`): every request holds fixed state blocks whatever its length. A pool that is only predicted says "predicted, not
 observed"; in `post` the engine's own allocation decides (a reported or predicted pool alone
 is inconclusive there), and a prediction that differs from the allocation by more than one
 block is reported with both numbers. With `budgets.gpu_memory_bytes` the per-rank memory bill
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gate.bill.budget import Allocated, Budget
+from gate.bill.budget import Allocated, Budget, MixBill, PoolBill
 from gate.bill.gpu_memory import GpuMemoryBill, gpu_memory_bill, sentence
 from gate.bill.pool import live_pools
 from gate.checks.base import CheckContext
@@ -167,14 +168,23 @@ def _pool_line(ctx: CheckContext) -> LineResult:
     fails: list[str] = []
     cap_fails: list[str] = []
     fits: list[str] = []
+    unjudged: list[str] = []
     largest = 0
     for m in budget.mixes:
         fit = None if judged is None else m.demand_tokens <= judged
         without = pool.allocated_without_drafter.tokens if pool.allocated_without_drafter else pool.predicted_without_drafter
+        fit_without = None if without is None else m.demand_tokens <= without
+        blocks_why = ""
+        if m.demand_blocks is not None:
+            fit, fit_without, blocks_why = _block_fit(pool, m)
+            if fit is None and judged is not None:
+                unjudged.append(f"{m.name}: {blocks_why}")
         entry = {"name": m.name, "concurrency": m.concurrency, "prompt_tokens": m.prompt_tokens,
                  "output_tokens": m.output_tokens, "demand_tokens": m.demand_tokens, "fits": fit,
-                 "fits_without_drafter": None if without is None else m.demand_tokens <= without,
+                 "fits_without_drafter": fit_without,
                  "drafter_need_bytes": m.drafter_need_bytes, "drafter_charged_bytes": m.drafter_charged_bytes}
+        if m.demand_blocks is not None:
+            entry["demand_blocks"] = m.demand_blocks
         if pool.context_cap_tokens is not None:
             entry["within_context_cap"] = m.request_tokens <= pool.context_cap_tokens
             if m.request_tokens > pool.context_cap_tokens:
@@ -182,7 +192,12 @@ def _pool_line(ctx: CheckContext) -> LineResult:
                                  f"{m.request_tokens:,} tokens exceeds the {pool.context_cap_tokens:,}-token context cap")
         values["mixes"].append(entry)
         largest = max(largest, m.demand_tokens)
-        if fit is False:
+        if fit is False and m.demand_blocks is not None:
+            fails.append(f"{m.name} does not fit: {blocks_why}; "
+                         + ASSUMPTION.format(c=m.concurrency, o=m.output_tokens)
+                         + "; that many cannot all be resident, so requests would queue (a queue, not necessarily a "
+                         "failed run)")
+        elif fit is False:
             src = f" ({_sourced(plan, pool.allocated)})" if pool.allocated else " (predicted from geometry, not observed)"
             extra = ""
             if entry["fits_without_drafter"]:
@@ -204,6 +219,8 @@ def _pool_line(ctx: CheckContext) -> LineResult:
         pool_txt = f"the {judged:,}-token {basis} pool" if judged is not None else "the pool (unknown)"
         return LineResult(Status.INCONCLUSIVE, f"no request mix in the plan's workload (workload[]): nothing to fit against "
                           f"{pool_txt}" + drafter_clause, values)
+    if unjudged and judged is not None:
+        return LineResult(Status.INCONCLUSIVE, "; ".join(unjudged) + drafter_clause, values)
     if judged is None:
         missing = "; ".join(pool.notes) or "no allocated pool reported and none predicted"
         return LineResult(Status.INCONCLUSIVE, f"pool unknown — no allocated pool (live or evidence.reported) and "
@@ -227,7 +244,54 @@ def _pool_line(ctx: CheckContext) -> LineResult:
         reason = (f"all {len(fits)} request mix(es) fit the {judged:,}-token pool predicted, not observed "
                   f"({plan.engine.kind} accounting from the configs; no allocated pool reported yet — read the "
                   f"allocation after the switch); largest needs {largest:,} tokens")
+    in_blocks = [m for m in budget.mixes if m.demand_blocks is not None]
+    if in_blocks and pool.request_blocks is not None:
+        big = max(in_blocks, key=lambda m: m.demand_blocks or 0)
+        reason += (f"; judged in blocks (vLLM linear-attention hybrid: every request holds its state blocks whatever "
+                   f"its length): {big.name} needs {big.demand_blocks:,} blocks")
     return LineResult(Status.PASS, reason + drafter_clause, values)
+
+
+def _block_fit(pool: PoolBill, m: MixBill) -> tuple[bool | None, bool | None, str]:
+    """(fits, fits without the drafter, why) of a mix on a pool judged in blocks (vLLM linear-attention hybrids).
+
+    Why blocks: the pool's tokens are vLLM's kv_cache_size_tokens, num_gpu_blocks / b(L) x L at L = max_model_len
+    (engine.context_cap_tokens), with b(t) = attention groups x cdiv(t, block) + state groups x state blocks (2 with
+    prefix caching, 1 without). A request of t < L tokens still pays every state block, so concurrency x t <= tokens
+    can pass a mix vLLM cannot hold. A mix fits when concurrency x b(prompt + output) <= num_gpu_blocks: the
+    predicted blocks directly; an allocated pool in tokens is read as kv_cache_size_tokens at L (the number vLLM
+    logs, and the exporter's first choice), so the test is concurrency x b(t) x L <= tokens x b(L). Unknown (None)
+    where the blocks or L are missing: no pass on a token comparison that is known to be optimistic.
+    """
+    rb = pool.request_blocks
+    demand = m.demand_blocks
+    if rb is None or demand is None:  # the bill sets demand_blocks only with request_blocks
+        return None, None, "no per-request blocks for a pool judged in blocks"
+    per = rb.blocks(m.request_tokens, pool.prefix_cache)
+    need = f"{m.concurrency} × {per:,} blocks = {demand:,} blocks"
+    state = (f"each request holds {rb.state_groups * (2 if pool.prefix_cache else 1)} linear-attention state "
+             f"block(s) whatever its length beside {rb.attention_groups} × cdiv({m.request_tokens:,}, "
+             f"{rb.block_size}) attention block(s)")
+    cap = pool.context_cap_tokens
+
+    def one(allocated: Allocated | None, predicted_blocks: int | None) -> tuple[bool | None, str]:
+        if allocated is not None:
+            if cap is None:
+                return None, (f"{need} ({state}); the allocated pool's {allocated.tokens:,} tokens are priced at "
+                              "max_model_len, unknown here: give engine.context_cap_tokens")
+            full = rb.blocks(cap, pool.prefix_cache)
+            return (demand * cap <= allocated.tokens * full,
+                    f"{need} ({state}) against the {allocated.tokens:,}-token allocated pool "
+                    f"({allocated.source}), read as vLLM's kv_cache_size_tokens: about "
+                    f"{allocated.tokens * full // cap:,} blocks of {full:,} per {cap:,}-token request")
+        if predicted_blocks is None:
+            return None, f"{need} ({state}); no predicted block count to hold them"
+        return demand <= predicted_blocks, (f"{need} ({state}) against {predicted_blocks:,} blocks predicted, not "
+                                            "observed (vLLM's num_gpu_blocks)")
+
+    fit, why = one(pool.allocated, pool.predicted_blocks_with_drafter)
+    fit_without, _ = one(pool.allocated_without_drafter, pool.predicted_blocks_without_drafter)
+    return fit, fit_without, why
 
 
 def _sourced(plan: Plan, allocated: Allocated) -> str:

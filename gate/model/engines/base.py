@@ -25,6 +25,30 @@ from gate.status import Status
 
 
 @dataclass(frozen=True)
+class RequestBlocks:
+    """What one request takes from a block pool shared by attention groups and fixed-state groups (vLLM's hybrid
+    manager with linear-attention layers), so a mix is judged in blocks, not in tokens at max_model_len.
+
+    Why: the pool's tokens price a request at max_model_len, but a request holds `state_blocks` in every state group
+    whatever its length (2 with prefix caching, mamba_cache_mode "align"; 1 without, "none"), so short requests fit
+    fewer of their tokens. One request of t tokens: attention_groups x cdiv(t, block_size) + state_groups x state
+    blocks (vLLM's FullAttentionManager / MambaManager.get_num_blocks_to_allocate).
+    """
+
+    block_size: int
+    attention_groups: int
+    state_groups: int
+
+    def blocks(self, tokens: int, prefix_cache: bool) -> int:
+        """Blocks one request of `tokens` holds at its end (every prompt and output token resident)."""
+        return self.attention_groups * -(-tokens // self.block_size) + self.state_groups * (2 if prefix_cache else 1)
+
+    def capacity_tokens(self, num_blocks: int, max_model_len: int, prefix_cache: bool) -> int:
+        """vLLM's kv_cache_size_tokens: num_blocks / (blocks per max_model_len request) x max_model_len."""
+        return int(num_blocks / self.blocks(max_model_len, prefix_cache) * max_model_len)
+
+
+@dataclass(frozen=True)
 class PoolPrediction:
     """The pool an engine is predicted to allocate from a KV byte budget, with and without the drafter.
 
@@ -38,6 +62,8 @@ class PoolPrediction:
     blocks_without_drafter: int | None = None
     blocks_with_drafter: int | None = None
     notes: tuple[str, ...] = ()
+    # Per-request blocks where the pool is judged in blocks (vLLM linear-attention hybrids); None elsewhere.
+    request_blocks: RequestBlocks | None = None
 
 
 def shared_pool_tokens(kv_cache_bytes: int, bytes_per_token_all_layers: int, block_size: int) -> tuple[int, int]:

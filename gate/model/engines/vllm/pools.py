@@ -28,7 +28,9 @@ block hangs on the attention backend, which the configs do not decide: the plan'
 vLLM reports after alignment, and one below what the state needs is refused (no prediction, with both minima). A
 request takes cdiv(max_model_len, block) blocks in each full group and, whatever its length, 2 blocks in each linear
 group with prefix caching (vLLM's default for hybrids: `mamba_cache_mode` "align"; 1 in "none"), so the pool in
-tokens is vLLM's own `kv_cache_size_tokens` at `max_model_len`. Drafts are not sized on these (vLLM widens the conv
+tokens is vLLM's own `kv_cache_size_tokens` at `max_model_len`. That prices requests at `max_model_len`: shorter ones
+pay the same state blocks, so the prediction carries `RequestBlocks` and the kv_pool line judges a mix in blocks,
+concurrency x (full groups x cdiv(prompt + output, block) + linear groups x state blocks) <= num_gpu_blocks. Drafts are not sized on these (vLLM widens the conv
 state and the state blocks by `num_speculative_tokens`, which the layer sizing is not given); Mamba-2 layers are not
 modelled.
 """
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gate.model.engines.base import PoolPrediction
+from gate.model.engines.base import PoolPrediction, RequestBlocks
 from gate.model.geometry import KVGeometry
 
 
@@ -241,18 +243,20 @@ def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], has_d
     tokens = None if max_model_len is None else vllm_capacity_tokens(blocks, groups, block_size, max_model_len,
                                                                       max_model_len)
     linear_groups = sum(1 for g in groups if g.spec.kind == "linear")
+    per_request = RequestBlocks(block_size, len(groups) - linear_groups, linear_groups)
     out.append(f"vLLM hybrid KV manager, linear attention: {block_size}-token blocks (engine.block_size, as vLLM "
                f"reports it after aligning the attention page to the {state:,} B state), "
                f"{len(groups) - linear_groups} full-attention and {linear_groups} linear group(s) of "
                f"{groups[0].layers} layers draw from one pool of {blocks:,} blocks; every request holds "
-               f"{2 * linear_groups} state blocks whatever its length (prefix caching on, vLLM's default: "
-               "mamba_cache_mode align)")
+               f"{2 * linear_groups} state blocks whatever its length with prefix caching (vLLM's default: "
+               f"mamba_cache_mode align), {linear_groups} without; mixes are judged in blocks")
     if max_model_len is None:
         out.append("vLLM hybrid pool: blocks only; its pool in tokens is its capacity at --max-model-len: "
                    "give engine.context_cap_tokens")
     else:
         out.append(f"tokens = vLLM's kv_cache_size_tokens: blocks / (blocks per {max_model_len:,}-token request) x "
-                   f"{max_model_len:,}; shorter requests pay the same state blocks, so fewer of their tokens fit")
+                   f"{max_model_len:,} (prefix caching on); shorter requests pay the same state blocks, so fewer of "
+                   "their tokens fit")
     blocks_with = with_d = None
     if not has_drafter:
         blocks_with, with_d = blocks, tokens
@@ -260,4 +264,4 @@ def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], has_d
         out.append("no predicted pool with the drafter: vLLM widens the linear layers' conv state and their state "
                    "blocks per request by num_speculative_tokens (MambaSpec.num_speculative_blocks), and may raise "
                    "the block again; not modelled")
-    return PoolPrediction(block_size, tokens, with_d, blocks, blocks_with, tuple(out))
+    return PoolPrediction(block_size, tokens, with_d, blocks, blocks_with, tuple(out), per_request)
