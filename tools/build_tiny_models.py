@@ -20,6 +20,13 @@ decode step and ngram speculation can pay (tests/e2e/test_pays.py):
   * t768x6:  hidden 768,  6 layers, 12/6 heads, FFN 2048: 39,724,800 params, 152 MB on disk.
 They cost ~0.5 GB of cache and a few seconds to build; the default build does not make them.
 
+`--context` builds the context target (same tokenizer, seed 0, 8,192 positions) on which a decode
+step's cost grows clearly with the prompt on CPU, for the context sweep's cycle decomposition
+(issue 39; t768x6's 2,048 positions move the target step by ~1.5 ms, inside the noise):
+  * c512x2: hidden 512, 2 layers, 8/8 heads of 64, FFN 512: attention-heavy (no grouped KV, a thin
+    MLP): 2 x 8 x 64 x 4 B x (K,V) = 8,192 B/token, so at 7,936 tokens a step reads 65 MB of KV
+    against 17 MB of weights.
+
 OUTDIR/eagle3-sglang is a random EAGLE-3 head for the target in SGLang's format
 (`LlamaForCausalLMEagle3`, seed 2): one decoder layer whose attention reads
 [embeds, target hidden] (256 in), hidden 128, 4/2 heads of 32, FFN 256, its own lm_head over
@@ -80,6 +87,13 @@ EAGLE3_VLLM: tuple[tuple[str, int, tuple[int, ...]], ...] = (
 MTP_TARGET: tuple[str, int] = ("mtp-target", 5)
 COMPLETE = ".complete"
 PAYS_COMPLETE = ".complete-pays"
+# The context sweep's target (built only with --context; see the docstring): (name, hidden, layers, heads,
+# kv_heads, intermediate, seed) with its own position count.
+CONTEXT_MODELS: tuple[tuple[str, int, int, int, int, int, int], ...] = (
+    ("c512x2", 512, 2, 8, 8, 512, 0),
+)
+CONTEXT_POSITIONS = 8192
+CONTEXT_COMPLETE = ".complete-context"
 
 
 def corpus() -> list[str]:
@@ -97,7 +111,7 @@ def corpus() -> list[str]:
     return lines
 
 
-def build_tokenizer():  # -> PreTrainedTokenizerFast (imported lazily: heavy)
+def build_tokenizer(model_max_length: int = 2048):  # -> PreTrainedTokenizerFast (imported lazily: heavy)
     """Byte-level BPE trained here, wrapped for transformers, with a minimal chat template."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
@@ -122,7 +136,7 @@ def build_tokenizer():  # -> PreTrainedTokenizerFast (imported lazily: heavy)
         bos_token="<s>",
         eos_token="</s>",
         pad_token="<pad>",
-        model_max_length=2048,
+        model_max_length=model_max_length,
     )
     fast.chat_template = (
         "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
@@ -132,7 +146,7 @@ def build_tokenizer():  # -> PreTrainedTokenizerFast (imported lazily: heavy)
 
 
 def build_model(out_dir: Path, tokenizer, hidden: int, layers: int, heads: int, kv_heads: int,
-                inter: int, seed: int) -> int:
+                inter: int, seed: int, max_positions: int = 2048) -> int:
     """Save one random-weight Llama (float32) plus the shared tokenizer; returns its parameter count."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -146,7 +160,7 @@ def build_model(out_dir: Path, tokenizer, hidden: int, layers: int, heads: int, 
         num_attention_heads=heads,
         num_key_value_heads=kv_heads,
         head_dim=hidden // heads,
-        max_position_embeddings=2048,
+        max_position_embeddings=max_positions,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -339,11 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="rebuild even when OUTDIR is complete")
     parser.add_argument("--pays", action="store_true",
                         help="also build the larger targets t1024x8 and t768x6 (~0.5 GB) on which ngram can pay")
+    parser.add_argument("--context", action="store_true",
+                        help="also build the context target c512x2 (8,192 positions, ~17 MB)")
     args = parser.parse_args(argv)
     outdir: Path = args.outdir
     if is_complete(outdir) and not args.force:
         print(f"tiny models already built in {outdir}", file=sys.stderr)
-        return build_pays(outdir, args.force) if args.pays else 0
+        return extras(outdir, args)
     (outdir / COMPLETE).unlink(missing_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -366,7 +382,13 @@ def main(argv: list[str] | None = None) -> int:
     n = build_mtp_target(outdir / MTP_TARGET[0], outdir / "target", tok, MODELS[0], MTP_TARGET[1])
     print(f"saved {outdir / MTP_TARGET[0]}: {n} params (target + 1 MTP layer, Ernie 4.5 config)", file=sys.stderr)
     (outdir / COMPLETE).write_text("ok\n")
-    return build_pays(outdir, args.force) if args.pays else 0
+    return extras(outdir, args)
+
+
+def extras(outdir: Path, args: argparse.Namespace) -> int:
+    """The optional targets the flags ask for, each behind its own completion marker."""
+    rc = build_pays(outdir, args.force) if args.pays else 0
+    return rc or (build_context(outdir, args.force) if args.context else 0)
 
 
 def build_pays(outdir: Path, force: bool) -> int:
@@ -384,6 +406,24 @@ def build_pays(outdir: Path, force: bool) -> int:
         print(f"saved {outdir / name}: {n} params, hidden={hidden} layers={layers} "
               f"heads={heads}/{kv_heads} head_dim={hidden // heads}", file=sys.stderr)
     (outdir / PAYS_COMPLETE).write_text("ok\n")
+    return 0
+
+
+def build_context(outdir: Path, force: bool) -> int:
+    """The context target of CONTEXT_MODELS (8,192 positions; its tokenizer says so); its own marker."""
+    if (outdir / CONTEXT_COMPLETE).is_file() and not force and all(
+            (outdir / name / "config.json").is_file() for name, *_ in CONTEXT_MODELS):
+        print(f"context target already built in {outdir}", file=sys.stderr)
+        return 0
+    (outdir / CONTEXT_COMPLETE).unlink(missing_ok=True)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    tok = build_tokenizer(CONTEXT_POSITIONS)
+    for name, hidden, layers, heads, kv_heads, inter, seed in CONTEXT_MODELS:
+        n = build_model(outdir / name, tok, hidden, layers, heads, kv_heads, inter, seed, CONTEXT_POSITIONS)
+        print(f"saved {outdir / name}: {n} params, hidden={hidden} layers={layers} heads={heads}/{kv_heads} "
+              f"head_dim={hidden // heads} positions={CONTEXT_POSITIONS}", file=sys.stderr)
+    (outdir / CONTEXT_COMPLETE).write_text("ok\n")
     return 0
 
 
