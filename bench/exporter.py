@@ -316,7 +316,10 @@ def curve() -> dict:
             raise RuntimeError(f"curve point {models}x{ranks} failed: {r.stderr.strip()[-400:]}")
         points.append(json.loads(r.stdout))
     out = {"points": points, "load_average_1m": os.getloadavg()[0], "png": str(CURVE_PNG.relative_to(ROOT))}
-    CURVE_PNG.with_suffix(".json").write_text(json.dumps(out, indent=1) + "\n")
+    path = CURVE_PNG.with_suffix(".json")
+    kept = json.loads(path.read_text()).get("side_by_side") if path.exists() else None
+    # bench/side_by_side.py --write keeps its run beside the points
+    path.write_text(json.dumps(out if kept is None else dict(out, side_by_side=kept), indent=1) + "\n")
     plot(points, CURVE_PNG)
     return out
 

@@ -9,7 +9,16 @@ At the end Prometheus is asked for the median of its own `scrape_duration_second
 ours is the median of the same number of cycles. Medians, not minima: both sides see the same
 noisy machine at the same moments. Printed, never asserted.
 
-    python bench/side_by_side.py [--seconds 30] [--json]
+Then, in the same run, prometheus_client's parser (`bench.exporter.reference_parse`) reads the same
+fetched pages at the same interval, as many times, after Prometheus' window has been read (so its
+100+ ms on the large page never lands on one of Prometheus' scrapes): its median against our
+parse + normalise + derive median is the ratio bench/exporter.py reports best-of, here cold, as a
+scrape every second is. The 1-minute load average is printed at the start and the end.
+
+    python bench/side_by_side.py [--seconds 30] [--json] [--write]
+
+`--write` stores the result under "side_by_side" in docs/scale-exporter.json (the curve's points,
+written by `bench/exporter.py --curve`, stay).
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.exporter import CAPTURE, large_page  # noqa: E402
+from bench.exporter import CAPTURE, CURVE_PNG, large_page, reference_parse  # noqa: E402
 from exporter.scrape import Scraper  # noqa: E402
 from exporter.settings import ExporterSettings  # noqa: E402
 from exporter.state import ExporterState  # noqa: E402
@@ -127,6 +136,7 @@ def run(seconds: float, interval: float = 1.0) -> dict:
         states = {p: ExporterState.from_settings(ExporterSettings(), started_at=0.0) for p in PAGES}
         ours: dict[str, list[float]] = {p: [] for p in PAGES}
         phases: dict[str, list[tuple[float, float, float]]] = {p: [] for p in PAGES}
+        load_start = os.getloadavg()[0]
         t_start = time.time()
         next_at = time.monotonic()
         while time.monotonic() - next_at < seconds or not ours[PAGES[0]]:
@@ -145,20 +155,30 @@ def run(seconds: float, interval: float = 1.0) -> dict:
             if time.time() - t_start > seconds:
                 break
         window = int(time.time() - t_start) + 1
-        out = {"interval_seconds": interval, "seconds": round(time.time() - t_start, 1), "pages": []}
+        out = {"interval_seconds": interval, "seconds": round(time.time() - t_start, 1), "pages": [],
+               "load_average_1m_start": load_start, "commit": commit()}
+        medians = {}
         for p in PAGES:
             med = prom_query(prom_port, f'quantile_over_time(0.5, scrape_duration_seconds{{job="{p}"}}[{window}s])')
             cnt = prom_query(prom_port, f'count_over_time(scrape_duration_seconds{{job="{p}"}}[{window}s])')
-            theirs = float(med[0]["value"][1]) if med else float("nan")
+            medians[p] = (float(med[0]["value"][1]) if med else float("nan"), int(float(cnt[0]["value"][1])) if cnt else 0)
+        reference = reference_phase(scrapers, len(ours[PAGES[0]]), interval)
+        for p in PAGES:
+            theirs, count = medians[p]
             mine = statistics.median(ours[p])
+            parse_derive = statistics.median(x[1] + x[2] for x in phases[p])
+            ref = statistics.median(reference[p])
             out["pages"].append({
                 "page": p, "page_bytes": len(page_texts()[p]),
                 "prometheus_scrape_duration_median_seconds": theirs,
-                "prometheus_scrapes": int(float(cnt[0]["value"][1])) if cnt else 0,
+                "prometheus_scrapes": count,
                 "specgate_fetch_parse_derive_median_seconds": mine, "specgate_scrapes": len(ours[p]),
                 "specgate_fetch_median_seconds": statistics.median(x[0] for x in phases[p]),
                 "specgate_parse_median_seconds": statistics.median(x[1] for x in phases[p]),
                 "specgate_derive_median_seconds": statistics.median(x[2] for x in phases[p]),
+                "specgate_parse_derive_median_seconds": parse_derive,
+                "prometheus_client_parse_median_seconds": ref, "prometheus_client_parses": len(reference[p]),
+                "prometheus_client_over_specgate_parse_derive": ref / parse_derive,
                 "load_average_1m": os.getloadavg()[0],
                 "specgate_over_prometheus": mine / theirs if theirs == theirs and theirs > 0 else None})
         for s in scrapers.values():
@@ -175,10 +195,41 @@ def run(seconds: float, interval: float = 1.0) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def reference_phase(scrapers: dict[str, Scraper], n: int, interval: float) -> dict[str, list[float]]:
+    """prometheus_client's parser on each page as fetched, `n` times at `interval` (seconds each)."""
+    got: dict[str, list[float]] = {p: [] for p in PAGES}
+    next_at = time.monotonic()
+    for _ in range(n):
+        for p in PAGES:
+            text = scrapers[p].fetch().decode("utf-8", errors="replace")
+            t0 = time.perf_counter()
+            reference_parse(text)
+            got[p].append(time.perf_counter() - t0)
+        next_at += interval
+        time.sleep(max(0.0, next_at - time.monotonic()))
+    return got
+
+
+def commit() -> str | None:
+    r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                       check=False)
+    return r.stdout.strip() or None
+
+
+def write(result: dict) -> Path:
+    """Store `result` under "side_by_side" in the curve's JSON (docs/scale-exporter.json), keeping its points."""
+    path = CURVE_PNG.with_suffix(".json")
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    doc["side_by_side"] = dict(result, date=time.strftime("%Y-%m-%d"))
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--seconds", type=float, default=30.0, help="how long both scrape (default 30)")
     ap.add_argument("--json", action="store_true", help="one JSON object")
+    ap.add_argument("--write", action="store_true", help="store the result in docs/scale-exporter.json")
     ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve:
@@ -188,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROMETHEUS} is missing: run `make tools` first", file=sys.stderr)
         return 1
     result = run(args.seconds)
+    if args.write:
+        write(result)
     if args.json:
         print(json.dumps({"side_by_side": result}))
     else:
@@ -197,7 +250,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"specgate fetch+parse+derive median {r['specgate_fetch_parse_derive_median_seconds'] * 1e3:7.3f} ms "
                   f"({r['specgate_scrapes']}: fetch {r['specgate_fetch_median_seconds'] * 1e3:.3f}, parse "
                   f"{r['specgate_parse_median_seconds'] * 1e3:.3f}, derive {r['specgate_derive_median_seconds'] * 1e3:.3f})"
-                  f"  ratio {r['specgate_over_prometheus']:.2f}  (load average {r['load_average_1m']:.1f})")
+                  f"  ratio {r['specgate_over_prometheus']:.2f}; prometheus_client's parser median "
+                  f"{r['prometheus_client_parse_median_seconds'] * 1e3:.3f} ms, "
+                  f"{r['prometheus_client_over_specgate_parse_derive']:.1f}x our parse+derive  (load average "
+                  f"{result['load_average_1m_start']:.1f} at the start, {r['load_average_1m']:.1f} at the end)")
     return 0
 
 
