@@ -134,19 +134,24 @@ def _ask(client: Client, q: Query, start: float, end: float, step: int, read: Re
     return answer
 
 
-def _run(client: Client, q: FleetQueries, grid: Grid) -> tuple[FleetQueries, dict[str, Answer]]:
+def _run(client: Client, q: FleetQueries, grid: Grid,
+         done: dict[str, Answer] | None = None) -> tuple[FleetQueries, dict[str, Answer]]:
     """The pre-flight and the instant queries at once (the instants do not depend on it), then, as soon as the
     pre-flight answers, the range queries: `sum by` the row labels when it says some row has several series
     (the backend pools them), else as the series are (the gate pools). Returns the query set used and every
-    answer by key (the pre-flight's as `series_per_row`)."""
+    answer by key (the pre-flight's as `series_per_row`). `done`: instant answers the recorded path already has
+    (the same queries at the same time), not asked again."""
     start, end, step = grid.start, grid.start + (grid.steps - 1) * grid.step, grid.step
     pre = q.series_per_row()
+    have = {x.key: done[x.key] for x in q.instants() if done and x.key in done}
     with ThreadPoolExecutor(max_workers=len(q.all()) + 1) as pool:
         first = pool.submit(_ask, client, pre, start, end, step, reader(q, grid))
-        instants = [(x.key, pool.submit(_ask, client, x, start, end, step, reader(q, grid))) for x in q.instants()]
+        instants = [(x.key, pool.submit(_ask, client, x, start, end, step, reader(q, grid))) for x in q.instants()
+                    if x.key not in have]
         used = q if max(first.result().instant.values(), default=0.0) > 1 else q.unpooled()
         ranges = [(x.key, pool.submit(_ask, client, x, start, end, step, reader(used, grid))) for x in used.ranges()]
         answers = {key: f.result() for key, f in [*ranges, *instants]}
+    answers.update(have)
     answers[pre.key] = first.result()
     return used, answers
 
@@ -422,6 +427,7 @@ def _evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name:
     # post: a window ending before now - lookback is not recent evidence
     first = fresh_from(grid, ask.now, ask.lookback_seconds) if ask.require_recent and ask.now is not None else 0
     path, note, res = "raw", None, None
+    shared: dict[str, Answer] | None = None
     if ask.path != "raw":
         try:
             res, note = _run_recorded(client, q, ask, grid, first)
@@ -429,9 +435,9 @@ def _evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name:
         except Fallback as e:
             if ask.path == "recorded":
                 raise BadAnswer(f"{source_name}: the recorded fleet facts are not this plan's: {e.reason}") from None
-            note = e.reason
+            note, shared = e.reason, e.answers
     if res is None:
-        q, res = _run(client, q, grid)
+        q, res = _run(client, q, grid, shared)
     answered = clock()
     labels = q.row_labels
     twice: dict[str, set[RowKey]] = {name: a.twice for name, a in res.items()
@@ -500,8 +506,12 @@ def _run_recorded(client: Client, q: FleetQueries, ask: FleetAsk, grid: Grid,
     with ThreadPoolExecutor(max_workers=len(asked)) as pool:
         futures = [(x.key, pool.submit(_ask, client, x, grid.start, end, grid.step, reader(q, grid))) for x in asked]
         res = {key: f.result() for key, f in futures}
-    recorded.coverage(res["rec_windows"].instant, max(res["rec_series_per_row"].instant.values(), default=0.0),
-                      fresh)
+    try:
+        recorded.coverage(res["rec_windows"].instant, max(res["rec_series_per_row"].instant.values(), default=0.0),
+                          fresh)
+    except Fallback as e:
+        e.answers = res  # the raw path reuses the instant answers it shares
+        raise
     return res, note
 
 

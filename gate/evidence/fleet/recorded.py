@@ -52,6 +52,7 @@ class Fallback(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.answers: Any = None  # answers already in hand (gate.evidence.fleet.collect reuses the shared instants)
 
 
 def fact_matchers(window_seconds: int, target: float | None, min_drafts: float) -> str:

@@ -85,3 +85,24 @@ def test_facts_are_asked_for_the_plans_numbers_and_never_by_rank() -> None:
     assert all(x.kind == "instant" and "[3599s]" in x.promql and 'slo_target="2"' in x.promql for x in got)
     with pytest.raises(Fallback, match="names rank"):
         queries(FleetQueries('{rank="0"}', ("pod",), (), 60, 3600), FACTS, 3600)
+
+
+def test_a_fallback_asks_the_shared_instant_queries_once() -> None:
+    """No facts at all (an empty backend): the raw path runs, says why, and reuses the instants already answered."""
+    from gate.evidence.fleet.collect import FleetAsk, evaluate
+    from gate.plan.model import SLO, PrometheusSource
+
+    asked: list[str] = []
+
+    class Empty:
+        def query(self, path: str, params: dict[str, Any]) -> list[Any]:
+            asked.append(params["query"])
+            return []
+
+    slo = SLO(target_acceptance_length=2.0, window_seconds=60, lookback_seconds=600)
+    ask = FleetAsk(slo=slo, window_seconds=60, lookback_seconds=600, min_drafts=1, end=1_760_000_040, path="auto")
+    got = evaluate(Empty(), PrometheusSource(), ask, "Prometheus test")
+    assert got.path == "raw" and "no recorded facts carry" in (got.path_reason or "")
+    assert sum("pod:specgate_fleet_window_" in a for a in asked) == 9
+    raw = [a for a in asked if "pod:specgate_fleet_window_" not in a]
+    assert len(raw) == len(set(raw)) == 10  # six instants once, the pre-flight, three ranges
