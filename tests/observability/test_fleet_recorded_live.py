@@ -4,17 +4,17 @@ A 12-pod fleet (tests/gate/fleet_stack.py: one pod below the SLO, one that resta
 nothing) with 90 minutes of history at a 30 s step is loaded into each backend, its per-pod window facts
 (deploy/mixin, group specgate.fleet-facts) backfilled with the backend's own tool (tests/observability/fleet_backfill:
 promtool tsdb create-blocks-from rules; vmalert -replay's queries and writes), never live rule evaluation. Then the
-gate's Prometheus source judges the fleet twice, on each path, and every pod's status, window counts and the fleet's
-status must be the same. A plan whose target the facts were not recorded for falls back to the raw path and says why.
+gate's Prometheus source judges the fleet on each path: every pod's status and the fleet's must be the same, and the
+window counts too (within one window on Prometheus, whose backfill evaluates at the group's own offset: `_agree`). A plan whose target the facts were not recorded for falls back to the raw path and says why.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+import requests
 
 from gate.checks.acceptance.fleet_rule import FleetVerdict, judge_fleet
 from gate.evidence import prometheus as prom
@@ -60,26 +60,40 @@ def _by_pod(v: FleetVerdict) -> dict[str, tuple[str, int, int]]:
     return {r.pod: (r.status.value, r.facts.windows, r.facts.met) for r in v.rows}
 
 
+def _agree(rec: FleetVerdict, raw: FleetVerdict, exact: bool) -> None:
+    """Every pod's status the same; windows and met windows equal (`exact`), or within one: promtool evaluates the
+    group at its own offset inside each interval, as a live Prometheus does, so a counter's step between two
+    samples can fall between two recorded windows (a restart then shows in neither) or inside one."""
+    a, b = _by_pod(rec), _by_pod(raw)
+    assert a.keys() == b.keys()
+    for pod in a:
+        assert a[pod][0] == b[pod][0], (pod, a[pod], b[pod])
+        if exact:
+            assert a[pod] == b[pod], pod
+        else:
+            assert abs(a[pod][1] - b[pod][1]) <= 1 and abs(a[pod][2] - b[pod][2]) <= 1, (pod, a[pod], b[pod])
+
+
 def test_recorded_and_raw_paths_agree(backend: tuple[str, fleet_stack.Server, fleet_stack.FleetSpec]) -> None:
     name, server, spec = backend
     raw = _verdict(server, spec, "raw")
     rec = _verdict(server, spec, "recorded")
     assert (raw.facts.path, rec.facts.path) == ("raw", "recorded")
-    assert _by_pod(rec) == _by_pod(raw)
+    _agree(rec, raw, exact=name == "victoriametrics")  # vmalert -replay's query_range steps are the raw grid
     assert (rec.status, rec.counts) == (raw.status, raw.counts)
     # the verdicts are not vacuous: the bad pod fails, the restarted pod loses its restart window, the silent
     # pod is named inconclusive, the rest pass on 60 windows
     assert [r.pod for r in rec.failed()] == [f"llm/{spec.pod(BAD)}"]
     assert f"llm/{spec.pod(SILENT)}" in [r.pod for r in rec.inconclusive()]
     restarted = next(i for i in range(spec.pods) if spec.restart_step(i) is not None)
-    assert _by_pod(rec)[f"llm/{spec.pod(restarted)}"][1] < 60
+    assert _by_pod(raw)[f"llm/{spec.pod(restarted)}"][1] == 59
     assert sum(1 for r in rec.rows if r.status.value == "pass") >= 9
     assert rec.to_json()["path"] == "recorded"
     if name == "prometheus":  # the rules API lists the group: its interval was checked
         assert "evaluated every 60s" in (rec.facts.path_reason or "")
     # answers of one value per pod: no range query on the recorded path
     auto = _verdict(server, spec, "auto")
-    assert auto.facts.path == "recorded" and _by_pod(auto) == _by_pod(raw)
+    assert auto.facts.path == "recorded" and _by_pod(auto) == _by_pod(rec)
 
 
 def test_other_target_falls_back_to_raw_and_says_why(
@@ -92,12 +106,10 @@ def test_other_target_falls_back_to_raw_and_says_why(
     assert [r.pod for r in v.failed()] == [f"llm/{spec.pod(BAD)}"]
 
 
-def test_promtool_wrote_the_facts_not_live_evaluation(
-        backend: tuple[str, fleet_stack.Server, fleet_stack.FleetSpec], tmp_path: Path) -> None:
+def test_the_facts_were_backfilled_not_live_evaluated(
+        backend: tuple[str, fleet_stack.Server, fleet_stack.FleetSpec]) -> None:
     """The facts at the start of the lookback exist: written by the backfill (live evaluation starts at now)."""
     _, server, spec = backend
-    import requests
-
     at = spec.end - 3000
     r = requests.get(server.url + "/api/v1/query", params={
         "query": "count(pod:specgate_fleet_window_eligible:bool)", "time": at}, timeout=30)

@@ -109,9 +109,9 @@ def queries(q: FleetQueries, facts: str, range_seconds: int) -> list[Query]:
         raise Fallback("the selector names rank (or does not parse): the recorded facts pool a pod's ranks")
     sel = selector(q.selector, facts)
     by = ", ".join(q.row_labels)
-    # one second short of the windows: Prometheus 2's range selector holds its left end too, which would be the
-    # sample of the window before the first (VictoriaMetrics' does not: the same samples either way)
-    r = f"[{max(range_seconds - 1, 1)}s]"
+    # one millisecond short of the windows: one sample a window whatever the group's evaluation offset (Prometheus 2's
+    # range selector holds its left end too, VictoriaMetrics' does not: the same samples either way)
+    r = f"[{max(range_seconds * 1000 - 1, 1)}ms]"
 
     def over(key: str, agg: str, fn: str, name: str) -> Query:
         return Query(key, "instant", f"{agg} by ({by}) ({fn}({name}{sel}{r}))")

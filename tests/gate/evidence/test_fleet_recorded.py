@@ -82,7 +82,7 @@ def test_facts_are_asked_for_the_plans_numbers_and_never_by_rank() -> None:
         fact_matchers(60, None, 1)
     q = FleetQueries('{namespace="llm"}', ("namespace", "pod"), ("model",), 60, 3600)
     got = queries(q, FACTS, 3600)
-    assert all(x.kind == "instant" and "[3599s]" in x.promql and 'slo_target="2"' in x.promql for x in got)
+    assert all(x.kind == "instant" and "[3599999ms]" in x.promql and 'slo_target="2"' in x.promql for x in got)
     with pytest.raises(Fallback, match="names rank"):
         queries(FleetQueries('{rank="0"}', ("pod",), (), 60, 3600), FACTS, 3600)
 
