@@ -79,7 +79,12 @@ def serve(port_file: Path) -> None:
         def log_message(self, *args: object) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request: object, client_address: object) -> None:
+            if not isinstance(sys.exc_info()[1], ConnectionError):  # a scraper stopped mid-exchange at the end
+                super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+    httpd = Server(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
     port_file.write_text(str(httpd.server_address[1]))
     httpd.serve_forever()
