@@ -34,7 +34,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from exporter import http1
@@ -248,7 +248,7 @@ class HttpClient:
             sock.polled = True  # type: ignore[attr-defined]
         # a reader buffer of READ_CHUNK, not 8 KiB: a page smaller than it comes in one receive (often with its
         # head), where `read(n)` on an 8 KiB buffer took a second one for the last partial block
-        self._sock, self._fp = sock, sock.makefile("rb", buffering=READ_CHUNK)
+        self._sock, self._fp = sock, cast(BinaryIO, sock.makefile("rb", buffering=READ_CHUNK))
         return sock, self._fp, False
 
     def _request(self, target: str, headers: Mapping[str, str]) -> bytes:
