@@ -387,9 +387,43 @@ and generated tokens per joule (no pod without a positive energy rate):
     )
 """
 
+# --- per-pod window facts (issue 40): the fleet's answers of one value per pod ------------------------------------
+
+FLEET_FACTS_GROUP = "specgate.fleet-facts"
+FLEET_FACT_PREFIX = "pod:specgate_fleet_window_"
+FLEET_DRAFTS_RULE = FLEET_FACT_PREFIX + "drafts:increase"
+FLEET_ACCEPTED_RULE = FLEET_FACT_PREFIX + "accepted_tokens:increase"
+FLEET_RESTARTS_RULE = FLEET_FACT_PREFIX + "restarts:increase"
+FLEET_ENGINE_UP_RULE = FLEET_FACT_PREFIX + "engine_up:min"
+"""One group evaluated every window w (the mixin's `_config.fleetFacts`; every fact labelled slo_window_seconds,
+slo_target, slo_min_drafts), per pod with its ranks pooled; at the default w = 60 s:
+
+    sum without (rank) (increase(specgate_spec_drafts_total[60s]))
+    sum without (rank) (increase(specgate_spec_accepted_tokens_total[60s]))
+    sum without (rank) (increase(specgate_engine_restarts_total[60s]))
+    min_over_time(specgate_engine_up[60s])
+"""
+FLEET_ELIGIBLE_RULE = FLEET_FACT_PREFIX + "eligible:bool"
+FLEET_MET_RULE = FLEET_FACT_PREFIX + "met:bool"
+FLEET_NON_FINITE_RULE = FLEET_FACT_PREFIX + "non_finite:bool"
+FLEET_ELIGIBLE_DRAFTS_RULE = FLEET_FACT_PREFIX + "eligible_drafts:increase"
+FLEET_ELIGIBLE_ACCEPTED_RULE = FLEET_FACT_PREFIX + "eligible_accepted_tokens:increase"
+FLEET_LENGTH_RULE = FLEET_FACT_PREFIX + "acceptance_length:quotient"
+FLEET_COMPOSITE_RULES: frozenset[str] = frozenset({
+    FLEET_ELIGIBLE_RULE, FLEET_MET_RULE, FLEET_NON_FINITE_RULE, FLEET_ELIGIBLE_DRAFTS_RULE,
+    FLEET_ELIGIBLE_ACCEPTED_RULE, FLEET_LENGTH_RULE,
+})
+"""Composites of the four facts above (a window eligible: drafts ≥ min_drafts, finite, no restart; met: eligible and
+L = 1 + accepted / drafts ≥ the target; …), generated in deploy/mixin/rules.libsonnet from those increases and held
+by promtool in deploy/prometheus/tests/fleet_facts_test.yaml rather than quoted here."""
+FLEET_FACT_RULES: frozenset[str] = frozenset({
+    FLEET_DRAFTS_RULE, FLEET_ACCEPTED_RULE, FLEET_RESTARTS_RULE, FLEET_ENGINE_UP_RULE, *FLEET_COMPOSITE_RULES,
+})
+
 RECORDED: frozenset[str] = frozenset({
     SLO_OBJECTIVE_RULE, *(windows_below_slo_rule(w) for w in BURN_WINDOWS), DRAFTS_RATE_RULE,
     ACCEPTANCE_LENGTH_RULE, ACCEPTANCE_RATE_RULE, POSITION_ACCEPTANCE_RULE, DEPTH_MEAN_RULE,
     REVISION_ACCEPTANCE_LENGTH_RULE, REVISION_BELOW_SLO_RULE, GPU_POWER_RULE, TOKENS_PER_JOULE_RULE,
+    *FLEET_FACT_RULES,
 })
 """Every recording rule the shipped rules file defines (a test compares the two)."""

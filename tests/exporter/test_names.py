@@ -50,8 +50,8 @@ def test_the_promql_in_the_counter_docstrings_is_what_the_rules_compute() -> Non
     source = (REPO / "exporter" / "names.py").read_text()
     flat = " ".join(source.split())
     for record, expr in _records().items():
-        if record == names.SLO_OBJECTIVE_RULE:
-            continue
+        if record == names.SLO_OBJECTIVE_RULE or record in names.FLEET_COMPOSITE_RULES:
+            continue  # a constant; composites of quoted facts, held by promtool (fleet_facts_test.yaml)
         quoted = " ".join(expr.split())
         if record.startswith("model:specgate_spec_windows_below_slo:"):
             window = record.rsplit("ratio_rate", 1)[1]

@@ -22,19 +22,21 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
+from exporter import names
 from gate.evidence.base import EvidenceError
 from gate.evidence.fleet.queries import FleetQueries, Query, matchers, selector
 from gate.evidence.intake import answer as complete
 
-GROUP = "specgate.fleet-facts"
-PREFIX = "pod:specgate_fleet_window_"
-DRAFTS = PREFIX + "drafts:increase"
-ELIGIBLE = PREFIX + "eligible:bool"
-MET = PREFIX + "met:bool"
-NON_FINITE = PREFIX + "non_finite:bool"
-ELIGIBLE_DRAFTS = PREFIX + "eligible_drafts:increase"
-ELIGIBLE_ACCEPTED = PREFIX + "eligible_accepted_tokens:increase"
-LENGTH = PREFIX + "acceptance_length:quotient"
+# The recorded facts' names are the output contract's (exporter/names.py), at one address.
+GROUP = names.FLEET_FACTS_GROUP
+PREFIX = names.FLEET_FACT_PREFIX
+DRAFTS = names.FLEET_DRAFTS_RULE
+ELIGIBLE = names.FLEET_ELIGIBLE_RULE
+MET = names.FLEET_MET_RULE
+NON_FINITE = names.FLEET_NON_FINITE_RULE
+ELIGIBLE_DRAFTS = names.FLEET_ELIGIBLE_DRAFTS_RULE
+ELIGIBLE_ACCEPTED = names.FLEET_ELIGIBLE_ACCEPTED_RULE
+LENGTH = names.FLEET_LENGTH_RULE
 RULES_PATH = "/api/v1/rules"
 
 
