@@ -82,12 +82,6 @@ def predicted(plan: Plan) -> Prediction | None:
                       "not included")
 
 
-def predicted_seconds(plan: Plan) -> float | None:
-    """The predicted cold start's seconds (`predicted`), whole or a lower bound."""
-    pred = predicted(plan)
-    return pred.seconds if pred is not None else None
-
-
 def _wanted(plan: Plan) -> str:
     """The keys that would let this line decide before a run, only those still missing (issue 36 item 1)."""
     if plan.drafter_embedded:  # one checkpoint: no drafter load to add, only a run tells

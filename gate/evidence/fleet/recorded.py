@@ -28,7 +28,6 @@ from gate.evidence.fleet.queries import FleetQueries, Query, matchers, selector
 from gate.evidence.intake import answer as complete
 
 # The recorded facts' names are the output contract's (exporter/names.py), at one address.
-GROUP = names.FLEET_FACTS_GROUP
 PREFIX = names.FLEET_FACT_PREFIX
 DRAFTS = names.FLEET_DRAFTS_RULE
 ELIGIBLE = names.FLEET_ELIGIBLE_RULE
@@ -136,7 +135,7 @@ def coverage(windows: dict[Any, float], series_per_row: float, steps: int) -> No
     some row holds them all (the facts cover the lookback at one sample a window)."""
     if not windows:
         raise Fallback("no recorded facts carry the plan's window, target and min_drafts (deploy the mixin's "
-                       "specgate.fleet-facts group with them, or backfill it: docs/scale.md)")
+                       f"{names.FLEET_FACTS_GROUP} group with them, or backfill it: docs/scale.md)")
     if series_per_row > 1:
         raise Fallback(f"{series_per_row:g} recorded series behind one row: the row labels pool several pods' or "
                        "ranks' facts")
