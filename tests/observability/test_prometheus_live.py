@@ -38,6 +38,8 @@ OPTIONAL = {
     "specgate_spec_card_": "issue 37 item 4: exported only when the exporter was given the drafter's acceptance "
                            "card (--acceptance-card); the replay's exporter is not (promtool proves the alert: "
                            "deploy/prometheus/tests/card_test.yaml)",
+    'window="5m"': "the mixin's default exporter window (cardWindow, energyDecodeWindow); the live stack's exporter "
+                   "keeps only its compressed --windows 4s, so series of the 5m window have no data here",
 }
 
 
