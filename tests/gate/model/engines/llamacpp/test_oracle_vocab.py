@@ -7,7 +7,6 @@ agrees or is listed in EXCEPTIONS.md with llama.cpp's behaviour."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,19 +14,11 @@ import pytest
 
 from gate.model.engines.llamacpp import Vocabulary, vocabulary_of, vocabulary_rule
 from gate.status import Status
+from tests.gate.model.engines.oracle import exceptions
 
 ORACLE = Path(__file__).resolve().parents[4] / "fixtures" / "oracle"
 NAME = "llamacpp-11434-vocab.json"
 DATA = json.loads((ORACLE / NAME).read_text())
-
-
-def exceptions() -> dict[int, str]:
-    rows = {}
-    for line in (ORACLE / "EXCEPTIONS.md").read_text().splitlines():
-        m = re.match(r"- (\S+) #(\d+): (.+)", line)
-        if m and m.group(1) == NAME:
-            rows[int(m.group(2))] = m.group(3)
-    return rows
 
 
 def _vocabulary(facts: dict[str, Any]) -> Vocabulary:
@@ -58,7 +49,7 @@ def test_the_fixture_says_where_it_comes_from() -> None:
 def test_row_agrees_or_is_a_stated_exception(index: int) -> None:
     row = DATA["rows"][index]
     agrees = gate_speculates(row["inputs"]) == row["answer"]["speculates"]
-    if index in exceptions():
+    if index in exceptions(NAME):
         assert not agrees, f"#{index} agrees: take it off EXCEPTIONS.md"
     else:
         assert agrees, f"#{index} {row['inputs']['case']}: llama-server {row['answer']}"

@@ -12,21 +12,12 @@ import pytest
 
 from gate.model.depth import depth_schedule
 from gate.model.engines.sglang import adaptive_decision, fallback_warning
+from tests.gate.model.engines.oracle import exceptions
 
 ORACLE = Path(__file__).resolve().parents[4] / "fixtures" / "oracle"
 FIXTURE = ORACLE / "sglang-0.5.23-adaptive.json"
 LAUNCH = ("attn_dp_size", "ep_join_mode", "enable_multi_layer_eagle", "enable_two_batch_overlap", "enable_pdmux")
 DRAFTERS = {"none": (), "gemma4_assistant": ("Gemma4AssistantForCausalLM",)}
-
-
-def exceptions(name: str) -> dict[int, str]:
-    """The rows of fixture `name` EXCEPTIONS.md lists, with the engine's reason."""
-    rows = {}
-    for line in (ORACLE / "EXCEPTIONS.md").read_text().splitlines():
-        m = re.match(r"- (\S+) #(\d+): (.+)", line)
-        if m and m.group(1) == name:
-            rows[int(m.group(2))] = m.group(3)
-    return rows
 
 
 def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:

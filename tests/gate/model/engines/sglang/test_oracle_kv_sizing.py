@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +14,12 @@ from gate.model.engines import profile
 from gate.model.engines.base import ConfigHybridPoolPredictor
 from gate.model.engines.sglang.pools import sglang_gdn_state_bytes, sglang_mamba_split, sglang_pool_tokens
 from gate.model.geometry import STATE_KINDS, KVGeometry, LayerKind, kv_geometry
+from tests.gate.model.engines.oracle import exceptions
 
 TESTS = Path(__file__).resolve().parents[4]
 ORACLE = TESTS / "fixtures" / "oracle"
 FIXTURE = ORACLE / "sglang-0.5.23-kv-sizing.json"
 ROWS: list[dict[str, Any]] = json.loads(FIXTURE.read_text())["rows"]
-
-
-def exceptions(name: str) -> dict[int, str]:
-    rows = {}
-    for line in (ORACLE / "EXCEPTIONS.md").read_text().splitlines():
-        m = re.match(r"- (\S+) #(\d+): (.+)", line)
-        if m and m.group(1) == name:
-            rows[int(m.group(2))] = m.group(3)
-    return rows
 
 
 def config(inputs: dict[str, Any]) -> dict[str, Any]:

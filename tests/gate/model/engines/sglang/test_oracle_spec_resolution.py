@@ -10,7 +10,7 @@ from typing import Any
 
 from gate.model.engines.sglang import SGLANG, adaptive_decision, fallback_warning, resolve_algorithm
 from gate.status import Status
-from tests.gate.model.engines.sglang.test_oracle_adaptive import exceptions
+from tests.gate.model.engines.oracle import exceptions
 
 ROOT = Path(__file__).resolve().parents[5]
 FIXTURE = ROOT / "tests" / "fixtures" / "oracle" / "sglang-0.5.23-spec-resolution.json"

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +22,12 @@ from gate.model.engines.vllm.pools import (
     vllm_num_blocks,
 )
 from gate.model.geometry import kv_geometry
+from tests.gate.model.engines.oracle import exceptions
 
 TESTS = Path(__file__).resolve().parents[4]
 ORACLE = TESTS / "fixtures" / "oracle"
 FIXTURE = ORACLE / "vllm-0.32.0-kv-sizing.json"
 ROWS: list[dict[str, Any]] = json.loads(FIXTURE.read_text())["rows"]
-
-
-def exceptions(name: str) -> dict[int, str]:
-    rows = {}
-    for line in (ORACLE / "EXCEPTIONS.md").read_text().splitlines():
-        m = re.match(r"- (\S+) #(\d+): (.+)", line)
-        if m and m.group(1) == name:
-            rows[int(m.group(2))] = m.group(3)
-    return rows
 
 
 def specs(inputs: dict[str, Any]) -> list[LayerSpec]:

@@ -8,7 +8,6 @@ and the profile's MTP and DFlash rules; `family` rows run every config of tests/
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +18,11 @@ from gate.model.depth import depth_schedule
 from gate.model.engines.vllm import VLLM
 from gate.plan.model import Speculative
 from gate.status import Status
+from tests.gate.model.engines.oracle import exceptions
 
 ORACLE = Path(__file__).resolve().parents[4] / "fixtures" / "oracle"
 NAME = "vllm-0.32.0-speculative-validation.json"
 DATA = json.loads((ORACLE / NAME).read_text())
-
-
-def exceptions() -> dict[int, str]:
-    """This fixture's rows EXCEPTIONS.md lists, with vLLM's answer and why the gate differs."""
-    rows = {}
-    for line in (ORACLE / "EXCEPTIONS.md").read_text().splitlines():
-        m = re.match(r"- (\S+) #(\d+): (.+)", line)
-        if m and m.group(1) == NAME:
-            rows[int(m.group(2))] = m.group(3)
-    return rows
 
 
 def gate_answer(kind: str, inputs: dict[str, Any], max_num_seqs: int) -> dict[str, Any]:
@@ -87,7 +77,7 @@ def test_the_fixture_says_where_it_comes_from() -> None:
 @pytest.mark.parametrize("index", range(len(DATA["rows"])))
 def test_row_agrees_or_is_a_stated_exception(index: int) -> None:
     row = DATA["rows"][index]
-    listed = exceptions()
+    listed = exceptions(NAME)
     if index in listed:
         assert not _agrees(row, DATA["max_num_seqs"]), f"#{index} agrees: take it off EXCEPTIONS.md"
     else:
@@ -97,7 +87,7 @@ def test_row_agrees_or_is_a_stated_exception(index: int) -> None:
 
 
 def test_every_listed_row_exists() -> None:
-    assert all(0 <= i < len(DATA["rows"]) for i in exceptions())
+    assert all(0 <= i < len(DATA["rows"]) for i in exceptions(NAME))
 
 
 def test_the_replay_can_fail() -> None:
