@@ -12,13 +12,11 @@ init's comment now shows.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from gate.cli import main
-from tests.gate.deployments.walk import fill, statuses
+from tests.gate.deployments.walk import check, fill, init_pair
 
 CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
 TARGET = CONFIGS / "target-gqa__meta-llama__Llama-3.1-8B-Instruct.json"
@@ -52,12 +50,7 @@ FILL = {
 
 
 def test_deployment_a_decides_from_init_and_its_todo_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    for src in (TARGET, DRAFTER):
-        shutil.copy(src, tmp_path / src.name)
-    plan = tmp_path / "plan.yaml"
-    assert main(["init", "--target", str(tmp_path / TARGET.name), "--drafter", str(tmp_path / DRAFTER.name),
-                 "--engine", "vllm", "--out", str(plan)]) == 0
-    written = plan.read_text()
+    plan, written = init_pair(tmp_path, TARGET, DRAFTER, "--engine", "vllm")
     # the shape a reported fact takes is on init's own line: no trip to the reference
     assert 'startup_seconds: null  # TODO: cold start with the drafter, e.g. {value: 140, source: "launch log"}' \
         in written
@@ -65,11 +58,7 @@ def test_deployment_a_decides_from_init_and_its_todo_keys(tmp_path: Path, capsys
     text, filled = fill(written, FILL)
     assert filled == set(FILL), set(FILL) - filled
     plan.write_text(text)
-    capsys.readouterr()
-    rc = main(["check", "--plan", str(plan)])
-    out = capsys.readouterr().out
-    print(out)
-    lines = statuses(out)
+    rc, out, lines = check(plan, capsys)
     flat = " ".join(out.split())
     assert rc == 0 and "inconclusive" not in lines.values(), out
     assert lines["staging"] == "pass" and "cold start 140 s (reported: launch log with the head) ≤ budget 300 s" \

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
-from tests.gate.deployments.walk import fill, statuses
+from tests.gate.deployments.walk import check, fill
 
 CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
 TARGET = CONFIGS / "target-hybrid-linear__Qwen__Qwen3.5-27B__tt-metal-trimmed.json"
@@ -58,11 +58,7 @@ def test_deployment_b_decides_from_init_and_its_todo_keys(tmp_path: Path, capsys
     text, filled = fill(written, FILL)
     assert filled == set(FILL), set(FILL) - filled
     plan.write_text(text)
-    capsys.readouterr()
-    rc = main(["check", "--plan", str(plan)])
-    out = capsys.readouterr().out
-    print(out)
-    lines = statuses(out)
+    rc, out, lines = check(plan, capsys)
     assert rc == 0 and "inconclusive" not in lines.values(), out
     # the hybrid pool predicted as SGLang sizes it; adaptive decided as SGLang does (its tiers, deepest k bounds)
     assert lines["kv_pool"] == "pass" and "-token pool predicted, not observed (sglang accounting" in out, out

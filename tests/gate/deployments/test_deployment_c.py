@@ -13,13 +13,11 @@ only ever measured) or, with 262,208 declared, a false vocabulary FAIL.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from gate.cli import main
-from tests.gate.deployments.walk import fill, statuses
+from tests.gate.deployments.walk import check, fill, init_pair
 
 CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
 TARGET = CONFIGS / "target-hybrid-swa__google__gemma-3-27b-it.json"
@@ -58,23 +56,14 @@ FILL = {
 
 
 def test_deployment_c_decides_from_init_and_its_todo_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    for src in (TARGET, DRAFTER):
-        shutil.copy(src, tmp_path / src.name)
-    plan = tmp_path / "plan.yaml"
-    assert main(["init", "--target", str(tmp_path / TARGET.name), "--drafter", str(tmp_path / DRAFTER.name),
-                 "--engine", "llamacpp", "--num-speculative-tokens", "8", "--out", str(plan)]) == 0
-    written = plan.read_text()
+    plan, written = init_pair(tmp_path, TARGET, DRAFTER, "--engine", "llamacpp", "--num-speculative-tokens", "8")
     # init asks for llama-server's own keys, never a memory fraction or a KV byte budget
     assert "ctx_size: null  # TODO: --ctx-size" in written
     assert "memory_fraction" not in written and "kv_cache_memory_bytes" not in written
     text, filled = fill(written, FILL, overrides=frozenset({"staging.mode"}))
     assert filled == set(FILL), set(FILL) - filled
     plan.write_text(text)
-    capsys.readouterr()
-    rc = main(["check", "--plan", str(plan)])
-    out = capsys.readouterr().out
-    print(out)
-    lines = statuses(out)
+    rc, out, lines = check(plan, capsys)
     # Every line decides, staging on a predicted cold start (the target alone's 95 s + the draft's 2 s load):
     # before issue 36 it stayed inconclusive, a cold start only ever measured. Serial staging warns (seed 002).
     assert rc == 0 and "inconclusive" not in lines.values(), out
@@ -93,17 +82,12 @@ def test_deployment_c_without_a_prediction_names_only_the_keys_that_help(tmp_pat
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """With neither a run with the draft nor the inputs of a prediction, staging is inconclusive and points at the
     keys that would decide it, never at flags llama.cpp has not."""
-    for src in (TARGET, DRAFTER):
-        shutil.copy(src, tmp_path / src.name)
-    plan = tmp_path / "plan.yaml"
-    assert main(["init", "--target", str(tmp_path / TARGET.name), "--drafter", str(tmp_path / DRAFTER.name),
-                 "--engine", "llamacpp", "--num-speculative-tokens", "8", "--out", str(plan)]) == 0
+    plan, _ = init_pair(tmp_path, TARGET, DRAFTER, "--engine", "llamacpp", "--num-speculative-tokens", "8")
     values = {k: v for k, v in FILL.items() if not k.startswith(("evidence.", "staging.load"))}
     plan.write_text(fill(plan.read_text(), values, overrides=frozenset({"staging.mode"}))[0])
-    capsys.readouterr()
-    assert main(["check", "--plan", str(plan)]) == 2
-    out = capsys.readouterr().out
-    assert [k for k, v in statuses(out).items() if v == "inconclusive"] == ["staging"], out
+    rc, out, lines = check(plan, capsys)
+    assert rc == 2
+    assert [k for k, v in lines.items() if v == "inconclusive"] == ["staging"], out
     assert "give evidence.reported.startup_seconds (a run with the drafter), or " \
         "evidence.reported.startup_seconds_without_drafter and staging.load_seconds.drafter" in " ".join(out.split())
     assert "memory_fraction" not in out and "kv_cache_memory_bytes" not in out

@@ -9,7 +9,13 @@ names as one it overrides of init's own choices (`overrides`, e.g. the staging m
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
 
 KEY = re.compile(r"( *)(# )?([A-Za-z_]\w*):(.*)$")
 
@@ -45,3 +51,22 @@ LINE = re.compile(r"^(\w+)\s+(pass|fail|warn|inconclusive|n/a)\s", re.M)
 def statuses(out: str) -> dict[str, str]:
     """Each budget line's status in `check`'s text output."""
     return {m.group(1): m.group(2) for m in LINE.finditer(out)}
+
+
+def init_pair(tmp: Path, target: Path, drafter: Path, *args: str) -> tuple[Path, str]:
+    """`specgate init` on copies of the two configs in `tmp` with the engine flags `args`: the plan and its text."""
+    for src in (target, drafter):
+        shutil.copy(src, tmp / src.name)
+    plan = tmp / "plan.yaml"
+    assert main(["init", "--target", str(tmp / target.name), "--drafter", str(tmp / drafter.name), *args,
+                 "--out", str(plan)]) == 0
+    return plan, plan.read_text()
+
+
+def check(plan: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, dict[str, str]]:
+    """`specgate check` on the plan: its exit code, its text (printed, for the test's log) and each line's status."""
+    capsys.readouterr()
+    rc = main(["check", "--plan", str(plan)])
+    out = capsys.readouterr().out
+    print(out)
+    return rc, out, statuses(out)
