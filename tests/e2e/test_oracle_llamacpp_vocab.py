@@ -7,16 +7,11 @@ replays against `vocabulary_rule` is llama-server's answer, not a stale copy. Ab
 
 from __future__ import annotations
 
-import json
 import subprocess
-import time
 from pathlib import Path
 
-from harness import _engine_env
 from llamacpp_live import LLAMACPP_SCRIPT, ensure_llamacpp
-
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = ROOT / "tests" / "fixtures" / "oracle" / "llamacpp-11434-vocab.json"
+from oracle import rerecord
 
 
 def test_llama_server_takes_the_drafts_the_fixture_says(vllm_python: Path, tiny_models: Path,
@@ -25,14 +20,5 @@ def test_llama_server_takes_the_drafts_the_fixture_says(vllm_python: Path, tiny_
     src = subprocess.run(["bash", str(LLAMACPP_SCRIPT), "--src"], check=True, stdout=subprocess.PIPE, text=True,
                          timeout=600).stdout.strip().splitlines()[-1]
     out = tmp_path / "vocab.json"
-    started = time.monotonic()
-    run = subprocess.run([str(vllm_python), str(ROOT / "tools" / "oracle" / "llamacpp_vocab.py"), str(server), src,
-                          str(tiny_models), str(out)], env=_engine_env(), capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert time.monotonic() - started < 60
-    fresh, kept = json.loads(out.read_text()), json.loads(FIXTURE.read_text())
-    assert fresh["version"] == kept["version"] == "b11434"
-    moved = [(a["inputs"]["case"], a["answer"], b["answer"]) for a, b in zip(fresh["rows"], kept["rows"], strict=True)
-             if a != b]
-    assert moved == []
-    assert fresh == kept
+    rerecord(vllm_python, "llamacpp_vocab.py", [server, src, tiny_models, out], out, "llamacpp-11434-vocab.json",
+             "b11434", within=60, key=lambda row: row["inputs"]["case"])
