@@ -25,13 +25,14 @@ steps given. Output: tests/fixtures/oracle/sglang-0.5.23-spec-resolution.json (d
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import tempfile
 import types
 from pathlib import Path
 from typing import Any
+
+from _fixture import write
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"
@@ -145,19 +146,8 @@ def record() -> dict[str, Any]:
             "rows": rows}
 
 
-def dump(data: dict[str, Any]) -> str:
-    """One row per line, so a diff names the row that moved."""
-    head = {k: v for k, v in data.items() if k != "rows"}
-    body = ",\n".join("  " + json.dumps(r, sort_keys=True) for r in data["rows"])
-    return json.dumps(head, indent=1)[:-2] + ',\n "rows": [\n' + body + "\n ]\n}\n"
-
-
 def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else FIXTURE
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(dump(record()))
-    print(f"wrote {out}")
-    return 0
+    return write(argv, FIXTURE, record)
 
 
 if __name__ == "__main__":
