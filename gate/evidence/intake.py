@@ -26,6 +26,7 @@ from gate.model.invariants import (
     COMPLETENESS,
     IDENTITY,
     MEMBER_TIME,
+    PLAN_SIDE,
     PLAUSIBILITY,
     SIMULATED,
     UNIQUENESS,
@@ -104,11 +105,11 @@ def plan_defects(plan: Plan, base: ProbeRecord, spec: ProbeRecord, phase: str, n
     if sim is not None:
         out.append(sim)
     if spec.speculative is not None:
-        rej = rejection_change(plan.engine.kind, ("the plan", plan.engine.version, plan_settings(plan)),
+        rej = rejection_change(plan.engine.kind, (PLAN_SIDE, plan.engine.version, plan_settings(plan)),
                                ("the speculative record", spec.engine_version, spec.speculative))
         if rej is not None:
             out.append(rej)
-    changed = definition_change(plan.engine.kind, ("the plan", plan.engine.version),
+    changed = definition_change(plan.engine.kind, (PLAN_SIDE, plan.engine.version),
                                 ("the speculative record", spec.engine_version))
     if changed is not None:
         out.append(changed)

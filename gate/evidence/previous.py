@@ -40,7 +40,7 @@ from typing import Any
 from gate.evidence.base import AcceptanceWindow
 from gate.inputs.loading import CONFIG_LIMITS, InputError, load_json
 from gate.model import plausibility as pl
-from gate.model.invariants import IDENTITY, MEMBER_TIME, definition_change, reason
+from gate.model.invariants import IDENTITY, MEMBER_TIME, PLAN_SIDE, definition_change, reason
 from gate.plan.model import Plan
 
 
@@ -152,7 +152,7 @@ def check_for(previous: PreviousRecord, plan: Plan) -> None:
         raise refuse(f": drafter_revision is null, so a change of the drafter revision ({drafter.revision}) "
                      "cannot be shown")
     changed = definition_change(plan.engine.kind, (where, previous.executed_engine_version),
-                                ("the plan", plan.engine.version))
+                                (PLAN_SIDE, plan.engine.version))
     if changed is not None:
         raise InputError(f"{changed}; give a previous record of this acceptance definition, or none")
 
