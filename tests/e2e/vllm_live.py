@@ -120,6 +120,15 @@ class VLLMProcess(EngineProcess):
         return EngineCounters.parse(self.metrics_text())
 
 
+def _autogroup_nice(pid: int, nice: int) -> None:
+    """Give `pid`'s session autogroup (its own: the engine starts a session) niceness `nice`; nothing where the
+    kernel has no autogroups (no /proc/PID/autogroup) or refuses (not root): the process' own niceness stays."""
+    try:
+        Path(f"/proc/{pid}/autogroup").write_text(f"{nice}\n")
+    except OSError as e:
+        log(f"pid {pid}: autogroup niceness not set ({e.strerror or e}); its own niceness {nice} stays")
+
+
 def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager: bool = True,
               python: Path | None = None, log_dir: Path | None = None,
               extra_args: Sequence[str] = (), kv_cache_memory_bytes: int = KV_CACHE_MEMORY_BYTES,
@@ -136,6 +145,9 @@ def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager:
     `max_model_len` (default MAX_MODEL_LEN) is the context cap (test_depth_varies.py holds long requests).
     `nice` > 0 starts the engine (and the engine core it spawns) at that niceness, so a test that saturates both
     CPUs with it still leaves the exporters and Prometheus their scrapes (`nice` execs: the PID is the engine's).
+    The engine runs in its own session, and with the kernel's autogroups (sched_autogroup_enabled, on here) a
+    niceness weighs only inside its session: the session's autogroup gets the same niceness
+    (/proc/PID/autogroup), where the kernel has one.
     """
     python = python or ensure_vllm()
     if num_speculative_tokens is None:
@@ -169,6 +181,8 @@ def start_arm(arm: str, model_dir: Path, port: int | None = None, enforce_eager:
         popen = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  env={**_engine_env(), **(extra_env or {})}, start_new_session=True,
                                  cwd=str(log_dir), preexec_fn=_die_with_parent)
+    if nice > 0:
+        _autogroup_nice(popen.pid, nice)
     log(f"{arm}: launched vLLM pid {popen.pid} on :{port} (log {log_path})")
     return VLLMProcess(arm=arm, port=port, model_dir=model_dir, log_path=log_path, popen=popen,
                          launched_at=launched_at, launched_wall=launched_wall, enforce_eager=enforce_eager)
