@@ -1,12 +1,14 @@
 """The depth actually used (issue 22 item 1) and SGLang's decode-only L (issue 23 item 6), on real captures.
 
 Inputs: tests/fixtures/dynamic-depth/ (README there: vLLM 0.32 ngram with the schedule [[1,1,3],[2,8,1]],
-SGLang 0.5.23 EAGLE3 with --speculative-adaptive). Expected numbers are the captures' own counters.
+SGLang 0.5.23 EAGLE3 with --speculative-adaptive). Expected numbers are the captures' own counters. SGLang's
+DFlash k from SGLang's own resolution and source (`DFLASH` below says which).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,8 +16,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import formulas
 from exporter.collect import exposition
-from exporter.engines.base import SideInfo, SpeculativeSettings
-from exporter.engines.sglang.depth import SGLANG_ADAPTIVE_DEFAULT_MAX, configured_depth, depth
+from exporter.engines.base import SideInfo, SpecCounters, SpeculativeSettings, StreamSnapshot
+from exporter.engines.sglang.depth import (
+    SGLANG_ADAPTIVE_DEFAULT_MAX,
+    configured_depth,
+    counted_depth,
+    depth,
+    settings_depth,
+)
 from exporter.scrape import snapshot_from_text
 from exporter.settings import ExporterSettings, told_schedule
 from exporter.state import ExporterState
@@ -120,6 +128,34 @@ def test_sglang_decode_only_length_on_the_real_adaptive_capture():
 def test_sglang_spelling_of_k():
     assert depth(4, 3, 1) == 3 and depth(None, 3, 1) == 3 and depth(None, 3, 4) is None
     assert depth(0, None, None) == 0 and depth(None, None, None) is None
+
+
+# SGLang 0.5.23's resolved DFlash launch as `/server_info` reports it (`build_server_info` is `resolved_dict()`):
+# the shape of SGLang's own resolution in tests/fixtures/oracle/sglang-0.5.23-spec-resolution.json (its DFLASH
+# rows: `_handle_dflash` forces num_steps and top-k to 1, draft tokens = the drafter's block_size 16). No DFlash
+# capture exists (the CPU build refuses DFlash); the gauges' shape is from SGLang's source: metrics_reporter.py
+# `_active_spec_config_snapshot` (the DFlash worker has no `speculative_num_steps`, so the gauge reads the
+# resolved 1; `spec_num_draft_tokens` = its block) and `draft_per_round = num_draft_tokens - 1`.
+DFLASH = SpeculativeSettings(algorithm="DFLASH", num_draft_tokens=16, num_steps=1, eagle_topk=1, adaptive=False)
+
+
+@pytest.mark.parametrize("algorithm", ["DFLASH", "DSPARK", "dflash"])
+def test_sglang_block_drafters_k_is_the_block_minus_one_never_the_steps(algorithm: str):
+    assert depth(16, 1, 1, algorithm) == 15  # the worker drafts positions 1..15 of the block
+    assert depth(None, 1, 1, algorithm) is None  # steps forced to 1 say nothing of the block
+    assert depth(None, 1, 1) == 1 and depth(None, 1, 1, "EAGLE3") == 1  # a chain's steps are its k
+
+
+def test_sglang_dflash_configured_depth_from_server_info_and_gauges():
+    stream = StreamSnapshot(model="m", rank="0", spec=SpecCounters(verify_calls=10.0, num_draft_tokens=16.0),
+                            spec_num_steps=1.0, spec_num_draft_tokens=16.0)
+    assert configured_depth(DFLASH, stream) == (15, "server_info")
+    assert stream.spec is not None and counted_depth(stream.spec) == 15 and settings_depth(DFLASH) == 15
+    unrefreshed = replace(stream, spec_num_draft_tokens=0.0)  # a gauge not refreshed yet, steps already 1
+    no_tokens = replace(DFLASH, num_draft_tokens=None)
+    assert configured_depth(no_tokens, unrefreshed) is None  # k = 1 from the steps would be a depth never run
+    assert configured_depth(no_tokens, stream) == (15, "gauge")
+    assert configured_depth(no_tokens, unrefreshed, told=15) == (15, "schedule")
 
 
 @pytest.mark.parametrize(("flags", "needle"), [

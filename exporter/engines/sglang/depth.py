@@ -7,7 +7,8 @@ address, never writing `num_draft_tokens − 1` again.
 What SGLang exposes: no proposed-token counter (draft tokens are verify calls × (spec_num_draft_tokens − 1)),
 so no mean depth k̄; the configured depth from `/server_info` (`speculative_num_draft_tokens` /
 `speculative_num_steps`), and the current depth from the gauges `spec_num_steps` / `spec_num_draft_tokens`,
-which `--speculative-adaptive` moves.
+which `--speculative-adaptive` moves. A block drafter (DFlash, DSpark) runs num_steps 1 whatever it was given and
+its block as the draft tokens (`BLOCK_ALGORITHMS`), so its k is read from the draft tokens only.
 """
 
 from __future__ import annotations
@@ -19,18 +20,30 @@ from exporter.engines.sglang.schedule import sglang_adaptive_schedule
 # n-gram trie's match); SGLang has no suffix method.
 VARIABLE_LENGTH_ALGORITHMS = frozenset({"NGRAM"})
 
+# SGLang 0.5.23's block drafters: `_handle_dflash` / `_handle_dspark` (arg_groups/speculative_hook.py) force
+# `speculative_num_steps` to 1 ("DFLASH does not use EAGLE-style num_steps/topk") and set
+# `speculative_num_draft_tokens` to the block (DFlash: `--speculative-dflash-block-size`, else the drafter config's
+# block_size, else 16; DSpark: gamma + 1); the worker drafts positions 1.. of the block (pos 0 is the verified
+# anchor, dflash_worker_v2.py) and the metrics count num_draft_tokens − 1 per verify (metrics_reporter.py
+# `draft_per_round`). So their steps never say k.
+BLOCK_ALGORITHMS = frozenset({"DFLASH", "DSPARK"})
+
 # The largest candidate of SGLang 0.5.23's default adaptive tiers (`--speculative-adaptive` without a config
 # file): what such an engine may run at most, though its `/server_info` steps are the starting point.
 SGLANG_ADAPTIVE_DEFAULT_MAX: int = sglang_adaptive_schedule(None).max_k
 
 
-def depth(num_draft_tokens: int | None, num_steps: int | None, eagle_topk: int | None) -> int | None:
+def depth(num_draft_tokens: int | None, num_steps: int | None, eagle_topk: int | None,
+          algorithm: str | None = None) -> int | None:
     """k, SGLang's spelling (the one depth rule, `gate/model/depth.py`'s docstring; kept here, floor 0, so
     the exporter and the gate's SGLang profile read it from one address): k = num_draft_tokens − 1 (the verify
     block holds the root token too), floored at 0; with only `num_steps` and top-k 1 (a chain of
-    num_steps + 1) k = num_steps; None when neither says."""
+    num_steps + 1) k = num_steps, except for a block `algorithm` (`BLOCK_ALGORITHMS`: SGLang runs its steps at 1
+    and drafts the block); None when neither says (`algorithm` None: not known to be a block drafter)."""
     if num_draft_tokens is not None:
         return max(num_draft_tokens - 1, 0)
+    if algorithm is not None and algorithm.upper() in BLOCK_ALGORITHMS:
+        return None
     if num_steps is not None and (eagle_topk or 1) == 1:
         return num_steps
     return None
@@ -45,7 +58,8 @@ def configured_depth(speculative: SpeculativeSettings | None, stream: StreamSnap
     """`EngineAdapter.configured_depth`, SGLang's order, first found wins:
 
     1. `positions`: the stream's per-position counter series (`positions_depth`; SGLang has none).
-    2. `server_info`: `/server_info`'s settings by the k rule; under `speculative_adaptive` the settings are the
+    2. `server_info`: `/server_info`'s settings by the k rule (its algorithm too: a block drafter's steps say
+       nothing); under `speculative_adaptive` the settings are the
        starting steps, not the largest candidate: then only with SGLang's default tiers
        (`speculative_adaptive_config` None), their largest candidate (`SGLANG_ADAPTIVE_DEFAULT_MAX`).
     3. `schedule`: the largest k of the schedule the exporter was told (`told`).
@@ -60,7 +74,7 @@ def configured_depth(speculative: SpeculativeSettings | None, stream: StreamSnap
         return k, "positions"
     sp = speculative
     if sp is not None and not sp.adaptive:
-        k = depth(sp.num_draft_tokens, sp.num_steps, sp.eagle_topk)
+        k = depth(sp.num_draft_tokens, sp.num_steps, sp.eagle_topk, sp.algorithm)
         if k is not None:
             return k, "server_info"
     if sp is not None and sp.adaptive and sp.adaptive_config is None:
@@ -68,7 +82,8 @@ def configured_depth(speculative: SpeculativeSettings | None, stream: StreamSnap
     if told is not None:
         return told, "schedule"
     if sp is None or not sp.adaptive:
-        k = depth(_positive(stream.spec_num_draft_tokens), _positive(stream.spec_num_steps), None)
+        k = depth(_positive(stream.spec_num_draft_tokens), _positive(stream.spec_num_steps), None,
+                  sp.algorithm if sp is not None else None)
         if k is not None:
             return k, "gauge"
     return None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from exporter.engines.sglang.depth import BLOCK_ALGORITHMS
 from exporter.engines.sglang.depth import depth as sglang_depth
 from exporter.engines.sglang.schedule import SGLANG_DEFAULT_CANDIDATE_STEPS, sglang_adaptive_schedule
 from gate.model.engines.base import (
@@ -116,6 +117,21 @@ def adaptive_unsupported_reason(algorithm: str, *, eagle_topk: int | None = None
     return None
 
 
+def refuse_block_steps(speculative: Mapping[str, Any]) -> None:
+    """A block drafter's `num_steps` as SGLang 0.5.23 takes it (`_handle_dflash` / `_handle_dspark`): it runs 1 step
+    (any other it overrides, with a warning) and the block as its draft tokens, so k is num_draft_tokens − 1
+    (`exporter.engines.sglang.depth.depth`), never the steps. Steps without num_draft_tokens: ValueError, since the
+    profile's k (`SglangProfile.depth`, which is not told the method) would read the steps as a chain's k, a
+    depth SGLang does not run, and SGLang's own draft tokens come from the drafter's block_size."""
+    algorithm = LAUNCH_ALGORITHM.get(str(speculative.get("method")))
+    if algorithm in BLOCK_ALGORITHMS and speculative.get("num_steps") is not None \
+            and speculative.get("num_draft_tokens") is None:
+        name = "DFLASH" if algorithm == "DFLASH" else "DSpark"
+        raise ValueError(f"engine.speculative.num_steps: SGLang runs {name} at num_steps 1 with the drafter's block "
+                         "as its draft tokens (k = num_draft_tokens - 1); declare engine.speculative.num_draft_tokens "
+                         "(the drafter's block, as `specgate init` writes it) instead of num_steps")
+
+
 def fallback_warning(reason: str) -> str:
     """SGLang's own log line where it cannot adapt (`_maybe_disable_adaptive`): it runs static steps instead."""
     return f"speculative_adaptive disabled: {reason}. Falling back to static speculative params."
@@ -201,6 +217,7 @@ class SglangProfile(BaseProfile):
         candidate steps (`adaptive_start`). k = steps (top-k 1: one token per step).
         """
         config = speculative.get("speculative_adaptive_config")
+        refuse_block_steps(speculative)
         if not speculative.get("speculative_adaptive"):
             if config is not None:
                 raise ValueError("engine.speculative.speculative_adaptive_config needs speculative_adaptive: true "
@@ -209,8 +226,10 @@ class SglangProfile(BaseProfile):
         topk, steps = speculative.get("eagle_topk"), speculative.get("num_steps")
         decision = adaptive_decision(str(speculative.get("method")), eagle_topk=topk, num_steps=steps, config=config)
         if decision.reason is not None:
-            k = sglang_depth(speculative.get("num_draft_tokens"), steps, topk)
+            k = sglang_depth(speculative.get("num_draft_tokens"), steps, topk, decision.algorithm)
             static = (f"the gate judges the static k = {k}" if k is not None else
+                      "declare num_draft_tokens: without it SGLang drafts the drafter's block and the gate has no k"
+                      if decision.algorithm in BLOCK_ALGORITHMS else
                       "declare num_steps (or num_draft_tokens): without them SGLang picks its static steps from "
                       "the target's architecture (_auto_choose_speculative_params) and the gate has no k")
             return ScheduleReading(None, (f"SGLang: {fallback_warning(decision.reason)} ({static})",), declared=True)
@@ -348,7 +367,7 @@ class SglangProfile(BaseProfile):
                              "is not modelled (Gated DeltaNet fields linear_* are)")
                 return PoolPrediction(block_size, None, None, None, None, tuple(notes))
             d = sglang_depth(speculative.get("num_draft_tokens"), speculative.get("num_steps"),
-                             speculative.get("eagle_topk"))
+                             speculative.get("eagle_topk"), LAUNCH_ALGORITHM.get(str(speculative.get("method"))))
             draft_tokens = None if not has_drafter else (d + 1 if d is not None else None)
             if has_drafter and draft_tokens is None:
                 notes.append("no predicted pool with the drafter: SGLang reserves Mamba scratch per draft token; "

@@ -70,7 +70,11 @@ def test_every_row_agrees_with_sglang() -> None:
 
 def test_the_plans_reading_follows_sglang() -> None:
     """Rows a plan can spell (no drafter architecture, SGLang's default launch settings): the plan's reading
-    adapts where SGLang adapts, warns SGLang's own line where it falls back, refuses where SGLang refuses."""
+    adapts where SGLang adapts, warns SGLang's own line where it falls back, refuses where SGLang refuses.
+
+    One stated difference: a block drafter (DFlash, DSpark) declaring num_steps without num_draft_tokens, which
+    SGLang runs at 1 step with the drafter's block (`_handle_dflash` / `_handle_dspark`), is refused by the gate
+    with the key to declare: the plan's k would otherwise be read from the steps (`refuse_block_steps`)."""
     rows = [r for r in json.loads(FIXTURE.read_text())["rows"]
             if r["inputs"]["drafter"] == "none" and not any(k in r["inputs"] for k in LAUNCH)]
     assert len(rows) >= 8 * 3 * 3
@@ -78,6 +82,11 @@ def test_the_plans_reading_follows_sglang() -> None:
         inputs, answer = row["inputs"], row["answer"]
         spec = {"method": inputs["method"], "speculative_adaptive": True,
                 **{k: inputs[k] for k in ("eagle_topk", "num_steps") if inputs[k] is not None}}
+        if inputs["method"] in ("dflash", "dspark") and inputs["num_steps"] is not None:
+            with pytest.raises(ValueError, match="declare engine.speculative.num_draft_tokens"):
+                depth_schedule("sglang", spec)
+            depth_schedule("sglang", {**spec, "num_draft_tokens": 16})  # with the block declared: read
+            continue
         if "error" in answer:
             with pytest.raises(ValueError, match=re.escape(answer["error"])):
                 depth_schedule("sglang", spec)
