@@ -20,7 +20,9 @@ warning, not a refusal). Rows: every config family's config (one per family, the
 the method SGLang runs it with (a target alone: NGRAM; an MTP target: NEXTN; a drafter: its method, on a target of
 its shape), fixed k = 3 spelled as the gate spells it (a chain: 3 steps, top-k 1, 4 draft tokens; NGRAM: 4 draft
 tokens; a block drafter: the draft tokens its block sets, and one fewer), and `--speculative-adaptive` with no
-steps given. Output: tests/fixtures/oracle/sglang-0.5.23-spec-resolution.json (default), a row per call.
+steps given. Then, appended (earlier rows keep their numbers, which EXCEPTIONS.md cites), the block drafters' depth as
+SGLang takes it (`BLOCK_ROWS`): no depth key (SGLang reads the drafter's block), only `num_steps` 4 (SGLang forces 1
+and logs its override, kept as `resolution_warnings`), and DFlash's own `--speculative-dflash-block-size` 8. Output: tests/fixtures/oracle/sglang-0.5.23-spec-resolution.json (default), a row per call.
 """
 
 from __future__ import annotations
@@ -54,6 +56,17 @@ CASES: list[tuple[str, str, str | None, int | None]] = [
     ("tiny-draft.json", "draft_model", "tiny-target.json", None),
     ("tiny-target.json", "ngram", None, None),
 ]
+# Block drafters launched without the draft tokens: (config, method, target, extra ServerArgs), each a fixed row.
+BLOCK_ROWS: list[tuple[str, str, str, dict[str, Any]]] = [
+    ("dflash__specforge__qwen3-8b-dflash.json", "dflash", "target-gqa__Qwen__Qwen3-8B.json", {}),
+    ("dflash__specforge__qwen3-8b-dflash.json", "dflash", "target-gqa__Qwen__Qwen3-8B.json", {"num_steps": 4}),
+    ("dflash__specforge__qwen3-8b-dflash.json", "dflash", "target-gqa__Qwen__Qwen3-8B.json",
+     {"dflash_block_size": 8}),
+    ("dspark__specforge__qwen3-8b-dspark.json", "dspark", "target-gqa__Qwen__Qwen3-8B.json", {}),
+    ("dspark__specforge__qwen3-8b-dspark.json", "dspark", "target-gqa__Qwen__Qwen3-8B.json", {"num_steps": 4}),
+]
+# SGLang's log lines about the depth it resolves (the block drafters' overrides and inferences), recorded where said.
+RESOLUTION_LINES = ("overriding speculative_num_steps", "block_size", "gamma")
 ALGORITHM = {"eagle": "EAGLE", "eagle3": "EAGLE3", "nextn": "NEXTN", "ngram": "NGRAM", "draft_model": "STANDALONE",
              "dflash": "DFLASH", "dspark": "DSPARK"}
 K = 3
@@ -108,7 +121,8 @@ def one(inputs: dict[str, Any], lines: _Lines) -> dict[str, Any]:
                       speculative_draft_model_path=draft, device="cuda", page_size=1,
                       speculative_adaptive=inputs["setting"] == "adaptive",
                       speculative_num_steps=inputs.get("num_steps"), speculative_eagle_topk=inputs.get("eagle_topk"),
-                      speculative_num_draft_tokens=inputs.get("num_draft_tokens"))
+                      speculative_num_draft_tokens=inputs.get("num_draft_tokens"),
+                      speculative_dflash_block_size=inputs.get("dflash_block_size"))
     lines.lines.clear()
     try:
         handle_speculative_decoding(args)
@@ -118,15 +132,20 @@ def one(inputs: dict[str, Any], lines: _Lines) -> dict[str, Any]:
     except ImportError as e:  # a module the CPU build lacks (sgl_kernel): no answer, said so
         return {"unreached": f"{type(e).__name__}: {e}"}
     cfg = resolving_view(args)
-    return {"algorithm": cfg.speculative_algorithm, "adaptive": bool(cfg.speculative_adaptive),
-            "num_steps": cfg.speculative_num_steps, "eagle_topk": cfg.speculative_eagle_topk,
-            "num_draft_tokens": cfg.speculative_num_draft_tokens,
-            "adaptive_warning": next((x for x in lines.lines if x.startswith("speculative_adaptive disabled")), None)}
+    answer = {"algorithm": cfg.speculative_algorithm, "adaptive": bool(cfg.speculative_adaptive),
+              "num_steps": cfg.speculative_num_steps, "eagle_topk": cfg.speculative_eagle_topk,
+              "num_draft_tokens": cfg.speculative_num_draft_tokens,
+              "adaptive_warning": next((x for x in lines.lines if x.startswith("speculative_adaptive disabled")),
+                                       None)}
+    said = [x.replace(draft or "<none>", "<draft-model-path>") for x in lines.lines
+            if any(w in x for w in RESOLUTION_LINES)]
+    return {**answer, "resolution_warnings": said} if said else answer
 
 
 def matrix() -> list[dict[str, Any]]:
     """The rows' inputs (module docstring)."""
-    return [{"config": c, "method": m, "target": t, **s} for c, m, t, b in CASES for s in settings(m, b)]
+    return ([{"config": c, "method": m, "target": t, **s} for c, m, t, b in CASES for s in settings(m, b)]
+            + [{"config": c, "method": m, "target": t, "setting": "fixed", **x} for c, m, t, x in BLOCK_ROWS])
 
 
 def record() -> dict[str, Any]:

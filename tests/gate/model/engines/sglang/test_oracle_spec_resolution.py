@@ -1,6 +1,8 @@
 """SGLang 0.5.23's own resolution of the speculative launch per config family (fixed k and adaptive), recorded by
 tools/oracle/sglang_spec_resolution.py (`handle_speculative_decoding` on a constructed ServerArgs, in-process),
-replayed against the gate's SGLang profile (issue 35.1): every row agrees or is a stated exception."""
+replayed against the gate's SGLang profile (issue 35.1): every row agrees or is a stated exception. The block
+drafters' rows launched without draft tokens (the recorder's `BLOCK_ROWS`, appended) are replayed on k: the k the
+gate holds is SGLang's resolved draft tokens − 1 (`test_block_rows_k_is_sglang_s`)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from exporter.engines.base import SpecCounters, SpeculativeSettings, StreamSnapshot
+from exporter.engines.sglang.depth import configured_depth
+from exporter.engines.sglang.depth import depth as k_rule
+from gate.model.depth import depth_schedule
 from gate.model.engines.sglang import SGLANG, adaptive_decision, fallback_warning, resolve_algorithm
 from gate.status import Status
 from tests.gate.model.engines.oracle import exceptions
@@ -69,8 +77,13 @@ def test_the_fixture_says_where_it_comes_from() -> None:
     assert not any("unreached" in r["answer"] for r in data["rows"])
 
 
+def _block_row(inputs: dict[str, Any]) -> bool:
+    """A block drafter launched without the draft tokens (the recorder's `BLOCK_ROWS`)."""
+    return inputs["method"] in ("dflash", "dspark") and "num_draft_tokens" not in inputs
+
+
 def test_every_row_agrees_with_sglang() -> None:
-    rows = json.loads(FIXTURE.read_text())["rows"]
+    rows = [r for r in json.loads(FIXTURE.read_text())["rows"] if not _block_row(r["inputs"])]
     stated = exceptions(FIXTURE.name)
     wrong = [i for i, r in enumerate(rows) if gate_answer(r["inputs"]) != sglang_answer(r["answer"], r["inputs"])]
     assert [i for i in wrong if i not in stated] == []
@@ -82,12 +95,50 @@ def test_the_gate_reads_sglang_resolved_keys_as_k() -> None:
     (a chain: steps; NGRAM: draft tokens − 1; a block: draft tokens − 1)."""
     for r in json.loads(FIXTURE.read_text())["rows"]:
         a, i = r["answer"], r["inputs"]
-        if i["setting"] != "fixed" or "error" in a:
+        if i["setting"] != "fixed" or "error" in a or _block_row(i):
             continue
         k = SGLANG.depth(num_speculative_tokens=None, num_draft_tokens=a["num_draft_tokens"],
                          num_steps=None if i["method"] in ("ngram", "dflash", "dspark") else a["num_steps"],
                          eagle_topk=a["eagle_topk"])
         assert k == i["num_draft_tokens"] - 1, (i, a)
+
+
+def test_block_rows_k_is_sglang_s() -> None:
+    """SGLang 0.5.23 runs a block drafter at num_steps 1 with the block as its draft tokens (`_handle_dflash` /
+    `_handle_dspark`): without draft tokens it reads the drafter's block (DFlash 16, DSpark gamma 7 + 1), given
+    num_steps 4 it overrides them to 1 (its own log line, recorded), and DFlash's `--speculative-dflash-block-size`
+    lands in `speculative_num_draft_tokens` — the field `/server_info` reports, so the exporter reads k from it.
+    On every such row: k by the one SGLang k rule from SGLang's resolved keys (steps included, with the algorithm)
+    is draft tokens − 1, as the exporter reads it from `/server_info`; the keys `specgate init` writes for the
+    drafter's block give the same k; a plan that declares only num_steps is refused (its k would be the steps),
+    the one place the gate is stricter than SGLang, with the key to declare."""
+    rows = [r for r in json.loads(FIXTURE.read_text())["rows"] if _block_row(r["inputs"])]
+    assert {(r["inputs"]["method"], tuple(sorted(set(r["inputs"]) - {"config", "method", "setting", "target"})))
+            for r in rows} == {("dflash", ()), ("dflash", ("num_steps",)), ("dflash", ("dflash_block_size",)),
+                               ("dspark", ()), ("dspark", ("num_steps",))}
+    for r in rows:
+        a, i = r["answer"], r["inputs"]
+        assert "error" not in a and (a["num_steps"], a["eagle_topk"]) == (1, 1), (i, a)
+        want = a["num_draft_tokens"] - 1
+        assert k_rule(a["num_draft_tokens"], a["num_steps"], a["eagle_topk"], a["algorithm"]) == want
+        assert k_rule(None, a["num_steps"], a["eagle_topk"], a["algorithm"]) is None  # the steps never say k
+        info = SpeculativeSettings(algorithm=a["algorithm"], num_draft_tokens=a["num_draft_tokens"],
+                                   num_steps=a["num_steps"], eagle_topk=a["eagle_topk"], adaptive=a["adaptive"])
+        stream = StreamSnapshot(model=None, rank=None, spec=SpecCounters(verify_calls=1.0))
+        assert configured_depth(info, stream) == (want, "server_info"), i
+        if "dflash_block_size" in i:  # the plan spells the block as num_draft_tokens: the same k
+            assert SGLANG.depth(num_speculative_tokens=None, num_draft_tokens=i["dflash_block_size"],
+                                num_steps=None, eagle_topk=None) == want
+            continue
+        keys = SGLANG.block_depth_keys(i["method"], block_size(i["config"]), None).keys
+        assert SGLANG.depth(num_speculative_tokens=None, num_steps=None, eagle_topk=None, **keys) == want, i
+        spec = {"method": i["method"], **({"num_steps": i["num_steps"]} if "num_steps" in i else {})}
+        if "num_steps" in i:
+            assert any(f"overriding speculative_num_steps={i['num_steps']} to 1" in w
+                       for w in a["resolution_warnings"])
+            with pytest.raises(ValueError, match="declare engine.speculative.num_draft_tokens"):
+                depth_schedule("sglang", spec)
+        assert depth_schedule("sglang", {**spec, **keys}).schedule is None  # declared as init writes: read
 
 
 def test_the_replay_can_fail() -> None:
