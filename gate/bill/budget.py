@@ -357,7 +357,8 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
 
 def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: ModelConfig | None,
          engine_charge: int | None = None, pool: PoolBill | None = None) -> MixBill:
-    """One request mix's demand, and the drafter's KV for it: its geometric need under its scope and what
+    """One request mix's demand, and the drafter's KV for it: its need on the engine's basis (its geometric
+    need under its scope, or what the engine holds of it: gate.model.pools.drafter_kv_need) and what
     the engine charges (`engine_charge` per token: the profile's draft_charge, e.g. SGLang's target-shaped
     charge for an EAGLE-3 head, not the head's own bytes), both × concurrency. Where the pool is judged in
     blocks (`pool.request_blocks`), also its blocks: concurrency × (attention groups × cdiv(prompt + output,
@@ -368,8 +369,8 @@ def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: ModelConfig | None,
         scope = d.kv_scope if d else "full"
         block = _block_tokens(d, dcfg) if scope == "block" else None
         try:
-            n = drafter_kv_need(dgeom, scope, m.request_tokens, engine=plan.engine.kind,
-                                note=profile(plan.engine.kind).draft_kv_note, charge_bytes_per_token=engine_charge,
+            n = drafter_kv_need(dgeom, scope, m.request_tokens, engine=profile(plan.engine.kind),
+                                charge_bytes_per_token=engine_charge,
                                 window=d.window_tokens if d else None, sink=d.sink_tokens if d else 0,
                                 block_size=block)
             need, charged = n.need_bytes * m.concurrency, n.charged_bytes * m.concurrency

@@ -25,7 +25,6 @@ from gate.bill.budget import Allocated, Budget, MixBill, PoolBill
 from gate.bill.gpu_memory import GpuMemoryBill, gpu_memory_bill, sentence
 from gate.bill.pool import live_pools
 from gate.checks.base import CheckContext
-from gate.model.engines import profile
 from gate.plan.model import Plan
 from gate.status import LineResult, Status
 
@@ -91,11 +90,11 @@ def cannot_serve(plan: Plan, budget: Budget, gm: GpuMemoryBill) -> str | None:
 def under_reserved(budget: Budget) -> str | None:
     """The engine sizes its pool charging the drafter less KV than the drafter's own geometry holds (issue 35: SGLang
     charges an EAGLE-3 head on an MLA target the target's per-layer bytes): the draft pool then takes more memory
-    than the sizing reserved, so the predicted pool is not what fits the memory. A fail, not a pass with a note."""
+    than the sizing reserved, so the predicted pool is not what fits the memory. A fail, not a pass with a note.
+    Each mix's need is on the engine's basis (gate.model.pools.drafter_kv_need: llama.cpp's draft model holds its
+    own context's cells, so its need is its reservation), so no engine is judged apart here."""
     d = budget.drafter
     if d is None or d.kv_bytes_per_token is None or d.engine_charge_bytes_per_token is None:
-        return None
-    if profile(budget.pool.engine).drafter_own_context:  # llama.cpp: the memory bill sizes the draft's own cache
         return None
     over = [(m.name, m.drafter_need_bytes, m.drafter_charged_bytes) for m in budget.mixes
             if m.drafter_need_bytes is not None and m.drafter_charged_bytes is not None

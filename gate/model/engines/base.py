@@ -253,12 +253,6 @@ class EngineProfile(Protocol):
         from runs."""
         ...
 
-    @property
-    def drafter_own_context(self) -> bool:
-        """The draft model's KV is a context of its own that the memory bill sizes on the engine's basis (llama.cpp),
-        not a per-token charge inside the target's pool sizing, so no charge can under-reserve it."""
-        ...
-
     # --- the depth k and the drafter's steps (gate.model.depth) ---------------------------------------
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
@@ -313,6 +307,13 @@ class EngineProfile(Protocol):
     def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
         """(bytes per target token the engine charges for the drafter's KV when it sizes the pool, a note
         when that differs from the drafter's own geometry)."""
+        ...
+
+    def drafter_kv_basis(self, *, request_tokens: int, need_tokens: int, need_bytes_per_token: int,
+                         charge_bytes_per_token: int) -> tuple[int, int, str]:
+        """(tokens of the drafter's KV the engine holds for a request of `request_tokens`, bytes per held token,
+        the pool they land in): the need of gate.model.pools.drafter_kv_need on the engine's basis, from the
+        drafter's geometric need (`need_tokens` × `need_bytes_per_token`) and the engine's `draft_charge`."""
         ...
 
     def predict_pool(self, *, kv_cache_memory_bytes: int, target_bytes_per_token: int, draft_charge: int | None,
@@ -421,7 +422,6 @@ class BaseProfile(ABC):
     speculative_flag_prefixes: tuple[str, ...] = ("--speculative-", "--speculative_")
     default_memory_fraction: float | None = None
     provenance: str | None = None
-    drafter_own_context: bool = False
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
               num_steps: int | None, eagle_topk: int | None) -> int | None:
@@ -449,6 +449,12 @@ class BaseProfile(ABC):
     def draft_charge(self, method: str | None, target: KVGeometry, drafter: KVGeometry) -> tuple[int, str | None]:
         """The drafter's own attention KV per target token."""
         return drafter.attention_bytes_per_token, None
+
+    def drafter_kv_basis(self, *, request_tokens: int, need_tokens: int, need_bytes_per_token: int,
+                         charge_bytes_per_token: int) -> tuple[int, int, str]:
+        """The drafter's geometric need, charged in the engine's pool sizing ("engine_pool": vLLM's one shared
+        pool, SGLang's draft pool sized with the target's): a charge below it under-reserves the drafter."""
+        return need_tokens, need_bytes_per_token, "engine_pool"
 
     def chain_depth_keys(self, depth: int, why: str) -> DepthKeys:
         """A chain of depth k: `num_speculative_tokens` = k."""

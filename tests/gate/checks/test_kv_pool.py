@@ -6,7 +6,7 @@ from gate.bill.budget import Allocated
 from gate.checks import kv_pool
 from gate.plan.model import load_plan, plan_from_dict
 from gate.status import Status
-from tests.gate.helpers import PLANS, context, tiny_plan
+from tests.gate.helpers import CONFIGS, PLANS, context, tiny_plan
 
 
 def _line(plan, live=None):
@@ -95,3 +95,24 @@ def test_no_pool_input_is_inconclusive_naming_the_keys() -> None:
 def test_no_request_mix_names_the_key() -> None:
     r = kv_pool.check(context(plan_from_dict(tiny_plan("ngram", workload=[]))))
     assert r.status is Status.INCONCLUSIVE and "workload[]" in r.reason
+
+
+def test_llamacpp_drafter_need_is_its_own_context_not_an_under_reservation() -> None:
+    """llama.cpp gives the draft model a context of its own with the target's cells (common/speculative.cpp,
+    `common_speculative_init_result`: `cparams.n_ctx = llama_n_ctx(ctx_tgt)`, read at ggml-org/llama.cpp
+    001d906a), sized from the draft's own geometry: the need the bill reports is that context's cells × its
+    bytes per cell, equal to what llama.cpp reserves, so the line passes without judging llama.cpp apart.
+    Deployment (c)'s pair: functiongemma-270m's 3 full-attention layers hold 3,072 B per cell (its 15 sliding
+    layers a fixed window cache in the memory bill); chat is 4 × (4,000 + 800) = 19,200 cells of the 32,768."""
+    data = tiny_plan("draft")
+    data["target"]["config"] = str(CONFIGS / "target-hybrid-swa__google__gemma-3-27b-it.json")
+    data["drafter"]["config"] = str(CONFIGS / "target-hybrid-swa__mariocde__functiongemma-270m-onnx.json")
+    data["engine"] = {"kind": "llamacpp", "version": "b11434", "ctx_size": 32_768,
+                      "speculative": {"method": "draft_model", "num_speculative_tokens": 8}}
+    data["workload"] = [{"name": "chat", "concurrency": 4, "prompt_tokens": 4_000, "output_tokens": 800}]
+    r = _line(plan_from_dict(data))
+    assert r.status is Status.PASS, r.reason
+    (mix,) = r.values["mixes"]
+    assert mix["drafter_need_bytes"] == mix["drafter_charged_bytes"] == 4 * 4_800 * 3_072 == 58_982_400
+    assert "under-reserves" not in r.reason and "353,894,400" not in r.reason  # not 19,200 x all 18 layers' 18,432
+    assert r.values["drafter_kv_bytes_per_token"] == r.values["drafter_engine_charge_bytes_per_token"] == 3_072

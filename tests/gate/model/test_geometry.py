@@ -10,7 +10,7 @@ import pytest
 from gate.inputs.configs import load_config
 from gate.model.config import ConfigError, resolve_text_config
 from gate.model.dtypes import DTYPE_BYTES
-from gate.model.engines import VLLM
+from gate.model.engines import SGLANG, VLLM
 from gate.model.geometry import (
     classify_layers,
     drafter_context_tokens,
@@ -173,13 +173,14 @@ def test_drafter_scopes_need_versus_engine_charge() -> None:
     assert drafter_context_tokens("window", 30_697, window=4_096, sink=4) == 4_100
     assert drafter_context_tokens("window", 1_000, window=4_096, sink=4) == 1_000
     assert drafter_context_tokens("block", 30_697, block_size=8) == 8
-    need = drafter_kv_need(ling, "block", 30_697, engine="sglang", block_size=8)
+    need = drafter_kv_need(ling, "block", 30_697, engine=SGLANG, block_size=8)
     assert need.need_bytes == 8 * 51_200
     # SGLang gives the draft a slot per target token: 30,697 × 51,200 charged.
     assert need.charged_bytes == 30_697 * 51_200
     assert need.over_reserved_bytes == (30_697 - 8) * 51_200
-    full = drafter_kv_need(ling, "full", 30_697, engine="vllm", note=VLLM.draft_kv_note)  # the note: the profile's
-    assert full.over_reserved_bytes == 0 and "same KV pool" in full.note
+    assert (need.engine, need.pool) == ("sglang", "engine_pool")  # charged in SGLang's pool sizing
+    full = drafter_kv_need(ling, "full", 30_697, engine=VLLM)  # the note: the profile's
+    assert full.over_reserved_bytes == 0 and "same KV pool" in full.note and full.pool == "engine_pool"
 
 
 def test_bad_configs_raise_config_error() -> None:

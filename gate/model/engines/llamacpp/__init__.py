@@ -14,7 +14,12 @@ Sources, all llama.cpp b11434 (the tree tools/llamacpp_cpu.sh builds):
 - the drafter's KV: `common_base_params_to_speculative` copies the server's parameters into the draft
   context, so the draft model gets a context of its own with the target's `--ctx-size` cells and the same
   slots, its cache in `--spec-draft-type-k/-v` (default f16, not the target's `--cache-type-k/-v`): per target
-  token the drafter holds one cell of its own geometry, beside (not inside) the target's cache.
+  token the drafter holds one cell of its own geometry, beside (not inside) the target's cache. The cells:
+  `common_speculative_init_result`'s `cparams.n_ctx = llama_n_ctx(ctx_tgt)` ("the draft context holds as many
+  tokens per sequence as the target context"; common/speculative.cpp, read at ggml-org/llama.cpp 001d906a: the
+  b11434 tree kept here has only the converter). So a request's drafter KV is its cells × the draft's bytes
+  per cell whatever the drafter's scope, sized from the draft's own geometry: never under-reserved
+  (`drafter_kv_basis`).
 - the pool: llama.cpp does not size the cache from a memory budget. It allocates `--ctx-size` cells (split
   over `--parallel` slots), whatever the memory; a cache that does not fit fails the launch. So the predicted
   pool is the plan's `configured_max_total_tokens` (= `--ctx-size`) with or without a drafter.
@@ -60,7 +65,6 @@ class LlamacppProfile(BaseProfile):
     name: str = "llama.cpp"
     speculative_flag_prefixes: tuple[str, ...] = ("--spec-", "--spec_")
     default_memory_fraction: float | None = 1.0
-    drafter_own_context: bool = True  # the draft model's cells: its own context, billed by `server_cache`
     memory_fraction_note: str = ("llama.cpp has no memory fraction: the whole GPU (× 1.0); its KV is --ctx-size cells "
                                  "(engine.ctx_size), whatever the memory, and a launch that does not fit fails")
     kv_pool_note: str = " (llama.cpp's draft model keeps a context of its own, --ctx-size cells of its own KV)"
@@ -109,6 +113,14 @@ class LlamacppProfile(BaseProfile):
         return drafter.bytes_per_token, (
             f"llama.cpp: the draft model's {swa} sliding-window layer(s) are a fixed cache of their window per slot, "
             f"not per token: {drafter.bytes_per_token:,} B/token is its full-attention layers (as `specgate kv`)")
+
+    def drafter_kv_basis(self, *, request_tokens: int, need_tokens: int, need_bytes_per_token: int,
+                         charge_bytes_per_token: int) -> tuple[int, int, str]:
+        """Every cell of the request in the draft model's own context ("own_context"), at `draft_charge`'s bytes
+        per cell: the context mirrors the target's cells (n_ctx = the target's) whatever the drafter's scope, and
+        is sized from the draft's own geometry, so what it needs is what llama.cpp reserves. Its sliding layers'
+        fixed window cache is the memory bill's (`server_cache`), not a per-request need."""
+        return request_tokens, charge_bytes_per_token, "own_context"
 
     def own_keys_pool(self, engine: Mapping[str, Any], target: KVGeometry, drafter: KVGeometry | None,
                       has_drafter: bool) -> OwnKeysPool:

@@ -13,7 +13,9 @@ from pathlib import Path
 from gate.inputs.configs import load_config
 from gate.model.depth import draft_forward_passes, speculative_depth
 from gate.model.engines import profile
+from gate.model.engines.llamacpp import server_cache
 from gate.model.geometry import kv_geometry
+from gate.model.pools import drafter_kv_need
 from gate.status import Status
 
 CONFIGS = Path(__file__).resolve().parents[4] / "fixtures" / "configs"
@@ -72,3 +74,35 @@ def test_rules() -> None:
     assert LC.block_rule("dflash", 16, 15).status is Status.PASS
     assert LC.mtp_rule(1, 5).status is Status.PASS
     assert LC.chain_depth_keys(4, "tuned").keys == {"num_speculative_tokens": 4}
+
+
+def test_the_drafters_kv_need_is_its_own_contexts_cells() -> None:
+    """The need on llama.cpp's basis (gate.model.pools.drafter_kv_need through `drafter_kv_basis`): the draft
+    model's own context holds every cell of the request whatever the drafter's scope, at its full-attention bytes
+    per cell, so the need is what llama.cpp reserves and lands in that context, not in the target's pool.
+
+    Source: common/speculative.cpp (read at ggml-org/llama.cpp 001d906a; the b11434 tree tools/llamacpp_cpu.sh
+    keeps has only the GGUF converter), `common_speculative_init_result::common_speculative_init_result`:
+    `cparams.n_ctx = llama_n_ctx(ctx_tgt);` ("the draft context holds as many tokens per sequence as the target
+    context"), its params from `common_base_params_to_speculative` (the server's `n_parallel` and unified cache
+    copied, `cache_type_k/v` = the draft's `--spec-draft-type-k/-v`, default f16). functiongemma-270m (bf16):
+    18 layers of 1 KV head × 256 × K+V × 2 B = 1,024 B per token each, 3 of them full attention (3,072 B per
+    cell), 15 sliding (a fixed window cache, `server_cache`'s, not per cell).
+    """
+    gemma = kv_geometry(load_config(CONFIGS / "target-hybrid-swa__mariocde__functiongemma-270m-onnx.json"))
+    charge, _ = LC.draft_charge("draft_model", TARGET, gemma)
+    assert (charge, gemma.attention_bytes_per_token) == (3_072, 18_432)
+    need = drafter_kv_need(gemma, "full", 4_800, engine=LC, charge_bytes_per_token=charge)
+    assert (need.pool, need.need_tokens, need.bytes_per_token) == ("own_context", 4_800, 3_072)
+    assert need.need_bytes == need.charged_bytes == 4_800 * 3_072 == 14_745_600  # was 4,800 x 18,432 against it
+    assert need.over_reserved_bytes == 0
+    # the same cells, whatever scope the plan declares: the context mirrors the target's cells
+    window = drafter_kv_need(gemma, "window", 4_800, engine=LC, charge_bytes_per_token=charge, window=512)
+    assert (window.need_tokens, window.need_bytes) == (4_800, 14_745_600)
+    # a full --ctx-size of such requests is the draft context llama.cpp sizes: n_ctx = the target's 32,768 cells
+    own = server_cache(gemma, 32_768, None)
+    assert own.ctx_cells * own.per_token_bytes == drafter_kv_need(
+        gemma, "full", 32_768, engine=LC, charge_bytes_per_token=charge).need_bytes == 100_663_296
+    # vLLM charges it in its shared pool on the geometric need (its sliding layers per token): not llama.cpp's
+    shared = drafter_kv_need(gemma, "window", 4_800, engine=profile("vllm"), window=512)
+    assert (shared.pool, shared.need_tokens, shared.need_bytes) == ("engine_pool", 512, 512 * 18_432)
