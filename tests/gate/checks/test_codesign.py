@@ -317,16 +317,21 @@ def _with_speculative(plan: Plan, **keys: int | None) -> Plan:
 
 
 def test_the_line_reads_sglang_depth_through_the_k_rule() -> None:
-    """Before: the line passed SGLang's num_draft_tokens as k, and a chain given by num_steps alone as no
-    depth at all (pass, "not given"). Now k = plan.depth: 15 steps of top-k 1 are 16 draft tokens = block
-    16 (pass), 16 steps are 17 (a warning: SGLang 0.5.23 runs another block than the drafter's, it does not
-    refuse)."""
+    """Before: the line passed SGLang's num_draft_tokens as k. Now k = plan.depth, by the one SGLang k rule: 16
+    draft tokens = block 16 (pass), 17 (a warning: SGLang 0.5.23 runs another block than the drafter's, it does
+    not refuse). A DFlash plan giving only num_steps is refused: SGLang runs DFlash at 1 step with the drafter's
+    block (`_handle_dflash`; tests/fixtures/oracle/sglang-0.5.23-spec-resolution.json's DFlash num_steps row),
+    so the steps are not its k."""
     plan = load_plan(FAMILIES / "dflash-sglang-qwen3-8b.yaml")
-    ok = _with_speculative(plan, num_draft_tokens=None, num_steps=15, eagle_topk=1)
+    ok = _with_speculative(plan, num_draft_tokens=16, num_steps=None, eagle_topk=None)
     assert ok.depth == 15
     f = {x["check"]: x for x in evaluate(ok).checks["codesign"].values["findings"]}
     assert f["block_size"] == {"check": "block_size", "status": "pass",
                                "detail": "SGLang draft tokens 16 = block_size 16"}
-    bad = _with_speculative(plan, num_draft_tokens=None, num_steps=16, eagle_topk=1)
+    bad = _with_speculative(plan, num_draft_tokens=17, num_steps=None, eagle_topk=None)
     f = {x["check"]: x for x in evaluate(bad).checks["codesign"].values["findings"]}
     assert f["block_size"]["status"] == "warn" and "speculative_num_draft_tokens 17" in f["block_size"]["detail"]
+    steps = plan.model_dump(exclude_none=True)
+    steps["engine"]["speculative"] = {"method": "dflash", "num_steps": 15, "eagle_topk": 1}
+    with pytest.raises(ValueError, match="declare engine.speculative.num_draft_tokens"):
+        Plan.model_validate(steps)
