@@ -1,8 +1,9 @@
 """The conformance matrix (issue 35.1): every config family of tests/fixtures/configs × {fixed k, schedule or
 adaptive} × each engine that runs it has a row in some engine oracle fixture (tests/fixtures/oracle, each replayed
 against the gate's profile by its own test), or is listed here as a cell the engine does not run, with the
-engine's reason, or as an open cell (no oracle row yet). Both lists are kept exact: a cell that gains a row must
-leave them. Families are the file names' prefix before "__" (the tiny e2e models: "tiny")."""
+engine's reason, or as an open cell (no oracle row yet: none is left). Both lists are kept exact: a cell that gains a
+row must leave them. Families are the file names' prefix before "__" (the tiny e2e models: "tiny"). llama.cpp's
+fixed-k cells are tiny GGUFs in each family's architecture started on llama-server (llamacpp-11434-spec.json)."""
 
 from __future__ import annotations
 
@@ -32,22 +33,11 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
                                     "gate.model.depth: llama.cpp runs no schedule)" for f in FAMILIES},
 }
 # Cells the engine runs that no oracle fixture holds yet, each with why (issue 35.1 left open; the report says so).
-# llama.cpp b11434's converter (~/.cache/specgate/llamacpp-11434/src: conversion/ and convert_hf_to_gguf.py only;
-# common/arg.cpp and the speculative sources are not in that tree) converts each of these architectures, so
-# llama-server runs the family; tools/tiny_gguf.py writes plain Llama GGUFs only, so no tiny start of the family's
-# shape is recorded.
-_LLAMACPP_CONVERTS = {
-    "dflash": "DFlashDraftModel (conversion/qwen.py)", "dspark": "DSparkDraftModel (conversion/qwen.py)",
-    "eagle3": "LlamaForCausalLMEagle3 (conversion/llama.py)", "eagle3-safeailab": "an EAGLE-3 head by its hparams "
-    "(conversion/llama.py)", "eagle3-speculators": "Eagle3Speculator (conversion/llama.py)",
-    "target-gqa": "Qwen3ForCausalLM / LlamaForCausalLM (conversion/qwen.py, llama.py)",
-    "target-hybrid-linear": "Qwen3NextForCausalLM, Qwen3_5ForConditionalGeneration (conversion/qwen.py)",
-    "target-hybrid-swa": "GptOssForCausalLM, Gemma3ForCausalLM (conversion/gpt_oss.py, gemma.py)",
-    "target-mla-mtp": "DeepseekV3ForCausalLM with its nextn layers (conversion/deepseek.py)"}
-OPEN: dict[tuple[str, str, str], str] = {
-    (f, "fixed", "llamacpp"): f"llama.cpp b11434 converts {arch} and runs it; tools/tiny_gguf.py builds no GGUF "
-                              f"of this shape (Llama only): no start recorded"
-    for f, arch in _LLAMACPP_CONVERTS.items()}
+# None now: llama.cpp fixed k on every family's architecture is llamacpp-11434-spec.json's (tools/tiny_gguf.py SHAPES:
+# qwen3 for target-gqa, gemma3 for target-hybrid-swa, qwen35 for target-hybrid-linear, deepseek2 with its nextn
+# block for target-mla-mtp, eagle3 for the three EAGLE-3 families, dflash/dspark; gpt-oss and Qwen3-Next have no
+# shape of their own: their families are held by Gemma-3's and Qwen3.5's).
+OPEN: dict[tuple[str, str, str], str] = {}
 
 
 def _load(name: str) -> list[dict[str, Any]]:
@@ -71,6 +61,8 @@ def covered() -> set[tuple[str, str, str]]:
     cells |= {(f, "schedule", "sglang") for f, m in SGLANG_METHOD.items() if m in methods}
     if _load("llamacpp-11434-vocab.json"):
         cells.add(("tiny", "fixed", "llamacpp"))  # the tiny target and draft as GGUF, started on llama-server
+    # each family's architecture as a tiny GGUF, started at fixed k (llama-server runs no schedule: NOT_RUN)
+    cells |= {(r["inputs"]["family"], "fixed", "llamacpp") for r in _load("llamacpp-11434-spec.json")}
     return cells
 
 
@@ -89,16 +81,16 @@ def test_every_cell_has_a_row_or_a_stated_reason() -> None:
 def test_the_lists_are_exact() -> None:
     have = covered()
     assert sorted(have & set(NOT_RUN)) == [] and sorted(have & set(OPEN)) == []
-    assert set(NOT_RUN).isdisjoint(OPEN) and set(_LLAMACPP_CONVERTS) == set(FAMILIES) - {"tiny"}
+    assert set(NOT_RUN).isdisjoint(OPEN)
     assert all(f in FAMILIES and s in SETTINGS and e in ENGINES for f, s, e in [*NOT_RUN, *OPEN])
 
 
 def test_the_size_of_the_suite() -> None:
-    """10 families × 2 settings × 3 engines = 60 cells: 41 with oracle rows, 10 not run, 9 open, each with its
-    reason (llama.cpp fixed k outside the tiny Llama pair: the report)."""
+    """10 families × 2 settings × 3 engines = 60 cells: 50 with oracle rows, 10 not run (llama.cpp runs no
+    schedule), none open."""
     have = covered()
-    assert (len(FAMILIES) * len(SETTINGS) * len(ENGINES), len(have), len(NOT_RUN), len(OPEN)) == (60, 41, 10, 9)
-    assert all(OPEN.values()) and all(e == "llamacpp" for _, _, e in OPEN)
+    assert (len(FAMILIES) * len(SETTINGS) * len(ENGINES), len(have), len(NOT_RUN), len(OPEN)) == (60, 50, 10, 0)
+    assert all(NOT_RUN.values())
 
 
 def test_the_matrix_can_fail() -> None:
