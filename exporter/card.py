@@ -1,7 +1,7 @@
 """A drafter's acceptance card in the exporter's own per-position definition (issue 37 item 4).
 
 Why here, in the exporter: the sidecar exposes the card beside live acceptance (`names.CARD_POSITION_RATE`,
-`names.CARD_ACCEPTANCE_LENGTH`), and the gate's post phase judges live L against the same conversion
+`names.CARD_ACCEPTANCE_LENGTH`), and the gate's post phase judges live L and each draft position against the same conversion
 (gate.checks.acceptance.card); the gate imports the exporter, never the other way, so the rule lives once, here.
 
 The card's shape is the plan's `evidence.reported.acceptance_card` (gate.plan.card), the same document the chart

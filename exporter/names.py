@@ -257,7 +257,7 @@ SPEC_DEPTH_MAX = Family("specgate_spec_depth_max", "gauge",
 `positions` (vLLM: the number of `position` series of `vllm:spec_decode_num_accepted_tokens_per_pos`, which
 vLLM creates for exactly `num_speculative_tokens` positions; vLLM serves its speculative config on no HTTP
 endpoint outside dev mode), `server_info` (SGLang `/server_info`: `speculative_num_draft_tokens − 1`, or
-`speculative_num_steps` for a top-k 1 chain, `exporter.engines.sglang.depth`; under `speculative_adaptive`
+`speculative_num_steps` for a top-k 1 chain, never the steps for DFlash/DSpark, `exporter.engines.sglang.depth`; under `speculative_adaptive`
 with SGLang's default tiers, their largest candidate step), `schedule` (the exporter was told the schedule:
 `--speculative-config` / `--speculative-adaptive-config`, `exporter.schedule`'s `max_k`), `gauge` (SGLang's
 current `spec_num_draft_tokens` / `spec_num_steps`, when nothing else says; adaptive speculation moves them,

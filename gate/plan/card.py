@@ -1,7 +1,7 @@
 """The plan's `evidence.reported.acceptance_card`: a drafter's published acceptance card (issue 37 item 4).
 
 Why a key of `reported`: a card is a fact from a run that is not live (the drafter's authors' benchmark), with its
-source, like every `evidence.reported.*` value. The post phase judges live L against it
+source, like every `evidence.reported.*` value. The post phase judges live L and each draft position against it
 (gate.checks.acceptance.card); the chart passes the same document to the exporter (`--acceptance-card`), which
 exposes it beside live acceptance. Its checks and its conversion to the exporter's per-position definition are
 `exporter.card`'s (one address): this model gives the schema, and refuses what `exporter.card.read_card` refuses.

@@ -68,7 +68,7 @@ SUBCHECKS: tuple[Callable[[CheckContext], Finding], ...] = (
     probes.sub,  # probe records at the plan's own mixes
     cohorts.sub,  # canary against stable, --phase post
     depth.sub,  # the plan's k against tune's best k
-    card.sub,  # live L against the drafter's acceptance card, --phase post (issue 37 item 4)
+    card.sub,  # live L and positions against the drafter's acceptance card, --phase post (issue 37 item 4)
     verification.sub,  # lossy verification: a warning, a fail under require_lossless (issue 37 item 2)
     fingerprint.sub,  # per-position rates constant across capture windows: possibly simulated (a warning)
 )
