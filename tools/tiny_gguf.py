@@ -290,12 +290,14 @@ def qwen35(layers: int = 4, nextn: int = 1) -> Shape:
     return Shape("qwen35", keys, t)
 
 
-# The shapes by name (tools/oracle/llamacpp_spec.py's rows name them; `-nomtp`: without the MTP block).
+# The shapes by name (tools/oracle/llamacpp_spec.py's rows name them; `-nomtp`: without the MTP block; `-b8`: a
+# block of 8 instead of 4, the rows' second block size).
 SHAPES: dict[str, Callable[[], Shape]] = {
     "llama": llama, "qwen3": qwen3, "qwen3-draft": lambda: qwen3(layers=2), "gemma3": gemma3,
     "qwen35": qwen35, "qwen35-nomtp": lambda: qwen35(nextn=0), "deepseek2": deepseek2,
     "deepseek2-nomtp": lambda: deepseek2(nextn=0), "eagle3": eagle3, "dflash": dflash,
-    "dspark": lambda: dflash(dspark=True)}
+    "dspark": lambda: dflash(dspark=True), "dflash-b8": lambda: dflash(block_size=8),
+    "dspark-b8": lambda: dflash(block_size=8, dspark=True)}
 
 
 def write_shape(shape: Shape, vocab_hf: Path, out: Path, seed: int = 0) -> None:

@@ -7,7 +7,7 @@ Run with the vLLM venv's python (numpy; the GGUF writer is the llama.cpp tree's 
 SERVER: llama-server (tools/llamacpp_cpu.sh); SRC: its tree (`tools/llamacpp_cpu.sh --src`); MODELS: the tiny
 models folder (tools/build_tiny_models.py; only its target's 512-token tokenizer is used). Why: the gate's llama.cpp
 profile (`gate.model.engines.llamacpp`) names the `--spec-type` per method, takes k as `--spec-draft-n-max`, caps a
-block drafter's round at its block, runs MTP for any k and sizes the cache as `--ctx-size` cells over the slots
+block drafter's round at what its block holds (DFlash block_size - 1, DSpark block_size), runs MTP for any k and sizes the cache as `--ctx-size` cells over the slots
 (sliding layers: a window per slot); this holds those answers against the server on each family's shape. Each row
 writes tiny GGUFs in the family's architecture (tools/tiny_gguf.py SHAPES: random weights), starts
 `llama-server --model target.gguf [--spec-draft-model draft.gguf] --spec-type T --spec-draft-n-max K --ctx-size 2048
@@ -15,7 +15,8 @@ writes tiny GGUFs in the family's architecture (tools/tiny_gguf.py SHAPES: rando
 came up (GET /health 200) or its error lines, whether /slots says it speculates, the slots line, the caches it
 reports (`llama_kv_cache: size = ...`, `llama_memory_recurrent: size = ...`, the sliding-window cache's cells) and
 the most tokens one round drafted on a greedy 12-token completion (the `#draft=N` debug lines: a round drafts at
-most the tokens still to generate, so rounds near the end draft fewer). About 1 s a row.
+most the tokens still to generate, so rounds near the end draft fewer), and the start-up line where a block
+drafter clamps k ("requested draft size ... clamping to N"). About 1 s a row.
 Output: tests/fixtures/oracle/llamacpp-11434-spec.json (default).
 """
 
@@ -51,8 +52,12 @@ ROWS: tuple[tuple[str, str, str, str | None, str, int], ...] = (
     ("eagle3-safeailab", "eagle3-safeailab__SafeAILab__EAGLE-traineagle3.json", "llama", "eagle3", "draft-eagle3", 5),
     ("eagle3-speculators", "eagle3-speculators__nm-testing__EAGLE3-LLaMA3.1-Instruct-8B-converted.json", "llama",
      "eagle3", "draft-eagle3", 1),
-    *(("dflash", "dflash__specforge__qwen3-8b-dflash.json", "qwen3", "dflash", "draft-dflash", k) for k in (3, 4, 6)),
+    # block drafters: k below, at and above what a round can hold (DFlash block - 1, DSpark block), blocks 4 and 8
+    *(("dflash", "dflash__specforge__qwen3-8b-dflash.json", "qwen3", "dflash", "draft-dflash", k) for k in (2, 3, 4, 6)),
+    *(("dflash", "dflash__specforge__qwen3-8b-dflash.json", "qwen3", "dflash-b8", "draft-dflash", k)
+      for k in (6, 7, 8, 10)),
     *(("dspark", "dspark__specforge__qwen3-8b-dspark.json", "qwen3", "dspark", "draft-dspark", k) for k in (3, 4, 6)),
+    *(("dspark", "dspark__specforge__qwen3-8b-dspark.json", "qwen3", "dspark-b8", "draft-dspark", k) for k in (8, 10)),
 )
 START_TIMEOUT_S = 60
 SLOTS = re.compile(r"initializing, n_slots = (\d+), n_ctx_slot = (\d+), kv_unified = '(\w+)'")
@@ -60,6 +65,10 @@ KV = re.compile(r"llama_kv_cache: size = +([\d.]+) MiB \( *(\d+) cells, +(\d+) l
 RS = re.compile(r"llama_memory_recurrent: size = +([\d.]+) MiB \( *(\d+) cells, +(\d+) layers, +(\d+) seqs +(\d+) rs_seq\)")
 SWA = re.compile(r"llama_kv_cache_iswa: creating +(non-SWA|SWA) KV cache, size = (\d+) cells")
 DRAFT = re.compile(r"generate_draft: .*#draft=(\d+)")
+# common/speculative.cpp's block drafter (b11434's binary carries the same line): a --spec-draft-n-max above what
+# the block holds is clamped at start-up, and the log says to what
+CLAMP = re.compile(r"requested draft size \(n_max=(\d+), n_min=\d+\) exceeds the trained block size (\d+) -- "
+                   r"clamping to (\d+)")
 ERROR = re.compile(r"^[\d.]+ E (.*)$")
 
 
@@ -131,7 +140,8 @@ def _start(server: Path, target: Path, draft: Path | None, spec_type: str, k: in
         "swa_caches": [{"kind": m[0], "cells": int(m[1])} for m in SWA.findall(text)],
         "recurrent": [{"mib": float(m[0]), "cells": int(m[1]), "layers": int(m[2]), "seqs": int(m[3]),
                        "rs_seq": int(m[4])} for m in RS.findall(text)],
-        "n_draft_max": max(drafts) if drafts else None, "rounds": len(drafts), "completion": timings}
+        "n_draft_max": max(drafts) if drafts else None, "rounds": len(drafts), "completion": timings,
+        "clamped": [{"n_max": int(m[0]), "block_size": int(m[1]), "to": int(m[2])} for m in CLAMP.findall(text)]}
 
 
 def record(server: Path, src: Path, models: Path) -> dict[str, Any]:
@@ -169,7 +179,8 @@ def record(server: Path, src: Path, models: Path) -> dict[str, Any]:
                     f"{N_PREDICT} tokens: server_up = GET /health 200 (else errors = its E lines); speculates = "
                     "GET /slots speculative on every slot; slots = its 'initializing, n_slots = ...' line; kv_caches, "
                     "swa_caches, recurrent = its cache lines in order (target first); n_draft_max = the most tokens "
-                    "one round drafted ('generate_draft: ... #draft=N')",
+                    "one round drafted ('generate_draft: ... #draft=N'); clamped = its 'requested draft size (n_max=K, ...) "
+                    "exceeds the trained block size B -- clamping to N' lines",
             "rows": rows}
 
 
