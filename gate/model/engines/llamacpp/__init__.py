@@ -23,6 +23,11 @@ Sources, all llama.cpp b11434 (the tree tools/llamacpp_cpu.sh builds):
 - the pool: llama.cpp does not size the cache from a memory budget. It allocates `--ctx-size` cells (split
   over `--parallel` slots), whatever the memory; a cache that does not fit fails the launch. So the predicted
   pool is the plan's `configured_max_total_tokens` (= `--ctx-size`) with or without a drafter.
+- block drafters: `common_speculative_impl_draft_dflash` clamps `--spec-draft-n-max` at start-up to what the
+  trained block holds ("DFlash input is [id_last, <mask> * (block_size-1)]: in-place denoising yields at most
+  block_size-1 draft tokens, anchor-first DSpark yields a full block_size"; it logs "requested draft size ...
+  clamping to N"; common/speculative.cpp at 001d906a, the same line in the b11434 binary): `block_round`, held
+  against llama-server by tests/fixtures/oracle/llamacpp-11434-spec.json (blocks 4 and 8, k below, at and above).
 - llama.cpp numbers builds, not releases: no version floor is known to matter.
 - no memory fraction, no block size (cells are single tokens), no tap ids (EAGLE-3 heads are converted to
   GGUF with their own taps), MTP via `draft-mtp`.
@@ -57,6 +62,17 @@ REPORTED_TYPES: Mapping[str, frozenset[str]] = MappingProxyType({
     "mtp": frozenset({"DRAFT-MTP"}), "nextn": frozenset({"DRAFT-MTP"}),
     "dflash": frozenset({"DRAFT-DFLASH"}), "dspark": frozenset({"DRAFT-DSPARK"}),
     "ngram": frozenset({"NGRAM-SIMPLE", "NGRAM-MAP-K", "NGRAM-MAP-K4V", "NGRAM-MOD", "NGRAM-CACHE"})})
+
+
+def block_round(family: str, block_size: int, depth: int | None) -> int:
+    """The tokens one round of a block drafter proposes at `--spec-draft-n-max` `depth` (None: the most it can):
+    DFlash denoises `[id_last, mask * (block_size - 1)]`, so block_size - 1 (position 0 is the anchor, the last
+    verified token); DSpark samples from the anchor, so block_size. llama.cpp clamps a deeper k to that at
+    start-up. Why one function: `block_rule`, `block_depth_keys` and the oracle replay all ask it. (A DSpark GGUF
+    written with `dflash.sample_from_anchor` false drafts block_size - 1; only Gemma-4 DSpark converts one, and
+    its config says so: not read here.)"""
+    most = block_size if family == "dspark" else block_size - 1
+    return most if depth is None else min(depth, most)
 
 
 @dataclass(frozen=True)
@@ -159,14 +175,18 @@ class LlamacppProfile(BaseProfile):
                           tuple(k for k in ids if 0 <= k <= L - 1))
 
     def block_rule(self, family: str, block_size: int, depth: int | None) -> Rule:
-        """A block drafter proposes its whole block: k at most block_size (a deeper --spec-draft-n-max drafts
-        no more)."""
+        """A round drafts what the block holds (`block_round`): a deeper --spec-draft-n-max runs, clamped, so it
+        warns with the k the engine drafts; a block that holds no draft token never speculates (fail)."""
+        most = block_round(family, block_size, None)
+        holds = f"block_size {block_size}" + (f" - 1 = {most}" if most < block_size else "")
+        if most < 1:
+            return Rule(Status.FAIL, f"llama.cpp {family}: a round drafts {holds} tokens: it never speculates")
         if depth is None:
-            return Rule(Status.PASS, f"llama.cpp {family}: the block of {block_size} is drafted in one pass")
-        if depth > block_size:
-            return Rule(Status.WARN, f"llama.cpp {family}: --spec-draft-n-max {depth} exceeds the block_size "
-                                     f"{block_size}: the rounds draft at most {block_size}")
-        return Rule(Status.PASS, f"llama.cpp {family}: --spec-draft-n-max {depth} <= block_size {block_size}")
+            return Rule(Status.PASS, f"llama.cpp {family}: a round drafts up to {holds} tokens in one pass")
+        if depth > most:
+            return Rule(Status.WARN, f"llama.cpp {family}: --spec-draft-n-max {depth} exceeds {holds}, the most a "
+                                     f"round drafts: llama.cpp clamps it to {most}")
+        return Rule(Status.PASS, f"llama.cpp {family}: --spec-draft-n-max {depth} <= {holds}")
 
     def mtp_rule(self, mtp_layers: int, depth: int | None) -> Rule:
         return Rule(Status.PASS, f"target has {mtp_layers} MTP layer(s); llama.cpp's draft-mtp runs them for any "
@@ -195,9 +215,10 @@ class LlamacppProfile(BaseProfile):
             if value is None)
 
     def block_depth_keys(self, method: str, block_size: int, depth: int | None) -> DepthKeys:
-        """The user's k, else the drafter's block (a round drafts at most the block)."""
-        return block_or_user_depth(block_size, depth,
-                                   f"llama.cpp: --spec-draft-n-max = the drafter's block_size {block_size}")
+        """The user's k, else the most a round drafts (`block_round`: DFlash block_size - 1, DSpark block_size)."""
+        most = block_round(method, block_size, None)
+        return block_or_user_depth(most, depth, f"llama.cpp: --spec-draft-n-max = {most}, the most a {method} round "
+                                                f"drafts (the drafter's block_size {block_size})")
 
     def chain_depth_keys(self, depth: int, why: str) -> DepthKeys:
         return DepthKeys({"num_speculative_tokens": depth}, f"{why}; llama.cpp: --spec-draft-n-max {depth}")

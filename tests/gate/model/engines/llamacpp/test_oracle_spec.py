@@ -3,7 +3,8 @@ tools/oracle/llamacpp_spec.py (tiny GGUFs written by tools/tiny_gguf.py SHAPES: 
 eagle3, dflash/dspark; each pairing started with `--spec-type T --spec-draft-n-max K --ctx-size 2048 --parallel 2`),
 replayed against the gate's llama.cpp profile: the method the gate reads from the family's config launches the
 recorded flags; the gate accepts where the server came up speculating and refuses where it exited; the tokens a
-round drafts are k (a block drafter: what `block_rule` says a round drafts); the slots, the per-slot cells and the
+round drafts are k (a block drafter: `block_round`, min(k, block_size - 1) for DFlash, min(k, block_size) for
+DSpark, at blocks 4 and 8; `block_rule` warns exactly where llama-server logs its clamp); the slots, the per-slot cells and the
 target's cache bytes (sliding-window cache included) are `own_keys_pool` / `server_cache`'s. Every row agrees or is
 listed in EXCEPTIONS.md with llama.cpp's behaviour (issue 35.1: the conformance matrix's llama.cpp fixed-k cells)."""
 
@@ -18,7 +19,7 @@ import pytest
 from gate.inputs.configs import load_config
 from gate.model.config import ConfigError, drafter_family
 from gate.model.engines import profile
-from gate.model.engines.llamacpp import server_cache
+from gate.model.engines.llamacpp import block_round, server_cache
 from gate.model.geometry import kv_geometry
 from gate.status import Status
 from tests.gate.model.engines.oracle import exceptions
@@ -91,10 +92,15 @@ def disagreements(row: dict[str, Any]) -> list[str]:
     drafted = k
     if method in ("dflash", "dspark"):
         block = inputs["drafter"]["keys"]["block_size"]
-        rule = LC.block_rule(method, block, k)
-        drafted = block if rule.status is Status.WARN else k
+        rule, drafted = LC.block_rule(method, block, k), block_round(method, block, k)
         if rule.status is Status.FAIL:
-            out.append(f"the gate refuses: {rule.message}")
+            out.append(f"the gate refuses: {rule.detail}")
+        # the server's start-up clamp line is there exactly where the gate warns, and clamps to what it says
+        clamped = [(c["n_max"], c["block_size"], c["to"]) for c in answer["clamped"]]
+        if (rule.status is Status.WARN) != bool(clamped) or clamped not in ([], [(k, block, drafted)]):
+            out.append(f"llama-server clamps {clamped}, the gate's rule: {rule.status.value} ({rule.detail})")
+    elif answer["clamped"]:
+        out.append(f"llama-server clamps a chain drafter's k: {answer['clamped']}")
     elif method == "mtp" and LC.mtp_rule(inputs["target"]["keys"]["nextn_predict_layers"], k).status is Status.FAIL:
         out.append("the gate refuses the MTP depth")
     if not engine_runs:
@@ -149,6 +155,30 @@ def test_the_replay_can_fail() -> None:
     assert disagreements({**row, "answer": {**row["answer"], "n_draft_max": 2}}) != []
     refused = next(r for r in DATA["rows"] if not r["answer"]["server_up"])
     assert disagreements({**refused, "answer": {**row["answer"]}}) != []
+
+
+def test_block_drafters_are_recorded_below_at_and_above_their_round() -> None:
+    """llama-server's own answer on the block rule: DFlash drafts min(k, block_size - 1), DSpark min(k, block_size),
+    at blocks 4 and 8, and says so at start-up ("requested draft size ... clamping to N") where it clamps."""
+    by = {(r["inputs"]["family"], r["inputs"]["drafter"]["keys"]["block_size"], r["inputs"]["k"]):
+          (r["answer"]["n_draft_max"], [c["to"] for c in r["answer"]["clamped"]])
+          for r in DATA["rows"] if r["inputs"]["family"] in ("dflash", "dspark")}
+    assert by == {("dflash", 4, 2): (2, []), ("dflash", 4, 3): (3, []), ("dflash", 4, 4): (3, [3]),
+                  ("dflash", 4, 6): (3, [3]), ("dflash", 8, 6): (6, []), ("dflash", 8, 7): (7, []),
+                  ("dflash", 8, 8): (7, [7]), ("dflash", 8, 10): (7, [7]), ("dspark", 4, 3): (3, []),
+                  ("dspark", 4, 4): (4, []), ("dspark", 4, 6): (4, [4]), ("dspark", 8, 8): (8, []),
+                  ("dspark", 8, 10): (8, [8])}
+
+
+def test_the_old_block_rule_would_disagree() -> None:
+    """The rule before this oracle (a DFlash round drafts up to block_size) fails the replay: a server that drafted
+    the whole block, or that clamped where the gate does not warn, is a disagreement."""
+    row = next(r for r in DATA["rows"] if r["inputs"]["family"] == "dflash" and r["inputs"]["k"] == 4
+               and r["inputs"]["drafter"]["keys"]["block_size"] == 4)
+    assert disagreements(row) == []
+    assert disagreements({**row, "answer": {**row["answer"], "n_draft_max": 4, "clamped": []}}) != []
+    below = next(r for r in DATA["rows"] if r["inputs"]["family"] == "dflash" and r["inputs"]["k"] == 3)
+    assert disagreements({**below, "answer": {**below["answer"], "clamped": row["answer"]["clamped"]}}) != []
 
 
 @pytest.mark.parametrize("index", range(len(DATA["rows"])))

@@ -13,6 +13,7 @@ from pathlib import Path
 from gate.inputs.configs import load_config
 from gate.model.depth import draft_forward_passes, speculative_depth
 from gate.model.engines import profile
+from gate.model.engines.base import Rule
 from gate.model.engines.llamacpp import server_cache
 from gate.model.geometry import kv_geometry
 from gate.model.pools import drafter_kv_need
@@ -72,6 +73,16 @@ def test_no_ctx_size_is_no_prediction_and_an_oversized_one_is_said() -> None:
 def test_rules() -> None:
     assert LC.block_rule("dflash", 16, 20).status is Status.WARN
     assert LC.block_rule("dflash", 16, 15).status is Status.PASS
+    # a DFlash round holds block_size - 1 (llama-server clamps k = block_size: tests/fixtures/oracle spec rows),
+    # DSpark's block_size; a block of 1 never drafts
+    assert LC.block_rule("dflash", 16, 16) == Rule(Status.WARN, "llama.cpp dflash: --spec-draft-n-max 16 exceeds "
+                                                   "block_size 16 - 1 = 15, the most a round drafts: llama.cpp "
+                                                   "clamps it to 15")
+    assert LC.block_rule("dspark", 7, 7).status is Status.PASS and LC.block_rule("dspark", 7, 8).status is Status.WARN
+    assert LC.block_rule("dflash", 1, None).status is Status.FAIL
+    assert LC.block_depth_keys("dflash", 16, None).keys == {"num_speculative_tokens": 15}
+    assert LC.block_depth_keys("dspark", 7, None).keys == {"num_speculative_tokens": 7}
+    assert LC.block_depth_keys("dflash", 16, 4).keys == {"num_speculative_tokens": 4}
     assert LC.mtp_rule(1, 5).status is Status.PASS
     assert LC.chain_depth_keys(4, "tuned").keys == {"num_speculative_tokens": 4}
 
