@@ -29,6 +29,18 @@ layer, and for the others `MambaSpec` with `MambaStateShapeCalculator.gated_delt
 the alignment set (`MambaBase.get_kv_cache_spec`), `mamba_cache_mode` "align" (prefix caching on, vLLM's default
 for hybrids: `MambaModelConfig`) or "none", no speculative tokens. Rows: configs x backend x starting block x
 KV budgets x max_model_len x cache mode.
+
+MTP drafter rows (`drafter` "mtp", `num_speculative_tokens` k = 1, 2, 3; appended after every row above so their
+indices stay): the same product, with k given to vLLM where vLLM reads it. Built by vLLM: the aligned block and
+padded page (`_align_hybrid_block_size` sizes the state through `get_mamba_state_shape_from_config`, which widens
+the conv state by k columns), the widened state shapes (`gated_delta_net_state_shape(..., num_spec=k)`), grouping,
+`num_gpu_blocks` and capacity (`get_kv_cache_configs`, `get_kv_cache_capacity`; `MambaSpec.max_memory_usage_bytes`
+adds the k speculative blocks). Built by hand, as vLLM's layers would: `num_speculative_blocks=k` on every
+`MambaSpec` (`MambaBase.get_kv_cache_spec`: `vllm_config.num_speculative_tokens`, no ReplaySSM), and the MTP layers'
+attention, `FullAttentionSpec` with the target's heads at the aligned block, named `mtp.layers.{i}.self_attn.attn`
+after the target's layers (`Qwen3NextMTP` / `Qwen3_5MTP` build `num_nextn_predict_layers` / `mtp_num_hidden_layers`
+full-attention decoder layers, default 1; neither fixture names them); the speculative config is a record of the
+method and k with `SpeculativeConfig`'s own `use_eagle` / `use_eagle_block_drop` (they only flag the drafter's group).
 """
 
 from __future__ import annotations
@@ -52,6 +64,7 @@ LINEAR_CONFIGS = ["target-hybrid-linear__QuantTrio__Qwen3-Coder-Next-E336.json",
 BACKENDS = ["CPU_ATTN", "FLASH_ATTN"]
 START_BLOCKS = [16, 1024]
 CACHE_MODES = ["align", "none"]
+MTP_TOKENS = [1, 2, 3]
 
 
 def layer_kinds(text: dict[str, Any]) -> list[str]:
@@ -123,8 +136,23 @@ def _text(config: str) -> dict[str, Any]:
     return out
 
 
-def aligned_block(text: dict[str, Any], backend: str, start: int, mode: str) -> tuple[int, int | None]:
-    """(block size, padded state page) as vLLM's `_align_hybrid_block_size` sets them for this backend."""
+def speculative_config(k: int) -> Any:
+    """`--speculative-config '{"method": "mtp", "num_speculative_tokens": k}'` as the sizing reads it (None for k 0):
+    the method and k, with `SpeculativeConfig`'s own `use_eagle` / `use_eagle_block_drop` (they only flag the
+    drafter's group, `_annotate_eagle_groups`; no size depends on them)."""
+    if not k:
+        return None
+    from vllm.config.speculative import SpeculativeConfig
+
+    spec = SimpleNamespace(method="mtp", num_speculative_tokens=k, disable_eagle_block_drop=False)
+    spec.use_eagle = lambda: SpeculativeConfig.use_eagle(spec)
+    spec.use_eagle_block_drop = lambda: SpeculativeConfig.use_eagle_block_drop(spec)
+    return spec
+
+
+def aligned_block(text: dict[str, Any], backend: str, start: int, mode: str, k: int = 0) -> tuple[int, int | None]:
+    """(block size, padded state page) as vLLM's `_align_hybrid_block_size` sets them for this backend (k draft
+    tokens widen the conv state it aligns to: `get_mamba_state_shape_from_config` reads the speculative config)."""
     import torch
     from vllm.config.cache import CacheConfig
     from vllm.platforms.cpu import CpuPlatform
@@ -139,7 +167,7 @@ def aligned_block(text: dict[str, Any], backend: str, start: int, mode: str) -> 
                             model_impl="vllm", hf_text_config=hf, hf_config=hf, is_hybrid=True,
                             get_num_kv_heads=lambda _p: text["num_key_value_heads"],
                             get_head_size=lambda: text["head_dim"])
-    cfg = SimpleNamespace(cache_config=cache, model_config=model, speculative_config=None,
+    cfg = SimpleNamespace(cache_config=cache, model_config=model, speculative_config=speculative_config(k),
                           parallel_config=SimpleNamespace(tensor_parallel_size=1))
 
     class Platform(CpuPlatform):
@@ -153,8 +181,9 @@ def aligned_block(text: dict[str, Any], backend: str, start: int, mode: str) -> 
     return cache.block_size, cache.mamba_page_size_padded
 
 
-def linear_specs(text: dict[str, Any], block: int, padded: int | None, mode: str) -> dict[str, Any]:
-    """Per-layer specs as Qwen3-Next / Qwen3.5 layers build them (module docstring)."""
+def linear_specs(text: dict[str, Any], block: int, padded: int | None, mode: str, k: int = 0) -> dict[str, Any]:
+    """Per-layer specs as Qwen3-Next / Qwen3.5 layers build them (module docstring); with k MTP draft tokens the
+    MTP layer's full attention after the target's layers."""
     import torch
     from vllm.model_executor.layers.mamba.mamba_utils import (
         MambaStateDtypeCalculator,
@@ -164,7 +193,7 @@ def linear_specs(text: dict[str, Any], block: int, padded: int | None, mode: str
 
     shapes = MambaStateShapeCalculator.gated_delta_net_state_shape(
         1, text["linear_num_key_heads"], text["linear_num_value_heads"], text["linear_key_head_dim"],
-        text["linear_value_head_dim"], text["linear_conv_kernel_dim"], 0)
+        text["linear_value_head_dim"], text["linear_conv_kernel_dim"], k)
     dtypes = MambaStateDtypeCalculator.gated_delta_net_state_dtype(torch.bfloat16, "auto", "auto")
     interval = text["full_attention_interval"]
     types = text.get("layer_types") or ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
@@ -178,7 +207,12 @@ def linear_specs(text: dict[str, Any], block: int, padded: int | None, mode: str
         else:
             out[f"model.layers.{i}.linear_attn"] = MambaSpec(
                 shapes=tuple(shapes), dtypes=tuple(dtypes), block_size=block, page_size_padded=padded,
-                mamba_cache_mode=mode, num_speculative_blocks=0)
+                mamba_cache_mode=mode, num_speculative_blocks=k)
+    if k:
+        for i in range(text.get("num_nextn_predict_layers") or text.get("mtp_num_hidden_layers") or 1):
+            out[f"mtp.layers.{i}.self_attn.attn"] = FullAttentionSpec(
+                block_size=block, num_kv_heads=text["num_key_value_heads"], head_size=text["head_dim"],
+                dtype=torch.bfloat16)
     return out
 
 
@@ -186,12 +220,14 @@ def one_linear(inputs: dict[str, Any]) -> dict[str, Any]:
     from vllm.v1.core.kv_cache_utils import get_kv_cache_capacity, get_kv_cache_configs
 
     text = _text(inputs["config"])
-    mode = inputs["mamba_cache_mode"]
-    block, padded = aligned_block(text, inputs["attention_backend"], inputs["start_block_size"], mode)
+    mode, k = inputs["mamba_cache_mode"], inputs.get("num_speculative_tokens", 0)
+    block, padded = aligned_block(text, inputs["attention_backend"], inputs["start_block_size"], mode, k)
     cfg = vllm_config(block, inputs["max_model_len"], inputs["max_model_len"])
     cfg.cache_config.mamba_cache_mode = mode
+    cfg.speculative_config = speculative_config(k)
     try:
-        kv = get_kv_cache_configs(cfg, [linear_specs(text, block, padded, mode)], [inputs["kv_cache_memory_bytes"]])[0]
+        kv = get_kv_cache_configs(cfg, [linear_specs(text, block, padded, mode, k)],
+                                  [inputs["kv_cache_memory_bytes"]])[0]
     except ValueError as e:
         return {"block_size": block, "error": str(e).splitlines()[0]}
     tokens, concurrency = get_kv_cache_capacity(cfg, kv)
@@ -225,6 +261,18 @@ def main() -> None:
                                       "start_block_size": start, "kv_cache_memory_bytes": budget,
                                       "max_model_len": length, "mamba_cache_mode": mode, "drafter": "none"}
                             rows.append({"inputs": inputs, "answer": one_linear(inputs)})
+    for config in LINEAR_CONFIGS:  # after every row above, so their indices (EXCEPTIONS.md) stay
+        for backend in BACKENDS:
+            for start in START_BLOCKS:
+                for budget in BUDGETS:
+                    for length in LENGTHS:
+                        for mode in CACHE_MODES:
+                            for k in MTP_TOKENS:
+                                inputs = {"config": config, "kind": "linear", "attention_backend": backend,
+                                          "start_block_size": start, "kv_cache_memory_bytes": budget,
+                                          "max_model_len": length, "mamba_cache_mode": mode, "drafter": "mtp",
+                                          "num_speculative_tokens": k}
+                                rows.append({"inputs": inputs, "answer": one_linear(inputs)})
     doc = {"engine": "vllm", "version": vllm.__version__,
            "call": "vllm.v1.core.kv_cache_utils: get_kv_cache_configs (get_kv_cache_groups, "
                    "get_kv_cache_config_from_groups), get_kv_cache_capacity; linear rows: "

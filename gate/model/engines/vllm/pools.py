@@ -30,9 +30,14 @@ request takes cdiv(max_model_len, block) blocks in each full group and, whatever
 group with prefix caching (vLLM's default for hybrids: `mamba_cache_mode` "align"; 1 in "none"), so the pool in
 tokens is vLLM's own `kv_cache_size_tokens` at `max_model_len`. That prices requests at `max_model_len`: shorter ones
 pay the same state blocks, so the prediction carries `RequestBlocks` and the kv_pool line judges a mix in blocks,
-concurrency x (full groups x cdiv(prompt + output, block) + linear groups x state blocks) <= num_gpu_blocks. Drafts are not sized on these (vLLM widens the conv
-state and the state blocks by `num_speculative_tokens`, which the layer sizing is not given); Mamba-2 layers are not
-modelled.
+concurrency x (full groups x cdiv(prompt + output, block) + linear groups x state blocks) <= num_gpu_blocks.
+With k draft tokens (`num_speculative_tokens`; MTP, the common case on these) vLLM widens every linear layer's conv
+state by k columns (`gated_delta_net_state_shape(num_spec=k)`, so the aligned block may grow), gives every linear
+group k more state blocks per request (`MambaSpec.num_speculative_blocks`), and puts the MTP layer's full attention
+(the target's heads) in the full-attention bucket, which sets the group size (13 full beside 36 linear: groups of
+13). `vllm_blocks_per_request(num_speculative_blocks=k)` sizes that exactly (the oracle's MTP rows); the profile's
+prediction does not, because its call carries no k and `RequestBlocks` holds 2 or 1 state blocks, not 2 + k
+(`_linear_prediction` says so). Mamba-2 layers are not modelled.
 """
 
 from __future__ import annotations
@@ -109,13 +114,13 @@ def vllm_num_blocks(available_bytes: int, groups: list[Group], block_size: int) 
 
 def vllm_blocks_per_request(groups: list[Group], block_size: int, max_model_len: int,
                             max_in_flight_tokens: int, extra_retained_tokens: int = 0,
-                            mamba_cache_mode: str = "align") -> int:
+                            mamba_cache_mode: str = "align", num_speculative_blocks: int = 0) -> int:
     """Blocks one request at `max_model_len` takes from the shared pool, summed over the groups (a linear group:
-    `MambaSpec.max_memory_usage_bytes`, 2 pages in "align" mode, 1 in "none", no speculative blocks)."""
+    `MambaSpec.max_memory_usage_bytes`, 2 pages in "align" mode, 1 in "none", plus one per draft token)."""
     total = 0
     for g in groups:
         if g.spec.kind == "linear":
-            total += 2 if mamba_cache_mode == "align" else 1
+            total += (2 if mamba_cache_mode == "align" else 1) + num_speculative_blocks
         elif g.spec.kind == "sliding" and g.spec.window is not None:
             held = min(g.spec.window - 1 + extra_retained_tokens + max_in_flight_tokens, max_model_len)
             total += _cdiv(held, block_size) + 1
@@ -126,10 +131,10 @@ def vllm_blocks_per_request(groups: list[Group], block_size: int, max_model_len:
 
 def vllm_capacity_tokens(num_blocks: int, groups: list[Group], block_size: int, max_model_len: int,
                          max_in_flight_tokens: int, extra_retained_tokens: int = 0,
-                         mamba_cache_mode: str = "align") -> int:
+                         mamba_cache_mode: str = "align", num_speculative_blocks: int = 0) -> int:
     """vLLM's `kv_cache_size_tokens` (`get_kv_cache_capacity`): max concurrency at max_model_len x max_model_len."""
     per_request = vllm_blocks_per_request(groups, block_size, max_model_len, max_in_flight_tokens,
-                                          extra_retained_tokens, mamba_cache_mode)
+                                          extra_retained_tokens, mamba_cache_mode, num_speculative_blocks)
     return int(num_blocks / per_request * max_model_len)
 
 
@@ -190,7 +195,9 @@ def vllm_hybrid_prediction(kv_cache_memory_bytes: int, target: KVGeometry, draft
         return PoolPrediction(block_size, None, None, None, None, tuple(out))
     linear = [x for x in t_specs if x.kind == "linear"]
     if linear:
-        return _linear_prediction(kv_cache_memory_bytes, t_specs, has_drafter, block_size, max_model_len, out)
+        d_linear = layer_specs(drafter) if drafter is not None else None
+        return _linear_prediction(kv_cache_memory_bytes, t_specs, d_linear, has_drafter, block_size, max_model_len,
+                                  out)
 
     def one(specs: list[LayerSpec]) -> tuple[int | None, int | None]:
         try:
@@ -224,8 +231,9 @@ def vllm_hybrid_prediction(kv_cache_memory_bytes: int, target: KVGeometry, draft
     return PoolPrediction(block_size, without, with_d, blocks_without, blocks_with, tuple(out))
 
 
-def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], has_drafter: bool, block_size: int,
-                       max_model_len: int | None, out: list[str]) -> PoolPrediction:
+def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_specs: list[LayerSpec] | None,
+                       has_drafter: bool, block_size: int, max_model_len: int | None,
+                       out: list[str]) -> PoolPrediction:
     """A Gated DeltaNet hybrid: the block as vLLM reports it after alignment, checked against the state it must hold."""
     per_token = specs[0].bytes_per_token if specs[0].kind == "full" else next(
         x.bytes_per_token for x in specs if x.kind == "full")
@@ -261,7 +269,28 @@ def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], has_d
     if not has_drafter:
         blocks_with, with_d = blocks, tokens
     else:
-        out.append("no predicted pool with the drafter: vLLM widens the linear layers' conv state and their state "
-                   "blocks per request by num_speculative_tokens (MambaSpec.num_speculative_blocks), and may raise "
-                   "the block again; not modelled")
+        out.append(_linear_drafter_note(kv_cache_memory_bytes, specs, d_specs, block_size))
     return PoolPrediction(block_size, tokens, with_d, blocks, blocks_with, tuple(out), per_request)
+
+
+def _linear_drafter_note(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_specs: list[LayerSpec] | None,
+                         block_size: int) -> str:
+    """Why a linear hybrid gets no pool with the drafter here, with the part that does not hang on k.
+
+    Why no pool: vLLM's pool with k draft tokens is known exactly (module docstring; the oracle's MTP rows), but this
+    call is given no k, and the bill judges mixes with `RequestBlocks`, whose 2 or 1 state blocks per linear group
+    would miss the k speculative ones: blocks without them would pass mixes vLLM cannot hold.
+    """
+    why = ("no predicted pool with the drafter: with k draft tokens vLLM widens each linear layer's conv state by k "
+           "columns (gated_delta_net_state_shape; the aligned block may grow: give engine.block_size as vLLM "
+           "reports it with the drafter) and gives each linear group k more state blocks per request "
+           "(MambaSpec.num_speculative_blocks: 2 + k with prefix caching, 1 + k without); this sizing is given no "
+           "num_speculative_tokens and the per-request blocks hold no speculative ones")
+    if d_specs is None or not d_specs:
+        return why + "; the drafter's KV layers are unknown (an MTP head: the target's num_nextn_predict_layers)"
+    try:
+        blocks = vllm_num_blocks(kv_cache_memory_bytes, vllm_kv_groups(specs + d_specs), block_size)
+    except ValueError as e:
+        return f"{why}; the drafter's layers: {e}"
+    return (f"{why}; with the drafter's {len(d_specs)} attention layer(s) in the pool, vLLM's num_gpu_blocks at "
+            f"{block_size}-token blocks is {blocks:,}, whatever k")

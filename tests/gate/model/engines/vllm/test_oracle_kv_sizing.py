@@ -42,24 +42,44 @@ def specs(inputs: dict[str, Any]) -> list[LayerSpec]:
 LINEAR = [i for i, r in enumerate(ROWS) if r["inputs"].get("kind") == "linear"]
 SWA = [i for i, r in enumerate(ROWS) if r["inputs"].get("kind") != "linear"]
 KERNEL_MULTIPLE = {"CPU_ATTN": 32, "FLASH_ATTN": 16}  # get_supported_kernel_block_sizes of vLLM 0.32
+LINEAR_CONFIGS = ("target-hybrid-linear__QuantTrio__Qwen3-Coder-Next-E336.json",
+                  "target-hybrid-linear__Qwen__Qwen3.5-27B__tt-metal-trimmed.json")
+
+
+def draft_conv_bytes(cfg: dict[str, Any]) -> int:
+    """Bytes one draft token widens a Gated DeltaNet layer's conv state by: one column of conv_dim bf16 values
+    (vLLM's `gated_delta_net_state_shape(num_spec=k)`: conv_dim = 2 x key heads x key dim + value heads x value
+    dim, kernel - 1 + k columns)."""
+    text = cfg.get("text_config", cfg)
+    conv_dim = (2 * text["linear_num_key_heads"] * text["linear_key_head_dim"]
+                + text["linear_num_value_heads"] * text["linear_value_head_dim"])
+    return 2 * conv_dim
 
 
 def linear_answer(inputs: dict[str, Any]) -> dict[str, Any]:
-    """The gate's answer for a linear row: the aligned block from the state, then the pool at that block."""
+    """The gate's answer for a linear row: the aligned block from the state, then the pool at that block; with k MTP
+    draft tokens the state widened by k conv columns, the MTP layer's full attention (the target's heads) in the
+    pool and k more state blocks per linear group per request."""
     cfg = json.loads((TESTS / "fixtures" / "configs" / inputs["config"]).read_text())
     specs = layer_specs(kv_geometry(cfg, dtype="bf16"))
     assert specs is not None
     full = next(x for x in specs if x.kind == "full")
-    state = max(x.state_bytes or 0 for x in specs)
+    k = inputs.get("num_speculative_tokens", 0)
+    assert (inputs["drafter"] == "mtp") == (k > 0)
+    state = max(x.state_bytes or 0 for x in specs) + k * draft_conv_bytes(cfg)
+    if k:
+        specs.append(full)  # one MTP layer: neither fixture names num_nextn_predict_layers, vLLM's default is 1
     block = vllm_aligned_block(full.bytes_per_token, state, KERNEL_MULTIPLE[inputs["attention_backend"]],
                                inputs["start_block_size"])
     length, mode = inputs["max_model_len"], inputs["mamba_cache_mode"]
     groups = vllm_kv_groups(specs)
     blocks = vllm_num_blocks(inputs["kv_cache_memory_bytes"], groups, block)
-    if blocks - 1 < vllm_blocks_per_request(groups, block, length, length, mamba_cache_mode=mode):
+    if blocks - 1 < vllm_blocks_per_request(groups, block, length, length, mamba_cache_mode=mode,
+                                            num_speculative_blocks=k):
         return {"block_size": block, "error": True}
     return {"block_size": block, "num_gpu_blocks": blocks,
-            "kv_cache_size_tokens": vllm_capacity_tokens(blocks, groups, block, length, length, mamba_cache_mode=mode)}
+            "kv_cache_size_tokens": vllm_capacity_tokens(blocks, groups, block, length, length, mamba_cache_mode=mode,
+                                                         num_speculative_blocks=k)}
 
 
 def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -86,7 +106,7 @@ def engine_answer(answer: dict[str, Any]) -> dict[str, Any]:
 def test_the_fixture_covers_every_hybrid_swa_family_and_both_arms() -> None:
     configs = {r["inputs"]["config"] for r in ROWS}
     assert {"target-hybrid-swa__openai__gpt-oss-120b.json", "target-hybrid-swa__google__gemma-3-27b-it.json"} <= configs
-    assert {r["inputs"]["drafter"] for r in ROWS} == {"none", "full_layer"}
+    assert {ROWS[i]["inputs"]["drafter"] for i in SWA} == {"none", "full_layer"}
     assert sum("error" not in r["answer"] for r in ROWS) >= 100
 
 
@@ -100,9 +120,30 @@ def test_the_fixture_covers_both_linear_hybrids_backends_and_cache_modes() -> No
     # the backend decides the block: Qwen3.5-27B's 1,634,304 B state over 4,096 B/token of attention per layer
     # gets 416 on CPU (multiples of 32), 400 with FlashAttention (of 16); Qwen3-Next's 1,097,728 B over 2,048: 544
     blocks = {(r["inputs"]["config"].split("__")[2][:5], r["inputs"]["attention_backend"], r["answer"]["block_size"])
-              for r in (ROWS[i] for i in LINEAR) if r["inputs"]["start_block_size"] == 16}
+              for r in (ROWS[i] for i in LINEAR)
+              if r["inputs"]["start_block_size"] == 16 and r["inputs"]["drafter"] == "none"}
     assert blocks == {("Qwen3", "CPU_ATTN", 544), ("Qwen3", "FLASH_ATTN", 544), ("Qwen3", "CPU_ATTN", 416),
                       ("Qwen3", "FLASH_ATTN", 400)}
+
+
+def test_the_fixture_covers_mtp_drafters_on_both_linear_hybrids() -> None:
+    """k MTP draft tokens widen the conv state by k columns of 8,192 (Qwen3-Next) or 10,240 (Qwen3.5) bf16 values
+    and so may raise the aligned block; the MTP layer joins the full-attention bucket (13 beside 36 linear)."""
+    rows = [r for r in (ROWS[i] for i in LINEAR) if r["inputs"]["drafter"] == "mtp"]
+    assert {r["inputs"]["num_speculative_tokens"] for r in rows} == {1, 2, 3}
+    assert {(r["inputs"]["config"], r["inputs"]["attention_backend"], r["inputs"]["mamba_cache_mode"])
+            for r in rows} == {(c, b, m) for c in LINEAR_CONFIGS for b in KERNEL_MULTIPLE for m in ("align", "none")}
+    assert sum("error" not in r["answer"] for r in rows) >= 200
+    blocks = {(r["inputs"]["config"].split("__")[2][:6], r["inputs"]["attention_backend"],
+               r["inputs"]["num_speculative_tokens"], r["answer"]["block_size"])
+              for r in rows if r["inputs"]["start_block_size"] == 16}
+    assert blocks == {("Qwen3-", "CPU_ATTN", 1, 544), ("Qwen3-", "FLASH_ATTN", 1, 544),
+                      ("Qwen3-", "CPU_ATTN", 2, 576), ("Qwen3-", "FLASH_ATTN", 2, 560),
+                      ("Qwen3-", "CPU_ATTN", 3, 576), ("Qwen3-", "FLASH_ATTN", 3, 560),
+                      *{("Qwen3.", b, k, 416) for b in KERNEL_MULTIPLE for k in (1, 2, 3)}}
+    groups = {json.dumps(r["answer"]["groups"]) for r in rows if "Coder" in r["inputs"]["config"]
+              and "error" not in r["answer"]}
+    assert groups == {json.dumps([["MambaSpec", 12]] * 3 + [["FullAttentionSpec", 13]])}
 
 
 @pytest.mark.parametrize("index", range(len(ROWS)))
@@ -139,7 +180,8 @@ def test_the_profile_predicts_vllms_pool_where_in_flight_covers_max_model_len(in
 
 
 @pytest.mark.parametrize("index", [i for i in LINEAR if "error" not in ROWS[i]["answer"]
-                                   and ROWS[i]["inputs"]["mamba_cache_mode"] == "align"])
+                                   and ROWS[i]["inputs"]["mamba_cache_mode"] == "align"
+                                   and ROWS[i]["inputs"]["drafter"] == "none"])
 def test_the_profile_predicts_vllms_linear_pool_from_the_block_vllm_reports(index: int) -> None:
     """Given engine.block_size as vLLM reports it after alignment, the profile's pool is vLLM's own, blocks and
     kv_cache_size_tokens (prefix caching on: vLLM's default)."""
@@ -170,15 +212,30 @@ def test_a_linear_hybrid_block_below_its_state_is_refused_with_both_minima() -> 
 
 
 def test_a_drafter_on_a_linear_hybrid_gets_blocks_without_it_only() -> None:
-    cfg = json.loads((TESTS / "fixtures" / "configs" / "target-hybrid-linear__QuantTrio__Qwen3-Coder-Next-E336.json")
-                     .read_text())
+    """No k reaches the layer sizing and `RequestBlocks` has no speculative state blocks, so no pool with the
+    drafter; the note still gives vLLM's num_gpu_blocks with the MTP layer, which no k changes at a given block."""
+    from gate.model.geometry import KVGeometry, LayerKind
+
+    cfg = json.loads((TESTS / "fixtures" / "configs" / LINEAR_CONFIGS[0]).read_text())
+    geom = kv_geometry(cfg, dtype="bf16")
+    full = next(x for x in geom.layers if x.kind == "full_attention")
+    mtp = KVGeometry(full.bytes_per_token, 1, geom.dtype, 1, (LayerKind(0, "full_attention", full.bytes_per_token),))
     vllm = profile("vllm")
     assert isinstance(vllm, HybridPoolPredictor)
-    pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=8 << 30, target=kv_geometry(cfg), drafter=None,
-                                    draft_charge=None, has_drafter=True, block_size=544,
-                                    configured_max_total_tokens=None, context_cap_tokens=32768)
-    assert (pred.blocks_without_drafter, pred.without_drafter) == (642, 313985)  # the oracle's CPU/FA rows
-    assert pred.with_drafter is None and "num_speculative_tokens" in " ".join(pred.notes)
+    for drafter in (None, mtp):
+        pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=8 << 30, target=geom, drafter=drafter,
+                                        draft_charge=None, has_drafter=True, block_size=544,
+                                        configured_max_total_tokens=None, context_cap_tokens=32768)
+        assert (pred.blocks_without_drafter, pred.without_drafter) == (642, 313985)  # the oracle's CPU/FA rows
+        assert pred.with_drafter is None and pred.blocks_with_drafter is None
+        text = " ".join(pred.notes)
+        assert "num_speculative_tokens" in text and "num_speculative_blocks" in text
+        # the oracle's MTP k = 1 rows at 8 GiB and 544-token blocks: 593 blocks (13 full-attention layers a group)
+        assert ("593, whatever k" in text) == (drafter is not None)
+    rows = {ROWS[i]["answer"]["num_gpu_blocks"] for i in LINEAR if ROWS[i]["inputs"]["drafter"] == "mtp"
+            and ROWS[i]["inputs"]["config"] == LINEAR_CONFIGS[0] and ROWS[i]["answer"]["block_size"] == 544
+            and ROWS[i]["inputs"]["kv_cache_memory_bytes"] == 8 << 30}
+    assert rows == {593}
 
 
 def test_without_max_model_len_only_blocks_are_predicted() -> None:
