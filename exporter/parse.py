@@ -216,11 +216,10 @@ class PageParser:
 
     Engines write the same series every scrape, so a label text is parsed once and looked up
     afterwards. The memory is bounded: past `label_cache_entries` distinct texts it starts over.
-    The first plan made (below) drops the remembered texts: a plan reads by the label mappings it
-    keeps, and the cache was ~0.8 MiB of a 32-stream page's soak (bench/exporter.py --soak, 2,500
-    cycles: 48.0-48.2 MiB with it, 47.3-47.4 without). Once a plan has not fitted a page, the
-    page's lines change, so a parser keeps its texts from then on (a page that breaks the plan
-    again would otherwise parse every label text again). One parser per scrape loop (not thread-safe).
+    The texts stay remembered while a plan reads the pages: a page that breaks the plan gets the same
+    label mapping objects back, which the adapters' memories are keyed by (`exporter.engines.common.
+    SeriesKeys`); dropping them saved ~0.8 MiB of the soak but made every series new to the adapter
+    after each change of a page's lines. One parser per scrape loop (not thread-safe).
 
     `usable_only` (what the exporter uses; the oracle tests read the page as written): every family
     we consume is a count, a ratio, a size or a time, so a sample that is NaN, ±Inf or negative is
@@ -241,7 +240,13 @@ class PageParser:
         self._cache: dict[str, LabelEntry] = {}
         self._cache_entries = label_cache_entries
         self._plan: PagePlan | None = None
-        self._plan_broke = False  # a plan did not fit a later page: the page's lines change
+        self.read_by_plan = False  # the last page was read by `plan` (its series are the plan's page's)
+
+    @property
+    def plan(self) -> PagePlan | None:
+        """The plan the next page is tried with; the pages one plan reads hold the same series (names and
+        label mappings, the very objects) as the page it was made from, in the same order."""
+        return self._plan
 
     def _labels(self, series: str) -> LabelEntry:
         labels = parse_labels(series) if series else {}
@@ -259,6 +264,7 @@ class PageParser:
         family. A series given twice keeps its first value; each repeat adds 1 to
         `dropped["duplicate"]`. Label mappings are shared between calls: read them, never change them.
         """
+        self.read_by_plan = False
         _looks_like_exposition(text)
         if not text.endswith("\n"):
             text = text[: text.rfind("\n") + 1]  # a last line without newline may be cut mid-way: drop it
@@ -278,8 +284,8 @@ class PageParser:
             if got is not None:
                 if dropped is not None and plan.duplicates:
                     dropped["duplicate"] = dropped.get("duplicate", 0) + plan.duplicates
+                self.read_by_plan = True
                 return got
-            self._plan_broke = True
         self._plan = None
         scan = self._scan
         matches = scan.findall(text, nl)
@@ -348,8 +354,6 @@ class PageParser:
         result: Samples = {k: list(v.values()) for k, v in out.items()}  # type: ignore[arg-type]  # no None in it
         if planning and planned == len(matches):
             self._plan = self._make_plan(text, nl, matches, result, where, duplicates)
-            if self._plan is not None and not self._plan_broke:
-                self._cache.clear()  # the plan keeps the label mappings it reads by (see the class docstring)
         return result
 
     def _scan_lines(self, text: str, nl: int) -> list[str]:

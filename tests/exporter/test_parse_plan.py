@@ -136,17 +136,3 @@ def test_a_page_with_unusable_values_is_not_planned() -> None:
     kept.parse(BASE.replace("} 2.0", "} NaN"))
     assert kept._plan is None
 
-
-def test_the_first_plan_drops_the_label_texts_and_a_broken_plan_keeps_them() -> None:
-    """The plan reads without the label-text cache, so the first one drops it (RSS: bench/exporter.py --soak);
-    once a plan has not fitted a page, the parser keeps the texts it parses and still reads as a fresh one."""
-    kept = PageParser(FAMILIES, usable_only=True)
-    kept.parse(BASE)
-    assert kept._plan is not None and kept._cache == {}
-    kept.parse(moved(BASE, 2.0))  # by the plan
-    assert kept._cache == {}
-    other = BASE.replace('vllm:num_requests_running{engine="1",model_name="m"} 3.0\n', "")  # one series gone
-    for page in (other, BASE, other):  # each breaks the plan the page before made
-        dropped: dict[str, int] = {}
-        assert kept.parse(page, dropped) == PageParser(FAMILIES, usable_only=True).parse(page, {}) and not dropped
-        assert kept._plan is not None and 'engine="0",model_name="m"' in kept._cache
