@@ -8,6 +8,8 @@ it its own way, so the spelling is read by that engine's gate profile (`gate.mod
     vLLM          k = num_speculative_tokens
     SGLang        k = num_draft_tokens − 1   (the verify block holds the root token too)
                   k = num_steps              (only steps given, top-k 1: a chain of num_steps + 1)
+                  k = block − 1              (DFlash/DSpark: SGLang forces the steps to 1 and drafts the
+                                              drafter's block, `SglangProfile.resolve_speculative`)
                   (the rule is the exporter's, `exporter.engines.sglang.depth`; the profile reads it)
     TensorRT-LLM  k = max_draft_len, written num_speculative_tokens
     llama.cpp     k = --spec-draft-n-max, written num_speculative_tokens
@@ -68,15 +70,19 @@ EAGLE_METHODS: frozenset[str] = frozenset({"eagle", "eagle3"})
 MAX_SPECULATIVE_DEPTH = 64
 
 
-def speculative_depth(engine: str, *, num_speculative_tokens: int | None = None,
-                      num_draft_tokens: int | None = None, num_steps: int | None = None,
-                      eagle_topk: int | None = None) -> int | None:
+def speculative_depth(engine: str, method: str | None = None, drafter_config: Mapping[str, Any] | None = None, /,
+                      *, num_speculative_tokens: int | None = None, num_draft_tokens: int | None = None,
+                      num_steps: int | None = None, eagle_topk: int | None = None) -> int | None:
     """k, the draft tokens proposed per round that one verify can accept (None when not declared).
 
-    The engine's profile reads its own spelling (module docstring); an unknown engine is the default one's.
+    The engine's profile reads its own spelling (module docstring); an unknown engine is the default one's. The
+    method and the drafter's config.json (None: not at hand) are passed on because an engine may resolve k from
+    them, not from the keys: SGLang drafts a DFlash/DSpark drafter's block whatever its steps. (Positional, so a
+    caller's `**keys` of depth keys never lands in them.)
     """
     return profile(engine).depth(num_speculative_tokens=num_speculative_tokens,
-                                 num_draft_tokens=num_draft_tokens, num_steps=num_steps, eagle_topk=eagle_topk)
+                                 num_draft_tokens=num_draft_tokens, num_steps=num_steps, eagle_topk=eagle_topk,
+                                 method=method, drafter_config=drafter_config)
 
 
 def draft_forward_passes(engine: str, method: str | None, *, num_speculative_tokens: int | None = None,
@@ -103,12 +109,15 @@ def schedule_owners() -> dict[str, str]:
     return {key: p.name for p in PROFILES.values() if isinstance(p, DepthScheduler) for key in p.schedule_keys}
 
 
-def depth_schedule(engine: str, speculative: Mapping[str, Any], *, data_parallel: int = 1) -> ScheduleReading:
+def depth_schedule(engine: str, speculative: Mapping[str, Any], *, data_parallel: int = 1,
+                   drafter_config: Mapping[str, Any] | None = None) -> ScheduleReading:
     """The depth schedule the engine runs for the plan's `engine.speculative` keys (None values left out).
 
     ValueError, with the engine's reason, when the engine would refuse the schedule or cannot run it. Another
     engine's schedule key is refused here, by name and owner, for every engine alike; an engine whose profile runs
-    no schedule (no `DepthScheduler`) refuses every schedule key.
+    no schedule (no `DepthScheduler`) refuses every schedule key. The keys are read as the engine resolves them
+    (`resolve_speculative`, with the drafter's config.json; None: not at hand): a key it overrides is a warning of
+    the reading (declared, so the depth line shows it), a k it then cannot know a ValueError.
     """
     p = profile(engine)
     own = p.schedule_keys if isinstance(p, DepthScheduler) else ()
@@ -121,9 +130,12 @@ def depth_schedule(engine: str, speculative: Mapping[str, Any], *, data_parallel
         theirs = " + ".join(f"engine.speculative.{k}" for k in own)
         raise ValueError(f"engine.speculative.{key} is not {p.name}'s (it is {owners[key]}'s); {p.name}'s depth "
                          f"schedule is {theirs}")
+    keys, overrides = p.resolve_speculative(speculative, drafter_config)
     if not isinstance(p, DepthScheduler):
-        return ScheduleReading()
-    reading = p.depth_schedule(speculative, data_parallel=data_parallel)
+        return ScheduleReading(None, overrides, declared=bool(overrides))
+    reading = p.depth_schedule(keys, data_parallel=data_parallel)
+    if overrides:
+        reading = ScheduleReading(reading.schedule, reading.warnings + overrides, declared=True)
     if reading.schedule is not None:
         # Imported here: gate.model.invariants reads gate.model.plausibility, which reads this module's method sets.
         from gate.model.invariants import schedule_depths

@@ -30,9 +30,11 @@ from pydantic import (
 )
 
 from exporter.engines import EngineKind
+from gate.inputs.configs import load_config
 from gate.inputs.loading import PLAN_LIMITS, InputError, load_yaml
 from gate.inputs.validation import acceptance_target_possible, validate_geometry
 from gate.model.depth import (
+    BLOCK_METHODS,
     DRAFTERLESS_METHODS,
     EMBEDDED_METHODS,
     MAX_SPECULATIVE_DEPTH,
@@ -746,13 +748,34 @@ class Plan(_Strict):
 
     @property
     def depth(self) -> int | None:
-        """k: draft tokens per round that one verify can accept (gate.model.depth.speculative_depth)."""
+        """k: draft tokens per round that one verify can accept (gate.model.depth.speculative_depth), told the
+        method and, for a block drafter without draft tokens, the drafter's config (`_block_drafter_config`): SGLang
+        drafts its block whatever the steps."""
         spec = self.engine.speculative
         if spec is None:
             return None
-        return speculative_depth(self.engine.kind, num_speculative_tokens=spec.num_speculative_tokens,
+        return speculative_depth(self.engine.kind, spec.method, self._block_drafter_config(),
+                                 num_speculative_tokens=spec.num_speculative_tokens,
                                  num_draft_tokens=spec.num_draft_tokens, num_steps=spec.num_steps,
                                  eagle_topk=spec.eagle_topk)
+
+    def _block_drafter_config(self) -> dict[str, Any] | None:
+        """The drafter's config.json (file or inline geometry) where a block drafter's depth may come from it (no
+        count of tokens declared: SGLang's block); None otherwise, or where it is not at hand. Why here: the depth
+        rule is floor 0 and reads no files; read only where it may decide k, so other plans read nothing. An
+        unreadable file is left to the artifact facts (gate.bill.facts), which refuse it."""
+        spec, d = self.engine.speculative, self.drafter
+        if spec is None or spec.method not in BLOCK_METHODS or d is None or spec.num_draft_tokens is not None \
+                or spec.num_speculative_tokens is not None:
+            return None
+        if d.geometry is not None:
+            return dict(d.geometry)
+        if d.config is None:
+            return None
+        try:
+            return load_config(d.config)
+        except InputError:
+            return None
 
     @property
     def depth_reading(self) -> ScheduleReading:
@@ -761,7 +784,8 @@ class Plan(_Strict):
         spec = self.engine.speculative
         if spec is None:
             return ScheduleReading()
-        return depth_schedule(self.engine.kind, spec.model_dump(exclude_none=True), data_parallel=self.engine.dp)
+        return depth_schedule(self.engine.kind, spec.model_dump(exclude_none=True), data_parallel=self.engine.dp,
+                              drafter_config=self._block_drafter_config())
 
     @property
     def bound_depth(self) -> int | None:

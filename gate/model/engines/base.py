@@ -138,7 +138,8 @@ class ScheduleReading:
 
     `schedule`: the schedule the engine will run (None: a fixed k, either none was declared or the engine drops
     it); `warnings`: one sentence each where the engine changes what the plan declared (vLLM drops a schedule
-    under data parallelism); `declared`: a schedule was declared at all.
+    under data parallelism; SGLang forces a block drafter's steps to 1); `declared`: a schedule was declared at
+    all, or depth keys the engine overrides (the warnings say how): the depth line shows the reading.
     """
 
     schedule: DepthSchedule | None = None
@@ -256,8 +257,18 @@ class EngineProfile(Protocol):
     # --- the depth k and the drafter's steps (gate.model.depth) ---------------------------------------
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
-              num_steps: int | None, eagle_topk: int | None) -> int | None:
-        """k from the engine's own spelling of it (None when not declared)."""
+              num_steps: int | None, eagle_topk: int | None, method: str | None = None,
+              drafter_config: Mapping[str, Any] | None = None) -> int | None:
+        """k from the engine's own spelling of it (None when not declared). `method` and the drafter's config.json
+        (`drafter_config`; None: not at hand) where the engine resolves k from them (SGLang runs a block drafter's
+        block, whatever its steps); None method: read as a chain or tree drafter."""
+        ...
+
+    def resolve_speculative(self, speculative: Mapping[str, Any],
+                            drafter_config: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The plan's `engine.speculative` keys as the engine resolves them before it runs (SGLang forces a block
+        drafter's steps to 1 and its draft tokens to the drafter's block), with one sentence for each key it
+        overrides; ValueError (the reason) where the engine's k then cannot be known from the plan."""
         ...
 
     def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
@@ -424,9 +435,15 @@ class BaseProfile(ABC):
     provenance: str | None = None
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
-              num_steps: int | None, eagle_topk: int | None) -> int | None:
-        """k = `num_speculative_tokens` (the engine has no other spelling)."""
+              num_steps: int | None, eagle_topk: int | None, method: str | None = None,
+              drafter_config: Mapping[str, Any] | None = None) -> int | None:
+        """k = `num_speculative_tokens` (the engine has no other spelling, whatever the method)."""
         return num_speculative_tokens
+
+    def resolve_speculative(self, speculative: Mapping[str, Any],
+                            drafter_config: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The engine runs the keys as given."""
+        return dict(speculative), ()
 
     def draft_steps(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
                     num_steps: int | None, eagle_topk: int | None) -> int | None:

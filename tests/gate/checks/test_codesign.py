@@ -319,9 +319,10 @@ def _with_speculative(plan: Plan, **keys: int | None) -> Plan:
 def test_the_line_reads_sglang_depth_through_the_k_rule() -> None:
     """Before: the line passed SGLang's num_draft_tokens as k. Now k = plan.depth, by the one SGLang k rule: 16
     draft tokens = block 16 (pass), 17 (a warning: SGLang 0.5.23 runs another block than the drafter's, it does
-    not refuse). A DFlash plan giving only num_steps is refused: SGLang runs DFlash at 1 step with the drafter's
-    block (`_handle_dflash`; tests/fixtures/oracle/sglang-0.5.23-spec-resolution.json's DFlash num_steps row),
-    so the steps are not its k."""
+    not refuse). A DFlash plan giving only num_steps is read as SGLang reads it: SGLang runs DFlash at 1 step with
+    the drafter's block whatever the steps (`_handle_dflash`; rows 23 and 26 of
+    tests/fixtures/oracle/sglang-0.5.23-spec-resolution.json), so k = block_size 16 - 1 (the line passes) and the
+    acceptance line warns what SGLang does; without the drafter's config that block is unknown: refused."""
     plan = load_plan(FAMILIES / "dflash-sglang-qwen3-8b.yaml")
     ok = _with_speculative(plan, num_draft_tokens=16, num_steps=None, eagle_topk=None)
     assert ok.depth == 15
@@ -332,6 +333,18 @@ def test_the_line_reads_sglang_depth_through_the_k_rule() -> None:
     f = {x["check"]: x for x in evaluate(bad).checks["codesign"].values["findings"]}
     assert f["block_size"]["status"] == "warn" and "speculative_num_draft_tokens 17" in f["block_size"]["detail"]
     steps = plan.model_dump(exclude_none=True)
-    steps["engine"]["speculative"] = {"method": "dflash", "num_steps": 15, "eagle_topk": 1}
-    with pytest.raises(ValueError, match="declare engine.speculative.num_draft_tokens"):
+    steps["engine"]["speculative"] = {"method": "dflash", "num_steps": 4, "eagle_topk": 1}
+    read = Plan.model_validate(steps)
+    assert read.depth == 15  # the block's, not the steps' (4)
+    checks = evaluate(read).checks
+    f = {x["check"]: x for x in checks["codesign"].values["findings"]}
+    assert f["block_size"] == {"check": "block_size", "status": "pass",
+                               "detail": "SGLang draft tokens 16 = block_size 16"}
+    said = ("SGLang forces num_steps 1 (not the plan's 4) for DFLASH and drafts block - 1 = 15 tokens per verify "
+            "(block 16: the drafter config's block_size 16)")
+    assert checks["acceptance"].values["depth_schedule"] == {"runs": None, "k": 15, "warnings": [said]}
+    assert said in checks["acceptance"].reason
+    del steps["drafter"]["config"]
+    with pytest.raises(ValueError, match="drafter's config is not at hand.*declare engine.speculative"
+                                         ".num_draft_tokens"):
         Plan.model_validate(steps)

@@ -191,6 +191,10 @@ def test_engine_without_a_scheduler_refuses_schedule_keys(monkeypatch: pytest.Mo
     class OneK:
         name = "OneK"
 
+        def resolve_speculative(self, speculative: dict[str, Any],
+                                drafter_config: None) -> tuple[dict[str, Any], tuple[str, ...]]:
+            return dict(speculative), ()  # BaseProfile's: the keys as given
+
     monkeypatch.setattr(depth, "profile", lambda kind: OneK())
     assert depth_schedule("onek", {"method": "ngram", "num_speculative_tokens": 3}).schedule is None
     with pytest.raises(ValueError, match="speculative_adaptive: OneK runs no depth schedule"):

@@ -117,19 +117,79 @@ def adaptive_unsupported_reason(algorithm: str, *, eagle_topk: int | None = None
     return None
 
 
-def refuse_block_steps(speculative: Mapping[str, Any]) -> None:
-    """A block drafter's `num_steps` as SGLang 0.5.23 takes it (`_handle_dflash` / `_handle_dspark`): it runs 1 step
-    (any other it overrides, with a warning) and the block as its draft tokens, so k is num_draft_tokens − 1
-    (`exporter.engines.sglang.depth.depth`), never the steps. Steps without num_draft_tokens: ValueError, since the
-    profile's k (`SglangProfile.depth`, which is not told the method) would read the steps as a chain's k, a
-    depth SGLang does not run, and SGLang's own draft tokens come from the drafter's block_size."""
+# SGLang 0.5.23's defaults where a block drafter's config gives no block: `_handle_dflash` drafts 16 tokens,
+# `_handle_dspark` gamma `DEFAULT_DSPARK_GAMMA` = 7 (speculative/dspark_components/dspark_config.py), gamma + 1.
+DFLASH_DEFAULT_BLOCK = 16
+DSPARK_DEFAULT_GAMMA = 7
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def block_draft_tokens(algorithm: str, config: Mapping[str, Any] | None) -> tuple[int, str] | None:
+    """The draft tokens SGLang 0.5.23 resolves for a block drafter launched without them, and where they come from;
+    None where the drafter's config.json is not at hand (`config` None), so the block cannot be known.
+
+    As `_handle_dflash` / `_handle_dspark` (arg_groups/speculative_hook.py) read the drafter's config:
+    DFlash's block is `dflash_config.block_size`, else the top-level `block_size` (dflash_utils.py
+    `parse_dflash_draft_config`), else 16 (a config it cannot parse also gives 16, with its warning); DSpark's
+    gamma is `dspark_block_size`, else that same block, else 7, and its draft tokens gamma + 1
+    (dspark_config.py `parse_dspark_draft_config`). The gate has no `--speculative-dflash-block-size` /
+    `--speculative-dspark-block-size` key: a plan spells those as `num_draft_tokens`.
+    """
+    if config is None:
+        return None
+    nested = config.get("dflash_config")
+    block = _positive_int((nested if isinstance(nested, Mapping) else {}).get("block_size", config.get("block_size")))
+    if algorithm == "DFLASH":
+        if block is None:
+            return DFLASH_DEFAULT_BLOCK, f"SGLang's default {DFLASH_DEFAULT_BLOCK}: the drafter config gives no block_size"
+        return block, f"the drafter config's block_size {block}"
+    gamma = _positive_int(config.get("dspark_block_size"))
+    if gamma is not None:
+        return gamma + 1, f"the drafter config's dspark_block_size {gamma} + 1"
+    if block is not None:
+        return block + 1, f"the drafter config's block_size {block} + 1"
+    return DSPARK_DEFAULT_GAMMA + 1, (f"SGLang's default gamma {DSPARK_DEFAULT_GAMMA} + 1: the drafter config gives "
+                                      "no block_size")
+
+
+def block_resolution(speculative: Mapping[str, Any],
+                     drafter_config: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A block drafter's keys as SGLang 0.5.23 resolves them (`_handle_dflash` / `_handle_dspark`): num_steps and
+    eagle_topk forced to 1 (another value it overrides, with a warning), the draft tokens the plan's, else the
+    drafter's block (`block_draft_tokens`); the worker drafts block − 1 tokens per verify. Where the plan's
+    steps (or top-k) are overridden, one sentence saying what SGLang runs; ValueError where the plan gives steps
+    but SGLang's block cannot be known (no draft tokens, no drafter config at hand). Other methods: as given."""
+    keys = dict(speculative)
     algorithm = LAUNCH_ALGORITHM.get(str(speculative.get("method")))
-    if algorithm in BLOCK_ALGORITHMS and speculative.get("num_steps") is not None \
-            and speculative.get("num_draft_tokens") is None:
-        name = "DFLASH" if algorithm == "DFLASH" else "DSpark"
-        raise ValueError(f"engine.speculative.num_steps: SGLang runs {name} at num_steps 1 with the drafter's block "
-                         "as its draft tokens (k = num_draft_tokens - 1); declare engine.speculative.num_draft_tokens "
-                         "(the drafter's block, as `specgate init` writes it) instead of num_steps")
+    if algorithm not in BLOCK_ALGORITHMS:
+        return keys, ()
+    name = "DFLASH" if algorithm == "DFLASH" else "DSpark"
+    steps, topk, tokens = keys.get("num_steps"), keys.get("eagle_topk"), keys.get("num_draft_tokens")
+    source = "engine.speculative.num_draft_tokens"
+    if tokens is None:
+        found = block_draft_tokens(algorithm, drafter_config)
+        if found is None:
+            if steps is None:
+                return keys, ()  # no depth declared: k stays unknown, as for any plan without depth keys
+            raise ValueError(f"engine.speculative.num_steps: SGLang forces num_steps 1 for {name} and drafts the "
+                             "drafter's block - 1 tokens (its config's block_size), but the drafter's config is not "
+                             "at hand (drafter.config or drafter.geometry, readable), so k is unknown; declare "
+                             "engine.speculative.num_draft_tokens (the drafter's block, as `specgate init` writes "
+                             "it) or the drafter's config")
+        tokens, source = found
+        keys["num_draft_tokens"] = tokens
+    keys.update(num_steps=1, eagle_topk=1)
+    forced = [f"{key} 1" + ("" if v == 1 else f" (not the plan's {v})")
+              for key, v, read in (("num_steps", steps, speculative.get("num_draft_tokens") is None),
+                                   ("eagle_topk", topk, False))
+              if v is not None and (v != 1 or read)]  # steps 1 alone would read as k = 1: said too
+    if not forced:
+        return keys, ()
+    return keys, (f"SGLang forces {' and '.join(forced)} for {name} and drafts block - 1 = {max(tokens - 1, 0)} "
+                  f"tokens per verify (block {tokens}: {source})",)
 
 
 def fallback_warning(reason: str) -> str:
@@ -200,11 +260,23 @@ class SglangProfile(BaseProfile):
                                          "inconclusive)")
 
     def depth(self, *, num_speculative_tokens: int | None, num_draft_tokens: int | None,
-              num_steps: int | None, eagle_topk: int | None) -> int | None:
+              num_steps: int | None, eagle_topk: int | None, method: str | None = None,
+              drafter_config: Mapping[str, Any] | None = None) -> int | None:
         """k as SGLang spells it, read by the one SGLang k rule (`exporter.engines.sglang.depth.depth`:
-        `num_draft_tokens − 1`, or `num_steps` for a top-k 1 chain); `num_speculative_tokens` when neither says."""
-        k = sglang_depth(num_draft_tokens, num_steps, eagle_topk)
+        `num_draft_tokens − 1`, or `num_steps` for a top-k 1 chain); `num_speculative_tokens` when neither says.
+        A block `method` (DFlash, DSpark) without draft tokens drafts the drafter's block as SGLang resolves it
+        (`block_draft_tokens`, from `drafter_config`), never its steps; unknown without the config."""
+        algorithm = LAUNCH_ALGORITHM.get(method) if method is not None else None
+        if algorithm is not None and algorithm in BLOCK_ALGORITHMS and num_draft_tokens is None:
+            found = block_draft_tokens(algorithm, drafter_config)
+            num_draft_tokens = None if found is None else found[0]
+        k = sglang_depth(num_draft_tokens, num_steps, eagle_topk, algorithm)
         return num_speculative_tokens if k is None else k
+
+    def resolve_speculative(self, speculative: Mapping[str, Any],
+                            drafter_config: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """A block drafter's keys as SGLang forces them (`block_resolution`); every other method's as given."""
+        return block_resolution(speculative, drafter_config)
 
     def depth_schedule(self, speculative: Mapping[str, Any], *, data_parallel: int) -> ScheduleReading:
         """SGLang 0.5.23's `--speculative-adaptive` (+ `--speculative-adaptive-config`): candidate steps per tier.
@@ -214,10 +286,11 @@ class SglangProfile(BaseProfile):
         answers, SGLang does not refuse: it logs `fallback_warning` and runs static steps, so the plan gets that
         warning and the gate judges the static k (its depth keys), as it does for vLLM's dropped schedule.
         Where SGLang adapts, `_init_adaptive_speculative_params` refuses a `--speculative-num-steps` outside the
-        candidate steps (`adaptive_start`). k = steps (top-k 1: one token per step).
+        candidate steps (`adaptive_start`). k = steps (top-k 1: one token per step). The keys arrive as SGLang
+        resolves them (`resolve_speculative`, through gate.model.depth.depth_schedule): a block drafter's static k
+        is its block − 1.
         """
         config = speculative.get("speculative_adaptive_config")
-        refuse_block_steps(speculative)
         if not speculative.get("speculative_adaptive"):
             if config is not None:
                 raise ValueError("engine.speculative.speculative_adaptive_config needs speculative_adaptive: true "
@@ -228,7 +301,8 @@ class SglangProfile(BaseProfile):
         if decision.reason is not None:
             k = sglang_depth(speculative.get("num_draft_tokens"), steps, topk, decision.algorithm)
             static = (f"the gate judges the static k = {k}" if k is not None else
-                      "declare num_draft_tokens: without it SGLang drafts the drafter's block and the gate has no k"
+                      "declare num_draft_tokens or the drafter's config: without them SGLang drafts a block the "
+                      "gate cannot read, and the gate has no k"
                       if decision.algorithm in BLOCK_ALGORITHMS else
                       "declare num_steps (or num_draft_tokens): without them SGLang picks its static steps from "
                       "the target's architecture (_auto_choose_speculative_params) and the gate has no k")

@@ -15,6 +15,10 @@ from gate.model.engines.sglang import adaptive_decision, fallback_warning
 from tests.gate.model.engines.oracle import exceptions
 
 ORACLE = Path(__file__).resolve().parents[4] / "fixtures" / "oracle"
+CONFIGS = ORACLE.parent / "configs"
+# The block drafters' real configs (block_size 16; DSpark gamma 7): SGLang reads their block (`_handle_dflash` /
+# `_handle_dspark`), so a plan's reading is given them, as Plan.depth_reading gives the drafter's config.
+BLOCK_CONFIGS = {"dflash": "dflash__specforge__qwen3-8b-dflash.json", "dspark": "dspark__specforge__qwen3-8b-dspark.json"}
 FIXTURE = ORACLE / "sglang-0.5.23-adaptive.json"
 LAUNCH = ("attn_dp_size", "ep_join_mode", "enable_multi_layer_eagle", "enable_two_batch_overlap", "enable_pdmux")
 DRAFTERS = {"none": (), "gemma4_assistant": ("Gemma4AssistantForCausalLM",)}
@@ -72,27 +76,50 @@ def test_the_plans_reading_follows_sglang() -> None:
     """Rows a plan can spell (no drafter architecture, SGLang's default launch settings): the plan's reading
     adapts where SGLang adapts, warns SGLang's own line where it falls back, refuses where SGLang refuses.
 
-    One stated difference: a block drafter (DFlash, DSpark) declaring num_steps without num_draft_tokens, which
-    SGLang runs at 1 step with the drafter's block (`_handle_dflash` / `_handle_dspark`), is refused by the gate
-    with the key to declare: the plan's k would otherwise be read from the steps (`refuse_block_steps`)."""
+    A block drafter (DFlash, DSpark) falls back, and SGLang runs it at 1 step with the drafter's block whatever
+    its steps (`_handle_dflash` / `_handle_dspark`): the gate judges the static k = block − 1 (DFlash 16 − 1,
+    DSpark gamma 7 + 1 − 1) and, where the plan gave num_steps, warns SGLang's override too. Before, such a plan
+    was refused (the gate's k would have been read from the steps); now it is read as SGLang reads it, and
+    refused only without the drafter's config (`test_block_steps_without_the_drafter_config_are_refused`)."""
     rows = [r for r in json.loads(FIXTURE.read_text())["rows"]
             if r["inputs"]["drafter"] == "none" and not any(k in r["inputs"] for k in LAUNCH)]
     assert len(rows) >= 8 * 3 * 3
+    block_steps = 0
     for row in rows:
         inputs, answer = row["inputs"], row["answer"]
         spec = {"method": inputs["method"], "speculative_adaptive": True,
                 **{k: inputs[k] for k in ("eagle_topk", "num_steps") if inputs[k] is not None}}
-        if inputs["method"] in ("dflash", "dspark") and inputs["num_steps"] is not None:
-            with pytest.raises(ValueError, match="declare engine.speculative.num_draft_tokens"):
-                depth_schedule("sglang", spec)
-            depth_schedule("sglang", {**spec, "num_draft_tokens": 16})  # with the block declared: read
-            continue
+        config = BLOCK_CONFIGS.get(inputs["method"])
+        cfg = None if config is None else json.loads((CONFIGS / config).read_text())
         if "error" in answer:
             with pytest.raises(ValueError, match=re.escape(answer["error"])):
-                depth_schedule("sglang", spec)
+                depth_schedule("sglang", spec, drafter_config=cfg)
             continue
-        reading = depth_schedule("sglang", spec)
+        reading = depth_schedule("sglang", spec, drafter_config=cfg)
         if answer["adaptive"]:
             assert reading.schedule is not None and not reading.warnings, inputs
-        else:
-            assert reading.schedule is None and reading.warnings[0].startswith(f"SGLang: {answer['warning']} ("), inputs
+            continue
+        assert reading.schedule is None and reading.warnings[0].startswith(f"SGLang: {answer['warning']} ("), inputs
+        if config is None:
+            continue
+        k = 15 if inputs["method"] == "dflash" else 7
+        assert reading.warnings[0].endswith(f"(the gate judges the static k = {k})"), inputs
+        name = "DFLASH" if inputs["method"] == "dflash" else "DSpark"
+        steps = inputs["num_steps"]
+        said = [w for w in reading.warnings[1:] if w.startswith("SGLang forces num_steps 1")]
+        assert len(said) == (steps is not None), inputs
+        if steps is not None:
+            block_steps += 1
+            assert f"1 (not the plan's {steps})" in said[0] and f"for {name} and drafts block - 1 = {k} " in said[0]
+    assert block_steps == 12  # every DFlash/DSpark row giving num_steps, with no exception
+
+
+def test_block_steps_without_the_drafter_config_are_refused() -> None:
+    """Where the drafter's config is not at hand, SGLang's block (so k) cannot be known: a plan declaring only
+    num_steps is refused with the reason and the keys to declare; declaring the block is read."""
+    for method in BLOCK_CONFIGS:
+        spec = {"method": method, "speculative_adaptive": True, "num_steps": 4}
+        with pytest.raises(ValueError, match="drafter's config is not at hand.*declare engine.speculative"
+                                             ".num_draft_tokens"):
+            depth_schedule("sglang", spec)
+        assert depth_schedule("sglang", {**spec, "num_draft_tokens": 16}).schedule is None

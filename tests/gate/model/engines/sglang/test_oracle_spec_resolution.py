@@ -1,8 +1,9 @@
 """SGLang 0.5.23's own resolution of the speculative launch per config family (fixed k and adaptive), recorded by
 tools/oracle/sglang_spec_resolution.py (`handle_speculative_decoding` on a constructed ServerArgs, in-process),
-replayed against the gate's SGLang profile (issue 35.1): every row agrees or is a stated exception. The block
-drafters' rows launched without draft tokens (the recorder's `BLOCK_ROWS`, appended) are replayed on k: the k the
-gate holds is SGLang's resolved draft tokens − 1 (`test_block_rows_k_is_sglang_s`)."""
+replayed against the gate's SGLang profile (issue 35.1): every row agrees or is a stated exception, the block
+drafters' rows launched without draft tokens or with num_steps only (the recorder's `BLOCK_ROWS`, appended) among
+them: the gate resolves their keys as SGLang does (`resolve_speculative`, with the drafter's config) and holds k to
+SGLang's resolved draft tokens − 1 (`test_block_rows_k_is_sglang_s`)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,22 @@ CONFIGS = ROOT / "tests" / "fixtures" / "configs"
 K = 3
 
 
+def drafter_config(config: str) -> dict[str, Any]:
+    return dict(json.loads((CONFIGS / config).read_text()))
+
+
 def block_size(config: str) -> int:
-    raw = json.loads((CONFIGS / config).read_text())
+    raw = drafter_config(config)
     return int(raw.get("block_size") or raw["dflash_config"]["block_size"])
+
+
+def plan_keys(inputs: dict[str, Any]) -> dict[str, Any]:
+    """A row's launch as a plan spells it: DFlash's `--speculative-dflash-block-size` (no plan key) is written as
+    num_draft_tokens, which SGLang must see equal to it (`_handle_dflash`)."""
+    keys = {k: inputs[k] for k in ("method", "num_steps", "num_draft_tokens") if k in inputs}
+    if "dflash_block_size" in inputs:
+        keys["num_draft_tokens"] = inputs["dflash_block_size"]
+    return keys
 
 
 def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -45,10 +59,12 @@ def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:
         return answer
     answer = {"algorithm": resolve_algorithm(method), "adaptive": False, "adaptive_warning": None}
     if method in ("dflash", "dspark"):
-        n = inputs["num_draft_tokens"]
+        keys, said = SGLANG.resolve_speculative(plan_keys(inputs), drafter_config(inputs["config"]))
+        n = keys["num_draft_tokens"]
         if SGLANG.block_rule(method, block_size(inputs["config"]), n - 1).status is Status.FAIL:
             return {"refused": True}
-        answer["num_draft_tokens"] = n
+        answer.update(num_draft_tokens=n, num_steps=keys["num_steps"], eagle_topk=keys["eagle_topk"],
+                      steps_overridden=any("num_steps 1 (not the plan's" in w for w in said))
     elif method == "ngram":
         answer["num_draft_tokens"] = K + 1
     else:
@@ -58,15 +74,19 @@ def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:
 
 def sglang_answer(answer: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
     """SGLang's row cut to what the gate answers: NGRAM's top-k/steps are its BFS breadth (the gate reads k
-    from the draft tokens), a block drafter's steps and top-k are forced to 1 (the gate spells neither)."""
+    from the draft tokens); a block drafter's, with whether SGLang logged its override of the plan's steps."""
     if "error" in answer:
         return {"refused": True}
     keep = {"algorithm", "adaptive", "adaptive_warning", "num_draft_tokens"}
-    if inputs["method"] not in ("ngram", "dflash", "dspark") or answer["adaptive"]:
+    if inputs["method"] != "ngram" or answer["adaptive"]:
         keep |= {"num_steps", "eagle_topk"}
     if not answer["adaptive"] and inputs["setting"] == "adaptive":
         keep = {"algorithm", "adaptive", "adaptive_warning"}  # static steps, SGLang's defaults (no k declared)
-    return {k: v for k, v in answer.items() if k in keep}
+    out = {k: v for k, v in answer.items() if k in keep}
+    if inputs["method"] in ("dflash", "dspark"):
+        out["steps_overridden"] = any("overriding speculative_num_steps" in w
+                                      for w in answer.get("resolution_warnings", ()))
+    return out
 
 
 def test_the_fixture_says_where_it_comes_from() -> None:
@@ -83,7 +103,8 @@ def _block_row(inputs: dict[str, Any]) -> bool:
 
 
 def test_every_row_agrees_with_sglang() -> None:
-    rows = [r for r in json.loads(FIXTURE.read_text())["rows"] if not _block_row(r["inputs"])]
+    rows = json.loads(FIXTURE.read_text())["rows"]
+    assert sum(_block_row(r["inputs"]) for r in rows) == 5  # the block rows are replayed too, with no exception
     stated = exceptions(FIXTURE.name)
     wrong = [i for i, r in enumerate(rows) if gate_answer(r["inputs"]) != sglang_answer(r["answer"], r["inputs"])]
     assert [i for i in wrong if i not in stated] == []
@@ -92,10 +113,18 @@ def test_every_row_agrees_with_sglang() -> None:
 
 def test_the_gate_reads_sglang_resolved_keys_as_k() -> None:
     """On every fixed row SGLang accepts, the k the gate reads from SGLang's own resolved keys is the k spelled
-    (a chain: steps; NGRAM: draft tokens − 1; a block: draft tokens − 1)."""
+    (a chain: steps; NGRAM: draft tokens − 1; a block: draft tokens − 1), and a block drafter's k from the plan's
+    own keys (told the method and the drafter's config) is SGLang's resolved draft tokens − 1."""
     for r in json.loads(FIXTURE.read_text())["rows"]:
         a, i = r["answer"], r["inputs"]
-        if i["setting"] != "fixed" or "error" in a or _block_row(i):
+        if i["setting"] != "fixed" or "error" in a:
+            continue
+        if i["method"] in ("dflash", "dspark"):
+            keys = plan_keys(i)
+            assert SGLANG.depth(num_speculative_tokens=None, num_draft_tokens=keys.get("num_draft_tokens"),
+                                num_steps=keys.get("num_steps"), eagle_topk=None, method=i["method"],
+                                drafter_config=drafter_config(i["config"])) == a["num_draft_tokens"] - 1, (i, a)
+        if _block_row(i):
             continue
         k = SGLANG.depth(num_speculative_tokens=None, num_draft_tokens=a["num_draft_tokens"],
                          num_steps=None if i["method"] in ("ngram", "dflash", "dspark") else a["num_steps"],
@@ -110,8 +139,9 @@ def test_block_rows_k_is_sglang_s() -> None:
     lands in `speculative_num_draft_tokens` — the field `/server_info` reports, so the exporter reads k from it.
     On every such row: k by the one SGLang k rule from SGLang's resolved keys (steps included, with the algorithm)
     is draft tokens − 1, as the exporter reads it from `/server_info`; the keys `specgate init` writes for the
-    drafter's block give the same k; a plan that declares only num_steps is refused (its k would be the steps),
-    the one place the gate is stricter than SGLang, with the key to declare."""
+    drafter's block give the same k; a plan that declares only num_steps is read as SGLang reads it (k = block − 1,
+    with a warning naming SGLang's override), and refused only where the drafter's config is not at hand (the
+    block, hence k, unknown)."""
     rows = [r for r in json.loads(FIXTURE.read_text())["rows"] if _block_row(r["inputs"])]
     assert {(r["inputs"]["method"], tuple(sorted(set(r["inputs"]) - {"config", "method", "setting", "target"})))
             for r in rows} == {("dflash", ()), ("dflash", ("num_steps",)), ("dflash", ("dflash_block_size",)),
@@ -133,12 +163,23 @@ def test_block_rows_k_is_sglang_s() -> None:
         keys = SGLANG.block_depth_keys(i["method"], block_size(i["config"]), None).keys
         assert SGLANG.depth(num_speculative_tokens=None, num_steps=None, eagle_topk=None, **keys) == want, i
         spec = {"method": i["method"], **({"num_steps": i["num_steps"]} if "num_steps" in i else {})}
+        cfg = drafter_config(i["config"])
+        reading = depth_schedule("sglang", spec, drafter_config=cfg)
+        assert reading.schedule is None
         if "num_steps" in i:
             assert any(f"overriding speculative_num_steps={i['num_steps']} to 1" in w
                        for w in a["resolution_warnings"])
-            with pytest.raises(ValueError, match="declare engine.speculative.num_draft_tokens"):
-                depth_schedule("sglang", spec)
-        assert depth_schedule("sglang", {**spec, **keys}).schedule is None  # declared as init writes: read
+            name = "DFLASH" if i["method"] == "dflash" else "DSpark"
+            assert reading.declared and reading.warnings == (
+                f"SGLang forces num_steps 1 (not the plan's {i['num_steps']}) for {name} and drafts block - 1 = "
+                f"{want} tokens per verify (block {want + 1}: the drafter config's block_size "
+                f"{block_size(i['config'])}{'' if name == 'DFLASH' else ' + 1'})",)
+            with pytest.raises(ValueError, match="drafter's config is not at hand"):
+                depth_schedule("sglang", spec)  # no config: SGLang's block, hence k, unknown
+        else:
+            assert not reading.declared and reading.warnings == ()  # nothing overridden: nothing to say
+            assert depth_schedule("sglang", spec).warnings == ()  # no depth declared, none read: k unknown
+        assert depth_schedule("sglang", {**spec, **keys}, drafter_config=cfg).schedule is None  # as init writes
 
 
 def test_the_replay_can_fail() -> None:
