@@ -2,8 +2,9 @@
 
 Sources: SGLang's `ServerArgs` (`--speculative-num-draft-tokens` counts the verified root too, so
 k = num_draft_tokens − 1; a chain of `num_steps` drafts `num_steps + 1`; DFlash's block is
-num_draft_tokens (another than block_size warns), DSpark refuses any but block_size + 1; `--mem-fraction-static` is computed at start,
-no fixed default; `--page-size`), `/server_info` `speculative_algorithm` names, the pool configurator
+num_draft_tokens (another than block_size warns), DSpark refuses any but block_size + 1, and both run num_steps 1
+whatever the plan's, drafting the drafter's block where no draft tokens are given (`block_resolution`);
+`--mem-fraction-static` is computed at start, no fixed default; `--page-size`), `/server_info` `speculative_algorithm` names, the pool configurator
 (a draft slot per target token, charged as `draft_charge` says with file:line; `pools.py` here; the draft
 pool has its own dtype, the drafter's config decides it), the
 EAGLE-3 capture (id k = the output of layer k),
