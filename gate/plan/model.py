@@ -24,6 +24,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     model_validator,
@@ -44,7 +45,7 @@ from gate.model.depth import (
     speculative_depth,
 )
 from gate.model.engines import KINDS_IN_WORDS
-from gate.model.engines.base import ScheduleReading
+from gate.model.engines.base import BlockKeys, ScheduleReading
 from gate.model.invariants import target_at_mix
 from gate.model.plausibility import DEFAULT_ALPHA, MAX_ALPHA, pool_tokens, startup_seconds
 from gate.model.speedup.energy import disagreement as energy_disagreement
@@ -697,9 +698,12 @@ class Plan(_Strict):
                                           "naming it); fill the key, or delete it from this list to say that empty is "
                                           "meant")
     plan_path: Path | None = Field(default=None, exclude=True)
+    # (the drafter's config file, its block keys; None: unreadable), read in validation (`_read_drafter_block`)
+    _drafter_block: tuple[Path, BlockKeys | None] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _coherent(self) -> Plan:
+        self._read_drafter_block()
         spec = self.engine.speculative
         if spec is not None and spec.method in DRAFTERLESS_METHODS and self.drafter is not None:
             raise ValueError(f"engine.speculative.method {spec.method} has no drafter: remove the drafter section")
@@ -760,22 +764,36 @@ class Plan(_Strict):
                                  eagle_topk=spec.eagle_topk)
 
     def _block_drafter_config(self) -> dict[str, Any] | None:
-        """The drafter's config.json (file or inline geometry) where a block drafter's depth may come from it (no
-        count of tokens declared: SGLang's block); None otherwise, or where it is not at hand. Why here: the depth
-        rule is floor 0 and reads no files; read only where it may decide k, so other plans read nothing. An
-        unreadable file is left to the artifact facts (gate.bill.facts), which refuse it."""
+        """The block keys of the drafter's config (file or inline geometry) where a block drafter's depth may come
+        from them (no count of tokens declared: SGLang's block); None otherwise, or where they are not at hand. Pure:
+        a config file's keys were read where the plan was validated (`_read_drafter_block`), so a check asking the
+        depth reads no file; keys read from another file than the drafter's now (a `model_copy` that swapped it) are
+        not at hand."""
         spec, d = self.engine.speculative, self.drafter
         if spec is None or spec.method not in BLOCK_METHODS or d is None or spec.num_draft_tokens is not None \
                 or spec.num_speculative_tokens is not None:
             return None
         if d.geometry is not None:
-            return dict(d.geometry)
-        if d.config is None:
+            return BlockKeys.of(d.geometry).as_config()
+        read = self._drafter_block
+        if d.config is None or read is None or read[0] != d.config or read[1] is None:
             return None
+        return read[1].as_config()
+
+    def _read_drafter_block(self) -> None:
+        """Read a block drafter's config file once, where the plan is validated, keeping only its block keys
+        (`BlockKeys`). Why here: the depth rule is floor 0 and the checks read no files, yet SGLang's k may be the
+        drafter's block. Read for every block drafter with a config file (a plan copied with other depth keys keeps
+        them). An unreadable file is left as not at hand: the artifact facts (gate.bill.facts) refuse it, and a depth
+        that needs it is refused (exit 3) by the depth rule, as before."""
+        spec, d = self.engine.speculative, self.drafter
+        if spec is None or spec.method not in BLOCK_METHODS or d is None or d.config is None:
+            return
         try:
-            return load_config(d.config)
+            keys: BlockKeys | None = BlockKeys.of(load_config(d.config))
         except InputError:
-            return None
+            keys = None
+        self._drafter_block = (d.config, keys)
 
     @property
     def depth_reading(self) -> ScheduleReading:

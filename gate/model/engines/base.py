@@ -400,6 +400,40 @@ class EngineProfile(Protocol):
         ...
 
 
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def drafter_block_size(config: Mapping[str, Any]) -> int | None:
+    """A block drafter's block as its config.json gives it: `dflash_config.block_size`, else the top-level
+    `block_size` (SGLang 0.5.23 dflash_utils.py `parse_dflash_draft_config`, "keep support for current checkpoints
+    where block_size is top-level"); None where that is no positive integer. One address: SGLang's resolved depth and
+    the co-design block_size finding read the same block."""
+    nested = config.get("dflash_config")
+    return _positive_int((nested if isinstance(nested, Mapping) else {}).get("block_size", config.get("block_size")))
+
+
+@dataclass(frozen=True)
+class BlockKeys:
+    """The block keys of a block drafter's config.json, all a profile's depth reads of it (`drafter_block_size`
+    and DSpark's `dspark_block_size`).
+
+    Why a fact of its own: the plan reads the drafter's config where it is loaded and keeps only these, so the depth
+    (`Plan.depth`, asked by the checks) reads no file."""
+
+    block_size: int | None = None
+    dspark_block_size: int | None = None
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> BlockKeys:
+        return cls(drafter_block_size(config), _positive_int(config.get("dspark_block_size")))
+
+    def as_config(self) -> dict[str, int]:
+        """These keys as a config.json holding only them (what the profiles' depth takes)."""
+        return {k: v for k, v in (("block_size", self.block_size), ("dspark_block_size", self.dspark_block_size))
+                if v is not None}
+
+
 # `specgate init`'s reason when the user chose the depth (--num-speculative-tokens), in every engine's keys.
 USER_DEPTH_WHY = "your choice (--num-speculative-tokens)"
 

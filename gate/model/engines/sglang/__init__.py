@@ -30,6 +30,7 @@ from gate.model.engines.base import (
     Rule,
     ScheduleReading,
     WrittenSchedule,
+    drafter_block_size,
 )
 from gate.model.engines.sglang import schedule as writer
 from gate.model.engines.sglang.pools import (
@@ -134,15 +135,14 @@ def block_draft_tokens(algorithm: str, config: Mapping[str, Any] | None) -> tupl
 
     As `_handle_dflash` / `_handle_dspark` (arg_groups/speculative_hook.py) read the drafter's config:
     DFlash's block is `dflash_config.block_size`, else the top-level `block_size` (dflash_utils.py
-    `parse_dflash_draft_config`), else 16 (a config it cannot parse also gives 16, with its warning); DSpark's
+    `parse_dflash_draft_config`; `drafter_block_size`), else 16 (a config it cannot parse also gives 16, with its warning); DSpark's
     gamma is `dspark_block_size`, else that same block, else 7, and its draft tokens gamma + 1
     (dspark_config.py `parse_dspark_draft_config`). The gate has no `--speculative-dflash-block-size` /
     `--speculative-dspark-block-size` key: a plan spells those as `num_draft_tokens`.
     """
     if config is None:
         return None
-    nested = config.get("dflash_config")
-    block = _positive_int((nested if isinstance(nested, Mapping) else {}).get("block_size", config.get("block_size")))
+    block = drafter_block_size(config)
     if algorithm == "DFLASH":
         if block is None:
             return DFLASH_DEFAULT_BLOCK, f"SGLang's default {DFLASH_DEFAULT_BLOCK}: the drafter config gives no block_size"
