@@ -44,6 +44,7 @@ from gate.model.config import (
 )
 from gate.model.depth import BLOCK_METHODS, EAGLE_METHODS
 from gate.model.engines import DEFAULT_KIND, PROFILES, profile
+from gate.model.engines.base import drafter_block_size
 from gate.model.geometry import STATE_KINDS, classify_layers
 from gate.model.identity import before_general_availability, family_mismatch
 from gate.plan.model import Vocabulary
@@ -300,9 +301,10 @@ def _draft_vocab_mapping(d: dict[str, Any] | None, t: dict[str, Any], found: boo
 
 
 def _block_size(family: str, d: dict[str, Any], engine: str, k: int | None) -> Finding:
-    """The depth k against a block drafter's block_size, by the engine's rule (its profile's `block_rule`)."""
-    bs = d.get("block_size", _dflash_config(d).get("block_size"))
-    if not isinstance(bs, int) or isinstance(bs, bool) or bs < 1:
+    """The depth k against a block drafter's block_size, by the engine's rule (its profile's `block_rule`); the block
+    read as SGLang reads it (`drafter_block_size`: dflash_config.block_size first), the block SGLang drafts."""
+    bs = drafter_block_size(d)
+    if bs is None:
         return Finding("block_size", Status.INCONCLUSIVE, f"{NOT_CHECKED}{family} drafter declares no block_size, so "
                        "the depth cannot be compared with it")
     rule = profile(engine).block_rule(family, bs, k)

@@ -161,6 +161,19 @@ def test_dflash_depth_rules_per_engine() -> None:
     assert f.status == "warn" and "speculative_num_draft_tokens 15, not the drafter's block_size 16" in f.detail
 
 
+def test_block_size_is_read_as_sglang_reads_it() -> None:
+    """A config holding both keys: SGLang 0.5.23 drafts `dflash_config.block_size` (parse_dflash_draft_config reads
+    the nested key first, the top-level one only for older checkpoints). Before, the line read the top-level
+    block_size first and judged another block than the one SGLang's depth resolves (gate.model.engines.base
+    `drafter_block_size`, one address)."""
+    both = copy.deepcopy(DFLASH)
+    both["block_size"], both["dflash_config"]["block_size"] = 16, 8
+    f = by_check(codesign(QWEN3, both, engine="sglang", depth=7))["block_size"]
+    assert (f.status, f.detail) == ("pass", "SGLang draft tokens 8 = block_size 8")
+    f = by_check(codesign(QWEN3, both, engine="sglang", depth=15))["block_size"]
+    assert f.status == "warn" and "speculative_num_draft_tokens 16, not the drafter's block_size 8" in f.detail
+
+
 def test_dflash_mutated_taps() -> None:
     bad = copy.deepcopy(DFLASH)
     bad["dflash_config"]["target_layer_ids"] = [9, 1, 17, 17]
