@@ -127,7 +127,9 @@ class PoolBill:
             "notes": self.notes,
         } | ({} if self.request_blocks is None else {"request_blocks": {
             "block_size": self.request_blocks.block_size, "attention_groups": self.request_blocks.attention_groups,
-            "state_groups": self.request_blocks.state_groups, "prefix_cache": self.prefix_cache}})
+            "state_groups": self.request_blocks.state_groups, "prefix_cache": self.prefix_cache}
+            | ({"speculative_blocks": self.request_blocks.speculative_blocks}
+               if self.request_blocks.speculative_blocks else {})})
 
 
 @dataclass
@@ -308,18 +310,23 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
                 kv_cache_memory_bytes=kv_bytes, target=tgeom, drafter=dgeom, draft_charge=draft_charge,
                 has_drafter=has_drafter, block_size=block,
                 configured_max_total_tokens=eng.configured_max_total_tokens,
-                context_cap_tokens=eng.context_cap_tokens)
+                context_cap_tokens=eng.context_cap_tokens, depth=plan.depth, config=target_config or None)
             block, with_d, without_d = pred.block_size, pred.with_drafter, pred.without_drafter
             blocks_with, blocks_without = pred.blocks_with_drafter, pred.blocks_without_drafter
             notes += pred.notes
             request_blocks = pred.request_blocks
             if request_blocks is not None and not prefix_cache and cap is not None:
                 rb, mml = request_blocks, cap
-                with_d, without_d = (None if b is None else rb.capacity_tokens(b, mml, False)
-                                     for b in (blocks_with, blocks_without))
-                notes.append(f"engine.prefix_cache false: {rb.state_groups} state block(s) per request "
-                             f"(mamba_cache_mode none), not {2 * rb.state_groups}: the pool holds "
-                             f"{without_d:,} tokens at {mml:,}")
+                rb_without = pred.request_blocks_without_drafter or rb
+                with_d = None if blocks_with is None else rb.capacity_tokens(blocks_with, mml, False)
+                without_d = None if blocks_without is None else rb_without.capacity_tokens(blocks_without, mml, False)
+                notes.append(f"engine.prefix_cache false: {rb_without.state_groups * rb_without.state_blocks(False)} "
+                             f"state block(s) per request (mamba_cache_mode none), not "
+                             f"{rb_without.state_groups * rb_without.state_blocks(True)}: the pool holds "
+                             f"{without_d:,} tokens at {mml:,}" + (
+                                 "" if rb is rb_without or with_d is None else
+                                 f" ({with_d:,} with the drafter, {rb.state_groups * rb.state_blocks(False)} state "
+                                 "blocks per request)"))
         else:
             notes.append("no predicted pool: hybrid layout (sliding-window or linear/Mamba layers); "
                          f"{hybrid.name}'s hybrid allocator is not modelled")

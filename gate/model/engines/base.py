@@ -30,18 +30,25 @@ class RequestBlocks:
     manager with linear-attention layers), so a mix is judged in blocks, not in tokens at max_model_len.
 
     Why: the pool's tokens price a request at max_model_len, but a request holds `state_blocks` in every state group
-    whatever its length (2 with prefix caching, mamba_cache_mode "align"; 1 without, "none"), so short requests fit
-    fewer of their tokens. One request of t tokens: attention_groups x cdiv(t, block_size) + state_groups x state
-    blocks (vLLM's FullAttentionManager / MambaManager.get_num_blocks_to_allocate).
+    whatever its length (2 with prefix caching, mamba_cache_mode "align"; 1 without, "none"; k more with k draft
+    tokens, `speculative_blocks`: MambaSpec.num_speculative_blocks), so short requests fit fewer of their tokens. One
+    request of t tokens: attention_groups x cdiv(t, block_size) + state_groups x state blocks (vLLM's
+    FullAttentionManager / MambaManager.get_num_blocks_to_allocate).
     """
 
     block_size: int
     attention_groups: int
     state_groups: int
+    speculative_blocks: int = 0
+
+    def state_blocks(self, prefix_cache: bool) -> int:
+        """State blocks one request holds in each state group: 2 + k with prefix caching, 1 + k without."""
+        return (2 if prefix_cache else 1) + self.speculative_blocks
 
     def blocks(self, tokens: int, prefix_cache: bool) -> int:
         """Blocks one request of `tokens` holds at its end (every prompt and output token resident)."""
-        return self.attention_groups * -(-tokens // self.block_size) + self.state_groups * (2 if prefix_cache else 1)
+        return self.attention_groups * -(-tokens // self.block_size) + self.state_groups * self.state_blocks(
+            prefix_cache)
 
     def capacity_tokens(self, num_blocks: int, max_model_len: int, prefix_cache: bool) -> int:
         """vLLM's kv_cache_size_tokens: num_blocks / (blocks per max_model_len request) x max_model_len."""
@@ -62,8 +69,11 @@ class PoolPrediction:
     blocks_without_drafter: int | None = None
     blocks_with_drafter: int | None = None
     notes: tuple[str, ...] = ()
-    # Per-request blocks where the pool is judged in blocks (vLLM linear-attention hybrids); None elsewhere.
+    # Per-request blocks where the pool is judged in blocks (vLLM linear-attention hybrids; with the drafter where
+    # there is one and its pool is known); None elsewhere.
     request_blocks: RequestBlocks | None = None
+    # The same without the drafter (None: as `request_blocks`): its layers and speculative state blocks left out.
+    request_blocks_without_drafter: RequestBlocks | None = None
 
 
 def shared_pool_tokens(kv_cache_bytes: int, bytes_per_token_all_layers: int, block_size: int) -> tuple[int, int]:
@@ -210,10 +220,12 @@ class HybridPoolPredictor(Protocol):
 
     def predict_hybrid_pool(self, *, kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
                             draft_charge: int | None, has_drafter: bool, block_size: int | None,
-                            configured_max_total_tokens: int | None,
-                            context_cap_tokens: int | None) -> PoolPrediction:
+                            configured_max_total_tokens: int | None, context_cap_tokens: int | None,
+                            depth: int | None = None, config: Mapping[str, Any] | None = None) -> PoolPrediction:
         """The pool the engine allocates for a hybrid `target` (and `drafter`'s layers or charge) from
-        `kv_cache_memory_bytes`; None tokens with a note where it cannot say."""
+        `kv_cache_memory_bytes`; None tokens with a note where it cannot say. `depth` is the plan's k (None: no
+        drafter, or unknown) and `config` the target's config.json, where a drafter's pool hangs on them (vLLM widens
+        linear-attention state and gives it k more blocks per request)."""
         ...
 
 

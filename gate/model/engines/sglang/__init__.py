@@ -397,11 +397,12 @@ class SglangProfile(BaseProfile):
 
     def predict_hybrid_pool(self, *, kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
                             draft_charge: int | None, has_drafter: bool, block_size: int | None,
-                            configured_max_total_tokens: int | None,
-                            context_cap_tokens: int | None) -> PoolPrediction:
+                            configured_max_total_tokens: int | None, context_cap_tokens: int | None,
+                            depth: int | None = None, config: Mapping[str, Any] | None = None) -> PoolPrediction:
         """Without the target's config SGLang's choice of pool is unknown (`predict_hybrid_pool_from_config`)."""
         return self.predict_hybrid_pool_from_config(
-            config={}, speculative={}, kv_cache_memory_bytes=kv_cache_memory_bytes, target=target, drafter=drafter,
+            config=config or {}, speculative={}, kv_cache_memory_bytes=kv_cache_memory_bytes, target=target,
+            drafter=drafter,
             draft_charge=draft_charge, has_drafter=has_drafter, block_size=block_size,
             configured_max_total_tokens=configured_max_total_tokens)
 

@@ -30,7 +30,7 @@ from gate.model.engines.base import (
     shared_pool_prediction,
 )
 from gate.model.engines.vllm import schedule as writer
-from gate.model.engines.vllm.pools import vllm_hybrid_prediction
+from gate.model.engines.vllm.pools import linear_state_with_drafts, vllm_hybrid_prediction
 from gate.model.geometry import KVGeometry
 from gate.model.speedup.bands import BatchBand
 from gate.model.speedup.predict import TuneResult
@@ -121,16 +121,19 @@ class VllmProfile(BaseProfile):
 
     def predict_hybrid_pool(self, *, kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
                             draft_charge: int | None, has_drafter: bool, block_size: int | None,
-                            configured_max_total_tokens: int | None,
-                            context_cap_tokens: int | None) -> PoolPrediction:
-        """vLLM 0.32's hybrid KV cache manager: the drafter's layers join the target's in one block pool (`pools.py`)."""
+                            configured_max_total_tokens: int | None, context_cap_tokens: int | None,
+                            depth: int | None = None, config: Mapping[str, Any] | None = None) -> PoolPrediction:
+        """vLLM 0.32's hybrid KV cache manager: the drafter's layers join the target's in one block pool (`pools.py`);
+        on a linear hybrid k (`depth`) widens the state, read from the target's `config`, and adds state blocks."""
         notes: list[str] = []
         block = block_size
         if block is None:
             block = DEFAULT_BLOCK_SIZE
             notes.append(f"block_size not given: vLLM's default {DEFAULT_BLOCK_SIZE} assumed")
+        k = depth if has_drafter else None
+        draft_state = None if k is None or config is None else linear_state_with_drafts(config, target, k)
         return vllm_hybrid_prediction(kv_cache_memory_bytes, target, drafter, has_drafter, block, context_cap_tokens,
-                                      tuple(notes))
+                                      tuple(notes), k, draft_state)
 
     def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
         """Id j is the hidden stream entering layer j (0 = the embeddings, L = the last layer's output)."""

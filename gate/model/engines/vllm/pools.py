@@ -35,17 +35,22 @@ With k draft tokens (`num_speculative_tokens`; MTP, the common case on these) vL
 state by k columns (`gated_delta_net_state_shape(num_spec=k)`, so the aligned block may grow), gives every linear
 group k more state blocks per request (`MambaSpec.num_speculative_blocks`), and puts the MTP layer's full attention
 (the target's heads) in the full-attention bucket, which sets the group size (13 full beside 36 linear: groups of
-13). `vllm_blocks_per_request(num_speculative_blocks=k)` sizes that exactly (the oracle's MTP rows); the profile's
-prediction does not, because its call carries no k and `RequestBlocks` holds 2 or 1 state blocks, not 2 + k
-(`_linear_prediction` says so). Mamba-2 layers are not modelled.
+13). `vllm_blocks_per_request(num_speculative_blocks=k)` sizes that exactly (the oracle's MTP rows), and so does the
+profile's prediction given the plan's k and the target's config (`linear_state_with_drafts`): the block checked
+against the widened state, the drafter's layers in the groups, `RequestBlocks` holding 2 + k (1 + k) state blocks per
+linear group. Where k, the config's conv kernel or the drafter's layers are unknown (an MTP head whose config names no
+layer count), no pool with the drafter, said in a note. Mamba-2 layers are not modelled.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from gate.model.config import ConfigError, ModelConfig, resolve_text_config
 from gate.model.engines.base import PoolPrediction, RequestBlocks
-from gate.model.geometry import KVGeometry
+from gate.model.geometry import KVGeometry, kv_geometry
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -179,13 +184,34 @@ def layer_specs(geom: KVGeometry) -> list[LayerSpec] | None:
     return out
 
 
+def linear_state_with_drafts(config: Mapping[str, Any], target: KVGeometry, depth: int) -> int | None:
+    """A Gated DeltaNet layer's state (bytes, per rank) with `depth` draft tokens: vLLM's conv state then holds
+    kernel - 1 + k columns (`gated_delta_net_state_shape(num_spec=k)`), which is the state of a conv kernel k wider,
+    so the geometry's one state rule (gate.model.geometry) sizes it. None where the config gives no kernel or no
+    state."""
+    text = resolve_text_config(dict(config))
+    kernel = text.get("linear_conv_kernel_dim")
+    if not isinstance(kernel, int) or isinstance(kernel, bool):
+        return None
+    try:
+        wide = kv_geometry(ModelConfig(dict(config), {**text, "linear_conv_kernel_dim": kernel + depth}),
+                           dtype=target.dtype, tp=target.tp)
+    except ConfigError:
+        return None
+    states = [x.state_bytes for x in wide.layers if x.kind == "linear_attention"]
+    return None if not states or None in states else max(x for x in states if x is not None)
+
+
 def vllm_hybrid_prediction(kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
                            has_drafter: bool, block_size: int, max_model_len: int | None,
-                           notes: tuple[str, ...] = ()) -> PoolPrediction:
+                           notes: tuple[str, ...] = (), depth: int | None = None,
+                           draft_state_bytes: int | None = None) -> PoolPrediction:
     """The hybrid pool with and without the drafter's layers (vLLM puts them in the same pool).
 
     Blocks are vLLM's `num_gpu_blocks` exactly; tokens are its capacity at `max_model_len` with the sliding layers
-    charged in full (module docstring), None without `max_model_len` or where the layout is not modelled.
+    charged in full (module docstring), None without `max_model_len` or where the layout is not modelled. On a
+    linear hybrid the drafter's pool needs `depth` (k) and `draft_state_bytes` (a linear layer's state with k draft
+    tokens, `linear_state_with_drafts`).
     """
     out = list(notes)
     t_specs = layer_specs(target)
@@ -197,7 +223,7 @@ def vllm_hybrid_prediction(kv_cache_memory_bytes: int, target: KVGeometry, draft
     if linear:
         d_linear = layer_specs(drafter) if drafter is not None else None
         return _linear_prediction(kv_cache_memory_bytes, t_specs, d_linear, has_drafter, block_size, max_model_len,
-                                  out)
+                                  out, depth, draft_state_bytes)
 
     def one(specs: list[LayerSpec]) -> tuple[int | None, int | None]:
         try:
@@ -233,18 +259,14 @@ def vllm_hybrid_prediction(kv_cache_memory_bytes: int, target: KVGeometry, draft
 
 def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_specs: list[LayerSpec] | None,
                        has_drafter: bool, block_size: int, max_model_len: int | None,
-                       out: list[str]) -> PoolPrediction:
-    """A Gated DeltaNet hybrid: the block as vLLM reports it after alignment, checked against the state it must hold."""
-    per_token = specs[0].bytes_per_token if specs[0].kind == "full" else next(
-        x.bytes_per_token for x in specs if x.kind == "full")
+                       out: list[str], depth: int | None = None, draft_state: int | None = None) -> PoolPrediction:
+    """A Gated DeltaNet hybrid: the block as vLLM reports it after alignment, checked against the state it must hold;
+    with a drafter, the pool with its layers and k speculative state blocks (`_linear_drafter_pool`)."""
+    per_token = _attention_bytes(specs)
     state = max(x.state_bytes or 0 for x in specs if x.kind == "linear")
     if block_size * per_token < state:
-        minima = ", ".join(f"{vllm_aligned_block(per_token, state, m):,} with {name}"
-                           for name, m in KERNEL_MULTIPLES.items())
-        out.append(f"no predicted pool: a {block_size}-token block's attention page ({block_size * per_token:,} B) "
-                   f"cannot hold a linear layer's state ({state:,} B); vLLM raises the block to fit it per attention "
-                   f"backend (Platform._align_hybrid_block_size: {minima}): give engine.block_size as vLLM reports "
-                   "it after alignment")
+        out.append(f"no predicted pool: {_below_state(block_size, per_token, state, 'a linear layer')}: give "
+                   "engine.block_size as vLLM reports it after alignment")
         return PoolPrediction(block_size, None, None, None, None, tuple(out))
     groups = vllm_kv_groups(specs)
     blocks = vllm_num_blocks(kv_cache_memory_bytes, groups, block_size)
@@ -265,32 +287,66 @@ def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_spe
         out.append(f"tokens = vLLM's kv_cache_size_tokens: blocks / (blocks per {max_model_len:,}-token request) x "
                    f"{max_model_len:,} (prefix caching on); shorter requests pay the same state blocks, so fewer of "
                    "their tokens fit")
-    blocks_with = with_d = None
     if not has_drafter:
-        blocks_with, with_d = blocks, tokens
-    else:
-        out.append(_linear_drafter_note(kv_cache_memory_bytes, specs, d_specs, block_size))
-    return PoolPrediction(block_size, tokens, with_d, blocks, blocks_with, tuple(out), per_request)
+        return PoolPrediction(block_size, tokens, tokens, blocks, blocks, tuple(out), per_request)
+    blocks_with, with_d, with_request = _linear_drafter_pool(kv_cache_memory_bytes, specs, d_specs, block_size,
+                                                             max_model_len, depth, draft_state, out)
+    return PoolPrediction(block_size, tokens, with_d, blocks, blocks_with, tuple(out), with_request or per_request,
+                          per_request)
 
 
-def _linear_drafter_note(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_specs: list[LayerSpec] | None,
-                         block_size: int) -> str:
-    """Why a linear hybrid gets no pool with the drafter here, with the part that does not hang on k.
+def _attention_bytes(specs: list[LayerSpec]) -> int:
+    """One full-attention layer's bytes per token (every linear layer's page is padded to it)."""
+    return next(x.bytes_per_token for x in specs if x.kind == "full")
 
-    Why no pool: vLLM's pool with k draft tokens is known exactly (module docstring; the oracle's MTP rows), but this
-    call is given no k, and the bill judges mixes with `RequestBlocks`, whose 2 or 1 state blocks per linear group
-    would miss the k speculative ones: blocks without them would pass mixes vLLM cannot hold.
-    """
-    why = ("no predicted pool with the drafter: with k draft tokens vLLM widens each linear layer's conv state by k "
-           "columns (gated_delta_net_state_shape; the aligned block may grow: give engine.block_size as vLLM "
-           "reports it with the drafter) and gives each linear group k more state blocks per request "
-           "(MambaSpec.num_speculative_blocks: 2 + k with prefix caching, 1 + k without); this sizing is given no "
-           "num_speculative_tokens and the per-request blocks hold no speculative ones")
-    if d_specs is None or not d_specs:
-        return why + "; the drafter's KV layers are unknown (an MTP head: the target's num_nextn_predict_layers)"
+
+def _below_state(block_size: int, per_token: int, state: int, what: str) -> str:
+    minima = ", ".join(f"{vllm_aligned_block(per_token, state, m):,} with {name}"
+                       for name, m in KERNEL_MULTIPLES.items())
+    return (f"a {block_size}-token block's attention page ({block_size * per_token:,} B) cannot hold {what}'s state "
+            f"({state:,} B); vLLM raises the block to fit it per attention backend (Platform._align_hybrid_block_size: "
+            f"{minima})")
+
+
+def _linear_drafter_pool(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_specs: list[LayerSpec] | None,
+                         block_size: int, max_model_len: int | None, depth: int | None, draft_state: int | None,
+                         out: list[str]) -> tuple[int | None, int | None, RequestBlocks | None]:
+    """(blocks, tokens, per-request blocks) with the drafter on a linear hybrid, as vLLM 0.32 sizes them (the
+    oracle's MTP rows): each linear layer's conv state widened by k columns (`draft_state`; the block must hold it),
+    the drafter's layers in the groups, and each linear group k more state blocks per request
+    (MambaSpec.num_speculative_blocks). None, with a note, where k, the widened state or the drafter's layers are
+    unknown: blocks without the speculative ones would pass mixes vLLM cannot hold."""
+    missing = [what for what, gone in (
+        ("the plan's k (engine.speculative.num_speculative_tokens)", depth is None),
+        ("the target config's Gated DeltaNet conv kernel (linear_conv_kernel_dim), which k widens",
+         draft_state is None),
+        ("the drafter's KV layers (an MTP head: the target's num_nextn_predict_layers / mtp_num_hidden_layers)",
+         not d_specs)) if gone]
+    if depth is None or draft_state is None or not d_specs:
+        out.append("no predicted pool with the drafter: with k draft tokens vLLM widens each linear layer's conv "
+                   "state by k columns (gated_delta_net_state_shape) and gives each linear group k more state blocks "
+                   "per request (MambaSpec.num_speculative_blocks: 2 + k with prefix caching, 1 + k without); "
+                   f"unknown here: {'; '.join(missing)}")
+        return None, None, None
+    per_token = _attention_bytes(specs)
+    if block_size * per_token < draft_state:
+        out.append(f"no predicted pool with the drafter: with k = {depth} draft tokens "
+                   f"{_below_state(block_size, per_token, draft_state, 'a widened linear layer')}: give "
+                   "engine.block_size as vLLM reports it with the drafter")
+        return None, None, None
     try:
-        blocks = vllm_num_blocks(kv_cache_memory_bytes, vllm_kv_groups(specs + d_specs), block_size)
+        groups = vllm_kv_groups(specs + d_specs)
     except ValueError as e:
-        return f"{why}; the drafter's layers: {e}"
-    return (f"{why}; with the drafter's {len(d_specs)} attention layer(s) in the pool, vLLM's num_gpu_blocks at "
-            f"{block_size}-token blocks is {blocks:,}, whatever k")
+        out.append(f"no predicted pool with the drafter: {e}")
+        return None, None, None
+    blocks = vllm_num_blocks(kv_cache_memory_bytes, groups, block_size)
+    tokens = None if max_model_len is None else vllm_capacity_tokens(
+        blocks, groups, block_size, max_model_len, max_model_len, num_speculative_blocks=depth)
+    linear_groups = sum(1 for g in groups if g.spec.kind == "linear")
+    out.append(f"with the drafter (k = {depth}): its {len(d_specs)} attention layer(s) join the pool "
+               f"({len(groups) - linear_groups} full-attention and {linear_groups} linear group(s) of "
+               f"{groups[0].layers} layers, {blocks:,} blocks); each linear layer's conv state widens by {depth} "
+               f"column(s) to {draft_state:,} B (gated_delta_net_state_shape, within the {block_size}-token block) "
+               f"and each request holds 2 + {depth} state blocks per linear group with prefix caching, 1 + {depth} "
+               "without (MambaSpec.num_speculative_blocks)")
+    return blocks, tokens, RequestBlocks(block_size, len(groups) - linear_groups, linear_groups, depth)

@@ -211,31 +211,82 @@ def test_a_linear_hybrid_block_below_its_state_is_refused_with_both_minima() -> 
     assert "engine.block_size" in text
 
 
-def test_a_drafter_on_a_linear_hybrid_gets_blocks_without_it_only() -> None:
-    """No k reaches the layer sizing and `RequestBlocks` has no speculative state blocks, so no pool with the
-    drafter; the note still gives vLLM's num_gpu_blocks with the MTP layer, which no k changes at a given block."""
+def mtp_head(geom: Any) -> Any:
+    """One MTP layer as the bill builds it (gate.model.geometry.mtp_drafter_geometry): full attention with the
+    target's heads (neither fixture names num_nextn_predict_layers; vLLM's default is 1)."""
     from gate.model.geometry import KVGeometry, LayerKind
 
-    cfg = json.loads((TESTS / "fixtures" / "configs" / LINEAR_CONFIGS[0]).read_text())
-    geom = kv_geometry(cfg, dtype="bf16")
     full = next(x for x in geom.layers if x.kind == "full_attention")
-    mtp = KVGeometry(full.bytes_per_token, 1, geom.dtype, 1, (LayerKind(0, "full_attention", full.bytes_per_token),))
+    return KVGeometry(full.bytes_per_token, 1, geom.dtype, 1, (LayerKind(0, "full_attention", full.bytes_per_token),))
+
+
+MTP_ROWS = [i for i in LINEAR if ROWS[i]["inputs"]["drafter"] == "mtp" and "error" not in ROWS[i]["answer"]]
+
+
+@pytest.mark.parametrize("index", MTP_ROWS)
+def test_the_profile_predicts_vllms_linear_pool_with_an_mtp_drafter(index: int) -> None:
+    """Before: no pool with the drafter on a linear hybrid (the call carried no k, `RequestBlocks` no speculative
+    state blocks). Given k, the target's config and engine.block_size as vLLM reports it with the drafter, the
+    profile's pool with the drafter is vLLM's own: num_gpu_blocks, and kv_cache_size_tokens with prefix caching on
+    (the prediction's tokens) or off (its per-request blocks at 1 + k)."""
+    inputs, answer = ROWS[index]["inputs"], ROWS[index]["answer"]
+    cfg = json.loads((TESTS / "fixtures" / "configs" / inputs["config"]).read_text())
+    geom = kv_geometry(cfg, dtype="bf16")
     vllm = profile("vllm")
     assert isinstance(vllm, HybridPoolPredictor)
-    for drafter in (None, mtp):
+    k, length = inputs["num_speculative_tokens"], inputs["max_model_len"]
+    pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"], target=geom,
+                                    drafter=mtp_head(geom), draft_charge=None, has_drafter=True,
+                                    block_size=answer["block_size"], configured_max_total_tokens=None,
+                                    context_cap_tokens=length, depth=k, config=cfg)
+    rb = pred.request_blocks
+    assert rb is not None and rb.speculative_blocks == k and pred.blocks_with_drafter == answer["num_gpu_blocks"]
+    prefix = inputs["mamba_cache_mode"] == "align"
+    tokens = pred.with_drafter if prefix else rb.capacity_tokens(answer["num_gpu_blocks"], length, False)
+    assert tokens == answer["kv_cache_size_tokens"]
+
+
+def test_a_drafter_on_a_linear_hybrid_needs_k_the_config_and_its_layers() -> None:
+    """Without k, the target's config (the conv kernel k widens) or the drafter's layers (an MTP head whose config
+    names no layer count) there is no pool with the drafter, and the note names what is missing; the pool without
+    it stays the oracle's (8 GiB, 544-token blocks: 642 blocks, 313,985 tokens at 32,768)."""
+    cfg = json.loads((TESTS / "fixtures" / "configs" / LINEAR_CONFIGS[0]).read_text())
+    geom = kv_geometry(cfg, dtype="bf16")
+    vllm = profile("vllm")
+    assert isinstance(vllm, HybridPoolPredictor)
+    for drafter, depth, config, missing in ((None, 1, cfg, "num_nextn_predict_layers"),
+                                            (mtp_head(geom), None, cfg, "num_speculative_tokens"),
+                                            (mtp_head(geom), 1, None, "linear_conv_kernel_dim")):
         pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=8 << 30, target=geom, drafter=drafter,
                                         draft_charge=None, has_drafter=True, block_size=544,
-                                        configured_max_total_tokens=None, context_cap_tokens=32768)
+                                        configured_max_total_tokens=None, context_cap_tokens=32768, depth=depth,
+                                        config=config)
         assert (pred.blocks_without_drafter, pred.without_drafter) == (642, 313985)  # the oracle's CPU/FA rows
         assert pred.with_drafter is None and pred.blocks_with_drafter is None
         text = " ".join(pred.notes)
-        assert "num_speculative_tokens" in text and "num_speculative_blocks" in text
-        # the oracle's MTP k = 1 rows at 8 GiB and 544-token blocks: 593 blocks (13 full-attention layers a group)
-        assert ("593, whatever k" in text) == (drafter is not None)
-    rows = {ROWS[i]["answer"]["num_gpu_blocks"] for i in LINEAR if ROWS[i]["inputs"]["drafter"] == "mtp"
-            and ROWS[i]["inputs"]["config"] == LINEAR_CONFIGS[0] and ROWS[i]["answer"]["block_size"] == 544
-            and ROWS[i]["inputs"]["kv_cache_memory_bytes"] == 8 << 30}
-    assert rows == {593}
+        assert "no predicted pool with the drafter" in text and missing in text and "num_speculative_blocks" in text
+    rows = {ROWS[i]["answer"]["num_gpu_blocks"] for i in MTP_ROWS if ROWS[i]["inputs"]["config"] == LINEAR_CONFIGS[0]
+            and ROWS[i]["answer"]["block_size"] == 544 and ROWS[i]["inputs"]["kv_cache_memory_bytes"] == 8 << 30}
+    pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=8 << 30, target=geom, drafter=mtp_head(geom),
+                                    draft_charge=None, has_drafter=True, block_size=544,
+                                    configured_max_total_tokens=None, context_cap_tokens=32768, depth=1, config=cfg)
+    assert rows == {pred.blocks_with_drafter} == {593}  # 13 full-attention layers a group with the MTP layer
+
+
+def test_a_block_below_the_state_k_widens_is_refused_with_the_drafter() -> None:
+    """Qwen3-Next at k = 2: the conv state widens by 2 columns of 8,192 bf16 values, past a 544-token page; vLLM
+    raises the block to 576 (CPU) or 560 (FlashAttention): the oracle's rows. The plan's 544 (the block without the
+    drafter) gives no pool with the drafter, naming both minima; the pool without it stands."""
+    cfg = json.loads((TESTS / "fixtures" / "configs" / LINEAR_CONFIGS[0]).read_text())
+    geom = kv_geometry(cfg, dtype="bf16")
+    vllm = profile("vllm")
+    assert isinstance(vllm, HybridPoolPredictor)
+    pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=8 << 30, target=geom, drafter=mtp_head(geom),
+                                    draft_charge=None, has_drafter=True, block_size=544,
+                                    configured_max_total_tokens=None, context_cap_tokens=32768, depth=2, config=cfg)
+    text = " ".join(pred.notes)
+    assert pred.with_drafter is None and pred.blocks_with_drafter is None and pred.blocks_without_drafter == 642
+    assert "with k = 2 draft tokens" in text and "576 with the CPU backend" in text and "560 with FlashAttention" in text
 
 
 def test_without_max_model_len_only_blocks_are_predicted() -> None:
