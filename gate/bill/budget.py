@@ -302,7 +302,8 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
             pred = hybrid.predict_hybrid_pool_from_config(
                 config=target_config or {}, speculative=eng.speculative.model_dump() if eng.speculative else {},
                 kv_cache_memory_bytes=kv_bytes, target=tgeom, drafter=dgeom, draft_charge=draft_charge,
-                has_drafter=has_drafter, block_size=block, configured_max_total_tokens=eng.configured_max_total_tokens)
+                has_drafter=has_drafter, block_size=block, configured_max_total_tokens=eng.configured_max_total_tokens,
+                depth=plan.depth)
             block, with_d, without_d = pred.block_size, pred.with_drafter, pred.without_drafter
             notes += pred.notes
         elif isinstance(hybrid, HybridPoolPredictor):

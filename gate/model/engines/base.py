@@ -241,9 +241,11 @@ class ConfigHybridPoolPredictor(Protocol):
     def predict_hybrid_pool_from_config(self, *, config: Mapping[str, Any], speculative: Mapping[str, Any],
                                         kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
                                         draft_charge: int | None, has_drafter: bool, block_size: int | None,
-                                        configured_max_total_tokens: int | None) -> PoolPrediction:
+                                        configured_max_total_tokens: int | None,
+                                        depth: int | None = None) -> PoolPrediction:
         """The pool the engine allocates for a hybrid target from `kv_cache_memory_bytes` (the memory its KV and
-        any constant state share); None tokens with a note where it cannot say."""
+        any constant state share); None tokens with a note where it cannot say. `depth`: the plan's k as the engine
+        resolves it (None: no drafter, or unknown), which the keys as given may not say (a block drafter's)."""
         ...
 
 

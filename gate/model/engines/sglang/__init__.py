@@ -402,14 +402,15 @@ class SglangProfile(BaseProfile):
         """Without the target's config SGLang's choice of pool is unknown (`predict_hybrid_pool_from_config`)."""
         return self.predict_hybrid_pool_from_config(
             config=config or {}, speculative={}, kv_cache_memory_bytes=kv_cache_memory_bytes, target=target,
-            drafter=drafter,
+            drafter=drafter, depth=depth,
             draft_charge=draft_charge, has_drafter=has_drafter, block_size=block_size,
             configured_max_total_tokens=configured_max_total_tokens)
 
     def predict_hybrid_pool_from_config(self, *, config: Mapping[str, Any], speculative: Mapping[str, Any],
                                         kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
                                         draft_charge: int | None, has_drafter: bool, block_size: int | None,
-                                        configured_max_total_tokens: int | None) -> PoolPrediction:
+                                        configured_max_total_tokens: int | None,
+                                        depth: int | None = None) -> PoolPrediction:
         """SGLang 0.5.23's `max_total_num_tokens` for a hybrid target (`pools.py` has the arithmetic, file:line).
 
         Sliding-window layers: a listed architecture gets `HybridSWAPoolConfigurator` (full and SWA pools, SWA tokens
@@ -417,7 +418,8 @@ class SglangProfile(BaseProfile):
         (Qwen3-Next/3.5): `_handle_max_mamba_cache` carves the GDN state per request slot out of the budget first
         (`--mamba-full-memory-ratio` 0.9; with a drafter also the per-draft-token scratch at 48 running requests),
         then the full-attention layers (and the draft charge) share the rest. The launch's defaults are assumed:
-        no --max-mamba-cache-size, radix cache on, TP 1.
+        no --max-mamba-cache-size, radix cache on, TP 1. The draft tokens are k + 1, k the plan's (`depth`, as
+        SGLang resolves it: a DFlash/DSpark drafter's block - 1), else read from the keys as given.
         """
         page = block_size or 1
         cap = configured_max_total_tokens
@@ -442,12 +444,15 @@ class SglangProfile(BaseProfile):
                 notes.append("no predicted pool: SGLang's state per request of this linear-attention/Mamba layout "
                              "is not modelled (Gated DeltaNet fields linear_* are)")
                 return PoolPrediction(block_size, None, None, None, None, tuple(notes))
-            d = sglang_depth(speculative.get("num_draft_tokens"), speculative.get("num_steps"),
-                             speculative.get("eagle_topk"), LAUNCH_ALGORITHM.get(str(speculative.get("method"))))
+            d = depth if depth is not None else sglang_depth(
+                speculative.get("num_draft_tokens"), speculative.get("num_steps"), speculative.get("eagle_topk"),
+                LAUNCH_ALGORITHM.get(str(speculative.get("method"))))
             draft_tokens = None if not has_drafter else (d + 1 if d is not None else None)
             if has_drafter and draft_tokens is None:
-                notes.append("no predicted pool with the drafter: SGLang reserves Mamba scratch per draft token; "
-                             "declare engine.speculative.num_draft_tokens (or num_steps)")
+                notes.append("no predicted pool with the drafter: SGLang reserves Mamba scratch per draft token and "
+                             "the draft tokens are unknown; declare engine.speculative.num_draft_tokens (an EAGLE "
+                             "chain of top-k 1: num_steps; a DFlash/DSpark drafter drafts its block, from its "
+                             "config's block_size)")
             try:
                 plain = sglang_mamba_split(kv_cache_memory_bytes, per_req)
                 spec = sglang_mamba_split(kv_cache_memory_bytes, per_req, draft_tokens=draft_tokens) \

@@ -106,6 +106,31 @@ def test_the_profile_predicts_sglangs_linear_pool_at_the_cuda_defaults(index: in
     assert pred.with_drafter == answer["max_total_num_tokens"]
 
 
+def test_the_linear_pool_takes_the_plans_k_as_sglang_resolves_it() -> None:
+    """A steps-only DFlash plan drafts its block (k = block - 1 = 15: SGLang forces num_steps 1), not its steps: given
+    that k the Mamba scratch is for 16 draft tokens, as with num_draft_tokens 16, never 4 + 1. Without k or draft
+    tokens the note asks for num_draft_tokens and no longer offers num_steps to a block drafter (before: "(or
+    num_steps)", which SGLang overrides for DFlash/DSpark)."""
+    cfg = config({"config": "target-hybrid-linear__Qwen__Qwen3.5-27B__tt-metal-trimmed.json"})
+    geom = kv_geometry(cfg, dtype="bf16")
+    sglang = profile("sglang")
+    assert isinstance(sglang, ConfigHybridPoolPredictor)
+    head = one_layer_head(geom)
+    charge = sglang.draft_charge("eagle", geom, head)[0]
+
+    def pool(speculative: dict[str, Any], depth: int | None) -> Any:
+        return sglang.predict_hybrid_pool_from_config(
+            config=cfg, speculative=speculative, kv_cache_memory_bytes=16 << 30, target=geom, drafter=head,
+            draft_charge=charge, has_drafter=True, block_size=1, configured_max_total_tokens=None, depth=depth)
+
+    steps = {"method": "dflash", "num_steps": 4, "eagle_topk": 1}
+    assert pool(steps, 15).with_drafter == pool({"num_draft_tokens": 16}, None).with_drafter
+    assert pool(steps, 15).with_drafter != pool(steps, None).with_drafter  # the keys as given: 5 draft tokens
+    text = " ".join(pool({"method": "dflash"}, None).notes)
+    assert "declare engine.speculative.num_draft_tokens" in text and "(or num_steps)" not in text
+    assert "drafts its block" in text
+
+
 def test_gemma3_is_a_uniform_pool_in_sglang_and_gpt_oss_a_hybrid_swa_one() -> None:
     pools = {r["inputs"]["config"]: r["answer"]["pool"] for r in ROWS if "error" not in r["answer"]}
     assert pools["target-hybrid-swa__google__gemma-3-27b-it.json"] == "default"
