@@ -9,8 +9,8 @@ labels, and the ranks of one pod pool into one row; `model` is always one of the
 (whatever `group_by` says), so a row of another model, or of none, can be told from the plan's own.
 Exporter-level series (`specgate_engine_up`) carry no `model`/`rank`: their selector drops matchers
 on stream labels. One more instant query counts the scrape targets (`pod`, `instance`) behind each
-row: a `pod_labels` that pools several pods into one row shows there (issue 21). Metric names come
-from `exporter.names`.
+row: a `pod_labels` that pools several pods into one row shows there (issue 21; only such rows are
+answered). Metric names come from `exporter.names`.
 
 Who pools the ranks, and why a pre-flight (`series_per_row`, one instant query answering one number:
 the most stream series behind one row): instant queries are always `sum by` the row labels. The
@@ -153,10 +153,12 @@ class FleetQueries:
         ]
 
     def targets(self) -> list[Query]:
-        """Scrape targets per row at the end: more than one means the row pools several pods."""
+        """The rows with more than one scrape target at the end (they pool several pods). Sparse (`> 1`): a row
+        behind one target is only ever read as "not pooled", which its absence says as well, and a full answer
+        would be one more ~130 B a row (issue 40)."""
         if not self.target_labels:
             return []
         by = ", ".join(self.row_labels)
         inner = ", ".join((*self.row_labels, *self.target_labels))
         return [Query("targets", "instant",
-                      f"count by ({by}) (count by ({inner}) ({names.SPEC_DRAFTS.series}{self.selector}))")]
+                      f"count by ({by}) (count by ({inner}) ({names.SPEC_DRAFTS.series}{self.selector})) > 1")]

@@ -20,6 +20,8 @@ for (the same staleness rule as the raw path's `stale`).
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from exporter import names
@@ -37,6 +39,7 @@ ELIGIBLE_DRAFTS = names.FLEET_ELIGIBLE_DRAFTS_RULE
 ELIGIBLE_ACCEPTED = names.FLEET_ELIGIBLE_ACCEPTED_RULE
 LENGTH = names.FLEET_LENGTH_RULE
 RULES_PATH = "/api/v1/rules"
+COUNT_LABEL = "specgate_count"  # tags each count's sum apart inside the one `rec_counts` query (never a row label)
 
 
 @runtime_checkable
@@ -103,8 +106,45 @@ def check_rules(client: object, window_seconds: int, facts: str) -> str:
     return "the rules API lists no group recording this plan's facts; the interval is checked by the samples per row"
 
 
-def queries(q: FleetQueries, facts: str, range_seconds: int) -> list[Query]:
-    """One instant query per fact over the last `range_seconds`: one value per row (or one number)."""
+def base(steps: int) -> int:
+    """The radix the four window counts are packed in (`queries`): one more than the most windows a row can count,
+    so each count is one digit. Fallback when four digits do not fit a float64's exact integers (2^53)."""
+    k = steps + 1
+    if k**4 > 2**53:
+        raise Fallback(f"{steps} windows are too many to count in one recorded answer (at most 9,740)")
+    return k
+
+
+@dataclass(frozen=True)
+class Counts:
+    """One row's window counts over the lookback, unpacked from the `rec_counts` answer."""
+
+    windows: int
+    eligible: int
+    met: int
+    non_finite: int
+
+
+def unpack(x: float, k: int) -> Counts | None:
+    """The four counts packed as `windows + k·eligible + k²·met + k³·non_finite`, or None unless the answer is a
+    whole number below k⁴ whose digits are possible counts (met <= eligible, eligible + non_finite <= windows):
+    a count that was not a whole number (a fact that is not 0 or 1) shows as a number that is not whole, or as
+    digits that cannot be counts, never as other counts that fit."""
+    if not (math.isfinite(x) and 0 <= x < k**4 and x == int(x)):
+        return None
+    n = int(x)
+    windows, eligible, met, non_finite = n % k, n // k % k, n // k**2 % k, n // k**3
+    if met > eligible or eligible + non_finite > windows:
+        return None
+    return Counts(windows, eligible, met, non_finite)
+
+
+def queries(q: FleetQueries, facts: str, range_seconds: int, k: int) -> list[Query]:
+    """One instant query per fact over the last `range_seconds`: one value per row (or one number). The window
+    counts (windows, eligible, met, non-finite: whole numbers up to the lookback's windows) come back as one value
+    a row in radix `k` (`unpack`): each sum tagged with its own label, so a row without one of the facts adds
+    nothing for it (as a missing count is 0), then summed by the row labels — one answer instead of four, the
+    same rows (issue 40: every answer is ~130 B of row labels a row)."""
     ms = matchers(q.selector)
     if ms is None or any(name == "rank" for name, _, _ in ms):
         raise Fallback("the selector names rank (or does not parse): the recorded facts pool a pod's ranks")
@@ -117,12 +157,19 @@ def queries(q: FleetQueries, facts: str, range_seconds: int) -> list[Query]:
     def over(key: str, agg: str, fn: str, name: str) -> Query:
         return Query(key, "instant", f"{agg} by ({by}) ({fn}({name}{sel}{r}))")
 
+    def tagged(fn: str, name: str, fact: str, scale: str = "") -> str:
+        return f'label_replace({scale}{fn}({name}{sel}{r}), "{COUNT_LABEL}", "{fact}", "", "")'
+
+    facts_by = [(ELIGIBLE, "eligible", k), (MET, "met", k**2), (NON_FINITE, "non_finite", k**3)]
+    each = " or ".join([f"count_over_time({DRAFTS}{sel}{r})",
+                        *(tagged("count_over_time", name, fact) for name, fact, _ in facts_by)])
+    counts = " or ".join([f"count_over_time({DRAFTS}{sel}{r})",
+                          *(tagged("sum_over_time", name, fact, f"{m} * ") for name, fact, m in facts_by)])
     return [
-        Query("rec_series_per_row", "instant", f"max(count by ({by}) (last_over_time({DRAFTS}{sel}{r})))"),
-        over("rec_windows", "sum", "count_over_time", DRAFTS),
-        over("rec_eligible", "sum", "sum_over_time", ELIGIBLE),
-        over("rec_met", "sum", "sum_over_time", MET),
-        over("rec_non_finite", "sum", "sum_over_time", NON_FINITE),
+        # the most series of one fact behind one row, and the most samples in one fact series: one number each
+        Query("rec_series_per_row", "instant", f"max(count by ({by}, {COUNT_LABEL}) ({each}))"),
+        Query("rec_samples", "instant", f"max({each})"),
+        Query("rec_counts", "instant", f"sum by ({by}) ({counts})"),
         over("rec_drafts", "sum", "sum_over_time", ELIGIBLE_DRAFTS),
         over("rec_accepted", "sum", "sum_over_time", ELIGIBLE_ACCEPTED),
         over("rec_min_length", "min", "min_over_time", LENGTH),
@@ -130,19 +177,20 @@ def queries(q: FleetQueries, facts: str, range_seconds: int) -> list[Query]:
     ]
 
 
-def coverage(windows: dict[Any, float], series_per_row: float, steps: int) -> None:
-    """Fallback unless every row is one recorded series, none holds more samples than the lookback's windows and
-    some row holds them all (the facts cover the lookback at one sample a window)."""
-    if not windows:
+def coverage(counts: dict[Any, Counts | None], series_per_row: float, samples: float, steps: int) -> None:
+    """Fallback unless some row was answered, every row is one series of each fact, none holds more samples than the
+    lookback's windows (so each count is one digit of `unpack`) and some row counts them all (the facts cover the
+    lookback at one sample a window)."""
+    if not counts:
         raise Fallback("no recorded facts carry the plan's window, target and min_drafts (deploy the mixin's "
                        f"{names.FLEET_FACTS_GROUP} group with them, or backfill it: docs/scale.md)")
     if series_per_row > 1:
         raise Fallback(f"{series_per_row:g} recorded series behind one row: the row labels pool several pods' or "
                        "ranks' facts")
-    most = max(windows.values())
-    if most > steps:
-        raise Fallback(f"{most:g} recorded samples in one row for {steps} windows: the facts are recorded more often "
-                       "than once a window")
+    if samples > steps:
+        raise Fallback(f"{samples:g} recorded samples in one row for {steps} windows: the facts are recorded more "
+                       "often than once a window")
+    most = max((c.windows for c in counts.values() if c is not None), default=0)
     if most < steps:
         raise Fallback(f"the recorded facts cover at most {most:g} of the lookback's {steps} windows (recording began "
                        "after the lookback's start: backfill it, or wait one lookback; docs/scale.md)")

@@ -38,7 +38,7 @@ def test_the_query_set_does_not_depend_on_the_fleet() -> None:
                if x.key not in ("engine_up", "targets"))
     targets = next(x for x in qs if x.key == "targets")
     assert targets.promql == ('count by (namespace, pod, model, drafter_revision) (count by (namespace, pod, model, '
-                              'drafter_revision, instance) (specgate_spec_drafts_total{namespace="llm",model="m"}))')
+                              'drafter_revision, instance) (specgate_spec_drafts_total{namespace="llm",model="m"})) > 1')
     up = next(x for x in qs if x.key == "engine_up")
     assert up.promql == 'min by (namespace, pod) (specgate_engine_up{namespace="llm"})'  # model dropped
 
