@@ -20,6 +20,7 @@ from gate.model.engines.base import (
     HybridPoolPredictor,
     OwnKeysPoolPredictor,
     RequestBlocks,
+    drafter_block_size,
 )
 from gate.model.geometry import (
     STATE_KINDS,
@@ -392,10 +393,8 @@ def _mix(plan: Plan, m: Any, dgeom: KVGeometry | None, dcfg: ModelConfig | None,
 
 
 def _block_tokens(d: Any, dcfg: ModelConfig | None) -> int | None:
-    """A block-only drafter's block: the plan's block_tokens, else the config's block_size."""
+    """A block-only drafter's block: the plan's block_tokens, else the config's block as SGLang reads it
+    (`drafter_block_size`: dflash_config.block_size before the top-level block_size), the one block rule."""
     if d is not None and d.block_tokens:
         return d.block_tokens
-    if dcfg is None:
-        return None
-    raw = dcfg.raw.get("block_size") or (dcfg.raw.get("dflash_config") or {}).get("block_size")
-    return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+    return None if dcfg is None else drafter_block_size(dcfg.raw)
