@@ -41,6 +41,12 @@ attention, `FullAttentionSpec` with the target's heads at the aligned block, nam
 after the target's layers (`Qwen3NextMTP` / `Qwen3_5MTP` build `num_nextn_predict_layers` / `mtp_num_hidden_layers`
 full-attention decoder layers, default 1; neither fixture names them); the speculative config is a record of the
 method and k with `SpeculativeConfig`'s own `use_eagle` / `use_eagle_block_drop` (they only flag the drafter's group).
+
+Drafterless rows (`drafter` "ngram", k = 3; appended after the MTP rows): vLLM 0.32 widens the conv state and adds
+the k speculative blocks for every speculative method (`MambaBase.get_kv_cache_spec` reads
+`vllm_config.num_speculative_tokens`; the models' `get_mamba_state_shape_from_config` the speculative config's k),
+so these are the MTP rows' sizing with no drafter layer. Suffix decoding sizes the same way (its k defaults to
+`suffix_decoding_max_tree_depth`); it needs arctic-inference, so only ngram is recorded.
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ BACKENDS = ["CPU_ATTN", "FLASH_ATTN"]
 START_BLOCKS = [16, 1024]
 CACHE_MODES = ["align", "none"]
 MTP_TOKENS = [1, 2, 3]
+DRAFTERLESS_TOKENS = [3]
 
 
 def layer_kinds(text: dict[str, Any]) -> list[str]:
@@ -136,21 +143,22 @@ def _text(config: str) -> dict[str, Any]:
     return out
 
 
-def speculative_config(k: int) -> Any:
-    """`--speculative-config '{"method": "mtp", "num_speculative_tokens": k}'` as the sizing reads it (None for k 0):
+def speculative_config(k: int, method: str = "mtp") -> Any:
+    """`--speculative-config '{"method": METHOD, "num_speculative_tokens": k}'` as the sizing reads it (None for k 0):
     the method and k, with `SpeculativeConfig`'s own `use_eagle` / `use_eagle_block_drop` (they only flag the
     drafter's group, `_annotate_eagle_groups`; no size depends on them)."""
     if not k:
         return None
     from vllm.config.speculative import SpeculativeConfig
 
-    spec = SimpleNamespace(method="mtp", num_speculative_tokens=k, disable_eagle_block_drop=False)
+    spec = SimpleNamespace(method=method, num_speculative_tokens=k, disable_eagle_block_drop=False)
     spec.use_eagle = lambda: SpeculativeConfig.use_eagle(spec)
     spec.use_eagle_block_drop = lambda: SpeculativeConfig.use_eagle_block_drop(spec)
     return spec
 
 
-def aligned_block(text: dict[str, Any], backend: str, start: int, mode: str, k: int = 0) -> tuple[int, int | None]:
+def aligned_block(text: dict[str, Any], backend: str, start: int, mode: str, k: int = 0,
+                  method: str = "mtp") -> tuple[int, int | None]:
     """(block size, padded state page) as vLLM's `_align_hybrid_block_size` sets them for this backend (k draft
     tokens widen the conv state it aligns to: `get_mamba_state_shape_from_config` reads the speculative config)."""
     import torch
@@ -167,7 +175,7 @@ def aligned_block(text: dict[str, Any], backend: str, start: int, mode: str, k: 
                             model_impl="vllm", hf_text_config=hf, hf_config=hf, is_hybrid=True,
                             get_num_kv_heads=lambda _p: text["num_key_value_heads"],
                             get_head_size=lambda: text["head_dim"])
-    cfg = SimpleNamespace(cache_config=cache, model_config=model, speculative_config=speculative_config(k),
+    cfg = SimpleNamespace(cache_config=cache, model_config=model, speculative_config=speculative_config(k, method),
                           parallel_config=SimpleNamespace(tensor_parallel_size=1))
 
     class Platform(CpuPlatform):
@@ -181,9 +189,10 @@ def aligned_block(text: dict[str, Any], backend: str, start: int, mode: str, k: 
     return cache.block_size, cache.mamba_page_size_padded
 
 
-def linear_specs(text: dict[str, Any], block: int, padded: int | None, mode: str, k: int = 0) -> dict[str, Any]:
+def linear_specs(text: dict[str, Any], block: int, padded: int | None, mode: str, k: int = 0,
+                 drafter: str = "mtp") -> dict[str, Any]:
     """Per-layer specs as Qwen3-Next / Qwen3.5 layers build them (module docstring); with k MTP draft tokens the
-    MTP layer's full attention after the target's layers."""
+    MTP layer's full attention after the target's layers (a drafterless method adds no layer)."""
     import torch
     from vllm.model_executor.layers.mamba.mamba_utils import (
         MambaStateDtypeCalculator,
@@ -208,7 +217,7 @@ def linear_specs(text: dict[str, Any], block: int, padded: int | None, mode: str
             out[f"model.layers.{i}.linear_attn"] = MambaSpec(
                 shapes=tuple(shapes), dtypes=tuple(dtypes), block_size=block, page_size_padded=padded,
                 mamba_cache_mode=mode, num_speculative_blocks=k)
-    if k:
+    if k and drafter == "mtp":
         for i in range(text.get("num_nextn_predict_layers") or text.get("mtp_num_hidden_layers") or 1):
             out[f"mtp.layers.{i}.self_attn.attn"] = FullAttentionSpec(
                 block_size=block, num_kv_heads=text["num_key_value_heads"], head_size=text["head_dim"],
@@ -221,12 +230,13 @@ def one_linear(inputs: dict[str, Any]) -> dict[str, Any]:
 
     text = _text(inputs["config"])
     mode, k = inputs["mamba_cache_mode"], inputs.get("num_speculative_tokens", 0)
-    block, padded = aligned_block(text, inputs["attention_backend"], inputs["start_block_size"], mode, k)
+    method = "mtp" if inputs["drafter"] == "none" else inputs["drafter"]
+    block, padded = aligned_block(text, inputs["attention_backend"], inputs["start_block_size"], mode, k, method)
     cfg = vllm_config(block, inputs["max_model_len"], inputs["max_model_len"])
     cfg.cache_config.mamba_cache_mode = mode
-    cfg.speculative_config = speculative_config(k)
+    cfg.speculative_config = speculative_config(k, method)
     try:
-        kv = get_kv_cache_configs(cfg, [linear_specs(text, block, padded, mode, k)],
+        kv = get_kv_cache_configs(cfg, [linear_specs(text, block, padded, mode, k, method)],
                                   [inputs["kv_cache_memory_bytes"]])[0]
     except ValueError as e:
         return {"block_size": block, "error": str(e).splitlines()[0]}
@@ -271,6 +281,18 @@ def main() -> None:
                                 inputs = {"config": config, "kind": "linear", "attention_backend": backend,
                                           "start_block_size": start, "kv_cache_memory_bytes": budget,
                                           "max_model_len": length, "mamba_cache_mode": mode, "drafter": "mtp",
+                                          "num_speculative_tokens": k}
+                                rows.append({"inputs": inputs, "answer": one_linear(inputs)})
+    for config in LINEAR_CONFIGS:  # after the MTP rows, so every index above stays
+        for backend in BACKENDS:
+            for start in START_BLOCKS:
+                for budget in BUDGETS:
+                    for length in LENGTHS:
+                        for mode in CACHE_MODES:
+                            for k in DRAFTERLESS_TOKENS:
+                                inputs = {"config": config, "kind": "linear", "attention_backend": backend,
+                                          "start_block_size": start, "kv_cache_memory_bytes": budget,
+                                          "max_model_len": length, "mamba_cache_mode": mode, "drafter": "ngram",
                                           "num_speculative_tokens": k}
                                 rows.append({"inputs": inputs, "answer": one_linear(inputs)})
     doc = {"engine": "vllm", "version": vllm.__version__,
