@@ -441,7 +441,7 @@ def _evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name:
     answered = clock()
     labels = q.row_labels
     twice: dict[str, set[RowKey]] = {name: a.twice for name, a in res.items()
-                                     if name not in ("series_per_row", "rec_series_per_row", "rec_samples")}
+                                     if name not in ("series_per_row", "rec_series_per_row")}
     recorded_rows = res["rec_counts"].instant if path == "recorded" else {}
     k = recorded.base(steps) if path == "recorded" else 0
     drafts = res["drafts"].steps if path == "raw" else {}
@@ -510,8 +510,7 @@ def _run_recorded(client: Client, q: FleetQueries, ask: FleetAsk, grid: Grid,
         res = {key: f.result() for key, f in futures}
     try:
         recorded.coverage({key: recorded.unpack(x, k) for key, x in res["rec_counts"].instant.items()},
-                          max(res["rec_series_per_row"].instant.values(), default=0.0),
-                          max(res["rec_samples"].instant.values(), default=0.0), fresh)
+                          max(res["rec_series_per_row"].instant.values(), default=0.0), fresh)
     except Fallback as e:
         e.answers = res  # the raw path reuses the instant answers it shares
         raise

@@ -126,14 +126,15 @@ class Counts:
 
 
 def unpack(x: float, k: int) -> Counts | None:
-    """The four counts packed as `windows + k·eligible + k²·met + k³·non_finite`, or None unless the answer is a
-    whole number below k⁴ whose digits are possible counts (met <= eligible, eligible + non_finite <= windows):
-    a count that was not a whole number (a fact that is not 0 or 1) shows as a number that is not whole, or as
-    digits that cannot be counts, never as other counts that fit."""
-    if not (math.isfinite(x) and 0 <= x < k**4 and x == int(x)):
+    """The four counts packed as `eligible + k·met + k²·non_finite + k³·windows`, or None unless the answer is a
+    whole number below 2^53 whose digits are possible counts (met <= eligible, eligible + non_finite <= windows).
+    The windows are the top digit, never cut at k: a fact recorded more often than once a window shows as more
+    windows than the lookback has (`coverage`); a count that was not a whole number (a fact that is not 0 or 1)
+    shows as a number that is not whole, or as digits that cannot be counts."""
+    if not (math.isfinite(x) and 0 <= x < 2**53 and x == int(x)):
         return None
     n = int(x)
-    windows, eligible, met, non_finite = n % k, n // k % k, n // k**2 % k, n // k**3
+    eligible, met, non_finite, windows = n % k, n // k % k, n // k**2 % k, n // k**3
     if met > eligible or eligible + non_finite > windows:
         return None
     return Counts(windows, eligible, met, non_finite)
@@ -157,18 +158,14 @@ def queries(q: FleetQueries, facts: str, range_seconds: int, k: int) -> list[Que
     def over(key: str, agg: str, fn: str, name: str) -> Query:
         return Query(key, "instant", f"{agg} by ({by}) ({fn}({name}{sel}{r}))")
 
-    def tagged(fn: str, name: str, fact: str, scale: str = "") -> str:
-        return f'label_replace({scale}{fn}({name}{sel}{r}), "{COUNT_LABEL}", "{fact}", "", "")'
+    def digit(fn: str, name: str, fact: str, scale: int) -> str:
+        return f'label_replace({scale} * {fn}({name}{sel}{r}), "{COUNT_LABEL}", "{fact}", "", "")'
 
-    facts_by = [(ELIGIBLE, "eligible", k), (MET, "met", k**2), (NON_FINITE, "non_finite", k**3)]
-    each = " or ".join([f"count_over_time({DRAFTS}{sel}{r})",
-                        *(tagged("count_over_time", name, fact) for name, fact, _ in facts_by)])
-    counts = " or ".join([f"count_over_time({DRAFTS}{sel}{r})",
-                          *(tagged("sum_over_time", name, fact, f"{m} * ") for name, fact, m in facts_by)])
+    counts = " or ".join([f"sum_over_time({ELIGIBLE}{sel}{r})", digit("sum_over_time", MET, "met", k),
+                          digit("sum_over_time", NON_FINITE, "non_finite", k**2),
+                          digit("count_over_time", DRAFTS, "windows", k**3)])
     return [
-        # the most series of one fact behind one row, and the most samples in one fact series: one number each
-        Query("rec_series_per_row", "instant", f"max(count by ({by}, {COUNT_LABEL}) ({each}))"),
-        Query("rec_samples", "instant", f"max({each})"),
+        Query("rec_series_per_row", "instant", f"max(count by ({by}) (last_over_time({DRAFTS}{sel}{r})))"),
         Query("rec_counts", "instant", f"sum by ({by}) ({counts})"),
         over("rec_drafts", "sum", "sum_over_time", ELIGIBLE_DRAFTS),
         over("rec_accepted", "sum", "sum_over_time", ELIGIBLE_ACCEPTED),
@@ -177,20 +174,19 @@ def queries(q: FleetQueries, facts: str, range_seconds: int, k: int) -> list[Que
     ]
 
 
-def coverage(counts: dict[Any, Counts | None], series_per_row: float, samples: float, steps: int) -> None:
-    """Fallback unless some row was answered, every row is one series of each fact, none holds more samples than the
-    lookback's windows (so each count is one digit of `unpack`) and some row counts them all (the facts cover the
-    lookback at one sample a window)."""
+def coverage(counts: dict[Any, Counts | None], series_per_row: float, steps: int) -> None:
+    """Fallback unless some row was answered, every row is one recorded series, none holds more samples than the
+    lookback's windows and some row holds them all (the facts cover the lookback at one sample a window)."""
     if not counts:
         raise Fallback("no recorded facts carry the plan's window, target and min_drafts (deploy the mixin's "
                        f"{names.FLEET_FACTS_GROUP} group with them, or backfill it: docs/scale.md)")
     if series_per_row > 1:
         raise Fallback(f"{series_per_row:g} recorded series behind one row: the row labels pool several pods' or "
                        "ranks' facts")
-    if samples > steps:
-        raise Fallback(f"{samples:g} recorded samples in one row for {steps} windows: the facts are recorded more "
-                       "often than once a window")
     most = max((c.windows for c in counts.values() if c is not None), default=0)
+    if most > steps:
+        raise Fallback(f"{most:g} recorded samples in one row for {steps} windows: the facts are recorded more "
+                       "often than once a window")
     if most < steps:
         raise Fallback(f"the recorded facts cover at most {most:g} of the lookback's {steps} windows (recording began "
                        "after the lookback's start: backfill it, or wait one lookback; docs/scale.md)")
