@@ -493,9 +493,8 @@ class Scraper:
         ad, page = self._reader.read(raw.decode("utf-8", errors="replace"), dropped)
         start_samples = page.get("process_start_time_seconds")
         start = start_samples[0][1] if start_samples else None
-        missing = self._side is not None and ad.side_incomplete(self._side)
         if (self._side is None or start != self._side_start
-                or (missing and time.monotonic() - self._side_at >= self.side_retry_seconds)):
+                or (time.monotonic() - self._side_at >= self.side_retry_seconds and ad.side_incomplete(self._side))):
             before = self._side.version if self._side is not None else None
             self._side = ad.side_info(self._json)
             if self._side.version != before:  # said once per version, not at each restart or retry
