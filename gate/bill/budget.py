@@ -100,6 +100,9 @@ class PoolBill:
     # per request), and whether prefix caching is on (2 state blocks per linear group) or off (1).
     request_blocks: RequestBlocks | None = None
     prefix_cache: bool = True
+    # The same without the drafter where it differs (its layers and the k speculative state blocks left out: vLLM
+    # widens a linear hybrid's state for every speculative method, ngram too); None: as `request_blocks`.
+    request_blocks_without_drafter: RequestBlocks | None = None
 
     @property
     def judged_tokens(self) -> int | None:
@@ -282,6 +285,7 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
     with_d = without_d = blocks_with = blocks_without = None
     predicted_kv: int | None = None
     request_blocks: RequestBlocks | None = None
+    request_blocks_without: RequestBlocks | None = None
     prefix_cache = eng.prefix_cache is not False  # vLLM's default for hybrids is on
     cap = eng.context_cap_tokens
     prof = profile(eng.kind)
@@ -317,6 +321,14 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
             blocks_with, blocks_without = pred.blocks_with_drafter, pred.blocks_without_drafter
             notes += pred.notes
             request_blocks = pred.request_blocks
+            if pred.request_blocks_without_drafter != request_blocks:
+                request_blocks_without = pred.request_blocks_without_drafter
+            if request_blocks is not None and plan.method is not None and plan.depth is None and not has_drafter:
+                with_d = blocks_with = None  # k unknown: the pool without speculation would pass what vLLM cannot hold
+                notes.append("no predicted pool with speculation: vLLM widens a linear hybrid's state by k and gives "
+                             "each linear group k more state blocks per request for every method, "
+                             f"{plan.method} too; give engine.speculative.num_speculative_tokens (suffix decoding's default "
+                             "is suffix_decoding_max_tree_depth, 24)")
             if request_blocks is not None and not prefix_cache and cap is not None:
                 rb, mml = request_blocks, cap
                 rb_without = pred.request_blocks_without_drafter or rb
@@ -352,7 +364,7 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
     without = live_pool_without_drafter
     if without is None and rep.kv_pool_tokens_without_drafter is not None:
         without = Allocated(int(rep.kv_pool_tokens_without_drafter.value), rep.kv_pool_tokens_without_drafter.source)
-    if not has_drafter and without is None:
+    if not has_drafter and without is None and request_blocks_without is None:  # speculation leaves the pool as is
         without = allocated
     return PoolBill(
         engine=eng.kind, kv_cache_memory_bytes=kv_bytes, block_size=block,
@@ -361,6 +373,7 @@ def _pool(plan: Plan, tgeom: KVGeometry | None, dgeom: KVGeometry | None, has_dr
         allocated=allocated, allocated_without_drafter=without,
         configured_max_total_tokens=eng.configured_max_total_tokens, context_cap_tokens=cap,
         notes=notes, predicted_kv_bytes=predicted_kv, request_blocks=request_blocks, prefix_cache=prefix_cache,
+        request_blocks_without_drafter=request_blocks_without,
     )
 
 

@@ -25,6 +25,7 @@ from gate.bill.budget import Allocated, Budget, MixBill, PoolBill
 from gate.bill.gpu_memory import GpuMemoryBill, gpu_memory_bill, sentence
 from gate.bill.pool import live_pools
 from gate.checks.base import CheckContext
+from gate.model.engines.base import RequestBlocks
 from gate.plan.model import Plan
 from gate.status import LineResult, Status
 
@@ -255,30 +256,32 @@ def _block_fit(pool: PoolBill, m: MixBill) -> tuple[bool | None, bool | None, st
     """(fits, fits without the drafter, why) of a mix on a pool judged in blocks (vLLM linear-attention hybrids).
 
     Why blocks: the pool's tokens are vLLM's kv_cache_size_tokens, num_gpu_blocks / b(L) x L at L = max_model_len
-    (engine.context_cap_tokens), with b(t) = attention groups x cdiv(t, block) + state groups x state blocks (2 with
-    prefix caching, 1 without). A request of t < L tokens still pays every state block, so concurrency x t <= tokens
-    can pass a mix vLLM cannot hold. A mix fits when concurrency x b(prompt + output) <= num_gpu_blocks: the
-    predicted blocks directly; an allocated pool in tokens is read as kv_cache_size_tokens at L (the number vLLM
-    logs, and the exporter's first choice), so the test is concurrency x b(t) x L <= tokens x b(L). Unknown (None)
-    where the blocks or L are missing: no pass on a token comparison that is known to be optimistic.
+    (engine.context_cap_tokens), with b(t) = attention groups x cdiv(t, block) + state groups x state blocks (2 + k
+    with prefix caching, 1 + k without; k = 0 without speculation). A request of t < L tokens still pays every state
+    block, so concurrency x t <= tokens can pass a mix vLLM cannot hold. A mix fits when concurrency x b(prompt +
+    output) <= num_gpu_blocks: the predicted blocks directly; an allocated pool in tokens is read as
+    kv_cache_size_tokens at L (the number vLLM logs, and the exporter's first choice), so the test is concurrency x
+    b(t) x L <= tokens x b(L). Without the drafter b is the bill's `request_blocks_without_drafter` where it differs
+    (no drafter layers, no speculative state blocks). Unknown (None) where the blocks or L are missing: no pass on a
+    token comparison that is known to be optimistic.
     """
     rb = pool.request_blocks
-    demand = m.demand_blocks
-    if rb is None or demand is None:  # the bill sets demand_blocks only with request_blocks
+    if rb is None or m.demand_blocks is None:  # the bill sets demand_blocks only with request_blocks
         return None, None, "no per-request blocks for a pool judged in blocks"
-    per = rb.blocks(m.request_tokens, pool.prefix_cache)
-    need = f"{m.concurrency} × {per:,} blocks = {demand:,} blocks"
-    state = (f"each request holds {rb.state_groups * (2 if pool.prefix_cache else 1)} linear-attention state "
-             f"block(s) whatever its length beside {rb.attention_groups} × cdiv({m.request_tokens:,}, "
-             f"{rb.block_size}) attention block(s)")
     cap = pool.context_cap_tokens
 
-    def one(allocated: Allocated | None, predicted_blocks: int | None) -> tuple[bool | None, str]:
+    def one(req: RequestBlocks, allocated: Allocated | None, predicted_blocks: int | None) -> tuple[bool | None, str]:
+        per = req.blocks(m.request_tokens, pool.prefix_cache)
+        demand = m.concurrency * per
+        need = f"{m.concurrency} × {per:,} blocks = {demand:,} blocks"
+        state = (f"each request holds {req.state_groups * req.state_blocks(pool.prefix_cache)} linear-attention "
+                 f"state block(s) whatever its length beside {req.attention_groups} × cdiv({m.request_tokens:,}, "
+                 f"{req.block_size}) attention block(s)")
         if allocated is not None:
             if cap is None:
                 return None, (f"{need} ({state}); the allocated pool's {allocated.tokens:,} tokens are priced at "
                               "max_model_len, unknown here: give engine.context_cap_tokens")
-            full = rb.blocks(cap, pool.prefix_cache)
+            full = req.blocks(cap, pool.prefix_cache)
             return (demand * cap <= allocated.tokens * full,
                     f"{need} ({state}) against the {allocated.tokens:,}-token allocated pool "
                     f"({allocated.source}), read as vLLM's kv_cache_size_tokens: about "
@@ -288,8 +291,9 @@ def _block_fit(pool: PoolBill, m: MixBill) -> tuple[bool | None, bool | None, st
         return demand <= predicted_blocks, (f"{need} ({state}) against {predicted_blocks:,} blocks predicted, not "
                                             "observed (vLLM's num_gpu_blocks)")
 
-    fit, why = one(pool.allocated, pool.predicted_blocks_with_drafter)
-    fit_without, _ = one(pool.allocated_without_drafter, pool.predicted_blocks_without_drafter)
+    fit, why = one(rb, pool.allocated, pool.predicted_blocks_with_drafter)
+    fit_without, _ = one(pool.request_blocks_without_drafter or rb, pool.allocated_without_drafter,
+                         pool.predicted_blocks_without_drafter)
     return fit, fit_without, why
 
 

@@ -80,3 +80,14 @@ def test_without_the_mtp_layer_count_the_plan_keeps_the_note() -> None:
     assert pool.predicted_blocks_without_drafter == 642
     text = " ".join(pool.notes)
     assert "no predicted pool with the drafter" in text and "num_nextn_predict_layers" in text
+
+
+def test_the_line_judges_the_pool_without_the_drafter_with_its_own_blocks(next_with_mtp: Path) -> None:
+    """k = 1 at 544: 60 short requests hold 60 x (1 + 3 x (2 + 1)) = 600 blocks > 593 with the drafter, and
+    60 x (1 + 3 x 2) = 420 <= 642 without it (no MTP layer, no speculative blocks); the reason counts 2 + k."""
+    plan = _mtp_plan(next_with_mtp, 1, 544, 8 << 30, 32768, True)
+    plan["workload"] = [{"name": "short", "concurrency": 60, "prompt_tokens": 100, "output_tokens": 28}]
+    r = kv_pool.check(context(plan_from_dict(plan)))
+    (mix,) = r.values["mixes"]
+    assert (mix["demand_blocks"], mix["fits"], mix["fits_without_drafter"]) == (600, False, True)
+    assert "60 × 10 blocks = 600 blocks" in r.reason and "9 linear-attention state block(s)" in r.reason

@@ -124,13 +124,14 @@ class VllmProfile(BaseProfile):
                             configured_max_total_tokens: int | None, context_cap_tokens: int | None,
                             depth: int | None = None, config: Mapping[str, Any] | None = None) -> PoolPrediction:
         """vLLM 0.32's hybrid KV cache manager: the drafter's layers join the target's in one block pool (`pools.py`);
-        on a linear hybrid k (`depth`) widens the state, read from the target's `config`, and adds state blocks."""
+        on a linear hybrid k (`depth`) widens the state, read from the target's `config`, and adds state blocks, for
+        every speculative method (ngram and suffix too, with no drafter: `MambaBase.get_kv_cache_spec`)."""
         notes: list[str] = []
         block = block_size
         if block is None:
             block = DEFAULT_BLOCK_SIZE
             notes.append(f"block_size not given: vLLM's default {DEFAULT_BLOCK_SIZE} assumed")
-        k = depth if has_drafter else None
+        k = depth or None  # any speculative method's k: vLLM sizes the state by num_speculative_tokens alone
         draft_state = None if k is None or config is None else linear_state_with_drafts(config, target, k)
         return vllm_hybrid_prediction(kv_cache_memory_bytes, target, drafter, has_drafter, block, context_cap_tokens,
                                       tuple(notes), k, draft_state)

@@ -39,7 +39,10 @@ group k more state blocks per request (`MambaSpec.num_speculative_blocks`), and 
 profile's prediction given the plan's k and the target's config (`linear_state_with_drafts`): the block checked
 against the widened state, the drafter's layers in the groups, `RequestBlocks` holding 2 + k (1 + k) state blocks per
 linear group. Where k, the config's conv kernel or the drafter's layers are unknown (an MTP head whose config names no
-layer count), no pool with the drafter, said in a note. Mamba-2 layers are not modelled.
+layer count), no pool with the drafter, said in a note. A drafterless method (ngram, suffix) is sized the same way
+with no drafter layer: vLLM widens the state and adds the k blocks for every speculative method
+(`MambaBase.get_kv_cache_spec` reads `num_speculative_tokens`; the oracle's ngram rows), so its pool "with the
+drafter" is the pool with speculation. Mamba-2 layers are not modelled.
 """
 
 from __future__ import annotations
@@ -211,7 +214,7 @@ def vllm_hybrid_prediction(kv_cache_memory_bytes: int, target: KVGeometry, draft
     Blocks are vLLM's `num_gpu_blocks` exactly; tokens are its capacity at `max_model_len` with the sliding layers
     charged in full (module docstring), None without `max_model_len` or where the layout is not modelled. On a
     linear hybrid the drafter's pool needs `depth` (k) and `draft_state_bytes` (a linear layer's state with k draft
-    tokens, `linear_state_with_drafts`).
+    tokens, `linear_state_with_drafts`); a `depth` without a drafter (ngram, suffix) prices the speculation alone.
     """
     out = list(notes)
     t_specs = layer_specs(target)
@@ -261,7 +264,8 @@ def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_spe
                        has_drafter: bool, block_size: int, max_model_len: int | None,
                        out: list[str], depth: int | None = None, draft_state: int | None = None) -> PoolPrediction:
     """A Gated DeltaNet hybrid: the block as vLLM reports it after alignment, checked against the state it must hold;
-    with a drafter, the pool with its layers and k speculative state blocks (`_linear_drafter_pool`)."""
+    with a drafter, the pool with its layers and k speculative state blocks (`_linear_drafter_pool`); with k and no
+    drafter (ngram, suffix), the same without drafter layers."""
     per_token = _attention_bytes(specs)
     state = max(x.state_bytes or 0 for x in specs if x.kind == "linear")
     if block_size * per_token < state:
@@ -287,9 +291,10 @@ def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_spe
         out.append(f"tokens = vLLM's kv_cache_size_tokens: blocks / (blocks per {max_model_len:,}-token request) x "
                    f"{max_model_len:,} (prefix caching on); shorter requests pay the same state blocks, so fewer of "
                    "their tokens fit")
-    if not has_drafter:
+    if not has_drafter and depth is None:
         return PoolPrediction(block_size, tokens, tokens, blocks, blocks, tuple(out), per_request)
-    blocks_with, with_d, with_request = _linear_drafter_pool(kv_cache_memory_bytes, specs, d_specs, block_size,
+    blocks_with, with_d, with_request = _linear_drafter_pool(kv_cache_memory_bytes, specs,
+                                                             (d_specs or []) if has_drafter else None, block_size,
                                                              max_model_len, depth, draft_state, out)
     return PoolPrediction(block_size, tokens, with_d, blocks, blocks_with, tuple(out), with_request or per_request,
                           per_request)
@@ -314,28 +319,33 @@ def _linear_drafter_pool(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_s
     """(blocks, tokens, per-request blocks) with the drafter on a linear hybrid, as vLLM 0.32 sizes them (the
     oracle's MTP rows): each linear layer's conv state widened by k columns (`draft_state`; the block must hold it),
     the drafter's layers in the groups, and each linear group k more state blocks per request
-    (MambaSpec.num_speculative_blocks). None, with a note, where k, the widened state or the drafter's layers are
-    unknown: blocks without the speculative ones would pass mixes vLLM cannot hold."""
+    (MambaSpec.num_speculative_blocks). `d_specs` None: a drafterless method (ngram, suffix), no drafter layers but
+    the same widening and blocks (vLLM reads num_speculative_tokens whatever the method). None, with a note, where k,
+    the widened state or the drafter's layers are unknown: blocks without the speculative ones would pass mixes vLLM
+    cannot hold."""
+    drafterless = d_specs is None
     missing = [what for what, gone in (
         ("the plan's k (engine.speculative.num_speculative_tokens)", depth is None),
         ("the target config's Gated DeltaNet conv kernel (linear_conv_kernel_dim), which k widens",
          draft_state is None),
         ("the drafter's KV layers (an MTP head: the target's num_nextn_predict_layers / mtp_num_hidden_layers)",
-         not d_specs)) if gone]
-    if depth is None or draft_state is None or not d_specs:
+         not drafterless and not d_specs)) if gone]
+    if depth is None or draft_state is None or missing:
         out.append("no predicted pool with the drafter: with k draft tokens vLLM widens each linear layer's conv "
                    "state by k columns (gated_delta_net_state_shape) and gives each linear group k more state blocks "
-                   "per request (MambaSpec.num_speculative_blocks: 2 + k with prefix caching, 1 + k without); "
-                   f"unknown here: {'; '.join(missing)}")
+                   "per request (MambaSpec.num_speculative_blocks: 2 + k with prefix caching, 1 + k without), "
+                   f"drafterless methods too; unknown here: {'; '.join(missing)}")
         return None, None, None
     per_token = _attention_bytes(specs)
     if block_size * per_token < draft_state:
         out.append(f"no predicted pool with the drafter: with k = {depth} draft tokens "
-                   f"{_below_state(block_size, per_token, draft_state, 'a widened linear layer')}: give "
-                   "engine.block_size as vLLM reports it with the drafter")
+                   f"{_below_state(block_size, per_token, draft_state, 'a widened linear layer')}"
+                   f"{' (drafterless methods too: vLLM reads num_speculative_tokens)' if drafterless else ''}: give "
+                   "engine.block_size as vLLM reports it with speculation")
         return None, None, None
+    layers = d_specs or []
     try:
-        groups = vllm_kv_groups(specs + d_specs)
+        groups = vllm_kv_groups(specs + layers)
     except ValueError as e:
         out.append(f"no predicted pool with the drafter: {e}")
         return None, None, None
@@ -343,8 +353,9 @@ def _linear_drafter_pool(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_s
     tokens = None if max_model_len is None else vllm_capacity_tokens(
         blocks, groups, block_size, max_model_len, max_model_len, num_speculative_blocks=depth)
     linear_groups = sum(1 for g in groups if g.spec.kind == "linear")
-    out.append(f"with the drafter (k = {depth}): its {len(d_specs)} attention layer(s) join the pool "
-               f"({len(groups) - linear_groups} full-attention and {linear_groups} linear group(s) of "
+    who = (f"with speculation (k = {depth}, a drafterless method: no drafter layer; "
+           if drafterless else f"with the drafter (k = {depth}): its {len(layers)} attention layer(s) join the pool (")
+    out.append(f"{who}{len(groups) - linear_groups} full-attention and {linear_groups} linear group(s) of "
                f"{groups[0].layers} layers, {blocks:,} blocks); each linear layer's conv state widens by {depth} "
                f"column(s) to {draft_state:,} B (gated_delta_net_state_shape, within the {block_size}-token block) "
                f"and each request holds 2 + {depth} state blocks per linear group with prefix caching, 1 + {depth} "

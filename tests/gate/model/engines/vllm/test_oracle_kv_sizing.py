@@ -65,9 +65,9 @@ def linear_answer(inputs: dict[str, Any]) -> dict[str, Any]:
     assert specs is not None
     full = next(x for x in specs if x.kind == "full")
     k = inputs.get("num_speculative_tokens", 0)
-    assert (inputs["drafter"] == "mtp") == (k > 0)
+    assert (inputs["drafter"] in ("mtp", "ngram")) == (k > 0)
     state = max(x.state_bytes or 0 for x in specs) + k * draft_conv_bytes(cfg)
-    if k:
+    if inputs["drafter"] == "mtp":
         specs.append(full)  # one MTP layer: neither fixture names num_nextn_predict_layers, vLLM's default is 1
     block = vllm_aligned_block(full.bytes_per_token, state, KERNEL_MULTIPLE[inputs["attention_backend"]],
                                inputs["start_block_size"])
@@ -144,6 +144,23 @@ def test_the_fixture_covers_mtp_drafters_on_both_linear_hybrids() -> None:
     groups = {json.dumps(r["answer"]["groups"]) for r in rows if "Coder" in r["inputs"]["config"]
               and "error" not in r["answer"]}
     assert groups == {json.dumps([["MambaSpec", 12]] * 3 + [["FullAttentionSpec", 13]])}
+
+
+def test_the_fixture_covers_ngram_speculation_on_both_linear_hybrids() -> None:
+    """vLLM widens the conv state and adds k state blocks for a drafterless method too (MambaBase.get_kv_cache_spec
+    reads num_speculative_tokens): at k = 3 Qwen3-Next aligns to 576 (CPU) / 560 (FlashAttention), not the 544 it
+    gets without speculation, and no drafter layer joins the pool (12 full-attention layers beside 36 linear)."""
+    rows = [r for r in (ROWS[i] for i in LINEAR) if r["inputs"]["drafter"] == "ngram"]
+    assert {r["inputs"]["num_speculative_tokens"] for r in rows} == {3}
+    assert {(r["inputs"]["config"], r["inputs"]["attention_backend"], r["inputs"]["mamba_cache_mode"])
+            for r in rows} == {(c, b, m) for c in LINEAR_CONFIGS for b in KERNEL_MULTIPLE for m in ("align", "none")}
+    blocks = {(r["inputs"]["config"].split("__")[2][:6], r["inputs"]["attention_backend"], r["answer"]["block_size"])
+              for r in rows if r["inputs"]["start_block_size"] == 16}
+    assert blocks == {("Qwen3-", "CPU_ATTN", 576), ("Qwen3-", "FLASH_ATTN", 560), ("Qwen3.", "CPU_ATTN", 416),
+                      ("Qwen3.", "FLASH_ATTN", 416)}
+    groups = {json.dumps(r["answer"]["groups"]) for r in rows if "Coder" in r["inputs"]["config"]
+              and "error" not in r["answer"]}
+    assert groups == {json.dumps([["MambaSpec", 12]] * 3 + [["FullAttentionSpec", 12]])}
 
 
 @pytest.mark.parametrize("index", range(len(ROWS)))
@@ -244,6 +261,49 @@ def test_the_profile_predicts_vllms_linear_pool_with_an_mtp_drafter(index: int) 
     prefix = inputs["mamba_cache_mode"] == "align"
     tokens = pred.with_drafter if prefix else rb.capacity_tokens(answer["num_gpu_blocks"], length, False)
     assert tokens == answer["kv_cache_size_tokens"]
+
+
+NGRAM_ROWS = [i for i in LINEAR if ROWS[i]["inputs"]["drafter"] == "ngram" and "error" not in ROWS[i]["answer"]]
+
+
+@pytest.mark.parametrize("index", NGRAM_ROWS)
+def test_the_profile_predicts_vllms_linear_pool_with_ngram_speculation(index: int) -> None:
+    """Before: an ngram plan on a linear hybrid was priced without speculation (the call dropped k without a
+    drafter), passing mixes vLLM cannot hold. Given k and the block vLLM reports with speculation, the profile's pool
+    with speculation is vLLM's own (no drafter layer, k speculative state blocks), in both cache modes; the pool
+    without it keeps no speculative blocks."""
+    inputs, answer = ROWS[index]["inputs"], ROWS[index]["answer"]
+    cfg = json.loads((TESTS / "fixtures" / "configs" / inputs["config"]).read_text())
+    vllm = profile("vllm")
+    assert isinstance(vllm, HybridPoolPredictor)
+    k, length = inputs["num_speculative_tokens"], inputs["max_model_len"]
+    pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"],
+                                    target=kv_geometry(cfg, dtype="bf16"), drafter=None, draft_charge=None,
+                                    has_drafter=False, block_size=answer["block_size"],
+                                    configured_max_total_tokens=None, context_cap_tokens=length, depth=k, config=cfg)
+    rb, rb_without = pred.request_blocks, pred.request_blocks_without_drafter
+    assert rb is not None and rb.speculative_blocks == k and pred.blocks_with_drafter == answer["num_gpu_blocks"]
+    assert rb_without is not None and rb_without.speculative_blocks == 0
+    prefix = inputs["mamba_cache_mode"] == "align"
+    tokens = pred.with_drafter if prefix else rb.capacity_tokens(answer["num_gpu_blocks"], length, False)
+    assert tokens == answer["kv_cache_size_tokens"]
+    assert pred.without_drafter is not None and pred.without_drafter > pred.with_drafter
+
+
+def test_an_ngram_plan_at_the_block_without_speculation_is_refused() -> None:
+    """Qwen3-Next, ngram k = 3 at 544 (the block without speculation): vLLM raises it to 576 / 560 (the oracle's
+    ngram rows), so there is no pool with speculation, both minima named; the pool without it stands."""
+    cfg = json.loads((TESTS / "fixtures" / "configs" / LINEAR_CONFIGS[0]).read_text())
+    vllm = profile("vllm")
+    assert isinstance(vllm, HybridPoolPredictor)
+    pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=8 << 30, target=kv_geometry(cfg, dtype="bf16"),
+                                    drafter=None, draft_charge=None, has_drafter=False, block_size=544,
+                                    configured_max_total_tokens=None, context_cap_tokens=32768, depth=3, config=cfg)
+    text = " ".join(pred.notes)
+    assert pred.with_drafter is None and pred.blocks_with_drafter is None
+    assert (pred.blocks_without_drafter, pred.without_drafter) == (642, 313985)
+    assert "with k = 3 draft tokens" in text and "576 with the CPU backend" in text and "560 with FlashAttention" in text
+    assert "drafterless methods too" in text
 
 
 def test_a_drafter_on_a_linear_hybrid_needs_k_the_config_and_its_layers() -> None:
