@@ -97,7 +97,7 @@ class PoolBill:
     # sliding-window caches included); None where the pool is carved from a byte budget.
     predicted_kv_bytes: int | None = None
     # What one request takes where the pool is judged in blocks (vLLM linear-attention hybrids: fixed state blocks
-    # per request), and whether prefix caching is on (2 state blocks per linear group) or off (1).
+    # per request), and whether prefix caching is on (2 + k state blocks per linear group) or off (1 + k).
     request_blocks: RequestBlocks | None = None
     prefix_cache: bool = True
     # The same without the drafter where it differs (its layers and the k speculative state blocks left out: vLLM

@@ -245,7 +245,8 @@ class ConfigHybridPoolPredictor(Protocol):
                                         depth: int | None = None) -> PoolPrediction:
         """The pool the engine allocates for a hybrid target from `kv_cache_memory_bytes` (the memory its KV and
         any constant state share); None tokens with a note where it cannot say. `depth`: the plan's k as the engine
-        resolves it (None: no drafter, or unknown), which the keys as given may not say (a block drafter's)."""
+        resolves it (None: no speculation, or unknown; ngram and suffix give theirs without a drafter), which the keys
+        as given may not say (a block drafter's)."""
         ...
 
 
