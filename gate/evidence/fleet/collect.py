@@ -442,8 +442,7 @@ def _evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name:
     labels = q.row_labels
     twice: dict[str, set[RowKey]] = {name: a.twice for name, a in res.items()
                                      if name not in ("series_per_row", "rec_series_per_row")}
-    recorded_rows = res["rec_counts"].instant if path == "recorded" else {}
-    k = recorded.base(steps) if path == "recorded" else 0
+    recorded_rows = res["rec_windows"].instant if path == "recorded" else {}
     drafts = res["drafts"].steps if path == "raw" else {}
     accepted = res["accepted"].steps if path == "raw" else {}
     resets = res["resets"].steps if path == "raw" else {}
@@ -465,7 +464,7 @@ def _evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name:
     for key in sorted(keys):
         acc = None
         if key in recorded_rows:
-            acc = _recorded_acc(key, res, k)
+            acc = _recorded_acc(key, res)
         elif key in drafts:
             rset = resets[key].present() if key in resets else set()
             acc = _windows(drafts[key], accepted.get(key), rset, ask.min_drafts, ask.slo.target_acceptance_length,
@@ -502,31 +501,36 @@ def _run_recorded(client: Client, q: FleetQueries, ask: FleetAsk, grid: Grid,
     if fresh <= 0:
         raise Fallback("every window of the lookback ended before now - lookback")
     note = recorded.check_rules(client, q.window_seconds, facts)
-    k = recorded.base(grid.steps)
-    asked = [*recorded.queries(q, facts, fresh * q.window_seconds, k), *q.instants()]
+    asked = [*recorded.queries(q, facts, fresh * q.window_seconds), *q.instants()]
     end = grid.start + (grid.steps - 1) * grid.step
     with ThreadPoolExecutor(max_workers=len(asked)) as pool:
         futures = [(x.key, pool.submit(_ask, client, x, grid.start, end, grid.step, reader(q, grid))) for x in asked]
         res = {key: f.result() for key, f in futures}
     try:
-        recorded.coverage({key: recorded.unpack(x, k) for key, x in res["rec_counts"].instant.items()},
-                          max(res["rec_series_per_row"].instant.values(), default=0.0), fresh)
+        recorded.coverage(res["rec_windows"].instant, max(res["rec_series_per_row"].instant.values(), default=0.0),
+                          fresh)
     except Fallback as e:
         e.answers = res  # the raw path reuses the instant answers it shares
         raise
     return res, note
 
 
-def _recorded_acc(key: RowKey, res: dict[str, Answer], k: int) -> _Acc:
-    """One row's sums from the recorded facts: windows, eligible, met and non-finite counted by the backend, in one
-    value (`recorded.unpack`); a value that is not four possible counts is one non-finite window and no evidence."""
+def _recorded_acc(key: RowKey, res: dict[str, Answer]) -> _Acc:
+    """One row's sums from the recorded facts: windows, eligible, met and non-finite counted by the backend; a
+    count that is not a whole non-negative number is one more non-finite window (never evidence)."""
     acc = _Acc()
-    counts = recorded.unpack(res["rec_counts"].instant.get(key, math.nan), k)
-    if counts is None:
-        acc.non_finite = 1
-    else:
-        acc.eligible, acc.met, acc.non_finite = counts.eligible, counts.met, counts.non_finite
-        acc.not_eligible = counts.windows - counts.eligible - counts.non_finite
+
+    def count(name: str) -> int:
+        x = res[name].instant.get(key, 0.0)
+        if math.isfinite(x) and x >= 0 and x == int(x):
+            return int(x)
+        acc.non_finite += 1
+        return 0
+
+    windows, eligible, met = count("rec_windows"), count("rec_eligible"), count("rec_met")
+    acc.non_finite += count("rec_non_finite")
+    acc.eligible, acc.met = eligible, met
+    acc.not_eligible = max(windows - eligible - acc.non_finite, 0)
     acc.drafts = res["rec_drafts"].instant.get(key, 0.0)
     acc.accepted = res["rec_accepted"].instant.get(key, 0.0)
     acc.min_l = res["rec_min_length"].instant.get(key, math.inf)
