@@ -183,7 +183,6 @@ def _lines_re(want: frozenset[str], plain: frozenset[str]) -> re.Pattern[str]:
 
 
 LabelEntry = tuple[Labels, frozenset[tuple[str, str]]]
-_DROPPED: frozenset[tuple[str, str]] = frozenset({("", "")})  # an entry's set while a plan reads (told by identity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,13 +216,10 @@ class PageParser:
 
     Engines write the same series every scrape, so a label text is parsed once and looked up
     afterwards. The memory is bounded: past `label_cache_entries` distinct texts it starts over.
-    A plan (below) reads without the texts' label sets (the repeat check's keys), so they are dropped
-    (`_DROPPED`) when the first plan is made and when a plan next reads a page: ~0.6 MiB of a 32-stream
-    page's soak (bench/exporter.py --soak, 1,500 cycles: 47.5 MiB, 48.0-48.3 with them). The mappings
-    stay: a page that breaks the plan gets the same objects back, which the adapters' memories are
-    keyed by (`exporter.engines.common.SeriesKeys`), and their sets made again (~0.8 us a series, once
-    per change of the page's lines; a plan made from such a page keeps them until it has read a page,
-    so pages that never repeat pay it once). One parser per scrape loop (not thread-safe).
+    The texts stay remembered while a plan reads the pages: a page that breaks the plan gets the same
+    label mapping objects back, which the adapters' memories are keyed by (`exporter.engines.common.
+    SeriesKeys`); dropping them saved ~0.8 MiB of the soak but made every series new to the adapter
+    after each change of a page's lines. One parser per scrape loop (not thread-safe).
 
     `usable_only` (what the exporter uses; the oracle tests read the page as written): every family
     we consume is a count, a ratio, a size or a time, so a sample that is NaN, ±Inf or negative is
@@ -245,7 +241,6 @@ class PageParser:
         self._cache_entries = label_cache_entries
         self._plan: PagePlan | None = None
         self.read_by_plan = False  # the last page was read by `plan` (its series are the plan's page's)
-        self._sets_held = False  # some label texts' sets are in the cache
 
     @property
     def plan(self) -> PagePlan | None:
@@ -253,24 +248,12 @@ class PageParser:
         label mappings, the very objects) as the page it was made from, in the same order."""
         return self._plan
 
-    def _drop_sets(self) -> None:
-        """Keep each label text's mapping, not its set (see the class docstring)."""
-        cache = self._cache
-        for k, e in cache.items():
-            cache[k] = (e[0], _DROPPED)
-        self._sets_held = False
-
-    def _labels(self, series: str, kept: LabelEntry | None) -> LabelEntry:
-        """The entry of a label text: parsed, or `kept`'s mapping (the same object) with its set made again."""
-        if kept is not None:
-            entry = (kept[0], frozenset(kept[0].items()))
-        else:
-            labels = parse_labels(series) if series else {}
-            entry = (labels, frozenset(labels.items()))
-            if len(self._cache) >= self._cache_entries:
-                self._cache.clear()
+    def _labels(self, series: str) -> LabelEntry:
+        labels = parse_labels(series) if series else {}
+        entry = (labels, frozenset(labels.items()))
+        if len(self._cache) >= self._cache_entries:
+            self._cache.clear()
         self._cache[series] = entry
-        self._sets_held = True
         return entry
 
     def parse(self, text: str, dropped: MutableMapping[str, int] | None = None) -> Samples:
@@ -302,10 +285,7 @@ class PageParser:
                 if dropped is not None and plan.duplicates:
                     dropped["duplicate"] = dropped.get("duplicate", 0) + plan.duplicates
                 self.read_by_plan = True
-                if self._sets_held:
-                    self._drop_sets()
                 return got
-        broke = plan is not None
         self._plan = None
         scan = self._scan
         matches = scan.findall(text, nl)
@@ -339,8 +319,8 @@ class PageParser:
                     where[key] = []
                 fam, last_name, at = f, name, where[key]
             entry = cache.get(series)
-            if entry is None or entry[1] is _DROPPED:
-                entry = self._labels(series, entry)
+            if entry is None:
+                entry = self._labels(series)
             planned += 1
             try:
                 v = float(value)
@@ -374,8 +354,6 @@ class PageParser:
         result: Samples = {k: list(v.values()) for k, v in out.items()}  # type: ignore[arg-type]  # no None in it
         if planning and planned == len(matches):
             self._plan = self._make_plan(text, nl, matches, result, where, duplicates)
-            if self._plan is not None and not broke:  # a plan that fitted no page yet waits for one (below)
-                self._drop_sets()
         return result
 
     def _scan_lines(self, text: str, nl: int) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from exporter.engines import adapter
-from exporter.parse import _DROPPED, PageParser, ParseError
+from exporter.parse import PageParser, ParseError
 
 CAPTURE = Path(__file__).resolve().parent.parent / "fixtures" / "vllm" / "metrics-ngram-after.txt"
 FAMILIES = adapter("vllm").families
@@ -136,28 +136,3 @@ def test_a_page_with_unusable_values_is_not_planned() -> None:
     kept.parse(BASE.replace("} 2.0", "} NaN"))
     assert kept._plan is None
 
-
-
-def test_a_plan_drops_the_label_sets_and_a_broken_plan_gets_the_same_mappings_back() -> None:
-    """The plan reads without the label texts' sets (dropped: RSS, bench/exporter.py --soak); a page that then
-    breaks the plan is read in full with the very label mappings of before (the adapters' memories are keyed by
-    them: tests/exporter/test_adapter_memory.py) and as a fresh parser reads it. The plan made from that page
-    keeps the sets until it has read a page (pages that never repeat make them once, not every time)."""
-    kept = PageParser(FAMILIES, usable_only=True)
-    first = kept.parse(BASE)
-    assert kept._plan is not None and kept._cache
-
-    def dropped_sets() -> bool:
-        return all(s is _DROPPED for _, s in kept._cache.values())
-    assert dropped_sets()  # the first plan
-    other = BASE.replace('vllm:num_requests_running{engine="1",model_name="m"} 3.0\n', "")  # one series gone
-    twice = BASE.replace("} 2.0", "} 2.0\n" + BASE.splitlines()[2].replace("2.0", "5.0"), 1)  # a repeat
-    for page in (other, moved(BASE, 2.0), twice, other):  # each breaks the plan the page before made
-        dropped: dict[str, int] = {}
-        got = kept.parse(page, dropped)
-        fresh: dict[str, int] = {}
-        assert got == PageParser(FAMILIES, usable_only=True).parse(page, fresh) and dropped == fresh
-        assert got["vllm:num_requests_running"][0][0] is first["vllm:num_requests_running"][0][0]
-        assert not kept.read_by_plan and not dropped_sets()
-    kept.parse(moved(other, 3.0))
-    assert kept.read_by_plan and dropped_sets()
