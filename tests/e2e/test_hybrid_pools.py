@@ -5,8 +5,8 @@ predicts each pool from the plan alone and must give vLLM's own `num_gpu_blocks`
 (vllm:cache_config_info), and the exporter must serve the engine's pool as the allocated one.
 
 The in-process oracle (test_oracle_vllm_kv.py, tests/fixtures/oracle/vllm-0.32.0-kv-sizing.json) holds vLLM's
-sizing calls on the real configs; this holds a whole engine start on the same arithmetic. gpt-oss (MXFP4 experts)
-and Mamba-2 hybrids are not started: the CPU build runs neither. About 50 s (two starts sharing the wait). The Qwen3-Next shape runs bf16 with 128-wide linear heads (HYBRIDS).
+sizing calls on the real configs; this holds a whole engine start on the same arithmetic. Not started here: a
+gpt-oss shape (not tried) and Mamba-2 hybrids (no Mamba-2 config among the fixtures; the gate gives them no pool). About 50 s (two starts sharing the wait). The Qwen3-Next shape runs bf16 with 128-wide linear heads (HYBRIDS).
 """
 
 from __future__ import annotations
