@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from _fixture import write
+from _llama_server import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "oracle" / "llamacpp-11434-spec.json"
@@ -59,7 +57,6 @@ ROWS: tuple[tuple[str, str, str, str | None, str, int], ...] = (
     *(("dspark", "dspark__specforge__qwen3-8b-dspark.json", "qwen3", "dspark", "draft-dspark", k) for k in (3, 4, 6)),
     *(("dspark", "dspark__specforge__qwen3-8b-dspark.json", "qwen3", "dspark-b8", "draft-dspark", k) for k in (8, 10)),
 )
-START_TIMEOUT_S = 60
 SLOTS = re.compile(r"initializing, n_slots = (\d+), n_ctx_slot = (\d+), kv_unified = '(\w+)'")
 KV = re.compile(r"llama_kv_cache: size = +([\d.]+) MiB \( *(\d+) cells, +(\d+) layers, +(\d+)/(\d+) seqs\)")
 RS = re.compile(r"llama_memory_recurrent: size = +([\d.]+) MiB \( *(\d+) cells, +(\d+) layers, +(\d+) seqs +(\d+) rs_seq\)")
@@ -70,13 +67,6 @@ DRAFT = re.compile(r"generate_draft: .*#draft=(\d+)")
 CLAMP = re.compile(r"requested draft size \(n_max=(\d+), n_min=\d+\) exceeds the trained block size (\d+) -- "
                    r"clamping to (\d+)")
 ERROR = re.compile(r"^[\d.]+ E (.*)$")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _get(url: str, body: dict[str, Any] | None = None) -> Any:
@@ -93,40 +83,17 @@ def spec_flags(spec_type: str, draft: str | None, k: int) -> list[str]:
 
 def _start(server: Path, target: Path, draft: Path | None, spec_type: str, k: int, log: Path) -> dict[str, Any]:
     """Start llama-server on the pairing; its answer (see the module's docstring)."""
-    port = _free_port()
+    port = free_port()
     cmd = [str(server), "--model", str(target), *spec_flags(spec_type, str(draft) if draft else None, k),
            "--host", "127.0.0.1", "--port", str(port), "--ctx-size", str(CTX_SIZE), "--parallel", str(PARALLEL),
            "--threads", "2", "--fit", "off", "-v"]
-    up, speculates, timings = False, None, None
-    with log.open("w") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + START_TIMEOUT_S
-            while time.monotonic() < deadline and proc.poll() is None:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                        if r.status == 200:
-                            up = True
-                            break
-                except OSError:
-                    pass
-                time.sleep(0.2)
-            else:
-                if proc.poll() is None:
-                    raise SystemExit(f"llama-server neither came up nor exited in {START_TIMEOUT_S} s: {log}")
-            if up:
-                speculates = all(s["speculative"] for s in _get(f"http://127.0.0.1:{port}/slots"))
-                done = _get(f"http://127.0.0.1:{port}/completion",
-                            {"prompt": "hello world", "n_predict": N_PREDICT, "temperature": 0, "seed": 0})
-                timings = {key: done["timings"].get(key) for key in ("predicted_n", "draft_n")}
-        finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+    speculates, timings = None, None
+    with serving(cmd, port, log) as up:
+        if up:
+            speculates = all(s["speculative"] for s in _get(f"http://127.0.0.1:{port}/slots"))
+            done = _get(f"http://127.0.0.1:{port}/completion",
+                        {"prompt": "hello world", "n_predict": N_PREDICT, "temperature": 0, "seed": 0})
+            timings = {key: done["timings"].get(key) for key in ("predicted_n", "draft_n")}
     text = log.read_text(errors="replace")
     slots = SLOTS.search(text)
     drafts = [int(n) for n in DRAFT.findall(text)]

@@ -20,14 +20,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
+
+from _llama_server import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "oracle" / "llamacpp-11434-vocab.json"
@@ -45,14 +43,6 @@ ROWS: tuple[tuple[str, int, int | None, int | None, int | None], ...] = (
 # the server's own lines about the pairing (common/speculative.cpp, tools/server/server-context.cpp at b11434)
 SPEC_LINE = re.compile(r"(must match|must closely match|not compatible|failed to initialize speculative)")
 INCOMPATIBLE = "the target and draft vocabs are not compatible"
-START_TIMEOUT_S = 60
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _draft(src: Path, dst: Path, extra: int, bos: int | None, eos: int | None, rename: int | None) -> dict[str, Any]:
@@ -87,35 +77,12 @@ def _draft(src: Path, dst: Path, extra: int, bos: int | None, eos: int | None, r
 def _start(server: Path, target: Path, draft: Path, log: Path) -> dict[str, Any]:
     """Start llama-server on the pairing: up when /health answers 200 (else it exited); it speculates unless it
     logged the vocabularies incompatible (it then serves without the draft)."""
-    port = _free_port()
+    port = free_port()
     cmd = [str(server), "--model", str(target), "--spec-type", "draft-simple", "--spec-draft-model", str(draft),
            "--spec-draft-n-max", "3", "--host", "127.0.0.1", "--port", str(port), "--ctx-size", "512",
            "--parallel", "1", "--threads", "2"]
-    accepted = False
-    with log.open("w") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + START_TIMEOUT_S
-            while time.monotonic() < deadline and proc.poll() is None:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                        if r.status == 200:
-                            accepted = True
-                            break
-                except OSError:
-                    pass
-                time.sleep(0.2)
-            else:
-                if proc.poll() is None:
-                    raise SystemExit(f"llama-server neither came up nor exited in {START_TIMEOUT_S} s: {log}")
-        finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+    with serving(cmd, port, log) as accepted:
+        pass
     lines = [re.sub(r"^[\d.:\s]*[IWE]\s+", "", x).strip() for x in log.read_text(errors="replace").splitlines()]
     said = [x for x in lines if SPEC_LINE.search(x)]
     # llama-server does not exit on an incompatible draft: it logs the refusal and serves without speculation
