@@ -261,40 +261,22 @@ def main() -> None:
                                       "max_model_len": length, "max_in_flight_tokens": in_flight,
                                       "drafter": drafter}
                             rows.append({"inputs": inputs, "answer": one(inputs)})
-    for config in LINEAR_CONFIGS:
-        for backend in BACKENDS:
-            for start in START_BLOCKS:
-                for budget in BUDGETS:
-                    for length in LENGTHS:
-                        for mode in CACHE_MODES:
-                            inputs = {"config": config, "kind": "linear", "attention_backend": backend,
-                                      "start_block_size": start, "kv_cache_memory_bytes": budget,
-                                      "max_model_len": length, "mamba_cache_mode": mode, "drafter": "none"}
-                            rows.append({"inputs": inputs, "answer": one_linear(inputs)})
-    for config in LINEAR_CONFIGS:  # after every row above, so their indices (EXCEPTIONS.md) stay
-        for backend in BACKENDS:
-            for start in START_BLOCKS:
-                for budget in BUDGETS:
-                    for length in LENGTHS:
-                        for mode in CACHE_MODES:
-                            for k in MTP_TOKENS:
-                                inputs = {"config": config, "kind": "linear", "attention_backend": backend,
-                                          "start_block_size": start, "kv_cache_memory_bytes": budget,
-                                          "max_model_len": length, "mamba_cache_mode": mode, "drafter": "mtp",
-                                          "num_speculative_tokens": k}
-                                rows.append({"inputs": inputs, "answer": one_linear(inputs)})
-    for config in LINEAR_CONFIGS:  # after the MTP rows, so every index above stays
-        for backend in BACKENDS:
-            for start in START_BLOCKS:
-                for budget in BUDGETS:
-                    for length in LENGTHS:
-                        for mode in CACHE_MODES:
-                            for k in DRAFTERLESS_TOKENS:
-                                inputs = {"config": config, "kind": "linear", "attention_backend": backend,
-                                          "start_block_size": start, "kv_cache_memory_bytes": budget,
-                                          "max_model_len": length, "mamba_cache_mode": mode, "drafter": "ngram",
-                                          "num_speculative_tokens": k}
-                                rows.append({"inputs": inputs, "answer": one_linear(inputs)})
+    # Linear rows by drafter: none, then MTP, then ngram, each group after every row before it, so the indices
+    # EXCEPTIONS.md cites stay as each group was added.
+    for drafter, depths in (("none", (None,)), ("mtp", MTP_TOKENS), ("ngram", DRAFTERLESS_TOKENS)):
+        for config in LINEAR_CONFIGS:
+            for backend in BACKENDS:
+                for start in START_BLOCKS:
+                    for budget in BUDGETS:
+                        for length in LENGTHS:
+                            for mode in CACHE_MODES:
+                                for k in depths:
+                                    inputs = {"config": config, "kind": "linear", "attention_backend": backend,
+                                              "start_block_size": start, "kv_cache_memory_bytes": budget,
+                                              "max_model_len": length, "mamba_cache_mode": mode, "drafter": drafter}
+                                    if k is not None:
+                                        inputs["num_speculative_tokens"] = k
+                                    rows.append({"inputs": inputs, "answer": one_linear(inputs)})
     doc = {"engine": "vllm", "version": vllm.__version__,
            "call": "vllm.v1.core.kv_cache_utils: get_kv_cache_configs (get_kv_cache_groups, "
                    "get_kv_cache_config_from_groups), get_kv_cache_capacity; linear rows: "
