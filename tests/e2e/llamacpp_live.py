@@ -65,15 +65,21 @@ def ensure_llamacpp() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
+def llamacpp_source() -> Path:
+    """llama.cpp's source tree at the pinned build, fetched into its cache if needed (tools/llamacpp_cpu.sh --src)."""
+    out = subprocess.run(["bash", str(LLAMACPP_SCRIPT), "--src"], check=True, stdout=subprocess.PIPE, text=True,
+                         timeout=3600)
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
 def ensure_gguf(vllm_python: Path, hf_models: Path) -> Path:
     """The tiny target and draft as GGUF beside the HF models (<models>/gguf-b11434/{target,draft}.gguf)."""
-    src = subprocess.run(["bash", str(LLAMACPP_SCRIPT), "--src"], check=True, stdout=subprocess.PIPE, text=True,
-                         timeout=3600).stdout.strip().splitlines()[-1]
+    src = llamacpp_source()
     out = hf_models / f"gguf-b{LLAMACPP_BUILD}"
     for name in ("target", "draft"):
         path = out / f"{name}.gguf"
         if not path.exists():
-            subprocess.run([str(vllm_python), str(GGUF_SCRIPT), str(Path(src) / "gguf-py"), str(hf_models / name),
+            subprocess.run([str(vllm_python), str(GGUF_SCRIPT), str(src / "gguf-py"), str(hf_models / name),
                             str(path)], check=True, stdout=subprocess.DEVNULL, timeout=600)
     return out
 

@@ -7,18 +7,16 @@ replays against `vocabulary_rule` is llama-server's answer, not a stale copy. Ab
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from llamacpp_live import LLAMACPP_SCRIPT, ensure_llamacpp
+from llamacpp_live import ensure_llamacpp, llamacpp_source
 from oracle import rerecord
 
 
 def test_llama_server_takes_the_drafts_the_fixture_says(vllm_python: Path, tiny_models: Path,
                                                          tmp_path: Path) -> None:
     server = ensure_llamacpp()
-    src = subprocess.run(["bash", str(LLAMACPP_SCRIPT), "--src"], check=True, stdout=subprocess.PIPE, text=True,
-                         timeout=600).stdout.strip().splitlines()[-1]
+    src = llamacpp_source()
     out = tmp_path / "vocab.json"
     rerecord(vllm_python, "llamacpp_vocab.py", [server, src, tiny_models, out], out, "llamacpp-11434-vocab.json",
              "b11434", within=60, key=lambda row: row["inputs"]["case"])
