@@ -265,12 +265,14 @@ class SglangProfile(BaseProfile):
               drafter_config: Mapping[str, Any] | None = None) -> int | None:
         """k as SGLang spells it, read by the one SGLang k rule (`exporter.engines.sglang.depth.depth`:
         `num_draft_tokens − 1`, or `num_steps` for a top-k 1 chain); `num_speculative_tokens` when neither says.
-        A block `method` (DFlash, DSpark) without draft tokens drafts the drafter's block as SGLang resolves it
-        (`block_draft_tokens`, from `drafter_config`), never its steps; unknown without the config."""
+        A block `method` (DFlash, DSpark) drafts the draft tokens SGLang resolves for it (`block_resolution`, the
+        one resolution `resolve_speculative` uses too: the plan's, else the drafter's block), never its steps;
+        unknown without either. The steps are not handed to the resolution: they never change a block's draft
+        tokens, only make an unknown block an error, which `depth_schedule` reports (here k is just unknown)."""
         algorithm = LAUNCH_ALGORITHM.get(method) if method is not None else None
-        if algorithm is not None and algorithm in BLOCK_ALGORITHMS and num_draft_tokens is None:
-            found = block_draft_tokens(algorithm, drafter_config)
-            num_draft_tokens = None if found is None else found[0]
+        if algorithm is not None and algorithm in BLOCK_ALGORITHMS:
+            keys, _ = block_resolution({"method": method, "num_draft_tokens": num_draft_tokens}, drafter_config)
+            num_draft_tokens = keys["num_draft_tokens"]
         k = sglang_depth(num_draft_tokens, num_steps, eagle_topk, algorithm)
         return num_speculative_tokens if k is None else k
 

@@ -74,3 +74,25 @@ def test_the_reading_carries_the_warning_and_refuses_only_an_unknowable_k() -> N
         "method": "dflash", "num_speculative_tokens": 15})  # nothing said where nothing is overridden
     with pytest.raises(ValueError, match="drafter's config is not at hand"):
         depth_schedule("sglang", {"method": "dspark", "num_steps": 4})
+
+
+@pytest.mark.parametrize("method", ["dflash", "dspark", "eagle3"])
+@pytest.mark.parametrize("config", [None, {}, {"block_size": 16}, {"block_size": 16, "dflash_config": {"block_size": 10}},
+                                    {"block_size": 7, "dspark_block_size": 4}])
+@pytest.mark.parametrize(("tokens", "steps", "topk"), [(None, None, None), (None, 4, 1), (8, None, None), (8, 3, 2)])
+def test_the_depth_is_the_resolution_s(method: str, config: dict[str, Any] | None, tokens: int | None,
+                                       steps: int | None, topk: int | None) -> None:
+    """`SGLANG.depth` and `resolve_speculative` answer from one resolution (`block_resolution`): the k the depth
+    reads is the k of the keys SGLang resolves, wherever those say one (an unknowable block: unknown k)."""
+    given = {"method": method, "num_draft_tokens": tokens, "num_steps": steps, "eagle_topk": topk}
+    k = SGLANG.depth(num_speculative_tokens=None, num_draft_tokens=tokens, num_steps=steps, eagle_topk=topk,
+                     method=method, drafter_config=config)
+    try:
+        keys, _ = SGLANG.resolve_speculative(given, config)
+    except ValueError:
+        assert k is None  # the plan's steps, no block at hand: depth_schedule refuses it, the depth does not know
+        return
+    assert k == SGLANG.depth(num_speculative_tokens=None, num_draft_tokens=keys.get("num_draft_tokens"),
+                             num_steps=keys.get("num_steps"), eagle_topk=keys.get("eagle_topk"), method=method)
+    if method != "eagle3" and config is not None:
+        assert k is not None and k == keys["num_draft_tokens"] - 1  # SGLang drafts block - 1
