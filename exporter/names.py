@@ -394,6 +394,7 @@ FLEET_FACT_PREFIX = "pod:specgate_fleet_window_"
 FLEET_DRAFTS_RULE = FLEET_FACT_PREFIX + "drafts:increase"
 FLEET_ACCEPTED_RULE = FLEET_FACT_PREFIX + "accepted_tokens:increase"
 FLEET_RESTARTS_RULE = FLEET_FACT_PREFIX + "restarts:increase"
+FLEET_DRAFT_TOKENS_RULE = FLEET_FACT_PREFIX + "draft_tokens:increase"
 FLEET_ENGINE_UP_RULE = FLEET_FACT_PREFIX + "engine_up:min"
 """One group evaluated every window w (the mixin's `_config.fleetFacts`; every fact labelled slo_window_seconds,
 slo_target, slo_min_drafts), per pod with its ranks pooled; at the default w = 60 s:
@@ -401,6 +402,7 @@ slo_target, slo_min_drafts), per pod with its ranks pooled; at the default w = 6
     sum without (rank) (increase(specgate_spec_drafts_total[60s]))
     sum without (rank) (increase(specgate_spec_accepted_tokens_total[60s]))
     sum without (rank) (increase(specgate_engine_restarts_total[60s]))
+    sum without (rank) (increase(specgate_spec_draft_tokens_total[60s]))
     min_over_time(specgate_engine_up[60s])
 """
 FLEET_ELIGIBLE_RULE = FLEET_FACT_PREFIX + "eligible:bool"
@@ -413,11 +415,12 @@ FLEET_COMPOSITE_RULES: frozenset[str] = frozenset({
     FLEET_ELIGIBLE_RULE, FLEET_MET_RULE, FLEET_NON_FINITE_RULE, FLEET_ELIGIBLE_DRAFTS_RULE,
     FLEET_ELIGIBLE_ACCEPTED_RULE, FLEET_LENGTH_RULE,
 })
-"""Composites of the four facts above (a window eligible: drafts ≥ min_drafts, finite, no restart; met: eligible and
-L = 1 + accepted / drafts ≥ the target; …), generated in deploy/mixin/rules.libsonnet from those increases and held
-by promtool in deploy/prometheus/tests/fleet_facts_test.yaml rather than quoted here."""
+"""Composites of the drafts, accepted and restarts facts above (a window eligible: drafts ≥ min_drafts, finite, no
+restart; met: eligible and L = 1 + accepted / drafts ≥ the target; …), generated in deploy/mixin/rules.libsonnet from
+those increases and held by promtool in deploy/prometheus/tests/fleet_facts_test.yaml rather than quoted here."""
 FLEET_FACT_RULES: frozenset[str] = frozenset({
-    FLEET_DRAFTS_RULE, FLEET_ACCEPTED_RULE, FLEET_RESTARTS_RULE, FLEET_ENGINE_UP_RULE, *FLEET_COMPOSITE_RULES,
+    FLEET_DRAFTS_RULE, FLEET_ACCEPTED_RULE, FLEET_RESTARTS_RULE, FLEET_DRAFT_TOKENS_RULE, FLEET_ENGINE_UP_RULE,
+    *FLEET_COMPOSITE_RULES,
 })
 
 RECORDED: frozenset[str] = frozenset({

@@ -226,6 +226,7 @@
         ffRule('drafts:increase', ffD),
         ffRule('accepted_tokens:increase', ffA),
         ffRule('restarts:increase', ffR),
+        ffRule('draft_tokens:increase', ffInc('specgate_spec_draft_tokens_total')),
         ffRule('eligible:bool', ffEligible),
         ffRule('met:bool', '(%s) * (%s >= bool %s)' % [ffEligible, ffLength, num(ff.target)]),
         // non-finite drafts, or non-finite accepted tokens where drafts are enough; reset windows are not counted
