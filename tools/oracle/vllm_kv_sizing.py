@@ -47,6 +47,15 @@ the k speculative blocks for every speculative method (`MambaBase.get_kv_cache_s
 `vllm_config.num_speculative_tokens`; the models' `get_mamba_state_shape_from_config` the speculative config's k),
 so these are the MTP rows' sizing with no drafter layer. Suffix decoding sizes the same way (its k defaults to
 `suffix_decoding_max_tree_depth`); it needs arctic-inference, so only ngram is recorded.
+
+Sliding-window rows with k (`kind` "swa_k"; appended last): does k change vLLM's sliding-window sizing? The sliding
+configs x method (EAGLE-3: one full-attention drafter layer; MTP with 5 modules: 5; ngram: none) x k = 1, 3, 5 x
+block 16 / 128 x in-flight 2,048 / max_model_len (32,768), 8 GiB. vLLM reads k in one place there:
+`get_kv_cache_configs` tags every `SlidingWindowSpec` with `extra_retained_tokens = num_prefill_lookahead_tokens - 1`
+(`VllmConfig.num_prefill_lookahead_tokens`, called here on a record of the method, k and the drafter's
+`num_nextn_predict_layers`: k for multi-module MTP, 1 for the other EAGLE-family methods, 0 else). So only
+multi-module MTP at k > 1 changes a request's sliding blocks (`max_admission_blocks_per_request`), and only where
+window - 1 + in-flight tokens is below max_model_len; `num_gpu_blocks` never moves with k (k = 0: the rows above).
 """
 
 from __future__ import annotations
@@ -72,6 +81,8 @@ START_BLOCKS = [16, 1024]
 CACHE_MODES = ["align", "none"]
 MTP_TOKENS = [1, 2, 3]
 DRAFTERLESS_TOKENS = [3]
+SWA_K_METHODS = {"eagle3": 1, "mtp": 5, "ngram": 0}  # method -> drafter layers (MTP: num_nextn_predict_layers)
+SWA_K_TOKENS = [1, 3, 5]
 
 
 def layer_kinds(text: dict[str, Any]) -> list[str]:
@@ -86,7 +97,7 @@ def layer_kinds(text: dict[str, Any]) -> list[str]:
     raise ValueError("no sliding-window pattern in the config")
 
 
-def specs(text: dict[str, Any], block: int, drafter: str) -> dict[str, Any]:
+def specs(text: dict[str, Any], block: int, drafter: str, drafter_layers: int = 1) -> dict[str, Any]:
     import torch
     from vllm.v1.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
 
@@ -100,9 +111,9 @@ def specs(text: dict[str, Any], block: int, drafter: str) -> dict[str, Any]:
         else:
             out[f"model.layers.{i}.attn"] = FullAttentionSpec(block_size=block, num_kv_heads=heads, head_size=dim,
                                                               dtype=torch.bfloat16)
-    if drafter == "full_layer":
-        out["drafter.layers.0.attn"] = FullAttentionSpec(block_size=block, num_kv_heads=heads, head_size=dim,
-                                                         dtype=torch.bfloat16)
+    for i in range(drafter_layers if drafter == "full_layer" else 0):
+        out[f"drafter.layers.{i}.attn"] = FullAttentionSpec(block_size=block, num_kv_heads=heads, head_size=dim,
+                                                            dtype=torch.bfloat16)
     return out
 
 
@@ -126,15 +137,37 @@ def one(inputs: dict[str, Any]) -> dict[str, Any]:
     text = json.loads((ROOT / "tests" / "fixtures" / "configs" / inputs["config"]).read_text())
     text = text.get("text_config", text)
     cfg = vllm_config(inputs["block_size"], inputs["max_model_len"], inputs["max_in_flight_tokens"])
+    k = inputs.get("num_speculative_tokens", 0)
+    if k:
+        cfg.num_prefill_lookahead_tokens = prefill_lookahead(inputs["method"], k, inputs["drafter_layers"])
     try:
-        kv = get_kv_cache_configs(cfg, [specs(text, inputs["block_size"], inputs["drafter"])],
+        kv = get_kv_cache_configs(cfg, [specs(text, inputs["block_size"], inputs["drafter"],
+                                              inputs.get("drafter_layers", 1))],
                                   [inputs["kv_cache_memory_bytes"]])[0]
     except ValueError as e:
         return {"error": str(e).splitlines()[0]}
     tokens, concurrency = get_kv_cache_capacity(cfg, kv)
-    return {"num_gpu_blocks": kv.num_blocks,
+    retained = {s.kv_cache_spec.extra_retained_tokens for s in kv.kv_cache_groups
+                if type(s.kv_cache_spec).__name__ == "SlidingWindowSpec"}
+    extra = {"extra_retained_tokens": sorted(retained)} if k else {}
+    return {**extra, "num_gpu_blocks": kv.num_blocks,
             "groups": [[type(g.kv_cache_spec).__name__, len(g.layer_names)] for g in kv.kv_cache_groups],
             "kv_cache_size_tokens": tokens, "max_concurrency": round(concurrency, 6)}
+
+
+def prefill_lookahead(method: str, k: int, mtp_layers: int) -> int:
+    """vLLM's own `VllmConfig.num_prefill_lookahead_tokens` for a speculative config of this method and k (a drafter
+    of `mtp_layers` MTP modules), with `SpeculativeConfig`'s own `use_eagle` / `use_multi_module_mtp`."""
+    from vllm.config.speculative import SpeculativeConfig
+    from vllm.config.vllm import VllmConfig
+
+    spec = SimpleNamespace(method=method, num_speculative_tokens=k, draft_model_config=SimpleNamespace(
+        hf_config=SimpleNamespace(num_nextn_predict_layers=mtp_layers)))
+    spec.use_eagle = lambda: SpeculativeConfig.use_eagle(spec)
+    spec.use_multi_module_mtp = lambda: SpeculativeConfig.use_multi_module_mtp(spec)
+    out: int = VllmConfig.num_prefill_lookahead_tokens.fget(  # type: ignore[attr-defined]
+        SimpleNamespace(speculative_config=spec, num_speculative_tokens=k))
+    return out
 
 
 def _text(config: str) -> dict[str, Any]:
@@ -277,6 +310,16 @@ def main() -> None:
                                     if k is not None:
                                         inputs["num_speculative_tokens"] = k
                                     rows.append({"inputs": inputs, "answer": one_linear(inputs)})
+    for config in CONFIGS:
+        for method, layers in SWA_K_METHODS.items():
+            for k in SWA_K_TOKENS:
+                for block in BLOCKS:
+                    for in_flight in (2048, 32768):
+                        inputs = {"config": config, "kind": "swa_k", "kv_cache_memory_bytes": 8 << 30,
+                                  "block_size": block, "max_model_len": 32768, "max_in_flight_tokens": in_flight,
+                                  "drafter": "full_layer" if layers else "none", "drafter_layers": layers,
+                                  "method": method, "num_speculative_tokens": k}
+                        rows.append({"inputs": inputs, "answer": one(inputs)})
     doc = {"engine": "vllm", "version": vllm.__version__,
            "call": "vllm.v1.core.kv_cache_utils: get_kv_cache_configs (get_kv_cache_groups, "
                    "get_kv_cache_config_from_groups), get_kv_cache_capacity; linear rows: "

@@ -35,8 +35,16 @@ def specs(inputs: dict[str, Any]) -> list[LayerSpec]:
     out = layer_specs(kv_geometry(cfg, dtype="bf16"))
     assert out is not None
     if inputs["drafter"] == "full_layer":
-        out.append(next(x for x in out if x.kind == "full"))
+        out += [next(x for x in out if x.kind == "full")] * inputs.get("drafter_layers", 1)
     return out
+
+
+def extra_retained_tokens(inputs: dict[str, Any]) -> int:
+    """vLLM 0.32's one use of k in sliding-window sizing (`get_kv_cache_configs`): every sliding layer retains
+    `num_prefill_lookahead_tokens - 1` more tokens, which is k - 1 for multi-module MTP (`use_multi_module_mtp`: MTP
+    with min(modules, k) > 1) and 0 for every other method (EAGLE-family: 1 lookahead; ngram, draft model: 0)."""
+    k, layers = inputs.get("num_speculative_tokens", 0), inputs.get("drafter_layers", 1)
+    return k - 1 if inputs.get("method") == "mtp" and min(layers, k) > 1 else 0
 
 
 LINEAR = [i for i, r in enumerate(ROWS) if r["inputs"].get("kind") == "linear"]
@@ -90,10 +98,11 @@ def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:
     block, length, in_flight = inputs["block_size"], inputs["max_model_len"], inputs["max_in_flight_tokens"]
     groups = vllm_kv_groups(specs(inputs))
     blocks = vllm_num_blocks(inputs["kv_cache_memory_bytes"], groups, block)
-    if blocks - 1 < vllm_blocks_per_request(groups, block, length, in_flight):
+    extra = extra_retained_tokens(inputs)
+    if blocks - 1 < vllm_blocks_per_request(groups, block, length, in_flight, extra):
         return {"error": True}
     return {"num_gpu_blocks": blocks, "kv_cache_size_tokens": vllm_capacity_tokens(blocks, groups, block, length,
-                                                                                   in_flight)}
+                                                                                   in_flight, extra)}
 
 
 def engine_answer(answer: dict[str, Any]) -> dict[str, Any]:
@@ -101,6 +110,45 @@ def engine_answer(answer: dict[str, Any]) -> dict[str, Any]:
     if "error" in answer:
         return {**block, "error": True}
     return {**block, **{k: answer[k] for k in ("num_gpu_blocks", "kv_cache_size_tokens")}}
+
+
+SWA_K = [i for i, r in enumerate(ROWS) if r["inputs"].get("kind") == "swa_k"]
+
+
+def test_k_changes_vllms_sliding_window_sizing_only_for_multi_module_mtp() -> None:
+    """k = 1, 3, 5 (EAGLE-3, 5-module MTP, ngram) against the k = 0 rows: `num_gpu_blocks` never moves with k (the
+    drafter's layers move it, not k); vLLM retains k - 1 more tokens per sliding layer only for multi-module MTP, so
+    only there, and only at in-flight tokens below max_model_len, does its kv_cache_size_tokens fall (gpt-oss, block
+    16, in-flight 2,048: 170,918 at k = 1, 170,840 at k = 3 and 5). At in-flight = max_model_len (the pool the gate
+    judges) k changes nothing: the gate's SWA prediction needs no k."""
+    rows = [ROWS[i] for i in SWA_K]
+    assert {r["inputs"]["num_speculative_tokens"] for r in rows} == {1, 3, 5}
+    assert {r["inputs"]["method"] for r in rows} == {"eagle3", "mtp", "ngram"}
+    assert {r["inputs"]["config"] for r in rows} == {ROWS[i]["inputs"]["config"] for i in SWA if i not in SWA_K}
+    for r in rows:
+        i = r["inputs"]
+        if "error" not in r["answer"]:
+            assert r["answer"]["extra_retained_tokens"] == [extra_retained_tokens(i)]
+        base = {k: i[k] for k in ("config", "kv_cache_memory_bytes", "block_size", "max_model_len",
+                                  "max_in_flight_tokens", "drafter")}
+        same = [q for q in rows if q["inputs"]["method"] == i["method"]
+                and {k: q["inputs"][k] for k in base} == base]
+        assert len(same) == 3  # k = 1, 3, 5
+        assert len({q["answer"].get("num_gpu_blocks") for q in same}) == 1
+        tokens = {q["answer"].get("kv_cache_size_tokens") for q in same}
+        moves = i["method"] == "mtp" and i["max_in_flight_tokens"] < i["max_model_len"]
+        if not moves:
+            assert len(tokens) == 1, (i, tokens)
+    gpt = {(ROWS[i]["inputs"]["num_speculative_tokens"], ROWS[i]["answer"]["kv_cache_size_tokens"]) for i in SWA_K
+           if ROWS[i]["inputs"]["config"].endswith("gpt-oss-120b.json") and ROWS[i]["inputs"]["method"] == "mtp"
+           and ROWS[i]["inputs"]["block_size"] == 16 and ROWS[i]["inputs"]["max_in_flight_tokens"] == 2048}
+    assert gpt == {(1, 170918), (3, 170840), (5, 170840)}
+    nospec = {ROWS[i]["answer"].get("num_gpu_blocks") for i in SWA if i not in SWA_K
+              and ROWS[i]["inputs"]["config"].endswith("gpt-oss-120b.json") and ROWS[i]["inputs"]["drafter"] == "none"
+              and ROWS[i]["inputs"]["block_size"] == 16 and ROWS[i]["inputs"]["kv_cache_memory_bytes"] == 8 << 30}
+    assert nospec == {14563} == {ROWS[i]["answer"]["num_gpu_blocks"] for i in SWA_K if ROWS[i]["inputs"]["method"]
+                                 == "ngram" and ROWS[i]["inputs"]["config"].endswith("gpt-oss-120b.json")
+                                 and ROWS[i]["inputs"]["block_size"] == 16}
 
 
 def test_the_fixture_covers_every_hybrid_swa_family_and_both_arms() -> None:
@@ -177,7 +225,8 @@ def test_each_recorded_row_agrees_or_is_a_stated_exception(index: int) -> None:
 @pytest.mark.parametrize("index", [i for i in SWA if "error" not in ROWS[i]["answer"]
                                    and ROWS[i]["inputs"]["max_in_flight_tokens"] == ROWS[i]["inputs"]["max_model_len"]])
 def test_the_profile_predicts_vllms_pool_where_in_flight_covers_max_model_len(index: int) -> None:
-    """The judged pool (every layer holding every token) is vLLM's own capacity when in-flight = max_model_len."""
+    """The judged pool (every layer holding every token) is vLLM's own capacity when in-flight = max_model_len,
+    whatever k and the method (the `swa_k` rows: the plan's k goes in, and changes nothing here)."""
     inputs, answer = ROWS[index]["inputs"], ROWS[index]["answer"]
     cfg = json.loads((TESTS / "fixtures" / "configs" / inputs["config"]).read_text())
     geom = kv_geometry(cfg, dtype="bf16")
@@ -185,14 +234,16 @@ def test_the_profile_predicts_vllms_pool_where_in_flight_covers_max_model_len(in
     if inputs["drafter"] == "full_layer":
         from gate.model.geometry import KVGeometry, LayerKind
         full = next(x for x in geom.layers if x.kind == "full_attention")
-        drafter = KVGeometry(full.bytes_per_token, 1, geom.dtype, 1, (LayerKind(0, "full_attention",
-                                                                                 full.bytes_per_token),))
+        n = inputs.get("drafter_layers", 1)
+        drafter = KVGeometry(full.bytes_per_token * n, n, geom.dtype, 1,
+                             tuple(LayerKind(j, "full_attention", full.bytes_per_token) for j in range(n)))
     vllm = profile("vllm")
     assert isinstance(vllm, HybridPoolPredictor)
     pred = vllm.predict_hybrid_pool(kv_cache_memory_bytes=inputs["kv_cache_memory_bytes"], target=geom,
                                     drafter=drafter, draft_charge=None, has_drafter=drafter is not None,
                                     block_size=inputs["block_size"], configured_max_total_tokens=None,
-                                    context_cap_tokens=inputs["max_model_len"])
+                                    context_cap_tokens=inputs["max_model_len"],
+                                    depth=inputs.get("num_speculative_tokens"), config=cfg)
     assert (pred.blocks_with_drafter, pred.with_drafter) == (answer["num_gpu_blocks"], answer["kv_cache_size_tokens"])
 
 
