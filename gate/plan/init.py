@@ -26,7 +26,7 @@ from gate.inputs.configs import load_config
 from gate.model.config import ConfigError, drafter_family, mtp_layers, num_hidden_layers
 from gate.model.depth import BLOCK_METHODS, DRAFTERLESS_METHODS, EMBEDDED_METHODS, METHODS
 from gate.model.engines import PROFILES, profile
-from gate.model.engines.base import DepthScheduler, OwnKeysPoolPredictor
+from gate.model.engines.base import DepthScheduler, OwnKeysPoolPredictor, drafter_block_size
 from gate.model.geometry import kv_geometry
 from gate.model.identity import family_mismatch
 from gate.status import InputError
@@ -68,19 +68,12 @@ def _load(path: Path, role: str) -> dict[str, Any]:
         raise InitError(f"{role}: {e}") from None
 
 
-def _block_size(d: dict[str, Any]) -> int | None:
-    raw = d.get("dflash_config")
-    dc: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    bs = d.get("block_size", dc.get("block_size"))
-    return bs if isinstance(bs, int) and not isinstance(bs, bool) and bs > 0 else None
-
-
 def choose_depth(engine: str, method: str, target: dict[str, Any], drafter: dict[str, Any] | None,
                  depth: int | None) -> Depth:
     """k for the family (the co-design rules of gate.checks.codesign), in the engine's own keys
     (the engine profile's `block_depth_keys` / `chain_depth_keys`)."""
     prof = profile(engine)
-    bs = _block_size(drafter) if drafter is not None else None
+    bs = drafter_block_size(drafter) if drafter is not None else None  # dflash_config's block first, as SGLang
     why = "your choice (--num-speculative-tokens)" if depth is not None else ""
     if method in BLOCK_METHODS and bs is not None:
         keys = prof.block_depth_keys(method, bs, depth)

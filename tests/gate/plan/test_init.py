@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
+from gate.plan.init import choose_depth
 from gate.plan.model import load_plan
 from gate.verdict.evaluate import evaluate
 from tests.gate.helpers import CONFIGS
@@ -103,3 +104,12 @@ def test_init_refuses_to_overwrite(tmp_path: Path) -> None:
     code, err = _init(["--target", str(CONFIGS / "tiny-target.json"), "--engine", "vllm", "--method", "ngram",
                        "--out", str(out)])
     assert code == 3 and "exists" in err and out.read_text(encoding="utf-8") == "mine\n"
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "llamacpp"])
+def test_init_reads_the_block_as_the_engines_do(engine: str) -> None:
+    """dflash_config.block_size before the top-level block_size (`drafter_block_size`, SGLang's order): init read
+    the top-level key first, so a drafter giving both got another block from init than from the checks."""
+    both = choose_depth(engine, "dflash", {}, {"block_size": 16, "dflash_config": {"block_size": 10}}, None)
+    assert both == choose_depth(engine, "dflash", {}, {"block_size": 10}, None)
+    assert both != choose_depth(engine, "dflash", {}, {"block_size": 16}, None)

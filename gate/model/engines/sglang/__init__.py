@@ -23,6 +23,7 @@ from exporter.engines.sglang.depth import depth as sglang_depth
 from exporter.engines.sglang.schedule import SGLANG_DEFAULT_CANDIDATE_STEPS, sglang_adaptive_schedule
 from gate.model.engines.base import (
     BaseProfile,
+    BlockKeys,
     DepthKeys,
     DepthSchedule,
     Eagle3Taps,
@@ -30,7 +31,6 @@ from gate.model.engines.base import (
     Rule,
     ScheduleReading,
     WrittenSchedule,
-    drafter_block_size,
 )
 from gate.model.engines.sglang import schedule as writer
 from gate.model.engines.sglang.pools import (
@@ -125,10 +125,6 @@ DFLASH_DEFAULT_BLOCK = 16
 DSPARK_DEFAULT_GAMMA = 7
 
 
-def _positive_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
 def block_draft_tokens(algorithm: str, config: Mapping[str, Any] | None) -> tuple[int, str] | None:
     """The draft tokens SGLang 0.5.23 resolves for a block drafter launched without them, and where they come from;
     None where the drafter's config.json is not at hand (`config` None), so the block cannot be known.
@@ -142,12 +138,12 @@ def block_draft_tokens(algorithm: str, config: Mapping[str, Any] | None) -> tupl
     """
     if config is None:
         return None
-    block = drafter_block_size(config)
+    keys = BlockKeys.of(config)  # the one reading of the block keys, in SGLang's order
+    block, gamma = keys.block_size, keys.dspark_block_size
     if algorithm == "DFLASH":
         if block is None:
             return DFLASH_DEFAULT_BLOCK, f"SGLang's default {DFLASH_DEFAULT_BLOCK}: the drafter config gives no block_size"
         return block, f"the drafter config's block_size {block}"
-    gamma = _positive_int(config.get("dspark_block_size"))
     if gamma is not None:
         return gamma + 1, f"the drafter config's dspark_block_size {gamma} + 1"
     if block is not None:
