@@ -72,6 +72,11 @@ PLANTS: list[tuple[str, str, str, str]] = [
     ("status-dict", "gate/verdict/answer.py", "_R = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}\n", "status order"),
     ("read-text", "gate/checks/staging.py", "def _p(p):\n    return p.read_text()\n", "file reads"),
     ("engine-identifier", "gate/checks/staging.py", "def sglang_rate():\n    pass\n", ENGINE_NAMES),
+    # the block rule: init once read the top-level block_size before dflash_config's (the order SGLang reads)
+    ("block-keys-again", "gate/plan/init.py",
+     "def _p(d):\n    return d.get('block_size', d.get('dflash_config', {}).get('block_size'))\n", "block keys"),
+    ("block-round-again", "gate/checks/codesign.py",
+     "def _p(family, block_size):\n    return block_size if family == 'dspark' else block_size - 1\n", "block round"),
 ]
 CONTRACTS = sorted({guard for *_, guard in PLANTS if guard not in one_address.RULES and guard != ENGINE_NAMES})
 

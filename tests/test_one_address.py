@@ -9,6 +9,8 @@
 | the order of statuses: three or more `Status` members in any container, a tuple included | `gate/status.py` |
 | reading a file (`read_bytes`, `read_text`, `open(` for reading, `io.FileIO`, `os.open`, `os.fdopen`) | `gate/inputs/`, the exporter's capture readers |
 | a status set by a source (`Status` named anywhere in `gate/evidence/`: sources return facts) | never in `gate/evidence/` |
+| a drafter config's block keys read (`.get("block_size")`, `["dspark_block_size"]`): their order, `dflash_config`'s first | `gate/model/engines/base.py` (`drafter_block_size`, `BlockKeys`) |
+| a block's round `block ± 1` (DFlash drafts block − 1, SGLang's DSpark block + 1) | the engine packages (llama.cpp's `block_round`) |
 
 The engine-name rule is tests/test_engines_as_folders.py's; the import rules are the contracts in .importlinter
 (tests/test_layering.py). The lists come from the code: the methods from `gate.model.depth.METHODS`, the statuses
@@ -185,6 +187,40 @@ def verdict_rule(tree: ast.AST) -> Iterator[int]:
             yield getattr(n, "lineno", 0)
 
 
+# The keys a block drafter's config.json gives its block in; the exporter's `block_size` is another one, vLLM's KV
+# page (a `cache_config_info` label), so the rule is checked in the gate only.
+BLOCK_KEYS = frozenset({"block_size", "dspark_block_size"})
+BLOCK_NAMES = ("block_size", "dspark_block_size", "block", "bs")
+
+
+def _block_key(n: ast.expr | None) -> bool:
+    return isinstance(n, ast.Constant) and n.value in BLOCK_KEYS
+
+
+def block_keys_rule(tree: ast.AST) -> Iterator[int]:
+    """A block key read from a mapping (`d.get("block_size", …)`, `d.pop(…)`, `d["dspark_block_size"]`,
+    `"block_size" in d`): `drafter_block_size`'s order (dflash_config.block_size before the top-level block_size,
+    as SGLang reads it) written again, where it can drift (init once read the top-level key first)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("get", "pop") \
+                and n.args and _block_key(n.args[0]):
+            yield n.lineno
+        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and _block_key(n.slice):
+            yield n.lineno
+        elif isinstance(n, ast.Compare) and _block_key(n.left) and isinstance(n.ops[0], (ast.In, ast.NotIn)):
+            yield n.lineno
+
+
+def block_round_rule(tree: ast.AST) -> Iterator[int]:
+    """A block's round derived again: `block_size - 1` (DFlash's drafts), `block + 1` (SGLang's DSpark draft
+    tokens), `bs - 1`; each engine's block arithmetic is its profile's (llama.cpp's `block_round`)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub)) and any(
+                any(_named(a, name) for name in BLOCK_NAMES) and _const_one(b)
+                for a, b in ((n.left, n.right), (n.right, n.left))):
+            yield n.lineno
+
+
 # rule -> (scan, where it may live, where it is checked: None for everywhere else)
 Rule = tuple[Callable[[ast.AST], Iterator[int]], tuple[str, ...], tuple[str, ...] | None]
 RULES: dict[str, Rule] = {
@@ -204,6 +240,8 @@ RULES: dict[str, Rule] = {
     "file reads": (file_read_rule, ("gate/inputs/", "exporter/scrape.py", "exporter/replay.py",
                                     "gate/plan/reference.py"), None),
     "sources never judge": (verdict_rule, (), ("gate/evidence/",)),
+    "block keys": (block_keys_rule, ("gate/model/engines/base.py",), ("gate/",)),
+    "block round": (block_round_rule, ENGINE_PACKAGES, None),
 }
 
 
@@ -243,6 +281,12 @@ def test_rule_lives_at_one_address(rule: str) -> None:
     ("status order", "R = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}\n"),
     ("status order", "R = (Status.FAIL, Status.INCONCLUSIVE, Status.WARN, Status.PASS)\n"),
     ("sources never judge", "def f():\n    return Status.FAIL\n"),
+    ("block keys", "bs = d.get('block_size', d.get('dflash_config', {}).get('block_size'))\n"),
+    ("block keys", "g = cfg['dspark_block_size']\n"),
+    ("block keys", "if 'block_size' in d:\n    pass\n"),
+    ("block round", "k = block_size - 1\n"),
+    ("block round", "n = 1 + keys.block\n"),
+    ("block round", "k = bs - 1 if family == 'dflash' else bs\n"),
 ])
 def test_each_rule_sees_a_copy(rule: str, code: str) -> None:
     assert list(RULES[rule][0](ast.parse(code)))
@@ -260,6 +304,8 @@ def test_each_rule_sees_a_copy(rule: str, code: str) -> None:
     ("status order", "P = frozenset({Status.PASS, Status.NA, Status.WARN})\n"),
     ("depth k", "if len(a.accepted_per_position) == len(b.accepted_per_position):\n    pass\n"),
     ("file reads", "read_text(p, 'plan', 1 << 20)\nos.open(p, os.O_WRONLY | os.O_CREAT)\n"),
+    ("block keys", "bs = drafter_block_size(d)\nrow = {'block_size': bs}\nd['block_size'] = 4\n"),
+    ("block round", "pages = (tokens + block_size - 1) // block_size\nk = block_size\n"),
 ])
 def test_each_rule_lets_the_rest_be(rule: str, code: str) -> None:
     assert not list(RULES[rule][0](ast.parse(code)))
