@@ -14,9 +14,12 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import pytest
 
 from tests.observability.sources import REPO, RULES, accelerate
 
@@ -105,6 +108,36 @@ class PrometheusAPI:
                 return r.status == 200
         except OSError:
             return False
+
+
+def named_alerts(prom: PrometheusAPI, alertname: str) -> list[dict]:
+    """Prometheus' /api/v1/alerts for one alert name (pending and firing)."""
+    return [a for a in prom.get("/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == alertname]
+
+
+def wait_for_alerts(prom: PrometheusAPI, alertname: str, until: Callable[[list[dict]], bool], *, timeout_s: float,
+                    processes: Sequence[Process] = (), started: float | None = None, what: str = "",
+                    fail: bool = True, poll_s: float = 0.5) -> list[dict]:
+    """`alertname`'s alerts once `until(alerts)` holds, polled every `poll_s` s for at most `timeout_s` s after
+    `started` (default: now). Why bounded and in one place: a rule that never fires must fail its test with what
+    Prometheus showed and the processes' logs, never hang it. A process that exits fails at once; past the
+    deadline it fails (`fail`) or answers the last alerts seen (a grace wait: the test then judges them)."""
+    start_at = time.time() if started is None else started
+    seen: list[dict] | str = "not ready"
+    while True:
+        for p in processes:
+            if p.proc.poll() is not None:
+                pytest.fail(f"{p.name} exited early\n" + "\n".join(q.tail() for q in processes))
+        if prom.ready():
+            seen = alerts = named_alerts(prom, alertname)
+            if until(alerts):
+                return alerts
+        if time.time() - start_at > timeout_s:
+            if not fail and isinstance(seen, list):
+                return seen
+            pytest.fail(f"{alertname} did not fire{' ' + what if what else ''} within {timeout_s:.0f}s; Prometheus' "
+                        f"alerts: {seen}\n" + "\n".join(p.tail() for p in processes))
+        time.sleep(poll_s)
 
 
 class WebhookReceiver:

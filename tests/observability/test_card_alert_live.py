@@ -34,7 +34,9 @@ from tests.observability.live_stack import (
     Process,
     PrometheusAPI,
     free_port,
+    named_alerts,
     start,
+    wait_for_alerts,
 )
 from tests.observability.sources import rule_groups
 
@@ -58,10 +60,6 @@ class Run:
     started: float
     firing_at: float
     alerts: list[dict]  # /api/v1/alerts for ALERT once `below` fired on every position and L
-
-
-def _card_alerts(prom: PrometheusAPI) -> list[dict]:
-    return [a for a in prom.get("/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == ALERT]
 
 
 def _firing_below(alerts: list[dict]) -> set[str]:
@@ -126,19 +124,9 @@ def run(prometheus_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
             ], workdir))
         prom = PrometheusAPI(f"http://127.0.0.1:{prom_port}")
         started = time.time()
-        seen: object = "not ready"
-        while True:
-            for p in processes:
-                if p.proc.poll() is not None:
-                    pytest.fail(f"{p.name} exited early\n{logs()}")
-            if prom.ready():
-                seen = alerts = _card_alerts(prom)
-                if _firing_below(alerts) == {"0", "1", "2", "L"}:
-                    break
-            if time.time() - started > FIRING_DEADLINE_S:
-                pytest.fail(f"{ALERT} did not fire for job below on positions 0, 1, 2 and L within "
-                            f"{FIRING_DEADLINE_S:.0f}s; Prometheus' alerts: {seen}\n{logs()}")
-            time.sleep(0.5)
+        wait_for_alerts(prom, ALERT, lambda alerts: _firing_below(alerts) == {"0", "1", "2", "L"},
+                        timeout_s=FIRING_DEADLINE_S, processes=processes, started=started,
+                        what="for job below on positions 0, 1, 2 and L")
         firing_at = time.time()
         # `above` must have had as long as `below` took, from its first live series to firing, and two evaluations
         # more, before its silence means anything (the two exporters do not start at the same instant).
@@ -153,7 +141,7 @@ def run(prometheus_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
                 pytest.fail(f"job above had no live L series for {needed:.1f}s (first at {above_first}): "
                             f"{prom.query('up')}\n{logs()}")
             time.sleep(0.5)
-        yield Run(prom, started, firing_at, _card_alerts(prom))
+        yield Run(prom, started, firing_at, named_alerts(prom, ALERT))
     finally:
         for p in reversed(processes):
             p.stop()

@@ -31,7 +31,7 @@ import pytest
 
 from exporter import names
 from exporter.exposition import ExpositionWriter, FamilyRows
-from tests.observability.live_stack import Process, PrometheusAPI, free_port, start
+from tests.observability.live_stack import Process, PrometheusAPI, free_port, start, wait_for_alerts
 from tests.observability.sources import rule_groups
 
 WINDOW_S = 5
@@ -43,6 +43,7 @@ RUNNING = 8
 # Idle and no-speculation pages would fire after WINDOW_S + FOR_S (their drafts are flat, or absent, from the
 # start); the off stream fires DRAFTING_S later. So once it fires, the quiet ones had longer to fire and did not.
 FIRING_DEADLINE_S = 60.0
+ALERT = "SpecgateSpeculationOff"
 
 
 def _drafts(elapsed: float, stop: float | None) -> float:
@@ -126,8 +127,8 @@ class Run:
     alerts: list[dict]  # /api/v1/alerts when the off stream fired
 
 
-def _off_alerts(prom: PrometheusAPI) -> list[dict]:
-    return [a for a in prom.get("/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == "SpecgateSpeculationOff"]
+def _firing(alerts: list[dict], job: str) -> bool:
+    return any(a["state"] == "firing" and a["labels"]["job"] == job for a in alerts)
 
 
 @pytest.fixture(scope="module")
@@ -147,24 +148,12 @@ def run(prometheus_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         ], workdir)
         prom = PrometheusAPI(f"http://127.0.0.1:{port}")
         started = time.time()
-        while True:
-            if proc.proc.poll() is not None:
-                pytest.fail("prometheus exited\n" + proc.tail())
-            if prom.ready():
-                alerts = _off_alerts(prom)
-                if any(a["state"] == "firing" and a["labels"]["job"] == "off" for a in alerts):
-                    break
-            if time.time() - started > FIRING_DEADLINE_S:
-                pytest.fail(f"SpecgateSpeculationOff did not fire within {FIRING_DEADLINE_S:.0f}s: "
-                            f"{_off_alerts(prom) if prom.ready() else 'not ready'}\n{proc.tail()}")
-            time.sleep(0.5)
+        wait_for_alerts(prom, ALERT, lambda alerts: _firing(alerts, "off"), timeout_s=FIRING_DEADLINE_S,
+                        processes=[proc], started=started, what="for job off")
         firing_at = time.time()
         # the scheduled stream stopped at the same moment: give it the evaluation or two it may lag by
-        deadline = firing_at + 5
-        while not any(a["state"] == "firing" and a["labels"]["job"] == "scheduled" for a in alerts) \
-                and time.time() < deadline:
-            time.sleep(0.5)
-            alerts = _off_alerts(prom)
+        alerts = wait_for_alerts(prom, ALERT, lambda alerts: _firing(alerts, "scheduled"), timeout_s=5,
+                                 processes=[proc], started=firing_at, fail=False)
         yield Run(prom, started, firing_at, alerts)
     finally:
         if proc is not None:
