@@ -6,6 +6,9 @@ runs a hybrid, its own allocation is the oracle for the gate's predicted hybrid 
   functiongemma families, trimmed.
 - `linear/target`: Qwen3-Next (`Qwen3NextForCausalLM`), 4 layers (3 Gated DeltaNet : 1 full attention, its
   `full_attention_interval`), 4 experts — the shape of the Qwen3-Next / Qwen3.5 families, trimmed.
+- `gptoss/target`: gpt-oss (`GptOssForCausalLM`), 4 layers alternating sliding (window 64) / full attention as
+  gpt-oss's `layer_types`, attention sinks, 4 experts (2 per token), unquantized (no mxfp4) — the shape of
+  tests/fixtures/configs' gpt-oss-120b (window 128, 36 layers, 128 experts), trimmed.
 
 Random weights (seed 0) and the shared tiny tokenizer of tools/build_tiny_models.py; the output is never read for
 quality, only the engine's KV allocation. Needs torch and transformers (>= 5: Qwen3-Next), so it runs with the vLLM
@@ -25,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_tiny_models import build_tokenizer  # noqa: E402
 
 COMPLETE = ".complete-hybrids"
-NAMES = ("swa", "linear")
+NAMES = ("swa", "linear", "gptoss")
 
 
 def _common(tok) -> dict:  # noqa: ANN001 - a transformers tokenizer (imported lazily: heavy)
@@ -36,7 +39,14 @@ def _common(tok) -> dict:  # noqa: ANN001 - a transformers tokenizer (imported l
 
 def build(outdir: Path) -> None:
     import torch
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, Qwen3NextConfig, Qwen3NextForCausalLM
+    from transformers import (
+        Gemma3ForCausalLM,
+        Gemma3TextConfig,
+        GptOssConfig,
+        GptOssForCausalLM,
+        Qwen3NextConfig,
+        Qwen3NextForCausalLM,
+    )
 
     tok = build_tokenizer()
     models = {
@@ -47,6 +57,10 @@ def build(outdir: Path) -> None:
             linear_value_head_dim=128, linear_conv_kernel_dim=4,
             num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=32,
             decoder_sparse_step=1)),
+        "gptoss": GptOssForCausalLM(GptOssConfig(
+            **_common(tok), num_hidden_layers=4, sliding_window=64,
+            layer_types=["sliding_attention", "full_attention"] * 2, num_local_experts=4,
+            num_experts_per_tok=2)),  # gpt-oss's own yarn rope (vLLM's GptOss attention reads its fields)
     }
     for name, model in models.items():
         torch.manual_seed(0)
@@ -58,7 +72,7 @@ def build(outdir: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("outdir", type=Path, help="writes OUTDIR/swa/target and OUTDIR/linear/target")
+    parser.add_argument("outdir", type=Path, help="writes OUTDIR/{swa,linear,gptoss}/target")
     parser.add_argument("--force", action="store_true", help="rebuild even when OUTDIR is complete")
     args = parser.parse_args(argv)
     outdir: Path = args.outdir

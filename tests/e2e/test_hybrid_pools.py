@@ -1,12 +1,20 @@
 """Hybrid pools predicted as vLLM allocates them, on real engines (issue 35.3): tiny random hybrids in the shapes of
 the config families (tools/build_tiny_hybrids.py: Gemma-3's 5 sliding : 1 full, window 64; Qwen3-Next's 3 Gated
-DeltaNet : 1 full) are started on vLLM 0.32's CPU build with one KV budget each, both at once; `specgate budget`
-predicts each pool from the plan alone and must give vLLM's own `num_gpu_blocks` and `kv_cache_size_tokens`
-(vllm:cache_config_info), and the exporter must serve the engine's pool as the allocated one.
+DeltaNet : 1 full; gpt-oss's alternating sliding 64 / full with attention sinks and 4 experts, unquantized) are
+started on vLLM 0.32's CPU build with one KV budget each, all at once; `specgate budget` predicts each pool from the
+plan alone and must give vLLM's own `num_gpu_blocks` and `kv_cache_size_tokens` (vllm:cache_config_info), and the
+exporter must serve the engine's pool as the allocated one.
+
+vLLM's CPU build runs the gpt-oss shape: the CPU attention kernel takes the sinks (`s_aux`), the experts run on its
+"CPU Unquantized MoE backend"; at 8 MiB, fp32 and block 128 it allocates 128 blocks, 7,710 tokens (2 groups of 2
+layers at 256 B/token/layer; 8 + 9 blocks per 1,024-token request). The build keeps gpt-oss's own yarn rope: vLLM's
+GptOss attention reads `rope_parameters["factor"]` and fails with KeyError: 'factor' on a default rope.
 
 The in-process oracle (test_oracle_vllm_kv.py, tests/fixtures/oracle/vllm-0.32.0-kv-sizing.json) holds vLLM's
-sizing calls on the real configs; this holds a whole engine start on the same arithmetic. Not started here: a
-gpt-oss shape (not tried) and Mamba-2 hybrids (no Mamba-2 config among the fixtures; the gate gives them no pool). About 50 s (two starts sharing the wait). The Qwen3-Next shape runs bf16 with 128-wide linear heads (HYBRIDS).
+sizing calls on the real configs; this holds a whole engine start on the same arithmetic. Not started here: Mamba-2
+hybrids (the gate gives them no pool). The three starts share the wait: 150 s for the module, build included,
+with other sessions on the 2 CPUs (each start about 95 s). The Qwen3-Next shape runs bf16 with
+128-wide linear heads (HYBRIDS).
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ BLOCK_SIZE = 128  # vLLM's CPU default; for the linear hybrid also the block aft
 # name -> the engine's --dtype (and the plan's kv_dtype). vLLM's CPU Gated DeltaNet kernel runs bf16 only ("CPU GDN
 # attention requires BF16.") and head dim 128 only ("Unexpected head dim size, 32"): the build's linear hybrid has
 # both; its state is fp32 whatever the model's dtype (vLLM resets the CPU SSM cache dtype).
-HYBRIDS = {"swa": "float32", "linear": "bfloat16"}
+HYBRIDS = {"swa": "float32", "linear": "bfloat16", "gptoss": "float32"}
 
 
 @pytest.fixture(scope="module")
