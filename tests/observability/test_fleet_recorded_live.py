@@ -74,6 +74,21 @@ def _agree(rec: FleetVerdict, raw: FleetVerdict, exact: bool) -> None:
             assert abs(a[pod][1] - b[pod][1]) <= 1 and abs(a[pod][2] - b[pod][2]) <= 1, (pod, a[pod], b[pod])
 
 
+def _totals_agree(rec: FleetVerdict, raw: FleetVerdict, exact: bool) -> None:
+    """The lookback's totals (the recorded path sums the recorded windows, the raw path reads the counters over the
+    lookback): every pod with drafts has a on both paths, equal within 1e-9 (`exact`: the windows tile the lookback)
+    or within 2 % (Prometheus' per-window extrapolation); the restarts are the raw counter's on both."""
+    a = {r.pod: r.facts.to_json() for r in rec.rows}  # the table's columns
+    b = {r.pod: r.facts.to_json() for r in raw.rows}
+    rated = [p for p in b if b[p]["acceptance_rate"] is not None]
+    assert len(rated) >= 10
+    for pod in rated:
+        x, y = a[pod]["acceptance_rate"], b[pod]["acceptance_rate"]
+        assert x is not None and abs(x - y) <= (1e-9 if exact else 0.02) * y, (pod, x, y)
+        assert a[pod]["restarts"] == b[pod]["restarts"], pod
+    assert sum(1 for p in rated if b[p]["restarts"]) == 1  # the restarted pod: not vacuous
+
+
 def test_recorded_and_raw_paths_agree(backend: tuple[str, fleet_stack.Server, fleet_stack.FleetSpec]) -> None:
     name, server, spec = backend
     raw = _verdict(server, spec, "raw")
@@ -88,6 +103,7 @@ def test_recorded_and_raw_paths_agree(backend: tuple[str, fleet_stack.Server, fl
     restarted = next(i for i in range(spec.pods) if spec.restart_step(i) is not None)
     assert _by_pod(raw)[f"llm/{spec.pod(restarted)}"][1] == 59
     assert sum(1 for r in rec.rows if r.status.value == "pass") >= 9
+    _totals_agree(rec, raw, exact=name == "victoriametrics")
     assert rec.to_json()["path"] == "recorded"
     if name == "prometheus":  # the rules API lists the group: its interval was checked
         assert "evaluated every 60s" in (rec.facts.path_reason or "")

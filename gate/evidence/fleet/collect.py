@@ -493,15 +493,18 @@ def _evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name:
 
 def _run_recorded(client: Client, q: FleetQueries, ask: FleetAsk, grid: Grid,
                   first: int) -> tuple[dict[str, Answer], str]:
-    """The recorded facts' instant queries and the raw instants (lookback L and a, restarts, engine_up, targets) at
-    once, over the windows that are not stale; Fallback (gate.evidence.fleet.recorded) when the facts are not this
-    plan's. Returns every answer by key and what was checked of the rule group."""
+    """The recorded facts' instant queries and the raw engine_up and targets at once, over the windows that are not
+    stale; the lookback's drafts, accepted and draft tokens (L and a for plausibility) are sums of the recorded
+    windows, answered under the raw instants' keys (the restarts stay raw: recorded.TOTALS says why). Fallback (gate.evidence.fleet.recorded) when the facts are not this plan's.
+    Returns every answer by key and what was checked of the rule group."""
     facts = recorded.fact_matchers(q.window_seconds, ask.slo.target_acceptance_length, ask.min_drafts)
     fresh = grid.steps - first
     if fresh <= 0:
         raise Fallback("every window of the lookback ended before now - lookback")
     note = recorded.check_rules(client, q.window_seconds, facts)
-    asked = [*recorded.queries(q, facts, fresh * q.window_seconds), *q.instants()]
+    raw_totals = {raw for raw, _ in recorded.TOTALS.values()}
+    asked = [*recorded.queries(q, facts, fresh * q.window_seconds),
+             *(x for x in q.instants() if x.key not in raw_totals)]
     end = grid.start + (grid.steps - 1) * grid.step
     with ThreadPoolExecutor(max_workers=len(asked)) as pool:
         futures = [(x.key, pool.submit(_ask, client, x, grid.start, end, grid.step, reader(q, grid))) for x in asked]
@@ -510,9 +513,11 @@ def _run_recorded(client: Client, q: FleetQueries, ask: FleetAsk, grid: Grid,
         recorded.coverage(res["rec_windows"].instant, max(res["rec_series_per_row"].instant.values(), default=0.0),
                           fresh)
     except Fallback as e:
-        e.answers = res  # the raw path reuses the instant answers it shares
+        e.answers = res  # the raw path reuses the instant answers it shares (not the totals: those are facts)
         raise
-    return res, note
+    for key, (raw, _) in recorded.TOTALS.items():
+        res[raw] = res.pop(key)
+    return res, f"{note}; the lookback's drafts, accepted and draft tokens: sums of the recorded windows"
 
 
 def _recorded_acc(key: RowKey, res: dict[str, Answer]) -> _Acc:

@@ -42,6 +42,12 @@ NON_FINITE = names.FLEET_NON_FINITE_RULE
 ELIGIBLE_DRAFTS = names.FLEET_ELIGIBLE_DRAFTS_RULE
 ELIGIBLE_ACCEPTED = names.FLEET_ELIGIBLE_ACCEPTED_RULE
 LENGTH = names.FLEET_LENGTH_RULE
+# The lookback's drafts, accepted and draft tokens on this path: sums of the row's recorded windows, answered under
+# the raw instants' keys. Not the restarts: on Prometheus a counter's step between two windows' samples is in no
+# window and a window's increase is extrapolated (one restart reads 0 or 2), and the row reports the count as a fact.
+TOTALS = {"rec_drafts_lookback": ("drafts_lookback", DRAFTS),
+          "rec_accepted_lookback": ("accepted_lookback", names.FLEET_ACCEPTED_RULE),
+          "rec_draft_tokens": ("draft_tokens", names.FLEET_DRAFT_TOKENS_RULE)}
 RULES_PATH = "/api/v1/rules"
 
 
@@ -110,7 +116,10 @@ def check_rules(client: object, window_seconds: int, facts: str) -> str:
 
 
 def queries(q: FleetQueries, facts: str, range_seconds: int) -> list[Query]:
-    """One instant query per fact over the last `range_seconds`: one value per row (or one number)."""
+    """One instant query per fact over the last `range_seconds`: one value per row (or one number); the lookback's
+    drafts, accepted and draft tokens too (`TOTALS`: sums of the recorded windows, one sample a window, where the raw
+    counters over the lookback read every scrape: half the samples at a 30 s scrape and 60 s window). Only L and a
+    over the lookback (the plausibility check) are read from them: a ratio, which the windows' extrapolation keeps."""
     ms = matchers(q.selector)
     if ms is None or any(name == "rank" for name, _, _ in ms):
         raise Fallback("the selector names rank (or does not parse): the recorded facts pool a pod's ranks")
@@ -133,6 +142,7 @@ def queries(q: FleetQueries, facts: str, range_seconds: int) -> list[Query]:
         over("rec_accepted", "sum", "sum_over_time", ELIGIBLE_ACCEPTED),
         over("rec_min_length", "min", "min_over_time", LENGTH),
         over("rec_max_length", "max", "max_over_time", LENGTH),
+        *(over(key, "sum", "sum_over_time", rule) for key, (_, rule) in TOTALS.items()),
     ]
 
 

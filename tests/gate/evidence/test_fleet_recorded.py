@@ -103,6 +103,50 @@ def test_a_fallback_asks_the_shared_instant_queries_once() -> None:
     ask = FleetAsk(slo=slo, window_seconds=60, lookback_seconds=600, min_drafts=1, end=1_760_000_040, path="auto")
     got = evaluate(Empty(), PrometheusSource(), ask, "Prometheus test")
     assert got.path == "raw" and "no recorded facts carry" in (got.path_reason or "")
-    assert sum("pod:specgate_fleet_window_" in a for a in asked) == 9
+    assert sum("pod:specgate_fleet_window_" in a for a in asked) == 12  # nine facts, three lookback totals
     raw = [a for a in asked if "pod:specgate_fleet_window_" not in a]
-    assert len(raw) == len(set(raw)) == 10  # six instants once, the pre-flight, three ranges
+    # six instants once (restarts, engine_up and targets reused; the raw totals asked by the raw path itself, never
+    # taken from the facts that were refused), the pre-flight, three ranges
+    assert len(raw) == len(set(raw)) == 10
+
+
+def test_the_recorded_path_takes_the_lookback_totals_from_the_facts() -> None:
+    """Facts covering the lookback: L and a over the lookback are the sums of the recorded windows, and no raw drafts,
+    accepted or draft-tokens counter is read over the lookback (restarts, engine_up and the targets are raw)."""
+    from gate.evidence.fleet.collect import FleetAsk, evaluate
+    from gate.plan.model import SLO, PrometheusSource
+
+    row = {"namespace": "llm", "pod": "p", "model": "m"}
+    by_fact = {"eligible:bool": 10, "met:bool": 10, "non_finite:bool": 0, "eligible_drafts:increase": 1000,
+               "eligible_accepted_tokens:increase": 1500, "acceptance_length:quotient": 2.5,
+               "drafts:increase": 1000, "accepted_tokens:increase": 1500,
+               "draft_tokens:increase": 3000}
+    asked: list[str] = []
+
+    class Facts:
+        def query(self, path: str, params: dict[str, Any]) -> list[Any]:
+            promql = params["query"]
+            asked.append(promql)
+            if "count_over_time" in promql:
+                return [{"metric": row, "value": [0, "10"]}]
+            if "last_over_time" in promql:
+                return [{"metric": {}, "value": [0, "1"]}]
+            if "increase(specgate_engine_restarts_total" in promql:
+                return [{"metric": row, "value": [0, "1"]}]
+            for fact, value in by_fact.items():
+                if f"pod:specgate_fleet_window_{fact}{{" in promql:
+                    return [{"metric": row, "value": [0, str(value)]}]
+            return []
+
+    slo = SLO(target_acceptance_length=2.0, window_seconds=60, lookback_seconds=600)
+    ask = FleetAsk(slo=slo, window_seconds=60, lookback_seconds=600, min_drafts=1, end=1_760_000_040, k=3,
+                   path="recorded")
+    got = evaluate(Facts(), PrometheusSource(), ask, "Prometheus test")
+    assert got.path == "recorded" and "sums of the recorded windows" in (got.path_reason or "")
+    (pod,) = got.rows
+    assert (pod.windows, pod.met, pod.restarts, pod.acceptance_rate) == (10, 10, 1.0, 0.5)
+    assert not pod.restarts_unknown and pod.implausible is None
+    raw = [a for a in asked if "pod:specgate_fleet_window_" not in a]
+    assert len(raw) == 3 and sum("[600s]" in a for a in raw) == 1  # restarts over the lookback, engine_up, targets
+    assert "specgate_engine_restarts_total" in next(a for a in raw if "[600s]" in a)
+    assert len(asked) == 15  # 12 recorded
