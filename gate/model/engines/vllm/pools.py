@@ -19,6 +19,9 @@ Pool tokens of a hybrid, as the gate judges them: that capacity with the sliding
 costs (its sliding layers then hold all its tokens), so it is the pool for the mixes the gate judges; vLLM's own
 `kv_cache_size_tokens` is larger (it prices requests at max_model_len, their sliding layers at window - 1 +
 in-flight tokens, in-flight = `--max-num-batched-tokens` x concurrent batches, which the plan does not carry).
+k does not move it: vLLM 0.32 reads k for sliding layers only as `extra_retained_tokens`
+(`num_prefill_lookahead_tokens` - 1: k - 1 for multi-module MTP, 0 for every other method), tokens a request
+holds below max_model_len, never `num_gpu_blocks` (the oracle's `swa_k` rows).
 Linear-attention hybrids (Gated DeltaNet: Qwen3-Next, Qwen3.5). vLLM first sets the attention block so that one
 attention page holds a layer's whole state (`Platform._align_hybrid_block_size`): block = the backend's kernel
 multiple (32 on the CPU backend, 16 for FlashAttention, or the user's larger `--block-size`) x cdiv(state page,
