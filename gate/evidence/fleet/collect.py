@@ -105,6 +105,7 @@ class Answer:
     steps: dict[RowKey, Steps]
     twice: set[RowKey]
     seconds: float = 0.0
+    most_series: int = 0  # an answer read per series (`per_series`): the most series behind one row
 
 
 Reader = Callable[[Query, list[Any]], Answer]
@@ -230,12 +231,30 @@ def _steps(result: list[Any], labels: tuple[str, ...], grid: Grid, twice: set[Ro
     return out
 
 
+def per_series(result: list[Any], labels: tuple[str, ...]) -> Answer:
+    """An instant answer of one value per series (the recorded windows, `recorded.WINDOWS`): each row's values added
+    up, and the most series behind one row kept (more than one: the recorded path falls back, `recorded.coverage`)."""
+    out: dict[RowKey, float] = {}
+    series: dict[RowKey, int] = {}
+    for s in result:
+        key = _key(_metric(s), labels)
+        try:
+            value = s.value[1] if isinstance(s, VectorSample) else float(s["value"][1])
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+        out[key] = out.get(key, 0.0) + value
+        series[key] = series.get(key, 0) + 1
+    return Answer(out, {}, set(), most_series=max(series.values(), default=0))
+
+
 def reader(q: FleetQueries, grid: Grid) -> Reader:
     """How each query's answer is read: range answers onto the grid, instant ones to one value a row; rows are
     the row labels, the pod labels for the exporter-level engine_up."""
     def read(query: Query, result: list[Any]) -> Answer:
         labels = q.pod_labels if query.key == "engine_up" else q.row_labels
         twice: set[RowKey] = set()
+        if query.key == recorded.WINDOWS:
+            return per_series(result, labels)
         if query.kind == "range":
             return Answer({}, _steps(result, labels, grid, twice, pooled=q.pooled), twice)
         return Answer(_instant(result, labels, twice), {}, twice)
@@ -441,8 +460,8 @@ def _evaluate(client: Client, src: PrometheusSource, ask: FleetAsk, source_name:
     answered = clock()
     labels = q.row_labels
     twice: dict[str, set[RowKey]] = {name: a.twice for name, a in res.items()
-                                     if name not in ("series_per_row", "rec_series_per_row")}
-    recorded_rows = res["rec_windows"].instant if path == "recorded" else {}
+                                     if name != "series_per_row"}
+    recorded_rows = res[recorded.WINDOWS].instant if path == "recorded" else {}
     drafts = res["drafts"].steps if path == "raw" else {}
     accepted = res["accepted"].steps if path == "raw" else {}
     resets = res["resets"].steps if path == "raw" else {}
@@ -510,8 +529,7 @@ def _run_recorded(client: Client, q: FleetQueries, ask: FleetAsk, grid: Grid,
         futures = [(x.key, pool.submit(_ask, client, x, grid.start, end, grid.step, reader(q, grid))) for x in asked]
         res = {key: f.result() for key, f in futures}
     try:
-        recorded.coverage(res["rec_windows"].instant, max(res["rec_series_per_row"].instant.values(), default=0.0),
-                          fresh)
+        recorded.coverage(res[recorded.WINDOWS].instant, res[recorded.WINDOWS].most_series, fresh)
     except Fallback as e:
         e.answers = res  # the raw path reuses the instant answers it shares (not the totals: those are facts)
         raise
@@ -532,7 +550,7 @@ def _recorded_acc(key: RowKey, res: dict[str, Answer]) -> _Acc:
         acc.non_finite += 1
         return 0
 
-    windows, eligible, met = count("rec_windows"), count("rec_eligible"), count("rec_met")
+    windows, eligible, met = count(recorded.WINDOWS), count("rec_eligible"), count("rec_met")
     acc.non_finite += count("rec_non_finite")
     acc.eligible, acc.met = eligible, met
     acc.not_eligible = max(windows - eligible - acc.non_finite, 0)

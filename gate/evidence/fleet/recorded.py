@@ -49,6 +49,7 @@ TOTALS = {"rec_drafts_lookback": ("drafts_lookback", DRAFTS),
           "rec_accepted_lookback": ("accepted_lookback", names.FLEET_ACCEPTED_RULE),
           "rec_draft_tokens": ("draft_tokens", names.FLEET_DRAFT_TOKENS_RULE)}
 RULES_PATH = "/api/v1/rules"
+WINDOWS = "rec_windows"  # the one answer read per recorded series (gate.evidence.fleet.collect.per_series)
 
 
 @runtime_checkable
@@ -133,8 +134,9 @@ def queries(q: FleetQueries, facts: str, range_seconds: int) -> list[Query]:
         return Query(key, "instant", f"{agg} by ({by}) ({fn}({name}{sel}{r}))")
 
     return [
-        Query("rec_series_per_row", "instant", f"max(count by ({by}) (last_over_time({DRAFTS}{sel}{r})))"),
-        over("rec_windows", "sum", "count_over_time", DRAFTS),
+        # per recorded series, not `sum by` the rows: the gate adds up each row's windows and counts its series from
+        # this one answer, where a pre-flight (`max(count by (...) (last_over_time(...)))`) read every sample again
+        Query(WINDOWS, "instant", f"count_over_time({DRAFTS}{sel}{r})"),
         over("rec_eligible", "sum", "sum_over_time", ELIGIBLE),
         over("rec_met", "sum", "sum_over_time", MET),
         over("rec_non_finite", "sum", "sum_over_time", NON_FINITE),

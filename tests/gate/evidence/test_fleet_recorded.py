@@ -103,7 +103,7 @@ def test_a_fallback_asks_the_shared_instant_queries_once() -> None:
     ask = FleetAsk(slo=slo, window_seconds=60, lookback_seconds=600, min_drafts=1, end=1_760_000_040, path="auto")
     got = evaluate(Empty(), PrometheusSource(), ask, "Prometheus test")
     assert got.path == "raw" and "no recorded facts carry" in (got.path_reason or "")
-    assert sum("pod:specgate_fleet_window_" in a for a in asked) == 12  # nine facts, three lookback totals
+    assert sum("pod:specgate_fleet_window_" in a for a in asked) == 11  # eight facts, three lookback totals
     raw = [a for a in asked if "pod:specgate_fleet_window_" not in a]
     # six instants once (restarts, engine_up and targets reused; the raw totals asked by the raw path itself, never
     # taken from the facts that were refused), the pre-flight, three ranges
@@ -129,8 +129,6 @@ def test_the_recorded_path_takes_the_lookback_totals_from_the_facts() -> None:
             asked.append(promql)
             if "count_over_time" in promql:
                 return [{"metric": row, "value": [0, "10"]}]
-            if "last_over_time" in promql:
-                return [{"metric": {}, "value": [0, "1"]}]
             if "increase(specgate_engine_restarts_total" in promql:
                 return [{"metric": row, "value": [0, "1"]}]
             for fact, value in by_fact.items():
@@ -149,4 +147,26 @@ def test_the_recorded_path_takes_the_lookback_totals_from_the_facts() -> None:
     raw = [a for a in asked if "pod:specgate_fleet_window_" not in a]
     assert len(raw) == 3 and sum("[600s]" in a for a in raw) == 1  # restarts over the lookback, engine_up, targets
     assert "specgate_engine_restarts_total" in next(a for a in raw if "[600s]" in a)
-    assert len(asked) == 15  # 12 recorded
+    assert len(asked) == 14  # 11 recorded
+
+
+def test_two_recorded_series_behind_one_row_fall_back() -> None:
+    """The windows are asked per recorded series and counted per row by the gate (no pre-flight): a row behind two
+    series (here two instances of one pod, each covering the lookback) is refused, not added up."""
+    from gate.evidence.base import BadAnswer
+    from gate.evidence.fleet.collect import FleetAsk, evaluate
+    from gate.plan.model import SLO, PrometheusSource
+
+    class Two:
+        def query(self, path: str, params: dict[str, Any]) -> list[Any]:
+            if "count_over_time" in params["query"]:
+                return [{"metric": {"namespace": "llm", "pod": "p", "model": "m", "instance": i}, "value": [0, "10"]}
+                        for i in ("a", "b")]
+            return []
+
+    slo = SLO(target_acceptance_length=2.0, window_seconds=60, lookback_seconds=600)
+    ask = FleetAsk(slo=slo, window_seconds=60, lookback_seconds=600, min_drafts=1, end=1_760_000_040, path="auto")
+    got = evaluate(Two(), PrometheusSource(), ask, "Prometheus test")
+    assert got.path == "raw" and "2 recorded series behind one row" in (got.path_reason or "")
+    with pytest.raises(BadAnswer, match="2 recorded series behind one row"):
+        evaluate(Two(), PrometheusSource(), FleetAsk(**{**ask.__dict__, "path": "recorded"}), "Prometheus test")
