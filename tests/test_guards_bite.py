@@ -77,6 +77,8 @@ PLANTS: list[tuple[str, str, str, str]] = [
      "def _p(d):\n    return d.get('block_size', d.get('dflash_config', {}).get('block_size'))\n", "block keys"),
     ("block-round-again", "gate/checks/codesign.py",
      "def _p(family, block_size):\n    return block_size if family == 'dspark' else block_size - 1\n", "block round"),
+    ("block-round-beside-it", "gate/model/engines/llamacpp/__init__.py",
+     "def _p(block_size):\n    return block_size - 1\n", "block round"),
 ]
 CONTRACTS = sorted({guard for *_, guard in PLANTS if guard not in one_address.RULES and guard != ENGINE_NAMES})
 
