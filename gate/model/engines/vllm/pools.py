@@ -45,7 +45,10 @@ linear group. Where k, the config's conv kernel or the drafter's layers are unkn
 layer count), no pool with the drafter, said in a note. A drafterless method (ngram, suffix) is sized the same way
 with no drafter layer: vLLM widens the state and adds the k blocks for every speculative method
 (`MambaBase.get_kv_cache_spec` reads `num_speculative_tokens`; the oracle's ngram rows), so its pool "with the
-drafter" is the pool with speculation. Mamba-2 layers are not modelled.
+drafter" is the pool with speculation. Mamba-2 hybrids (Nemotron-H) are sized the same way, one `MambaSpec` per
+Mamba-2 layer, its state as vLLM's Nemotron-H class sizes it (`vllm_mamba2_state`: the SSM state in float32 unless
+the config names another `mamba_ssm_cache_dtype`); other Mamba-2 architectures (Granite-4.0-H, Bamba, Falcon-H1,
+Zamba2: other field names and state dtype rules) get no prediction, said in a note.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.model.config import ConfigError, ModelConfig, resolve_text_config
+from gate.model.dtypes import DTYPE_BYTES, canonical_dtype
 from gate.model.engines.base import PoolPrediction, RequestBlocks
 from gate.model.geometry import KVGeometry, kv_geometry
 
@@ -67,7 +71,7 @@ def _cdiv(a: int, b: int) -> int:
 class LayerSpec:
     """One KV layer as vLLM's manager sees it: full attention, or sliding with its window; bytes per token."""
 
-    kind: str  # "full" | "sliding" | "linear" (a Gated DeltaNet state padded to the attention page)
+    kind: str  # "full" | "sliding" | "linear" (a MambaSpec: a Gated DeltaNet or Mamba-2 state padded to the page)
     bytes_per_token: int
     window: int | None = None
     state_bytes: int | None = None
@@ -166,16 +170,17 @@ def vllm_aligned_block(attention_bytes_per_token: int, state_bytes: int, kernel_
 KERNEL_MULTIPLES: dict[str, int] = {"FlashAttention": 16, "the CPU backend": 32}
 
 
-def layer_specs(geom: KVGeometry) -> list[LayerSpec] | None:
-    """The KV layers of a geometry as vLLM specs; None where vLLM's layout is not modelled (Mamba-2 layers, a state of
-    unknown size, linear layers without one page size of attention to pad their state to, or beside sliding ones).
+def layer_specs(geom: KVGeometry, mamba_state: int | None = None) -> list[LayerSpec] | None:
+    """The KV layers of a geometry as vLLM specs; None where vLLM's layout is not modelled (Mamba-2 layers without
+    `mamba_state`, vLLM's state of one of them: `vllm_mamba2_state`; Mamba-2 beside Gated DeltaNet layers; a state of
+    unknown size; state layers without one page size of attention to pad their state to, or beside sliding ones).
 
-    A linear layer's spec takes the attention layers' bytes per token: after alignment its page is theirs."""
+    A state layer's spec takes the attention layers' bytes per token: after alignment its page is theirs."""
     attn = {x.bytes_per_token for x in geom.layers if x.kind == "full_attention"}
     kinds = {x.kind for x in geom.layers}
-    if "mamba" in kinds:
+    if "mamba" in kinds and (mamba_state is None or "linear_attention" in kinds):
         return None
-    if "linear_attention" in kinds and (len(attn) != 1 or kinds & {"sliding_attention", "mla"}):
+    if kinds & {"linear_attention", "mamba"} and (len(attn) != 1 or kinds & {"sliding_attention", "mla"}):
         return None
     out: list[LayerSpec] = []
     for x in geom.layers:
@@ -183,6 +188,8 @@ def layer_specs(geom: KVGeometry) -> list[LayerSpec] | None:
             if x.state_bytes is None:
                 return None
             out.append(LayerSpec("linear", next(iter(attn)), state_bytes=x.state_bytes))
+        elif x.kind == "mamba":
+            out.append(LayerSpec("linear", next(iter(attn)), state_bytes=mamba_state))
         elif x.kind == "sliding_attention":
             out.append(LayerSpec("sliding", x.bytes_per_token, x.window))
         elif x.kind in ("full_attention", "mla"):
@@ -208,22 +215,76 @@ def linear_state_with_drafts(config: Mapping[str, Any], target: KVGeometry, dept
     return None if not states or None in states else max(x for x in states if x is not None)
 
 
+# The architectures whose Mamba-2 state vLLM 0.32 sizes as `vllm_mamba2_state` does (`NemotronHForCausalLM`'s
+# `get_mamba_state_shape_from_config` / `get_mamba_state_dtype_from_config`, `NemotronHForCausalLMConfig` for the
+# SSM dtype; `MODELS_CONFIG_MAP` gives the Puzzle variant the same rule).
+NEMOTRON_H_ARCHITECTURES = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
+
+
+def vllm_mamba2_state(config: Mapping[str, Any] | None, target: KVGeometry, depth: int = 0) -> int | str:
+    """A Mamba-2 layer's state (bytes, per rank) as vLLM 0.32 sizes it for Nemotron-H, or why it cannot be sized.
+
+    `mamba2_state_shape`: a conv state of conv_kernel - 1 + k columns of (mamba_num_heads x mamba_head_dim + 2 x
+    n_groups x ssm_state_size) / tp values in the model dtype (mamba_cache_dtype auto), and an SSM state of
+    mamba_num_heads / tp x mamba_head_dim x ssm_state_size values in `mamba_ssm_cache_dtype`: vLLM sets it for
+    Nemotron-H to the config's value, else float32 (`NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype`), so
+    it is not the model-dtype state of gate.model.geometry. k draft tokens widen the conv state by k columns."""
+    if config is None:
+        return "the target's config.json is not given (vLLM's state depends on its architecture and fields)"
+    archs = config.get("architectures")
+    arch = archs[0] if isinstance(archs, list) and len(archs) == 1 else None
+    if arch not in NEMOTRON_H_ARCHITECTURES:
+        return (f"the architecture {arch!r} is not modelled (vLLM's Mamba-2 state is sized here for "
+                f"{' / '.join(NEMOTRON_H_ARCHITECTURES)}; other Mamba-2 classes name their fields and state dtypes "
+                "differently)")
+    text = resolve_text_config(dict(config))
+    keys = ("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel")
+    vals = [v for v in (text.get(k) for k in keys) if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    model_dtype = target.heads.state_dtype
+    if len(vals) != len(keys) or model_dtype is None:
+        return f"the config does not give all of {', '.join(keys)} as positive integers"
+    heads, head_dim, state, groups, kernel = vals
+    tp = target.tp
+    groups += 0 if groups % tp == 0 else tp - groups  # extra_groups_for_head_shards
+    conv_dim = heads * head_dim + 2 * groups * state
+    if heads % tp or conv_dim % tp:
+        return f"tp {tp} does not divide the Mamba-2 heads ({heads}) and conv channels ({conv_dim}) (vLLM refuses)"
+    ssm_dtype = text.get("mamba_ssm_cache_dtype", "float32")
+    if ssm_dtype not in ("auto", "float32", "bfloat16", "float16"):  # vLLM's MambaDType
+        return f"mamba_ssm_cache_dtype {ssm_dtype!r} is none of vLLM's (auto, float32, bfloat16, float16)"
+    conv_bytes = DTYPE_BYTES[model_dtype]
+    ssm_bytes = conv_bytes if ssm_dtype == "auto" else DTYPE_BYTES[canonical_dtype(ssm_dtype)]
+    return ((kernel - 1 + depth) * (conv_dim // tp) * conv_bytes
+            + (heads // tp) * head_dim * state * ssm_bytes)
+
+
 def vllm_hybrid_prediction(kv_cache_memory_bytes: int, target: KVGeometry, drafter: KVGeometry | None,
                            has_drafter: bool, block_size: int, max_model_len: int | None,
                            notes: tuple[str, ...] = (), depth: int | None = None,
-                           draft_state_bytes: int | None = None) -> PoolPrediction:
+                           draft_state_bytes: int | None = None,
+                           config: Mapping[str, Any] | None = None) -> PoolPrediction:
     """The hybrid pool with and without the drafter's layers (vLLM puts them in the same pool).
 
     Blocks are vLLM's `num_gpu_blocks` exactly; tokens are its capacity at `max_model_len` with the sliding layers
     charged in full (module docstring), None without `max_model_len` or where the layout is not modelled. On a
     linear hybrid the drafter's pool needs `depth` (k) and `draft_state_bytes` (a linear layer's state with k draft
     tokens, `linear_state_with_drafts`); a `depth` without a drafter (ngram, suffix) prices the speculation alone.
+    Mamba-2 layers take their state, with and without k, from the target's `config` (`vllm_mamba2_state`).
     """
     out = list(notes)
-    t_specs = layer_specs(target)
+    mamba: int | None = None
+    if any(x.kind == "mamba" for x in target.layers):
+        state = vllm_mamba2_state(config, target)
+        if isinstance(state, str):
+            out.append(f"no predicted pool: vLLM's Mamba-2 state cannot be sized: {state}")
+            return PoolPrediction(block_size, None, None, None, None, tuple(out))
+        mamba = state
+        wide = None if depth is None else vllm_mamba2_state(config, target, depth)
+        draft_state_bytes = wide if isinstance(wide, int) else None
+    t_specs = layer_specs(target, mamba)
     if t_specs is None:
         out.append("no predicted pool: vLLM's layout of these linear-attention/Mamba layers is not modelled (Gated "
-                   "DeltaNet layers of known state beside one kind of full attention are)")
+                   "DeltaNet or Nemotron-H Mamba-2 layers of known state beside one kind of full attention are)")
         return PoolPrediction(block_size, None, None, None, None, tuple(out))
     linear = [x for x in t_specs if x.kind == "linear"]
     if linear:
@@ -266,7 +327,7 @@ def vllm_hybrid_prediction(kv_cache_memory_bytes: int, target: KVGeometry, draft
 def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_specs: list[LayerSpec] | None,
                        has_drafter: bool, block_size: int, max_model_len: int | None,
                        out: list[str], depth: int | None = None, draft_state: int | None = None) -> PoolPrediction:
-    """A Gated DeltaNet hybrid: the block as vLLM reports it after alignment, checked against the state it must hold;
+    """A Gated DeltaNet or Mamba-2 hybrid: the block as vLLM reports it after alignment, checked against the state it must hold;
     with a drafter, the pool with its layers and k speculative state blocks (`_linear_drafter_pool`); with k and no
     drafter (ngram, suffix), the same without drafter layers."""
     per_token = _attention_bytes(specs)
@@ -329,7 +390,8 @@ def _linear_drafter_pool(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_s
     drafterless = d_specs is None
     missing = [what for what, gone in (
         ("the plan's k (engine.speculative.num_speculative_tokens)", depth is None),
-        ("the target config's Gated DeltaNet conv kernel (linear_conv_kernel_dim), which k widens",
+        ("the target config's conv kernel, which k widens (Gated DeltaNet: linear_conv_kernel_dim; Nemotron-H "
+         "Mamba-2: conv_kernel)",
          draft_state is None),
         ("the drafter's KV layers (an MTP head: the target's num_nextn_predict_layers / mtp_num_hidden_layers)",
          not drafterless and not d_specs)) if gone]

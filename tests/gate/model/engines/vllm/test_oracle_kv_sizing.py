@@ -23,6 +23,7 @@ from gate.model.engines.vllm.pools import (
 )
 from gate.model.geometry import kv_geometry
 from tests.gate.model.engines.oracle import exceptions
+from tests.gate.model.engines.vllm.test_oracle_mamba_sizing import mamba_answer
 
 TESTS = Path(__file__).resolve().parents[4]
 ORACLE = TESTS / "fixtures" / "oracle"
@@ -48,7 +49,7 @@ def extra_retained_tokens(inputs: dict[str, Any]) -> int:
 
 
 LINEAR = [i for i, r in enumerate(ROWS) if r["inputs"].get("kind") == "linear"]
-SWA = [i for i, r in enumerate(ROWS) if r["inputs"].get("kind") != "linear"]
+SWA = [i for i, r in enumerate(ROWS) if r["inputs"].get("kind") not in ("linear", "mamba")]
 KERNEL_MULTIPLE = {"CPU_ATTN": 32, "FLASH_ATTN": 16}  # get_supported_kernel_block_sizes of vLLM 0.32
 LINEAR_CONFIGS = ("target-hybrid-linear__QuantTrio__Qwen3-Coder-Next-E336.json",
                   "target-hybrid-linear__Qwen__Qwen3.5-27B__tt-metal-trimmed.json")
@@ -95,6 +96,8 @@ def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:
     the usable blocks (vLLM keeps one null block back)."""
     if inputs.get("kind") == "linear":
         return linear_answer(inputs)
+    if inputs.get("kind") == "mamba":  # Nemotron-H: test_oracle_mamba_sizing.py
+        return {k: v for k, v in mamba_answer(inputs).items() if k != "state_bytes"}
     block, length, in_flight = inputs["block_size"], inputs["max_model_len"], inputs["max_in_flight_tokens"]
     groups = vllm_kv_groups(specs(inputs))
     blocks = vllm_num_blocks(inputs["kv_cache_memory_bytes"], groups, block)
