@@ -5,7 +5,9 @@ encoding, sending and decoding them is most of a verdict's time (docs/scale.md).
 `specgate.fleet-facts` (deploy/mixin/rules.libsonnet) records, once per window of the plan's `slo.window_seconds`
 and per pod (ranks pooled), whether the window was eligible, whether it met the target, whether a count was
 non-finite, its eligible drafts and accepted tokens and its L; here instant queries over the lookback ask the backend
-for their sums, counts and extremes — one value per pod and query, whatever the number of windows.
+for their sums, counts and extremes — one value per pod and query, whatever the number of windows. The lookback's
+drafts, accepted and draft tokens are sums of the recorded windows too (`TOTALS`): a backend's CPU follows the
+samples it reads, one a window here against one a scrape in the raw counters.
 
 When the recorded facts are not this plan's, the raw range queries are used instead and the reason is kept
 (`Fallback`): the rule group's interval is not the plan's window (read from the backend's rules API where it lists
