@@ -28,13 +28,13 @@ import math
 import os
 import select
 import socket
-import ssl
 import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from exporter import http1
@@ -44,6 +44,9 @@ from exporter.engines.versions import conforming, say_untested
 from exporter.parse import PageParser, PagePlan, ParseError, _looks_like_exposition
 from exporter.redact import redact_url
 from exporter.sanity import check_snapshot
+
+if TYPE_CHECKING:
+    import ssl
 
 ACCEPT = "text/plain; version=0.0.4"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -132,22 +135,28 @@ class _DeadlineSocket(socket.socket):
                 _wait(self, self.deadline, select.POLLOUT)
 
 
-class _DeadlineSSLSocket(ssl.SSLSocket):
-    """The same for TLS (installed as the context's `sslsocket_class`)."""
+@cache
+def _deadline_ssl_socket() -> type[ssl.SSLSocket]:
+    """The same for TLS (installed as the context's `sslsocket_class`). Made on the first https engine: `ssl`
+    maps OpenSSL into the process (~4.4 MiB resident), which an http engine's sidecar never needs."""
+    import ssl
 
-    deadline: float = float("inf")
+    class _DeadlineSSLSocket(ssl.SSLSocket):
+        deadline: float = float("inf")
 
-    def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
-        _arm(self, self.deadline)
-        return super().recv_into(buffer, nbytes, flags)
+        def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
+            _arm(self, self.deadline)
+            return super().recv_into(buffer, nbytes, flags)
 
-    def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
-        _arm(self, self.deadline)
-        return super().recv(buflen, flags)
+        def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
+            _arm(self, self.deadline)
+            return super().recv(buflen, flags)
 
-    def sendall(self, data: Any, flags: int = 0) -> None:
-        _arm(self, self.deadline)
-        super().sendall(data, flags)
+        def sendall(self, data: Any, flags: int = 0) -> None:
+            _arm(self, self.deadline)
+            super().sendall(data, flags)
+
+    return _DeadlineSSLSocket
 
 
 def deadline_connection(address: tuple[str, int], timeout: float | None, source_address: Any = None,
@@ -168,8 +177,10 @@ def deadline_connection(address: tuple[str, int], timeout: float | None, source_
 
 
 def tls_context() -> ssl.SSLContext:
+    import ssl
+
     ctx = ssl.create_default_context()
-    ctx.sslsocket_class = _DeadlineSSLSocket
+    ctx.sslsocket_class = _deadline_ssl_socket()
     return ctx
 
 

@@ -1,18 +1,27 @@
-"""Exporter configuration: pydantic-settings (env prefix `SPECGATE_`) with matching CLI flags.
+"""Exporter configuration: a pydantic model read from the environment (prefix `SPECGATE_`) with matching CLI flags.
 
 Flags override the environment; the environment overrides defaults. The engine API key is
-read from `SPECGATE_ENGINE_API_KEY` only (never a flag: it would show in `ps`).
+read from `SPECGATE_ENGINE_API_KEY` only (never a flag: it would show in `ps`). Not pydantic-settings: it
+imports asyncio and with it ssl, which every sidecar then held for reading a few variables (issue 40's soak).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from exporter.card import Card, read_card
 from exporter.engines import ADAPTERS, ENGINE_KINDS, EngineKind
@@ -44,10 +53,16 @@ def duration_label(seconds: float) -> str:
     return f"{s}s"
 
 
-class ExporterSettings(BaseSettings):
-    """Everything the sidecar needs; see README "Configuration"."""
+ENV_PREFIX = "SPECGATE_"
 
-    model_config = SettingsConfigDict(env_prefix="SPECGATE_", extra="ignore")
+
+class ExporterSettings(BaseModel):
+    """Everything the sidecar needs; see README "Configuration".
+
+    Read as pydantic-settings read it before: `SPECGATE_<NAME>` in any case, the value as a string for pydantic to
+    convert, under the values given (flags) and over the defaults, which are validated too."""
+
+    model_config = ConfigDict(extra="ignore", validate_default=True)
 
     engine_url: str = Field("http://127.0.0.1:8000", description="engine base URL (or its /metrics URL)")
     engine: Literal["auto"] | EngineKind = Field("auto", description="engine kind; auto detects from prefixes")
@@ -56,7 +71,7 @@ class ExporterSettings(BaseSettings):
     scrape_interval: float = Field(5.0, gt=0, description="seconds between engine scrapes")
     scrape_timeout: float = Field(4.0, gt=0, description="connect/read timeout of one scrape, seconds")
     max_page_bytes: int = Field(16 * 1024 * 1024, gt=0, description="refuse engine pages larger than this")
-    windows: Annotated[list[float], NoDecode] = Field(default_factory=lambda: [60.0, 300.0],
+    windows: list[float] = Field(default_factory=lambda: [60.0, 300.0],
                                  description="sliding windows for the windowed gauges, e.g. 1m,5m")
     batch_window: float = Field(30.0, gt=0, description="length of one per-batch SLO window, seconds")
     min_drafts: int = Field(10, ge=1, description="a window with fewer drafts has no acceptance value")
@@ -77,6 +92,17 @@ class ExporterSettings(BaseSettings):
     acceptance_card: str | None = Field(
         None, description="the drafter's acceptance card as JSON, the plan's evidence.reported.acceptance_card "
                           "(its row: default overall); gives specgate_spec_card_* beside live acceptance")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _environment(cls, given: object) -> object:
+        """`SPECGATE_<NAME>` variables under the values given."""
+        if not isinstance(given, dict):
+            return given
+        names = cls.model_fields
+        env = {k.lower().removeprefix(ENV_PREFIX.lower()): v for k, v in os.environ.items()
+               if k.upper().startswith(ENV_PREFIX)}
+        return {**{k: v for k, v in env.items() if k in names}, **given}
 
     @field_validator("windows", mode="before")
     @classmethod
