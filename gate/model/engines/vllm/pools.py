@@ -48,7 +48,9 @@ with no drafter layer: vLLM widens the state and adds the k blocks for every spe
 drafter" is the pool with speculation. Mamba-2 hybrids (Nemotron-H) are sized the same way, one `MambaSpec` per
 Mamba-2 layer, its state as vLLM's Nemotron-H class sizes it (`vllm_mamba2_state`: the SSM state in float32 unless
 the config names another `mamba_ssm_cache_dtype`); other Mamba-2 architectures (Granite-4.0-H, Bamba, Falcon-H1,
-Zamba2: other field names and state dtype rules) get no prediction, said in a note.
+Zamba2: other field names and state dtype rules) get no prediction, said in a note. On either kind, a drafter whose
+attention page differs from the target's (EAGLE heads, draft models) makes vLLM unify pages into groups of two
+block sizes (the oracle's hybrid-drafter-pages rows): no pool with it, said in a note.
 """
 
 from __future__ import annotations
@@ -409,6 +411,16 @@ def _linear_drafter_pool(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_s
                    "engine.block_size as vLLM reports it with speculation")
         return None, None, None
     layers = d_specs or []
+    other = sorted({x.bytes_per_token for x in layers} - {per_token})
+    if other:
+        out.append(f"no predicted pool with the drafter: its attention holds {', '.join(f'{b:,}' for b in other)} B "
+                   f"per token per layer, the target's {per_token:,}, so their pages differ; vLLM then unifies them "
+                   "(unify_kv_cache_spec_page_size: the target's attention blocks grow by the page ratio, every "
+                   "state page is padded to the largest, so groups draw blocks of different sizes; block-outermost "
+                   "KV layouts pack groups instead: _get_packed_kv_cache_groups), which one block size per pool "
+                   "cannot hold: not modelled (EAGLE heads and draft models shaped unlike the target; MTP layers, "
+                   "with the target's heads, are)")
+        return None, None, None
     try:
         groups = vllm_kv_groups(specs + layers)
     except ValueError as e:
