@@ -21,7 +21,8 @@ verdict failed), `inconclusive_pods`, `injected_bad_pods`, and where the first v
 `cost` (`answers_seconds` until every query was answered and read, `read_seconds` placing the answers'
 points on the grid, summed over the query threads, `judge_seconds` building the table and judging it) and `per_query`
 (for each query: `backend_seconds` until the answer's headers, i.e. the backend evaluating it,
-`transfer_seconds` reading the body, `decode_seconds` JSON to typed series, bytes, points, `typed`).
+`transfer_seconds` reading the body, `decode_seconds` JSON to typed series, bytes, points, `typed`, and with
+`--alone N` `server_cpu_alone`: the backend's mean CPU seconds for the query sent alone N times after the verdicts).
 With two or more sizes it writes `--plot` (default docs/scale-fleet.png: verdict time and peak RSS
 against pods, both backends; matplotlib, Agg) and the JSON document beside it (docs/scale-fleet.json).
 The plan judged: target L 2.0 in 95 % of 60 s windows over the last hour (the plan defaults; pass
@@ -38,6 +39,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +79,27 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def alone_cpu(url: str, server_pid: int | None, path: str, params: dict[str, str], times: int) -> float | None:
+    """The backend's CPU seconds for one query sent alone, the mean of `times` sends one after another (Prometheus
+    ignores `nocache`).
+
+    Why: in a verdict every query runs at once, so a query's `backend_seconds` (until its headers) holds the wait
+    behind the others; the server's CPU across one query alone is what that query costs it (/proc ticks are 10 ms,
+    hence the mean of several)."""
+    if server_pid is None or times <= 0:
+        return None
+    s0 = cpu_seconds_of(server_pid)
+    for _ in range(times):
+        with urllib.request.urlopen(f"{url}{path}?{urllib.parse.urlencode(params)}", timeout=120) as r:
+            r.read()
+    s1 = cpu_seconds_of(server_pid)
+    return None if s0 is None or s1 is None else (s1 - s0) / times
+
+
 def verdict(url: str, end: float, lookback: float, window: float, server_pid: int | None,
-            path: str = "raw") -> dict[str, Any]:
-    """Three fleet verdicts through the gate's Prometheus source; the first one's costs, query by query."""
+            path: str = "raw", alone: int = 0) -> dict[str, Any]:
+    """Three fleet verdicts through the gate's Prometheus source; the first one's costs, query by query (with
+    `alone`, each of its queries then sent alone that many times for its own server CPU: `alone_cpu`)."""
     from gate.checks.acceptance.fleet_rule import FleetVerdict, judge_fleet
     from gate.evidence import prometheus as prom
     from gate.plan.model import SLO, PrometheusSource
@@ -118,6 +139,17 @@ def verdict(url: str, end: float, lookback: float, window: float, server_pid: in
     if fleet is None:
         raise SystemExit(f"no fleet verdict: {ev.errors}")
     cost = first["cost"]
+    w = int(window)
+    at = end // w * w  # the grid's last step (gate.evidence.fleet.collect.plan_queries)
+    grid = {"start": f"{at - (int(lookback) // w - 1) * w:.3f}", "end": f"{at:.3f}", "step": f"{w}s"}
+
+    def params(e: Any) -> dict[str, str]:  # nocache: VictoriaMetrics would answer a repeat from its rollup cache
+        where = grid if e.path.endswith("query_range") else {"time": f"{at:.3f}"}
+        return {"query": e.query, **where, "nocache": "1"}
+
+    alone_s = {e.query: alone_cpu(url, server_pid, e.path, params(e), alone) for e in first["ledger"]
+               if e.path.endswith(("/query", "/query_range"))}
+    r3 = lambda x: None if x is None else round(x, 3)  # noqa: E731
     return {"seconds": times[0], "seconds_repeat": min(times[1:]), "cpu_seconds": first["cpu_seconds"],
             "server_cpu_seconds": first["server_cpu_seconds"],
             "cpu_seconds_repeat": cpus[best][0], "server_cpu_seconds_repeat": cpus[best][1],
@@ -134,11 +166,11 @@ def verdict(url: str, end: float, lookback: float, window: float, server_pid: in
             "per_query": [{"query": e.query, "backend_seconds": round(e.backend_seconds, 3),
                            "transfer_seconds": round(e.transfer_seconds, 3),
                            "decode_seconds": round(e.decode_seconds, 3), "bytes": e.bytes, "points": e.points,
-                           "typed": e.typed} for e in first["ledger"]]}
+                           "typed": e.typed, "server_cpu_alone": r3(alone_s.get(e.query))} for e in first["ledger"]]}
 
 
 def run_size(pods: int, backend: str, workdir: Path, lookback: float, window: float,
-             path: str = "raw") -> dict[str, Any]:
+             path: str = "raw", alone: int = 0) -> dict[str, Any]:
     end = int(time.time()) // 60 * 60 - 60
     bad = pods // 2
     spec = fleet_stack.FleetSpec(pods=pods, end=end, bad=(bad,))
@@ -157,7 +189,8 @@ def run_size(pods: int, backend: str, workdir: Path, lookback: float, window: fl
     try:
         out = subprocess.run([sys.executable, __file__, "--verdict", server.url, "--end", str(end),
                               "--server-pid", str(server.proc.pid), "--path", path,
-                              "--lookback-seconds", str(lookback), "--window-seconds", str(window)],
+                              "--lookback-seconds", str(lookback), "--window-seconds", str(window),
+                              "--alone", str(alone)],
                              capture_output=True, text=True, check=True, cwd=ROOT)
         got = json.loads(out.stdout)
         backend_rss = server.peak_rss_mib()
@@ -228,13 +261,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--path", choices=("recorded", "raw"), default="raw",
                     help="recorded: backfill the mixin's per-pod window facts and judge from them (no fallback); "
                          "raw: the range queries")
+    ap.add_argument("--alone", type=int, default=0, metavar="N",
+                    help="after the verdicts, send each query alone N times: per_query server_cpu_alone (its mean "
+                         "server CPU seconds)")
     ap.add_argument("--verdict", metavar="URL", help=argparse.SUPPRESS)
     ap.add_argument("--end", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.verdict:
         print(json.dumps(verdict(args.verdict, args.end, args.lookback_seconds, args.window_seconds,
-                                 args.server_pid, args.path)))
+                                 args.server_pid, args.path, args.alone)))
         return 0
     sizes = list(QUICK_PODS) if args.quick else list(args.pods or DEFAULT_PODS)
     rows = []
@@ -245,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             for backend in args.backend:
                 t0 = time.perf_counter()
                 rows.append(run_size(pods, backend, Path(tmp), args.lookback_seconds, args.window_seconds,
-                                     args.path))
+                                     args.path, args.alone))
                 r = rows[-1]
                 say(f"{backend} {pods} pods: verdict {r['seconds']:.2f} s, repeat "
                     f"{r['seconds_repeat']:.2f} s, cpu {r['cpu_seconds']:.2f} s + server {r['server_cpu_seconds']} s "
