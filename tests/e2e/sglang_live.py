@@ -348,3 +348,65 @@ def no_speculation_texts(python: Path, model_dir: Path, log_dir: Path) -> dict[s
     finally:
         eng.stop()
     return {r["prompt"]: r["text"] for r in responses}
+
+
+_SWA_CHOSEN = re.compile(r"Use sliding window memory pool\. full_layer_tokens=(\d+), swa_layer_tokens=(\d+)")
+_SWA_USAGE = re.compile(r"SWAKVPool mem usage: ([0-9.]+) GB, swa size: (\d+), full size: (\d+)")
+_SWA_DISABLED = re.compile(r"Disable hybrid SWA memory for (\S+) as it is not yet supported")
+_POOL_END = "Memory pool end. avail mem="
+_MEM_FRACTION = re.compile(r"'mem_fraction_static': ([0-9.]+)")
+
+
+@dataclass(frozen=True)
+class PoolLog:
+    """How SGLang sized its KV pools, from its start-up log (the lines it prints once the pools exist).
+
+    `swa`: (full tokens, SWA tokens, mem usage GB) of its hybrid sliding-window pool ("SWAKVPool mem usage");
+    None when it built one uniform pool. `swa_disabled_for`: the architecture SGLang names when it turns a
+    sliding-window model's hybrid pool off ("Disable hybrid SWA memory for X as it is not yet supported").
+    `swa_from_budget`: (full, SWA) tokens its HybridSWAPoolConfigurator solved from the memory budget ("Use sliding
+    window memory pool"), logged before `--max-total-tokens` caps them: the memory side even on a capped launch.
+    """
+
+    memory: StartupMemory
+    mem_fraction_static: float  # as SGLang resolved it (its server_args line): the budget's m
+    kv_tokens: tuple[int, ...]  # every "KV Cache is allocated ... #tokens: N" (a hybrid SWA pool: full, then SWA)
+    swa: tuple[int, int, float] | None
+    swa_from_budget: tuple[int, int] | None
+    swa_disabled_for: str | None
+
+    @classmethod
+    def parse(cls, text: str) -> PoolLog:
+        usage, off = _SWA_USAGE.search(text), _SWA_DISABLED.search(text)
+        chosen = _SWA_CHOSEN.search(text)
+        fraction = _MEM_FRACTION.search(text)
+        if fraction is None:
+            raise AssertionError("SGLang's log has no server_args line with mem_fraction_static")
+        return cls(memory=startup_memory(text), mem_fraction_static=float(fraction[1]),
+                   kv_tokens=tuple(int(x) for x in _KV.findall(text)),
+                   swa=None if usage is None else (int(usage[3]), int(usage[2]), float(usage[1])),
+                   swa_from_budget=None if chosen is None else (int(chosen[1]), int(chosen[2])),
+                   swa_disabled_for=None if off is None else off[1])
+
+    @property
+    def budget_bytes(self) -> int:
+        """The KV budget SGLang logs (StartupMemory.available_bytes, the middle of its rounding band)."""
+        return self.memory.available_bytes(self.mem_fraction_static)[1]
+
+
+def wait_for_pools(eng: SGLangProcess, timeout: float, poll: float = 1.0) -> PoolLog:
+    """Wait (bounded) until SGLang logs "Memory pool end" and return how it sized its pools.
+
+    For shapes the CPU build sizes but cannot serve (it fails later, in warm-up): the pools are SGLang's own
+    sizing on a real start even when the server never becomes ready. Raises with the log's tail if the
+    process exits first or `timeout` passes.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        text = eng.log_path.read_text(errors="replace")
+        if _POOL_END in text:
+            return PoolLog.parse(text)
+        if eng.popen.poll() is not None or time.monotonic() > deadline:
+            why = "exited" if eng.popen.poll() is not None else f"did not size its pools in {timeout:.0f} s"
+            raise AssertionError(f"SGLang ({eng.arm}) {why}; log {eng.log_path}:\n{text[-2000:]}")
+        time.sleep(poll)
