@@ -22,6 +22,7 @@ _.model_config
 _._windows_positive  # exporter/settings.py
 _._listen  # exporter/settings.py
 _._duration  # exporter/settings.py
+_._environment  # exporter/settings.py: the SPECGATE_ variables, a model validator
 _._finite  # gate/evidence/probes.py
 _._one_config  # gate/plan/model.py
 _._scope_inputs  # gate/plan/model.py
