@@ -22,7 +22,8 @@ its shape), fixed k = 3 spelled as the gate spells it (a chain: 3 steps, top-k 1
 tokens; a block drafter: the draft tokens its block sets, and one fewer), and `--speculative-adaptive` with no
 steps given. Then, appended (earlier rows keep their numbers, which EXCEPTIONS.md cites), the block drafters' depth as
 SGLang takes it (`BLOCK_ROWS`): no depth key (SGLang reads the drafter's block), only `num_steps` 4 (SGLang forces 1
-and logs its override, kept as `resolution_warnings`), and DFlash's own `--speculative-dflash-block-size` 8. Output: tests/fixtures/oracle/sglang-0.5.23-spec-resolution.json (default), a row per call.
+and logs its override, kept as `resolution_warnings`), and DFlash's own `--speculative-dflash-block-size` 8; then families added later (`LATE_CASES`: Nemotron-H),
+shaped as the first rows. Output: tests/fixtures/oracle/sglang-0.5.23-spec-resolution.json (default), a row per call.
 """
 
 from __future__ import annotations
@@ -64,6 +65,11 @@ BLOCK_ROWS: list[tuple[str, str, str, dict[str, Any]]] = [
      {"dflash_block_size": 8}),
     ("dspark__specforge__qwen3-8b-dspark.json", "dspark", "target-gqa__Qwen__Qwen3-8B.json", {}),
     ("dspark__specforge__qwen3-8b-dspark.json", "dspark", "target-gqa__Qwen__Qwen3-8B.json", {"num_steps": 4}),
+]
+# Families added after the rows above were numbered (EXCEPTIONS.md cites them): appended, shaped as CASES. Nemotron-H
+# (Mamba-2 hybrid, no MTP layers): SGLang 0.5.23 serves NemotronHForCausalLM (models/nemotron_h.py), so NGRAM.
+LATE_CASES: list[tuple[str, str, str | None, int | None]] = [
+    ("target-hybrid-mamba__nvidia__Nemotron-3-Nano-30B-A3B__jax-llm-examples.json", "ngram", None, None),
 ]
 # SGLang's log lines about the depth it resolves (the block drafters' overrides and inferences), recorded where said.
 RESOLUTION_LINES = ("overriding speculative_num_steps", "block_size", "gamma")
@@ -145,7 +151,8 @@ def one(inputs: dict[str, Any], lines: _Lines) -> dict[str, Any]:
 def matrix() -> list[dict[str, Any]]:
     """The rows' inputs (module docstring)."""
     return ([{"config": c, "method": m, "target": t, **s} for c, m, t, b in CASES for s in settings(m, b)]
-            + [{"config": c, "method": m, "target": t, "setting": "fixed", **x} for c, m, t, x in BLOCK_ROWS])
+            + [{"config": c, "method": m, "target": t, "setting": "fixed", **x} for c, m, t, x in BLOCK_ROWS]
+            + [{"config": c, "method": m, "target": t, **s} for c, m, t, b in LATE_CASES for s in settings(m, b)])
 
 
 def record() -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The conformance matrix (issue 35.1): every config family of tests/fixtures/configs × {fixed k, schedule or
 adaptive} × each engine that runs it has a row in some engine oracle fixture (tests/fixtures/oracle, each replayed
 against the gate's profile by its own test), or is listed here as a cell the engine does not run, with the
-engine's reason, or as an open cell (no oracle row yet: the Mamba-2 family beyond vLLM's pool). Both lists are kept
+engine's reason, or as an open cell (no oracle row yet: the Mamba-2 family on llama.cpp). Both lists are kept
 exact: a cell that gains a row must leave them. Families are the file names' prefix before "__" (the tiny e2e models: "tiny"). llama.cpp's
 fixed-k cells are tiny GGUFs in each family's architecture started on llama-server (llamacpp-11434-spec.json)."""
 
@@ -37,13 +37,11 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
 # qwen3 for target-gqa, gemma3 for target-hybrid-swa, qwen35 for target-hybrid-linear, deepseek2 with its nextn
 # block for target-mla-mtp, eagle3 for the three EAGLE-3 families, dflash/dspark; gpt-oss and Qwen3-Next have no
 # shape of their own: their families are held by Gemma-3's and Qwen3.5's). Open: the Mamba-2 family (Nemotron-H),
-# whose vLLM cells are held (the kv-sizing fixture's mamba rows; the validation fixture's family rows) and whose
-# SGLang and llama.cpp cells are not yet recorded.
+# whose vLLM cells are held (the kv-sizing fixture's mamba rows; the validation fixture's family rows), whose
+# SGLang cells are the spec-resolution fixture's (NGRAM, fixed and adaptive) and whose llama.cpp cell is not yet
+# recorded.
 _MAMBA = "not recorded yet (issue 35.3 added the Mamba-2 family for vLLM's pool only)"
 OPEN: dict[tuple[str, str, str], str] = {
-    ("target-hybrid-mamba", "fixed", "sglang"): f"{_MAMBA}: tools/oracle/sglang_spec_resolution.py and "
-                                                 "sglang_kv_sizing.py have no Nemotron-H row",
-    ("target-hybrid-mamba", "schedule", "sglang"): f"{_MAMBA}: tools/oracle/sglang_adaptive.py has no Nemotron-H row",
     ("target-hybrid-mamba", "fixed", "llamacpp"): f"{_MAMBA}: tools/tiny_gguf.py SHAPES has no nemotron_h shape",
 }
 
@@ -94,10 +92,10 @@ def test_the_lists_are_exact() -> None:
 
 
 def test_the_size_of_the_suite() -> None:
-    """11 families × 2 settings × 3 engines = 66 cells: 52 with oracle rows, 11 not run (llama.cpp runs no
-    schedule), 3 open (the Mamba-2 family on SGLang and llama.cpp)."""
+    """11 families × 2 settings × 3 engines = 66 cells: 54 with oracle rows, 11 not run (llama.cpp runs no
+    schedule), 1 open (the Mamba-2 family on llama.cpp)."""
     have = covered()
-    assert (len(FAMILIES) * len(SETTINGS) * len(ENGINES), len(have), len(NOT_RUN), len(OPEN)) == (66, 52, 11, 3)
+    assert (len(FAMILIES) * len(SETTINGS) * len(ENGINES), len(have), len(NOT_RUN), len(OPEN)) == (66, 54, 11, 1)
     assert all(NOT_RUN.values()) and all(OPEN.values())
 
 
