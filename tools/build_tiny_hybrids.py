@@ -1,4 +1,4 @@
-"""Build two tiny random hybrid targets for the real-engine pool check (issue 35.3): where vLLM 0.32's CPU build
+"""Build tiny random hybrid targets for the real-engine pool check (issue 35.3): where vLLM 0.32's CPU build
 runs a hybrid, its own allocation is the oracle for the gate's predicted hybrid pool.
 
 - `swa/target`: Gemma-3 text (`Gemma3ForCausalLM`), 6 layers in Gemma-3's 5 sliding : 1 full pattern, window 64,
@@ -9,6 +9,14 @@ runs a hybrid, its own allocation is the oracle for the gate's predicted hybrid 
 - `gptoss/target`: gpt-oss (`GptOssForCausalLM`), 4 layers alternating sliding (window 64) / full attention as
   gpt-oss's `layer_types`, attention sinks, 4 experts (2 per token), unquantized (no mxfp4) — the shape of
   tests/fixtures/configs' gpt-oss-120b (window 128, 36 layers, 128 experts), trimmed.
+- `mamba/target`: Nemotron-H (`NemotronHForCausalLM`), 6 layers `M-M*M-` of its `hybrid_override_pattern` (Mamba-2,
+  MLP, Mamba-2, attention, Mamba-2, MLP; no MoE `E`: vLLM's CPU build cannot build Nemotron-H's relu2 experts,
+  "NotImplementedError: is_act_and_mul=False is supported only for CUDA, XPU and ROCm for now"; MoE layers hold no
+  cache, so the pool is the same), 8 Mamba heads of 16, 1 group, state 64, conv kernel 4: a
+  35,840 B fp32 state (3,072 conv + 32,768 SSM), over the 32,768 B page of a 128-token block of its one attention
+  layer (1 KV head of 32, fp32: 256 B per token), so vLLM aligns the block to 256 — the shape of
+  tests/fixtures/configs' Nemotron-3-Nano (52 layers, 128 experts), trimmed. config.json is written as the real
+  checkpoints spell it (`hybrid_override_pattern`, not transformers 5's `layers_block_type`).
 
 Random weights (seed 0) and the shared tiny tokenizer of tools/build_tiny_models.py; the output is never read for
 quality, only the engine's KV allocation. Needs torch and transformers (>= 5: Qwen3-Next), so it runs with the vLLM
@@ -20,6 +28,7 @@ venv's python:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -28,13 +37,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_tiny_models import build_tokenizer  # noqa: E402
 
 COMPLETE = ".complete-hybrids"
-NAMES = ("swa", "linear", "gptoss")
+MAMBA_PATTERN = "M-M*M-"  # Nemotron-H's codes: M Mamba-2, * attention, - MLP (E, MoE: not on vLLM's CPU build)
+NAMES = ("swa", "linear", "gptoss", "mamba")
 
 
 def _common(tok) -> dict:  # noqa: ANN001 - a transformers tokenizer (imported lazily: heavy)
     return {"vocab_size": len(tok), "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2,
             "num_key_value_heads": 1, "head_dim": 32, "max_position_embeddings": 2048,
             "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}
+
+
+def _spell_as_checkpoints(path: Path) -> None:
+    """transformers 5 saves Nemotron-H's layers as `layers_block_type` (Mamba spelled "linear_attention"); the
+    checkpoints on the hub, the fixture config and what vLLM's Nemotron-H class indexes spell the pattern as
+    `hybrid_override_pattern`, so the tiny model is written the way users' configs are."""
+    cfg = json.loads(path.read_text())
+    for key in ("layers_block_type", "layer_types", "mtp_layers_block_type"):
+        cfg.pop(key, None)
+    cfg["hybrid_override_pattern"] = MAMBA_PATTERN
+    cfg["num_hidden_layers"] = len(MAMBA_PATTERN)
+    path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
 
 def build(outdir: Path) -> None:
@@ -44,6 +66,8 @@ def build(outdir: Path) -> None:
         Gemma3TextConfig,
         GptOssConfig,
         GptOssForCausalLM,
+        NemotronHConfig,
+        NemotronHForCausalLM,
         Qwen3NextConfig,
         Qwen3NextForCausalLM,
     )
@@ -61,18 +85,24 @@ def build(outdir: Path) -> None:
             **_common(tok), num_hidden_layers=4, sliding_window=64,
             layer_types=["sliding_attention", "full_attention"] * 2, num_local_experts=4,
             num_experts_per_tok=2)),  # gpt-oss's own yarn rope (vLLM's GptOss attention reads its fields)
+        "mamba": NemotronHForCausalLM(NemotronHConfig(
+            **_common(tok), hybrid_override_pattern=MAMBA_PATTERN, mamba_num_heads=8, mamba_head_dim=16,
+            n_groups=1, ssm_state_size=64, conv_kernel=4, expand=2, chunk_size=64,
+            mamba_ssm_cache_dtype="float32")),
     }
     for name, model in models.items():
         torch.manual_seed(0)
         model.to(torch.float32).save_pretrained(outdir / name / "target", safe_serialization=True)
         tok.save_pretrained(outdir / name / "target")
+        if name == "mamba":
+            _spell_as_checkpoints(outdir / name / "target" / "config.json")
         print(f"saved {outdir / name / 'target'}: {sum(p.numel() for p in model.parameters())} params",
               file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("outdir", type=Path, help="writes OUTDIR/{swa,linear,gptoss}/target")
+    parser.add_argument("outdir", type=Path, help="writes OUTDIR/{swa,linear,gptoss,mamba}/target")
     parser.add_argument("--force", action="store_true", help="rebuild even when OUTDIR is complete")
     args = parser.parse_args(argv)
     outdir: Path = args.outdir
