@@ -4,7 +4,7 @@
 Usage: <vllm-venv>/bin/python tools/tiny_gguf.py GGUF_PY_DIR HF_DIR OUT.gguf
        <vllm-venv>/bin/python tools/tiny_gguf.py GGUF_PY_DIR --shape NAME HF_DIR OUT.gguf
   --shape NAME: a tiny GGUF in another architecture's shape (SHAPES below: qwen3, gemma3, qwen35, deepseek2, eagle3,
-  dflash, dspark, ...), random weights, HF_DIR's tokenizer (tools/oracle/llamacpp_spec.py starts them)
+  dflash, dspark, nemotron_h, ...), random weights, HF_DIR's tokenizer (tools/oracle/llamacpp_spec.py starts them)
   GGUF_PY_DIR: the `gguf-py` folder of the llama.cpp tree the server was built from
   (`tools/llamacpp_cpu.sh --src` prints the tree; the folder is `<tree>/gguf-py`), so the writer
   and the server are one llama.cpp build (b11434). Needs numpy, safetensors and PyYAML (the vLLM
@@ -290,6 +290,45 @@ def qwen35(layers: int = 4, nextn: int = 1) -> Shape:
     return Shape("qwen35", keys, t)
 
 
+def nemotron_h(pattern: str = "MEM*EMEM*E") -> Shape:
+    """Nemotron-H with MoE, as Nemotron-3-Nano (conversion/nemotron.py NemotronHModel: arch `nemotron_h_moe` where
+    the config has num_experts_per_tok): `hybrid_override_pattern` M = Mamba-2, * = attention (no rope, no q/k
+    norm), E = MoE (relu2 experts without a gate, one shared expert, the router's bias); one norm per block. The
+    per-layer kinds are the per-layer keys: head_count_kv > 0 on attention, feed_forward_length > 0 on MoE, both 0 on
+    Mamba-2 (GraniteHybridModel / NemotronHModel.set_gguf_parameters). Mamba-2: 4 heads of 16 (d_inner 64), state
+    16, 2 groups, conv 4; tensors reshaped as Mamba2Model.modify_tensors writes them (A, D: (heads, 1); norm:
+    (groups, d_inner / groups); conv1d squeezed)."""
+    heads, head_dim, state, groups, conv = 4, 16, 16, 2, 4
+    inner = heads * head_dim
+    conv_dim = inner + 2 * groups * state
+    t = _io()
+    for i, kind in enumerate(pattern):
+        t[f"blk.{i}.attn_norm.weight"] = (H,)
+        if kind == "M":
+            t |= {f"blk.{i}.ssm_in.weight": (2 * inner + 2 * groups * state + heads, H),
+                  f"blk.{i}.ssm_conv1d.weight": (conv_dim, conv), f"blk.{i}.ssm_conv1d.bias": (conv_dim,),
+                  f"blk.{i}.ssm_dt.bias": (heads,), f"blk.{i}.ssm_a": (heads, 1), f"blk.{i}.ssm_d": (heads, 1),
+                  f"blk.{i}.ssm_norm.weight": (groups, inner // groups), f"blk.{i}.ssm_out.weight": (H, inner)}
+        elif kind == "*":
+            t |= {f"blk.{i}.attn_q.weight": (N_HEAD * HEAD_DIM, H), f"blk.{i}.attn_k.weight": (N_KV * HEAD_DIM, H),
+                  f"blk.{i}.attn_v.weight": (N_KV * HEAD_DIM, H), f"blk.{i}.attn_output.weight": (H, N_HEAD * HEAD_DIM)}
+        else:  # E
+            t |= {f"blk.{i}.ffn_gate_inp.weight": (N_EXPERT, H), f"blk.{i}.exp_probs_b.bias": (N_EXPERT,),
+                  f"blk.{i}.ffn_up_exps.weight": (N_EXPERT, EXPERT_FFN, H),
+                  f"blk.{i}.ffn_down_exps.weight": (N_EXPERT, H, EXPERT_FFN),
+                  f"blk.{i}.ffn_up_shexp.weight": (EXPERT_FFN, H), f"blk.{i}.ffn_down_shexp.weight": (H, EXPERT_FFN)}
+    keys = _keys(len(pattern), **{
+        "context_length": 1 << 20, "feed_forward_length": [EXPERT_FFN if c == "E" else 0 for c in pattern],
+        "attention.head_count_kv": [N_KV if c == "*" else 0 for c in pattern], "rope.scaling.finetuned": False,
+        "ssm.conv_kernel": conv, "ssm.state_size": state, "ssm.group_count": groups, "ssm.inner_size": inner,
+        "ssm.time_step_rank": heads, "expert_count": N_EXPERT, "expert_used_count": 2, "expert_shared_count": 1,
+        "expert_feed_forward_length": EXPERT_FFN, "expert_shared_feed_forward_length": EXPERT_FFN,
+        "expert_weights_scale": 2.5, "expert_weights_norm": True, "expert_group_count": 1})
+    keys["attention.layer_norm_epsilon"] = keys.pop("attention.layer_norm_rms_epsilon")  # the loader's key
+    del keys["rope.dimension_count"], keys["rope.freq_base"]
+    return Shape("nemotron_h_moe", keys, t)
+
+
 # The shapes by name (tools/oracle/llamacpp_spec.py's rows name them; `-nomtp`: without the MTP block; `-b8`: a
 # block of 8 instead of 4, the rows' second block size).
 SHAPES: dict[str, Callable[[], Shape]] = {
@@ -297,7 +336,7 @@ SHAPES: dict[str, Callable[[], Shape]] = {
     "qwen35": qwen35, "qwen35-nomtp": lambda: qwen35(nextn=0), "deepseek2": deepseek2,
     "deepseek2-nomtp": lambda: deepseek2(nextn=0), "eagle3": eagle3, "dflash": dflash,
     "dspark": lambda: dflash(dspark=True), "dflash-b8": lambda: dflash(block_size=8),
-    "dspark-b8": lambda: dflash(block_size=8, dspark=True)}
+    "dspark-b8": lambda: dflash(block_size=8, dspark=True), "nemotron_h": nemotron_h}
 
 
 def write_shape(shape: Shape, vocab_hf: Path, out: Path, seed: int = 0) -> None:

@@ -56,6 +56,9 @@ ROWS: tuple[tuple[str, str, str, str | None, str, int], ...] = (
       for k in (6, 7, 8, 10)),
     *(("dspark", "dspark__specforge__qwen3-8b-dspark.json", "qwen3", "dspark", "draft-dspark", k) for k in (3, 4, 6)),
     *(("dspark", "dspark__specforge__qwen3-8b-dspark.json", "qwen3", "dspark-b8", "draft-dspark", k) for k in (8, 10)),
+    # appended (earlier rows keep their numbers): Nemotron-H's Mamba-2 + attention + MoE shape (nemotron_h_moe)
+    ("target-hybrid-mamba", "target-hybrid-mamba__nvidia__Nemotron-3-Nano-30B-A3B__jax-llm-examples.json",
+     "nemotron_h", "nemotron_h", "draft-simple", 3),
 )
 SLOTS = re.compile(r"initializing, n_slots = (\d+), n_ctx_slot = (\d+), kv_unified = '(\w+)'")
 KV = re.compile(r"llama_kv_cache: size = +([\d.]+) MiB \( *(\d+) cells, +(\d+) layers, +(\d+)/(\d+) seqs\)")

@@ -1,7 +1,7 @@
 """The conformance matrix (issue 35.1): every config family of tests/fixtures/configs × {fixed k, schedule or
 adaptive} × each engine that runs it has a row in some engine oracle fixture (tests/fixtures/oracle, each replayed
 against the gate's profile by its own test), or is listed here as a cell the engine does not run, with the
-engine's reason, or as an open cell (no oracle row yet: the Mamba-2 family on llama.cpp). Both lists are kept
+engine's reason, or as an open cell (no oracle row yet: none now). Both lists are kept
 exact: a cell that gains a row must leave them. Families are the file names' prefix before "__" (the tiny e2e models: "tiny"). llama.cpp's
 fixed-k cells are tiny GGUFs in each family's architecture started on llama-server (llamacpp-11434-spec.json)."""
 
@@ -34,16 +34,12 @@ NOT_RUN: dict[tuple[str, str, str], str] = {
 }
 # Cells the engine runs that no oracle fixture holds yet, each with why (issue 35.1 left open; the report says so).
 # None now: llama.cpp fixed k on every family's architecture is llamacpp-11434-spec.json's (tools/tiny_gguf.py SHAPES:
-# qwen3 for target-gqa, gemma3 for target-hybrid-swa, qwen35 for target-hybrid-linear, deepseek2 with its nextn
-# block for target-mla-mtp, eagle3 for the three EAGLE-3 families, dflash/dspark; gpt-oss and Qwen3-Next have no
-# shape of their own: their families are held by Gemma-3's and Qwen3.5's). Open: the Mamba-2 family (Nemotron-H),
-# whose vLLM cells are held (the kv-sizing fixture's mamba rows; the validation fixture's family rows), whose
-# SGLang cells are the spec-resolution fixture's (NGRAM, fixed and adaptive) and whose llama.cpp cell is not yet
-# recorded.
-_MAMBA = "not recorded yet (issue 35.3 added the Mamba-2 family for vLLM's pool only)"
-OPEN: dict[tuple[str, str, str], str] = {
-    ("target-hybrid-mamba", "fixed", "llamacpp"): f"{_MAMBA}: tools/tiny_gguf.py SHAPES has no nemotron_h shape",
-}
+# qwen3 for target-gqa, gemma3 for target-hybrid-swa, qwen35 for target-hybrid-linear, nemotron_h (nemotron_h_moe)
+# for target-hybrid-mamba, deepseek2 with its nextn block for target-mla-mtp, eagle3 for the three EAGLE-3 families,
+# dflash/dspark; gpt-oss and Qwen3-Next have no shape of their own: their families are held by Gemma-3's and
+# Qwen3.5's). The Mamba-2 family (Nemotron-H) is held on vLLM by the kv-sizing fixture's mamba rows and the
+# validation fixture's family rows, on SGLang by the spec-resolution fixture's NGRAM rows (fixed and adaptive).
+OPEN: dict[tuple[str, str, str], str] = {}
 
 
 def _load(name: str) -> list[dict[str, Any]]:
@@ -92,10 +88,10 @@ def test_the_lists_are_exact() -> None:
 
 
 def test_the_size_of_the_suite() -> None:
-    """11 families × 2 settings × 3 engines = 66 cells: 54 with oracle rows, 11 not run (llama.cpp runs no
-    schedule), 1 open (the Mamba-2 family on llama.cpp)."""
+    """11 families × 2 settings × 3 engines = 66 cells: 55 with oracle rows, 11 not run (llama.cpp runs no
+    schedule), none open."""
     have = covered()
-    assert (len(FAMILIES) * len(SETTINGS) * len(ENGINES), len(have), len(NOT_RUN), len(OPEN)) == (66, 54, 11, 1)
+    assert (len(FAMILIES) * len(SETTINGS) * len(ENGINES), len(have), len(NOT_RUN), len(OPEN)) == (66, 55, 11, 0)
     assert all(NOT_RUN.values()) and all(OPEN.values())
 
 

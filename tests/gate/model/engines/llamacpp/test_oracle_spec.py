@@ -1,6 +1,6 @@
 """llama-server b11434's own answer at fixed k on each config family's architecture, recorded by
 tools/oracle/llamacpp_spec.py (tiny GGUFs written by tools/tiny_gguf.py SHAPES: qwen3, gemma3, qwen35, deepseek2,
-eagle3, dflash/dspark; each pairing started with `--spec-type T --spec-draft-n-max K --ctx-size 2048 --parallel 2`),
+eagle3, dflash/dspark, nemotron_h; each pairing started with `--spec-type T --spec-draft-n-max K --ctx-size 2048 --parallel 2`),
 replayed against the gate's llama.cpp profile: the method the gate reads from the family's config launches the
 recorded flags; the gate accepts where the server came up speculating and refuses where it exited; the tokens a
 round drafts are k (a block drafter: `block_round`, min(k, block_size - 1) for DFlash, min(k, block_size) for
@@ -58,6 +58,14 @@ def hf_config(shape: dict[str, Any]) -> dict[str, Any]:
                 "linear_key_head_dim": k["ssm.state_size"],
                 "linear_value_head_dim": k["ssm.inner_size"] // k["ssm.time_step_rank"],
                 "linear_conv_kernel_dim": k["ssm.conv_kernel"], "mtp_num_hidden_layers": k.get("nextn_predict_layers", 0)}
+    if arch == "nemotron_h_moe":  # the layer kinds from the per-layer keys (tools/tiny_gguf.py nemotron_h)
+        kinds = zip(k["attention.head_count_kv"], k["feed_forward_length"], strict=True)
+        pattern = "".join("*" if kv else "E" if ff else "M" for kv, ff in kinds)
+        inner, heads = k["ssm.inner_size"], k["ssm.time_step_rank"]
+        return {**cfg, "architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h",
+                "num_key_value_heads": max(k["attention.head_count_kv"]), "hybrid_override_pattern": pattern,
+                "mamba_num_heads": heads, "mamba_head_dim": inner // heads, "ssm_state_size": k["ssm.state_size"],
+                "n_groups": k["ssm.group_count"], "conv_kernel": k["ssm.conv_kernel"]}
     return {**cfg, "architectures": ["Qwen3ForCausalLM" if arch == "qwen3" else "LlamaForCausalLM"],
             "model_type": "qwen3" if arch == "qwen3" else "llama"}
 
@@ -130,7 +138,7 @@ def test_the_fixture_says_where_it_comes_from() -> None:
     assert "tools/oracle/llamacpp_spec.py" in DATA["made_by"] and "--spec-draft-n-max" in DATA["made_by"]
     families = {r["inputs"]["family"] for r in DATA["rows"]}
     assert families == {"dflash", "dspark", "eagle3", "eagle3-safeailab", "eagle3-speculators", "target-gqa",
-                        "target-hybrid-linear", "target-hybrid-swa", "target-mla-mtp"}
+                        "target-hybrid-linear", "target-hybrid-mamba", "target-hybrid-swa", "target-mla-mtp"}
     # every family's config file is one of tests/fixtures/configs, the refusal is the server's own exit
     assert all((FIXTURES / "configs" / r["inputs"]["config"]).is_file() for r in DATA["rows"])
     refused = [r for r in DATA["rows"] if not r["answer"]["server_up"]]
@@ -146,6 +154,9 @@ def test_the_sliding_window_and_recurrent_caches_are_in_the_recording() -> None:
                                                                 {"kind": "SWA", "cells": 768}]
     assert by["qwen35", "draft-mtp"]["recurrent"][0]["rs_seq"] == 3
     assert by["qwen35-nomtp", "draft-simple"]["recurrent"][0]["rs_seq"] == 0
+    # Nemotron-H: the KV cache holds its 2 attention layers only, the Mamba-2 state sits in the recurrent memory
+    nemotron = by["nemotron_h", "draft-simple"]
+    assert nemotron["kv_caches"][0]["layers"] == 2 and nemotron["recurrent"][0]["rs_seq"] == 0
 
 
 def test_the_replay_can_fail() -> None:
