@@ -229,8 +229,10 @@
         ffRule('draft_tokens:increase', ffInc('specgate_spec_draft_tokens_total')),
         ffRule('eligible:bool', ffEligible),
         ffRule('met:bool', '(%s) * (%s >= bool %s)' % [ffEligible, ffLength, num(ff.target)]),
-        // non-finite drafts, or non-finite accepted tokens where drafts are enough; reset windows are not counted
-        ffRule('non_finite:bool', '%s * ((1 - (%s >= bool 0) * (%s < bool +Inf)) + ((%s >= bool %s) * (%s < bool +Inf) * (1 - (%s >= bool 0) * (%s < bool +Inf)) or %s * 0))'
+        // non-finite drafts, or non-finite accepted tokens where drafts are enough; reset windows are not counted.
+        // Sparse (`> 0`: only such windows, value 1): a pod without one has no series, so the gate's sum over the
+        // lookback touches none of a healthy fleet's (Prometheus' CPU per query follows the series it reads).
+        ffRule('non_finite:bool', '%s * ((1 - (%s >= bool 0) * (%s < bool +Inf)) + ((%s >= bool %s) * (%s < bool +Inf) * (1 - (%s >= bool 0) * (%s < bool +Inf)) or %s * 0)) > 0'
                                   % [ffNoReset, ffD, ffD, ffD, num(ff.minDrafts), ffD, ffA, ffA, ffAny]),
         ffRule('eligible_drafts:increase', '%s and (%s) == 1' % [ffD, ffEligible]),
         ffRule('eligible_accepted_tokens:increase', '%s and (%s) == 1' % [ffA, ffEligible]),
