@@ -355,6 +355,7 @@ _SWA_USAGE = re.compile(r"SWAKVPool mem usage: ([0-9.]+) GB, swa size: (\d+), fu
 _SWA_DISABLED = re.compile(r"Disable hybrid SWA memory for (\S+) as it is not yet supported")
 _POOL_END = "Memory pool end. avail mem="
 _MEM_FRACTION = re.compile(r"'mem_fraction_static': ([0-9.]+)")
+_KV_SIZES = re.compile(r"KV Cache is allocated\. dtype: \S+, #tokens: (\d+), K size: ([0-9.]+) GB, V size: ([0-9.]+) GB")
 
 
 @dataclass(frozen=True)
@@ -371,6 +372,7 @@ class PoolLog:
     memory: StartupMemory
     mem_fraction_static: float  # as SGLang resolved it (its server_args line): the budget's m
     kv_tokens: tuple[int, ...]  # every "KV Cache is allocated ... #tokens: N" (a hybrid SWA pool: full, then SWA)
+    kv_sizes: tuple[tuple[int, float, float], ...]  # the same lines' (tokens, K GB, V GB), 2 decimals
     swa: tuple[int, int, float] | None
     swa_from_budget: tuple[int, int] | None
     swa_disabled_for: str | None
@@ -384,6 +386,7 @@ class PoolLog:
             raise AssertionError("SGLang's log has no server_args line with mem_fraction_static")
         return cls(memory=startup_memory(text), mem_fraction_static=float(fraction[1]),
                    kv_tokens=tuple(int(x) for x in _KV.findall(text)),
+                   kv_sizes=tuple((int(n), float(k), float(v)) for n, k, v in _KV_SIZES.findall(text)),
                    swa=None if usage is None else (int(usage[3]), int(usage[2]), float(usage[1])),
                    swa_from_budget=None if chosen is None else (int(chosen[1]), int(chosen[2])),
                    swa_disabled_for=None if off is None else off[1])
@@ -394,8 +397,9 @@ class PoolLog:
         return self.memory.available_bytes(self.mem_fraction_static)[1]
 
 
-def wait_for_pools(eng: SGLangProcess, timeout: float, poll: float = 1.0) -> PoolLog:
-    """Wait (bounded) until SGLang logs "Memory pool end" and return how it sized its pools.
+def wait_for_pools(eng: SGLangProcess, timeout: float, poll: float = 1.0, workers: int = 1) -> PoolLog:
+    """Wait (bounded) until SGLang logs "Memory pool end" `workers` times (2 with a drafter: its draft worker
+    sizes its pool after the target's) and return how it sized its pools.
 
     For shapes the CPU build sizes but cannot serve (it fails later, in warm-up): the pools are SGLang's own
     sizing on a real start even when the server never becomes ready. Raises with the log's tail if the
@@ -404,7 +408,7 @@ def wait_for_pools(eng: SGLangProcess, timeout: float, poll: float = 1.0) -> Poo
     deadline = time.monotonic() + timeout
     while True:
         text = eng.log_path.read_text(errors="replace")
-        if _POOL_END in text:
+        if text.count(_POOL_END) >= workers:
             return PoolLog.parse(text)
         if eng.popen.poll() is not None or time.monotonic() > deadline:
             why = "exited" if eng.popen.poll() is not None else f"did not size its pools in {timeout:.0f} s"
