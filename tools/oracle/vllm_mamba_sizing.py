@@ -10,11 +10,13 @@ venv's python, it rewrites only the fixture's `mamba` rows (the others kept as t
 What is vLLM's, called in-process: `NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype` (the SSM state dtype:
 the config's `mamba_ssm_cache_dtype`, else float32), `NemotronHForCausalLM.get_mamba_state_shape_from_config` /
 `get_mamba_state_dtype_from_config` (conv state widened by k with speculation), `Platform._align_hybrid_block_size`
-(the block and padded page per attention backend, CPU_ATTN and FLASH_ATTN, from a starting block of 16 or 1024),
-`get_kv_cache_configs` and `get_kv_cache_capacity`. Built by hand, as NemotronH's layers build them: a
-`FullAttentionSpec` per `*` of `hybrid_override_pattern` (the config's `num_key_value_heads` x `head_dim`, bf16),
-a `MambaSpec` per `M` (the class's shapes and dtypes, the aligned block and padded page, the cache mode,
-`num_speculative_blocks` = k: `MambaBase.get_kv_cache_spec`), none for `-` / `E` (MLP, MoE). Rows: the Mamba-2
+(the block and padded page per attention backend, CPU_ATTN and FLASH_ATTN, from the starting blocks of
+`MAMBA_START_BLOCKS`: vLLM's own without --block-size, 128 on CPU and 16 with FlashAttention, and a user's),
+`get_kv_cache_configs` and `get_kv_cache_capacity`, and each `M` layer's spec from `MambaMixer2.get_kv_cache_spec`
+itself (the class's shapes and dtypes, the aligned block and padded page, the cache mode, `num_speculative_blocks`
+= k, and the prefill checkpoint block it adds: `num_prefill_checkpoint_blocks=1`, read in align mode only). Built
+by hand, as NemotronH's layers build them: a `FullAttentionSpec` per `*` of `hybrid_override_pattern` (the
+config's `num_key_value_heads` x `head_dim`, bf16), none for `-` / `E` (MLP, MoE). Rows: the Mamba-2
 configs x backend x starting block x KV budget (1, 8, 40 GiB) x max_model_len (8,192, 32,768) x cache mode, with no
 speculation and with ngram at k = 3 (a drafterless method: vLLM reads num_speculative_tokens whatever the method).
 """
@@ -33,7 +35,6 @@ from vllm_kv_sizing import (
     CACHE_MODES,
     FIXTURE,
     LENGTHS,
-    START_BLOCKS,
     _text,
     speculative_config,
     vllm_config,
@@ -41,6 +42,10 @@ from vllm_kv_sizing import (
 
 MAMBA_CONFIGS = ["target-hybrid-mamba__nvidia__Nemotron-3-Nano-30B-A3B__jax-llm-examples.json"]
 MAMBA_SPECULATION = [("none", 0), ("ngram", 3)]
+# The block `_align_hybrid_block_size` starts from, per backend: vLLM's own start without --block-size (16, the
+# DEFAULT_BLOCK_SIZE FlashAttention keeps; 128, the CPU platform's), a user's 1024, and on CPU a user's 16 too (the
+# CPU kernel's multiple of 32 then sets the step).
+MAMBA_START_BLOCKS = {"CPU_ATTN": [16, 128, 1024], "FLASH_ATTN": [16, 1024]}
 
 
 def _model_config(text: dict[str, Any]) -> Any:
@@ -94,12 +99,28 @@ def aligned_block(text: dict[str, Any], backend: str, start: int, mode: str, k: 
     return cache.block_size, cache.mamba_page_size_padded, cache
 
 
-def specs(text: dict[str, Any], block: int, padded: int | None, cache: Any, k: int) -> dict[str, Any]:
+def mixer_spec(shapes: tuple[Any, ...], dtypes: tuple[Any, ...], cache: Any, k: int) -> Any:
+    """One Mamba-2 layer's spec from vLLM's own `MambaMixer2.get_kv_cache_spec` (through
+    `MambaBase.get_kv_cache_spec`): the layer's fields vLLM sets there (prefill checkpoint blocks, speculative
+    blocks, cache mode, padded page) are its own. The layer is not built (no weights): its state shape and dtype,
+    the only things the spec reads from it, are NemotronH's (`mamba_state`)."""
+    from vllm.model_executor.layers.mamba.mamba_mixer2 import MambaMixer2
+
+    layer = object.__new__(MambaMixer2)  # nn.Module without __init__: the spec reads only what is set below
+    object.__setattr__(layer, "get_state_shape", lambda: shapes)
+    object.__setattr__(layer, "get_state_dtype", lambda: dtypes)
+    return MambaMixer2.get_kv_cache_spec(layer, SimpleNamespace(cache_config=cache, num_speculative_tokens=k))
+
+
+def specs(text: dict[str, Any], block: int, cache: Any, k: int, max_model_len: int) -> dict[str, Any]:
     """Per-layer specs as NemotronH's layers build them (module docstring)."""
     import torch
-    from vllm.v1.kv_cache_interface import FullAttentionSpec, MambaSpec
+    from vllm.v1.kv_cache_interface import FullAttentionSpec
 
     shapes, dtypes = mamba_state(text, cache, k)
+    # MambaModelConfig.verify_and_update_config: the Mamba block is the attention block in align mode,
+    # max_model_len in none.
+    cache.mamba_block_size = block if cache.mamba_cache_mode == "align" else max_model_len
     out: dict[str, Any] = {}
     for i, code in enumerate(text["hybrid_override_pattern"]):
         if code == "*":
@@ -107,9 +128,7 @@ def specs(text: dict[str, Any], block: int, padded: int | None, cache: Any, k: i
                 block_size=block, num_kv_heads=text["num_key_value_heads"], head_size=text["head_dim"],
                 dtype=torch.bfloat16)
         elif code == "M":
-            out[f"backbone.layers.{i}.mixer"] = MambaSpec(
-                shapes=shapes, dtypes=dtypes, block_size=block, page_size_padded=padded,
-                mamba_cache_mode=cache.mamba_cache_mode, num_speculative_blocks=k)
+            out[f"backbone.layers.{i}.mixer"] = mixer_spec(shapes, dtypes, cache, k)
     return out
 
 
@@ -128,7 +147,8 @@ def one_mamba(inputs: dict[str, Any]) -> dict[str, Any]:
     cfg.cache_config.mamba_cache_mode = mode
     cfg.speculative_config = speculative_config(k, method)
     try:
-        kv = get_kv_cache_configs(cfg, [specs(text, block, padded, cache, k)], [inputs["kv_cache_memory_bytes"]])[0]
+        kv = get_kv_cache_configs(cfg, [specs(text, block, cache, k, inputs["max_model_len"])],
+                                  [inputs["kv_cache_memory_bytes"]])[0]
     except ValueError as e:
         return {"block_size": block, "state_bytes": state, "error": str(e).splitlines()[0]}
     tokens, concurrency = get_kv_cache_capacity(cfg, kv)
@@ -143,7 +163,7 @@ def mamba_rows() -> list[dict[str, Any]]:
     for drafter, k in MAMBA_SPECULATION:
         for config in MAMBA_CONFIGS:
             for backend in BACKENDS:
-                for start in START_BLOCKS:
+                for start in MAMBA_START_BLOCKS[backend]:
                     for budget in BUDGETS:
                         for length in LENGTHS:
                             for mode in CACHE_MODES:

@@ -31,19 +31,22 @@ class RequestBlocks:
 
     Why: the pool's tokens price a request at max_model_len, but a request holds `state_blocks` in every state group
     whatever its length (2 with prefix caching, mamba_cache_mode "align"; 1 without, "none"; k more with k draft
-    tokens, `speculative_blocks`: MambaSpec.num_speculative_blocks), so short requests fit fewer of their tokens. One
-    request of t tokens: attention_groups x cdiv(t, block_size) + state_groups x state blocks (vLLM's
-    FullAttentionManager / MambaManager.get_num_blocks_to_allocate).
+    tokens, `speculative_blocks`: MambaSpec.num_speculative_blocks; in align mode `checkpoint_blocks` more, the
+    prefill checkpoint MambaMixer2 gives Mamba-2 layers: MambaSpec.num_prefill_checkpoint_blocks), so short requests
+    fit fewer of their tokens. One request of t tokens: attention_groups x cdiv(t, block_size) + state_groups x state
+    blocks (vLLM's FullAttentionManager / MambaManager.get_num_blocks_to_allocate, max_memory_usage_bytes).
     """
 
     block_size: int
     attention_groups: int
     state_groups: int
     speculative_blocks: int = 0
+    checkpoint_blocks: int = 0
 
     def state_blocks(self, prefix_cache: bool) -> int:
-        """State blocks one request holds in each state group: 2 + k with prefix caching, 1 + k without."""
-        return (2 if prefix_cache else 1) + self.speculative_blocks
+        """State blocks one request holds in each state group: 2 + checkpoint + k with prefix caching, 1 + k
+        without."""
+        return (2 + self.checkpoint_blocks if prefix_cache else 1) + self.speculative_blocks
 
     def blocks(self, tokens: int, prefix_cache: bool) -> int:
         """Blocks one request of `tokens` holds at its end (every prompt and output token resident)."""

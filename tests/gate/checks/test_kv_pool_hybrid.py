@@ -70,13 +70,14 @@ def test_vllm_linear_hybrids_get_a_predicted_pool_at_the_aligned_block(config: s
 
 
 def test_an_ngram_plan_at_the_block_without_speculation_is_refused() -> None:
-    """Before: ngram k = 3 on Qwen3-Next at 544 was priced without speculation and passed; vLLM raises that block to
-    576 (CPU) / 560 (FlashAttention) with k = 3 (the oracle's ngram rows), so there is no pool to judge."""
+    """Before: ngram k = 3 on Qwen3-Next at 544 was priced without speculation and passed; vLLM raises that block
+    with k = 3 (the oracle's ngram rows: 576 on CPU from 16, 560 with FlashAttention), so there is no pool to judge;
+    the blocks named start where vLLM does (the plan's as --block-size, else 16 / 128 on CPU)."""
     r = kv_pool.check(context(plan_from_dict(_hybrid(NEXT, block_size=544))))
     assert r.status is Status.INCONCLUSIVE
     assert r.values["judged_pool_tokens"] is None and r.values["predicted_tokens_without_drafter"] == 313985
-    assert "with k = 3 draft tokens" in r.reason and "576 with the CPU backend" in r.reason
-    assert "560 with FlashAttention" in r.reason
+    assert "with k = 3 draft tokens" in r.reason and "1,088 with the CPU backend;" in r.reason
+    assert "560 with FlashAttention (from 16), 640 with the CPU backend (from 128)" in r.reason
 
 
 def test_a_linear_hybrid_says_why_and_does_not_ask_for_the_budget_it_has() -> None:

@@ -27,8 +27,9 @@ attention page holds a layer's whole state (`Platform._align_hybrid_block_size`)
 multiple (32 on the CPU backend, 16 for FlashAttention, or the user's larger `--block-size`) x cdiv(state page,
 that multiple x attention bytes per token); the state page is then padded to the attention page, so every layer has
 one page size and the groups above apply (one full-attention group, the linear layers in groups of as many). The
-block hangs on the attention backend, which the configs do not decide: the plan's `engine.block_size` is the one
-vLLM reports after alignment, and one below what the state needs is refused (no prediction, with both minima). A
+block hangs on the attention backend and the block vLLM starts from (without --block-size 16 with FlashAttention,
+128 on CPU; the step is max(multiple, start)), which the configs do not decide: the plan's `engine.block_size` is
+the one vLLM reports after alignment, and one below what the state needs is refused (no prediction, with both minima). A
 request takes cdiv(max_model_len, block) blocks in each full group and, whatever its length, 2 blocks in each linear
 group with prefix caching (vLLM's default for hybrids: `mamba_cache_mode` "align"; 1 in "none"), so the pool in
 tokens is vLLM's own `kv_cache_size_tokens` at `max_model_len`. That prices requests at `max_model_len`: shorter ones
@@ -47,8 +48,10 @@ with no drafter layer: vLLM widens the state and adds the k blocks for every spe
 (`MambaBase.get_kv_cache_spec` reads `num_speculative_tokens`; the oracle's ngram rows), so its pool "with the
 drafter" is the pool with speculation. Mamba-2 hybrids (Nemotron-H) are sized the same way, one `MambaSpec` per
 Mamba-2 layer, its state as vLLM's Nemotron-H class sizes it (`vllm_mamba2_state`: the SSM state in float32 unless
-the config names another `mamba_ssm_cache_dtype`); other Mamba-2 architectures (Granite-4.0-H, Bamba, Falcon-H1,
-Zamba2: other field names and state dtype rules) get no prediction, said in a note. On either kind, a drafter whose
+the config names another `mamba_ssm_cache_dtype`) and, in align mode only, one prefill checkpoint block more per
+request in each Mamba-2 group (`MambaMixer2.get_kv_cache_spec`: `num_prefill_checkpoint_blocks=1`, priced by
+`MambaSpec.max_memory_usage_bytes` as 2 + 1 + k; "none" stays 1 + k, and 0.32 has no other mode); other Mamba-2
+architectures (Granite-4.0-H, Bamba, Falcon-H1, Zamba2: other field names and state dtype rules) get no prediction, said in a note. On either kind, a drafter whose
 attention page differs from the target's (EAGLE heads, draft models) makes vLLM unify pages into groups of two
 block sizes (the oracle's hybrid-drafter-pages rows): no pool with it, said in a note.
 """
@@ -77,11 +80,12 @@ class LayerSpec:
     bytes_per_token: int
     window: int | None = None
     state_bytes: int | None = None
+    checkpoint_blocks: int = 0  # MambaSpec.num_prefill_checkpoint_blocks: 1 for Mamba-2 (MambaMixer2), 0 for GDN
 
     @property
-    def key(self) -> tuple[str, int, int | None]:
+    def key(self) -> tuple[str, int, int | None, int]:
         """Layers with equal keys share a spec (vLLM groups equal `KVCacheSpec`s)."""
-        return self.kind, self.bytes_per_token, self.window
+        return self.kind, self.bytes_per_token, self.window, self.checkpoint_blocks
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ def vllm_kv_groups(layers: list[LayerSpec]) -> list[Group]:
     if len({x.bytes_per_token for x in layers}) != 1:
         raise ValueError("layers of different page sizes next to sliding-window layers: vLLM repacks them "
                          "(_get_packed_kv_cache_groups / unify_kv_cache_spec_page_size), not modelled")
-    buckets: dict[tuple[str, int, int | None], int] = {}
+    buckets: dict[tuple[str, int, int | None, int], int] = {}
     for x in layers:
         buckets[x.key] = buckets.get(x.key, 0) + 1
     smallest, largest = min(buckets.values()), max(buckets.values())
@@ -133,11 +137,12 @@ def vllm_blocks_per_request(groups: list[Group], block_size: int, max_model_len:
                             max_in_flight_tokens: int, extra_retained_tokens: int = 0,
                             mamba_cache_mode: str = "align", num_speculative_blocks: int = 0) -> int:
     """Blocks one request at `max_model_len` takes from the shared pool, summed over the groups (a linear group:
-    `MambaSpec.max_memory_usage_bytes`, 2 pages in "align" mode, 1 in "none", plus one per draft token)."""
+    `MambaSpec.max_memory_usage_bytes`, 2 pages and its prefill checkpoint ones in "align" mode, 1 in "none", plus
+    one per draft token; vLLM 0.32 has no other mode)."""
     total = 0
     for g in groups:
         if g.spec.kind == "linear":
-            total += (2 if mamba_cache_mode == "align" else 1) + num_speculative_blocks
+            total += (2 + g.spec.checkpoint_blocks if mamba_cache_mode == "align" else 1) + num_speculative_blocks
         elif g.spec.kind == "sliding" and g.spec.window is not None:
             held = min(g.spec.window - 1 + extra_retained_tokens + max_in_flight_tokens, max_model_len)
             total += _cdiv(held, block_size) + 1
@@ -170,6 +175,9 @@ def vllm_aligned_block(attention_bytes_per_token: int, state_bytes: int, kernel_
 # The kernel block multiples of the attention backends vLLM 0.32 picks for these models
 # (`get_supported_kernel_block_sizes`): CPU_ATTN MultipleOf(32); FLASH_ATTN (and Flex, Triton) MultipleOf(16).
 KERNEL_MULTIPLES: dict[str, int] = {"FlashAttention": 16, "the CPU backend": 32}
+# The block vLLM 0.32 starts from without --block-size: CacheConfig.DEFAULT_BLOCK_SIZE 16 (FlashAttention's preferred
+# block on CUDA), 128 on CPU (`CpuPlatform.check_and_update_config`); the alignment then steps by max(multiple, it).
+DEFAULT_START_BLOCKS: dict[str, int] = {"FlashAttention": 16, "the CPU backend": 128}
 
 
 def layer_specs(geom: KVGeometry, mamba_state: int | None = None) -> list[LayerSpec] | None:
@@ -191,7 +199,7 @@ def layer_specs(geom: KVGeometry, mamba_state: int | None = None) -> list[LayerS
                 return None
             out.append(LayerSpec("linear", next(iter(attn)), state_bytes=x.state_bytes))
         elif x.kind == "mamba":
-            out.append(LayerSpec("linear", next(iter(attn)), state_bytes=mamba_state))
+            out.append(LayerSpec("linear", next(iter(attn)), state_bytes=mamba_state, checkpoint_blocks=1))
         elif x.kind == "sliding_attention":
             out.append(LayerSpec("sliding", x.bytes_per_token, x.window))
         elif x.kind in ("full_attention", "mla"):
@@ -343,13 +351,17 @@ def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_spe
     tokens = None if max_model_len is None else vllm_capacity_tokens(blocks, groups, block_size, max_model_len,
                                                                       max_model_len)
     linear_groups = sum(1 for g in groups if g.spec.kind == "linear")
-    per_request = RequestBlocks(block_size, len(groups) - linear_groups, linear_groups)
+    checkpoint = _checkpoint_blocks(groups)
+    per_request = RequestBlocks(block_size, len(groups) - linear_groups, linear_groups, 0, checkpoint)
+    ckpt = (f" (2 + {checkpoint} prefill checkpoint per Mamba-2 group: MambaMixer2.get_kv_cache_spec)"
+            if checkpoint else "")
     out.append(f"vLLM hybrid KV manager, linear attention: {block_size}-token blocks (engine.block_size, as vLLM "
                f"reports it after aligning the attention page to the {state:,} B state), "
                f"{len(groups) - linear_groups} full-attention and {linear_groups} linear group(s) of "
                f"{groups[0].layers} layers draw from one pool of {blocks:,} blocks; every request holds "
-               f"{2 * linear_groups} state blocks whatever its length with prefix caching (vLLM's default: "
-               f"mamba_cache_mode align), {linear_groups} without; mixes are judged in blocks")
+               f"{per_request.state_groups * per_request.state_blocks(True)} state blocks whatever its length with "
+               f"prefix caching{ckpt} (vLLM's default: mamba_cache_mode align), {linear_groups} without; mixes are "
+               "judged in blocks")
     if max_model_len is None:
         out.append("vLLM hybrid pool: blocks only; its pool in tokens is its capacity at --max-model-len: "
                    "give engine.context_cap_tokens")
@@ -366,17 +378,26 @@ def _linear_prediction(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_spe
                           per_request)
 
 
+def _checkpoint_blocks(groups: list[Group]) -> int:
+    """Prefill checkpoint blocks per request in each linear group in align mode (1 for Mamba-2, 0 for Gated
+    DeltaNet: vLLM only groups linear layers of equal `num_prefill_checkpoint_blocks`)."""
+    return max((g.spec.checkpoint_blocks for g in groups if g.spec.kind == "linear"), default=0)
+
+
 def _attention_bytes(specs: list[LayerSpec]) -> int:
     """One full-attention layer's bytes per token (every linear layer's page is padded to it)."""
     return next(x.bytes_per_token for x in specs if x.kind == "full")
 
 
 def _below_state(block_size: int, per_token: int, state: int, what: str) -> str:
-    minima = ", ".join(f"{vllm_aligned_block(per_token, state, m):,} with {name}"
-                       for name, m in KERNEL_MULTIPLES.items())
+    given = ", ".join(f"{vllm_aligned_block(per_token, state, m, block_size):,} with {name}"
+                      for name, m in KERNEL_MULTIPLES.items())
+    default = ", ".join(f"{vllm_aligned_block(per_token, state, m, DEFAULT_START_BLOCKS[name]):,} with {name} "
+                        f"(from {DEFAULT_START_BLOCKS[name]})" for name, m in KERNEL_MULTIPLES.items())
     return (f"a {block_size}-token block's attention page ({block_size * per_token:,} B) cannot hold {what}'s state "
-            f"({state:,} B); vLLM raises the block to fit it per attention backend (Platform._align_hybrid_block_size: "
-            f"{minima})")
+            f"({state:,} B); vLLM raises the block to fit it from the block it starts at "
+            f"(Platform._align_hybrid_block_size): from --block-size {block_size}, {given}; without --block-size, "
+            f"{default}")
 
 
 def _linear_drafter_pool(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_specs: list[LayerSpec] | None,
@@ -430,11 +451,13 @@ def _linear_drafter_pool(kv_cache_memory_bytes: int, specs: list[LayerSpec], d_s
     tokens = None if max_model_len is None else vllm_capacity_tokens(
         blocks, groups, block_size, max_model_len, max_model_len, num_speculative_blocks=depth)
     linear_groups = sum(1 for g in groups if g.spec.kind == "linear")
+    checkpoint = _checkpoint_blocks(groups)
     who = (f"with speculation (k = {depth}, a drafterless method: no drafter layer; "
            if drafterless else f"with the drafter (k = {depth}): its {len(layers)} attention layer(s) join the pool (")
     out.append(f"{who}{len(groups) - linear_groups} full-attention and {linear_groups} linear group(s) of "
                f"{groups[0].layers} layers, {blocks:,} blocks); each linear layer's conv state widens by {depth} "
                f"column(s) to {draft_state:,} B (gated_delta_net_state_shape, within the {block_size}-token block) "
-               f"and each request holds 2 + {depth} state blocks per linear group with prefix caching, 1 + {depth} "
-               "without (MambaSpec.num_speculative_blocks)")
-    return blocks, tokens, RequestBlocks(block_size, len(groups) - linear_groups, linear_groups, depth)
+               f"and each request holds 2 + {f'{checkpoint} + ' if checkpoint else ''}{depth} state blocks per linear "
+               f"group with prefix caching, 1 + {depth} without (MambaSpec.num_speculative_blocks"
+               f"{', num_prefill_checkpoint_blocks' if checkpoint else ''})")
+    return blocks, tokens, RequestBlocks(block_size, len(groups) - linear_groups, linear_groups, depth, checkpoint)

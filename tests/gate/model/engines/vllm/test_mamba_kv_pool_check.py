@@ -34,28 +34,36 @@ def _oracle_row() -> dict[str, Any]:
 
 
 def test_the_line_judges_vllms_own_pool_labelled_predicted() -> None:
-    """At the block vLLM reports with speculation (2,144) the pool is vLLM's: 652 blocks, 593,464 tokens. 10 short
-    requests take 10 x (1 + 4 x (2 + 3)) = 210 blocks: a pass on the predicted pool, said so."""
+    """At the block vLLM reports with speculation (2,144) the pool is vLLM's: 652 blocks, 534,118 tokens (593,464
+    before the prefill checkpoint block MambaMixer2 adds in align mode). 10 short requests take
+    10 x (1 + 4 x (2 + 1 + 3)) = 250 blocks: a pass on the predicted pool, said so."""
     row = _oracle_row()
     r = kv_pool.check(context(plan_from_dict(_plan(row["block_size"], 10))))
     assert r.status is Status.PASS
     assert (row["block_size"], row["num_gpu_blocks"], r.values["predicted_tokens_with_drafter"]) == (
         2144, 652, row["kv_cache_size_tokens"])
-    assert "predicted, not observed" in r.reason and "short needs 210 blocks" in r.reason
+    assert row["kv_cache_size_tokens"] == 534118
+    assert "predicted, not observed" in r.reason and "short needs 250 blocks" in r.reason
 
 
 def test_too_many_requests_for_the_state_blocks_fail() -> None:
-    """32 short requests need 32 x 21 = 672 blocks > 652: a fail, though their tokens are a sliver of the pool."""
-    r = kv_pool.check(context(plan_from_dict(_plan(2144, 32))))
+    """27 short requests need 27 x 25 = 675 blocks > 652: a fail, though their tokens are a sliver of the pool
+    (before, each Mamba-2 group was charged 2 + 3 state blocks, not vLLM's 2 + 1 + 3: 567 blocks, a pass); 26 need
+    650 and fit."""
+    r = kv_pool.check(context(plan_from_dict(_plan(2144, 27))))
     assert r.status is Status.FAIL
     (mix,) = r.values["mixes"]
-    assert (mix["demand_blocks"], mix["fits"]) == (672, False)
+    assert (mix["demand_blocks"], mix["fits"]) == (675, False)
+    r = kv_pool.check(context(plan_from_dict(_plan(2144, 26))))
+    assert r.status is Status.PASS and r.values["mixes"][0]["demand_blocks"] == 650
 
 
 def test_the_block_without_speculation_is_inconclusive_naming_vllms_blocks() -> None:
     """At 2,112 (vLLM's block without speculation) k = 3 widens the state past the page: no pool with
-    speculation, inconclusive, naming the blocks vLLM would set (2,144 CPU, 2,128 FlashAttention)."""
+    speculation, inconclusive, naming the blocks vLLM would set from the plan's block as --block-size (4,224) and
+    from its own starts (2,128 FlashAttention from 16, 2,176 CPU from 128: the oracle's rows)."""
     r = kv_pool.check(context(plan_from_dict(_plan(2112, 10))))
     assert r.status is Status.INCONCLUSIVE
     assert r.values["predicted_tokens_with_drafter"] is None and r.values["predicted_tokens_without_drafter"]
-    assert "2,144 with the CPU backend" in r.reason and "2,128 with FlashAttention" in r.reason
+    assert "from --block-size 2112, 4,224 with FlashAttention, 4,224 with the CPU backend" in r.reason
+    assert "2,128 with FlashAttention (from 16), 2,176 with the CPU backend (from 128)" in r.reason

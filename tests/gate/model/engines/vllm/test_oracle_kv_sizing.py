@@ -345,8 +345,10 @@ def test_the_profile_predicts_vllms_linear_pool_with_ngram_speculation(index: in
 
 
 def test_an_ngram_plan_at_the_block_without_speculation_is_refused() -> None:
-    """Qwen3-Next, ngram k = 3 at 544 (the block without speculation): vLLM raises it to 576 / 560 (the oracle's
-    ngram rows), so there is no pool with speculation, both minima named; the pool without it stands."""
+    """Qwen3-Next, ngram k = 3 at 544 (the block without speculation): vLLM raises it to 576 (CPU from a start of
+    16) / 560 (the oracle's ngram rows), so there is no pool with speculation; the blocks named are vLLM's from the
+    plan's block as --block-size (1,088) and from its own starts (16 with FlashAttention: 560; 128 on CPU: 640, the
+    step being max(32, 128)); the pool without it stands."""
     cfg = json.loads((TESTS / "fixtures" / "configs" / LINEAR_CONFIGS[0]).read_text())
     vllm = profile("vllm")
     assert isinstance(vllm, HybridPoolPredictor)
@@ -356,7 +358,8 @@ def test_an_ngram_plan_at_the_block_without_speculation_is_refused() -> None:
     text = " ".join(pred.notes)
     assert pred.with_drafter is None and pred.blocks_with_drafter is None
     assert (pred.blocks_without_drafter, pred.without_drafter) == (642, 313985)
-    assert "with k = 3 draft tokens" in text and "576 with the CPU backend" in text and "560 with FlashAttention" in text
+    assert "with k = 3 draft tokens" in text and "from --block-size 544, 1,088 with FlashAttention, 1,088 with" in text
+    assert "560 with FlashAttention (from 16), 640 with the CPU backend (from 128)" in text
     assert "drafterless methods too" in text
 
 
@@ -389,8 +392,9 @@ def test_a_drafter_on_a_linear_hybrid_needs_k_the_config_and_its_layers() -> Non
 
 def test_a_block_below_the_state_k_widens_is_refused_with_the_drafter() -> None:
     """Qwen3-Next at k = 2: the conv state widens by 2 columns of 8,192 bf16 values, past a 544-token page; vLLM
-    raises the block to 576 (CPU) or 560 (FlashAttention): the oracle's rows. The plan's 544 (the block without the
-    drafter) gives no pool with the drafter, naming both minima; the pool without it stands."""
+    raises the block to 576 (CPU from 16) or 560 (FlashAttention): the oracle's rows. The plan's 544 (the block
+    without the drafter) gives no pool with the drafter, naming vLLM's blocks from 544 and from its own starts; the
+    pool without it stands."""
     cfg = json.loads((TESTS / "fixtures" / "configs" / LINEAR_CONFIGS[0]).read_text())
     geom = kv_geometry(cfg, dtype="bf16")
     vllm = profile("vllm")
@@ -400,7 +404,8 @@ def test_a_block_below_the_state_k_widens_is_refused_with_the_drafter() -> None:
                                     configured_max_total_tokens=None, context_cap_tokens=32768, depth=2, config=cfg)
     text = " ".join(pred.notes)
     assert pred.with_drafter is None and pred.blocks_with_drafter is None and pred.blocks_without_drafter == 642
-    assert "with k = 2 draft tokens" in text and "576 with the CPU backend" in text and "560 with FlashAttention" in text
+    assert "with k = 2 draft tokens" in text and "1,088 with the CPU backend;" in text
+    assert "560 with FlashAttention (from 16), 640 with the CPU backend (from 128)" in text
 
 
 def test_without_max_model_len_only_blocks_are_predicted() -> None:

@@ -76,6 +76,9 @@ def test_the_fixture_covers_nemotron_h_backends_modes_and_speculation() -> None:
               for r in ROWS if r["inputs"]["start_block_size"] == 16}
     assert blocks == {("CPU_ATTN", "none", 2112), ("FLASH_ATTN", "none", 2096), ("CPU_ATTN", "ngram", 2144),
                       ("FLASH_ATTN", "ngram", 2128)}
+    # vLLM's own CPU start (128 without --block-size) steps by 128: 2,176 with and without k = 3
+    assert {(r["inputs"]["drafter"], r["answer"]["block_size"]) for r in ROWS
+            if r["inputs"]["start_block_size"] == 128} == {("none", 2176), ("ngram", 2176)}
     assert {json.dumps(r["answer"]["groups"]) for r in ROWS if "error" not in r["answer"]} == {
         json.dumps([["MambaSpec", 6]] * 3 + [["MambaSpec", 5], ["FullAttentionSpec", 6]])}
 
@@ -127,7 +130,8 @@ def test_a_mamba_pool_needs_the_config_and_nemotron_hs_rule() -> None:
                                     has_drafter=False, block_size=16, configured_max_total_tokens=None,
                                     context_cap_tokens=32768, config=cfg)
     text = " ".join(pred.notes)
-    assert pred.with_drafter is None and "2,112 with the CPU backend" in text and "2,096 with FlashAttention" in text
+    assert pred.with_drafter is None and "from --block-size 16, 2,096 with FlashAttention, 2,112 with the CPU" in text
+    assert "2,096 with FlashAttention (from 16), 2,176 with the CPU backend (from 128)" in text  # the oracle's rows
 
 
 def test_the_ssm_state_is_float32_unless_the_config_says_otherwise() -> None:
@@ -140,3 +144,29 @@ def test_the_ssm_state_is_float32_unless_the_config_says_otherwise() -> None:
     assert vllm_mamba2_state(without, geom) == vllm_mamba2_state(cfg, geom) == 2134016
     assert vllm_mamba2_state(bf16, geom) == {x.state_bytes for x in geom.layers if x.kind == "mamba"}.pop() == 1085440
     assert vllm_mamba2_state(cfg, kv_geometry(cfg, dtype="bf16", tp=2)) == 2134016 // 2
+
+
+def test_align_mode_holds_a_prefill_checkpoint_block_per_mamba2_group() -> None:
+    """vLLM 0.32's `MambaMixer2.get_kv_cache_spec` sets num_prefill_checkpoint_blocks=1, which align mode prices
+    (MambaSpec.max_memory_usage_bytes: 2 + 1 + k pages): CPU from 16, 1 GiB, 8,192 tokens, no speculation is 82
+    blocks and 41,984 tokens = int(82 / (4 attention + 4 groups x 3) x 8,192); at 2 state blocks per group (Gated
+    DeltaNet's count, the gate's before) it was 55,978. "none" mode keeps 1 + k."""
+    (row,) = [r for r in ROWS if r["inputs"]["attention_backend"] == "CPU_ATTN" and r["inputs"]["start_block_size"] == 16
+              and r["inputs"]["kv_cache_memory_bytes"] == 1 << 30 and r["inputs"]["max_model_len"] == 8192
+              and r["inputs"]["mamba_cache_mode"] == "align" and r["inputs"]["drafter"] == "none"]
+    assert (row["answer"]["num_gpu_blocks"], row["answer"]["kv_cache_size_tokens"]) == (82, 41984)
+    cfg = config()
+    geom = kv_geometry(cfg, dtype="bf16")
+    state = vllm_mamba2_state(cfg, geom)
+    assert isinstance(state, int)
+    specs = layer_specs(geom, state)
+    assert specs is not None and {x.checkpoint_blocks for x in specs if x.kind == "linear"} == {1}
+    groups = vllm_kv_groups(specs)
+    assert vllm_blocks_per_request(groups, 2112, 8192, 8192) == 4 + 4 * 3
+    assert vllm_blocks_per_request(groups, 2112, 8192, 8192, mamba_cache_mode="none") == 4 + 4 * 1
+    pred = profile("vllm").predict_hybrid_pool(  # type: ignore[attr-defined]
+        kv_cache_memory_bytes=1 << 30, target=geom, drafter=None, draft_charge=None, has_drafter=False,
+        block_size=2112, configured_max_total_tokens=None, context_cap_tokens=8192, config=cfg)
+    rb = pred.request_blocks
+    assert rb is not None and (rb.state_blocks(True), rb.state_blocks(False)) == (3, 1)
+    assert pred.without_drafter == 41984
