@@ -28,7 +28,9 @@ layer, and for the others `MambaSpec` with `MambaStateShapeCalculator.gated_delt
 `MambaStateDtypeCalculator.gated_delta_net_state_dtype` (bf16 model, `auto` state dtypes), the block and padded page
 the alignment set (`MambaBase.get_kv_cache_spec`), `mamba_cache_mode` "align" (prefix caching on, vLLM's default
 for hybrids: `MambaModelConfig`) or "none", no speculative tokens. Rows: configs x backend x starting block x
-KV budgets x max_model_len x cache mode.
+KV budgets x max_model_len x cache mode. The starting blocks are what a user's --block-size gives (16, 1024); vLLM's
+own start without it is 16 with FlashAttention but 128 on CPU (`CpuPlatform`), which the Mamba-2 rows cover
+(vllm_mamba_sizing.MAMBA_START_BLOCKS; Gated DeltaNet keeps no prefill checkpoint block, the one difference).
 
 MTP drafter rows (`drafter` "mtp", `num_speculative_tokens` k = 1, 2, 3; appended after every row above so their
 indices stay): the same product, with k given to vLLM where vLLM reads it. Built by vLLM: the aligned block and
