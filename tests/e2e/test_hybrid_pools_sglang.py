@@ -55,7 +55,7 @@ from sglang_plans import plan_dict
 BUILD = Path(__file__).resolve().parents[2] / "tools" / "build_tiny_hybrids.py"
 SHAPES = ("gptoss", "swa")
 SWA_RATIO = 0.8  # SGLang's --swa-full-tokens-ratio default
-POOL_TIMEOUT = 300.0  # per phase: both starts import SGLang at once on 2 cores
+POOL_TIMEOUT = 300.0  # per launch: a phase's starts import SGLang at once on 2 cores
 # Relative, the memory side (module docstring): free RAM moves by up to ~200 MB between SGLang's logged reads and
 # its last one while other sessions' engines start beside it (the logs' own rounding is +-10 MB).
 MEMORY_TOLERANCE = 0.25  # a ~1 GB budget: seen +0.25% to +14.5%
