@@ -126,3 +126,6 @@ def test_budget_gives_no_pool_below_the_aligned_block(hybrids, name: str, tmp_pa
     assert pool["predicted_blocks"] == {"with_drafter": None, "without_drafter": None}, pool
     assert pool["predicted_tokens"] == {"with_drafter": None, "without_drafter": None}, pool
     assert any("no predicted pool" in n and "after alignment" in n for n in pool["notes"]), pool
+    # the block named is the engine's: vLLM's alignment from the CPU start (128) and from --block-size 128
+    block = f"{hybrids[name]['engine'].block_size:,} with the CPU backend"
+    assert any(f"{block};" in n and f"{block} (from 128)" in n for n in pool["notes"]), pool
