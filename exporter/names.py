@@ -405,19 +405,20 @@ slo_target, slo_min_drafts), per pod with its ranks pooled; at the default w = 6
     sum without (rank) (increase(specgate_spec_draft_tokens_total[60s]))
     min_over_time(specgate_engine_up[60s])
 """
-FLEET_ELIGIBLE_RULE = FLEET_FACT_PREFIX + "eligible:bool"
-FLEET_MET_RULE = FLEET_FACT_PREFIX + "met:bool"
+FLEET_NOT_ELIGIBLE_RULE = FLEET_FACT_PREFIX + "not_eligible:bool"
+FLEET_BELOW_TARGET_RULE = FLEET_FACT_PREFIX + "below_target:bool"
 FLEET_NON_FINITE_RULE = FLEET_FACT_PREFIX + "non_finite:bool"
 FLEET_ELIGIBLE_DRAFTS_RULE = FLEET_FACT_PREFIX + "eligible_drafts:increase"
 FLEET_ELIGIBLE_ACCEPTED_RULE = FLEET_FACT_PREFIX + "eligible_accepted_tokens:increase"
 FLEET_LENGTH_RULE = FLEET_FACT_PREFIX + "acceptance_length:quotient"
 FLEET_COMPOSITE_RULES: frozenset[str] = frozenset({
-    FLEET_ELIGIBLE_RULE, FLEET_MET_RULE, FLEET_NON_FINITE_RULE, FLEET_ELIGIBLE_DRAFTS_RULE,
+    FLEET_NOT_ELIGIBLE_RULE, FLEET_BELOW_TARGET_RULE, FLEET_NON_FINITE_RULE, FLEET_ELIGIBLE_DRAFTS_RULE,
     FLEET_ELIGIBLE_ACCEPTED_RULE, FLEET_LENGTH_RULE,
 })
 """Composites of the drafts, accepted and restarts facts above (a window eligible: drafts ≥ min_drafts, finite, no
-restart; met: eligible and L = 1 + accepted / drafts ≥ the target; …), generated in deploy/mixin/rules.libsonnet from
-those increases and held by promtool in deploy/prometheus/tests/fleet_facts_test.yaml rather than quoted here."""
+restart; met: eligible and L = 1 + accepted / drafts ≥ the target; …; the window counts are recorded sparse, only
+where true — not eligible (nor non-finite), non-finite, eligible below the target — so a healthy pod has none, and
+the gate derives eligible and met from them), generated in deploy/mixin/rules.libsonnet from those increases and held by promtool in deploy/prometheus/tests/fleet_facts_test.yaml rather than quoted here."""
 FLEET_FACT_RULES: frozenset[str] = frozenset({
     FLEET_DRAFTS_RULE, FLEET_ACCEPTED_RULE, FLEET_RESTARTS_RULE, FLEET_DRAFT_TOKENS_RULE, FLEET_ENGINE_UP_RULE,
     *FLEET_COMPOSITE_RULES,

@@ -215,6 +215,8 @@
   local ffEligible = '(%s >= bool %s) * (%s < bool +Inf) * (%s >= bool 0) * (%s < bool +Inf) * %s'
                      % [ffD, num(ff.minDrafts), ffD, ffA, ffA, ffNoReset],
   local ffLength = '(1 + %s / %s)' % [ffA, ffD],
+  local ffNonFinite = '(%s * ((1 - (%s >= bool 0) * (%s < bool +Inf)) + ((%s >= bool %s) * (%s < bool +Inf) * (1 - (%s >= bool 0) * (%s < bool +Inf)) or %s * 0)))'
+                      % [ffNoReset, ffD, ffD, ffD, num(ff.minDrafts), ffD, ffA, ffA, ffAny],
   local ffLabels = { slo_window_seconds: '%d' % ff.windowSeconds, slo_target: num(ff.target), slo_min_drafts: num(ff.minDrafts) },
   local ffRule(name, expr) = { record: 'pod:specgate_fleet_window_%s' % name, expr: expr, labels: ffLabels },
 
@@ -227,13 +229,17 @@
         ffRule('accepted_tokens:increase', ffA),
         ffRule('restarts:increase', ffR),
         ffRule('draft_tokens:increase', ffInc('specgate_spec_draft_tokens_total')),
-        ffRule('eligible:bool', ffEligible),
-        ffRule('met:bool', '(%s) * (%s >= bool %s)' % [ffEligible, ffLength, num(ff.target)]),
-        // non-finite drafts, or non-finite accepted tokens where drafts are enough; reset windows are not counted.
-        // Sparse (`> 0`: only such windows, value 1): a pod without one has no series, so the gate's sum over the
-        // lookback touches none of a healthy fleet's (Prometheus' CPU per query follows the series it reads).
-        ffRule('non_finite:bool', '%s * ((1 - (%s >= bool 0) * (%s < bool +Inf)) + ((%s >= bool %s) * (%s < bool +Inf) * (1 - (%s >= bool 0) * (%s < bool +Inf)) or %s * 0)) > 0'
-                                  % [ffNoReset, ffD, ffD, ffD, num(ff.minDrafts), ffD, ffA, ffA, ffAny]),
+        // The three window counts are recorded sparse (`> 0`: only such windows, value 1), the rarely true ones, so
+        // a healthy pod has no series and the gate's sums over the lookback touch none of a healthy fleet's
+        // (Prometheus' CPU per query follows the series it reads): the gate derives eligible = windows -
+        // not_eligible - non_finite and met = eligible - below_target.
+        // non_finite: non-finite drafts, or non-finite accepted tokens where drafts are enough; resets not counted.
+        ffRule('non_finite:bool', '%s > 0' % ffNonFinite),
+        // not_eligible: a drafts sample, neither eligible nor non-finite (a reset, too few drafts, no accepted).
+        ffRule('not_eligible:bool', '(%s * 0 + 1) * (1 - ((%s) or %s * 0)) * (1 - (%s or %s * 0)) > 0'
+                                    % [ffAny, ffEligible, ffAny, ffNonFinite, ffAny]),
+        // below_target: eligible, L under the target (an eligible window's L is finite: drafts >= 1).
+        ffRule('below_target:bool', '(%s) * (%s < bool %s) > 0' % [ffEligible, ffLength, num(ff.target)]),
         ffRule('eligible_drafts:increase', '%s and (%s) == 1' % [ffD, ffEligible]),
         ffRule('eligible_accepted_tokens:increase', '%s and (%s) == 1' % [ffA, ffEligible]),
         ffRule('acceptance_length:quotient', '%s and (%s) == 1' % [ffLength, ffEligible]),

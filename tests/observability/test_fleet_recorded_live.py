@@ -127,7 +127,11 @@ def test_the_facts_were_backfilled_not_live_evaluated(
     """The facts at the start of the lookback exist: written by the backfill (live evaluation starts at now)."""
     _, server, spec = backend
     at = spec.end - 3000
-    r = requests.get(server.url + "/api/v1/query", params={
-        "query": "count(pod:specgate_fleet_window_eligible:bool)", "time": at}, timeout=30)
-    r.raise_for_status()
-    assert float(r.json()["data"]["result"][0]["value"][1]) == spec.pods - 1  # the silent pod has no drafts
+
+    def count(rule: str) -> float:
+        r = requests.get(server.url + "/api/v1/query", params={"query": f"count({rule})", "time": at}, timeout=30)
+        r.raise_for_status()
+        return float(r.json()["data"]["result"][0]["value"][1])
+
+    assert count("pod:specgate_fleet_window_drafts:increase") == spec.pods - 1  # the silent pod has no drafts
+    assert count("pod:specgate_fleet_window_below_target:bool") == 1  # sparse: the bad pod's window alone

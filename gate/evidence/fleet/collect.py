@@ -539,8 +539,10 @@ def _run_recorded(client: Client, q: FleetQueries, ask: FleetAsk, grid: Grid,
 
 
 def _recorded_acc(key: RowKey, res: dict[str, Answer]) -> _Acc:
-    """One row's sums from the recorded facts: windows, eligible, met and non-finite counted by the backend; a
-    count that is not a whole non-negative number is one more non-finite window (never evidence)."""
+    """One row's sums from the recorded facts: windows counted by the backend, and the sparse counts (recorded only
+    where true, so a row they do not answer has none): eligible = windows - not eligible - non-finite, met =
+    eligible - below the target. A count that is not a whole non-negative number, or an eligible or met that comes
+    out negative (the facts do not add up), is one more non-finite window (never evidence)."""
     acc = _Acc()
 
     def count(name: str) -> int:
@@ -550,10 +552,15 @@ def _recorded_acc(key: RowKey, res: dict[str, Answer]) -> _Acc:
         acc.non_finite += 1
         return 0
 
-    windows, eligible, met = count(recorded.WINDOWS), count("rec_eligible"), count("rec_met")
-    acc.non_finite += count("rec_non_finite")
-    acc.eligible, acc.met = eligible, met
-    acc.not_eligible = max(windows - eligible - acc.non_finite, 0)
+    windows, not_eligible, below = count(recorded.WINDOWS), count("rec_not_eligible"), count("rec_below_target")
+    non_finite = count("rec_non_finite")
+    eligible = windows - not_eligible - non_finite
+    met = eligible - below
+    if acc.non_finite or eligible < 0 or met < 0:
+        acc.non_finite += 0 if acc.non_finite else 1  # no count derived from a count not believed
+        eligible = met = 0
+    acc.non_finite += non_finite
+    acc.eligible, acc.met, acc.not_eligible = eligible, met, not_eligible
     acc.drafts = res["rec_drafts"].instant.get(key, 0.0)
     acc.accepted = res["rec_accepted"].instant.get(key, 0.0)
     acc.min_l = res["rec_min_length"].instant.get(key, math.inf)

@@ -3,9 +3,11 @@
 Why: the raw path's two range answers hold pods × windows points (~600,000 at 10,000 pods and 60 windows), and
 encoding, sending and decoding them is most of a verdict's time (docs/scale.md). The mixin's group
 `specgate.fleet-facts` (deploy/mixin/rules.libsonnet) records, once per window of the plan's `slo.window_seconds`
-and per pod (ranks pooled), whether the window was eligible, whether it met the target, whether a count was
-non-finite, its eligible drafts and accepted tokens and its L; here instant queries over the lookback ask the backend
-for their sums, counts and extremes — one value per pod and query, whatever the number of windows. The lookback's
+and per pod (ranks pooled), the windows that were not eligible, those eligible but below the target and those with
+a non-finite count (each recorded only where true, so a healthy pod has no such series: the gate derives eligible =
+windows - not eligible - non-finite and met = eligible - below), its eligible drafts and accepted tokens and its L;
+here instant queries over the lookback ask the backend for their sums, counts and extremes — one value per pod and
+query, whatever the number of windows. The lookback's
 drafts, accepted and draft tokens are sums of the recorded windows too (`TOTALS`): a backend's CPU follows the
 samples it reads, one a window here against one a scrape in the raw counters.
 
@@ -38,8 +40,8 @@ from gate.evidence.intake import answer as complete
 # The recorded facts' names are the output contract's (exporter/names.py), at one address.
 PREFIX = names.FLEET_FACT_PREFIX
 DRAFTS = names.FLEET_DRAFTS_RULE
-ELIGIBLE = names.FLEET_ELIGIBLE_RULE
-MET = names.FLEET_MET_RULE
+NOT_ELIGIBLE = names.FLEET_NOT_ELIGIBLE_RULE
+BELOW_TARGET = names.FLEET_BELOW_TARGET_RULE
 NON_FINITE = names.FLEET_NON_FINITE_RULE
 ELIGIBLE_DRAFTS = names.FLEET_ELIGIBLE_DRAFTS_RULE
 ELIGIBLE_ACCEPTED = names.FLEET_ELIGIBLE_ACCEPTED_RULE
@@ -139,8 +141,9 @@ def queries(q: FleetQueries, facts: str, range_seconds: int) -> list[Query]:
         # per recorded series, not `sum by` the rows: the gate adds up each row's windows and counts its series from
         # this one answer, where a pre-flight (`max(count by (...) (last_over_time(...)))`) read every sample again
         Query(WINDOWS, "instant", f"count_over_time({DRAFTS}{sel}{r})"),
-        over("rec_eligible", "sum", "sum_over_time", ELIGIBLE),
-        over("rec_met", "sum", "sum_over_time", MET),
+        # sparse (recorded only where true): no answer row is 0 of them; the windows answer holds the row
+        over("rec_not_eligible", "sum", "sum_over_time", NOT_ELIGIBLE),
+        over("rec_below_target", "sum", "sum_over_time", BELOW_TARGET),
         over("rec_non_finite", "sum", "sum_over_time", NON_FINITE),
         over("rec_drafts", "sum", "sum_over_time", ELIGIBLE_DRAFTS),
         over("rec_accepted", "sum", "sum_over_time", ELIGIBLE_ACCEPTED),

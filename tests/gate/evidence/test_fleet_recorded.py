@@ -113,33 +113,11 @@ def test_a_fallback_asks_the_shared_instant_queries_once() -> None:
 def test_the_recorded_path_takes_the_lookback_totals_from_the_facts() -> None:
     """Facts covering the lookback: L and a over the lookback are the sums of the recorded windows, and no raw drafts,
     accepted or draft-tokens counter is read over the lookback (restarts, engine_up and the targets are raw)."""
-    from gate.evidence.fleet.collect import FleetAsk, evaluate
-    from gate.plan.model import SLO, PrometheusSource
+    from gate.evidence.fleet.collect import evaluate
+    from gate.plan.model import PrometheusSource
 
-    row = {"namespace": "llm", "pod": "p", "model": "m"}
-    by_fact = {"eligible:bool": 10, "met:bool": 10, "non_finite:bool": 0, "eligible_drafts:increase": 1000,
-               "eligible_accepted_tokens:increase": 1500, "acceptance_length:quotient": 2.5,
-               "drafts:increase": 1000, "accepted_tokens:increase": 1500,
-               "draft_tokens:increase": 3000}
     asked: list[str] = []
-
-    class Facts:
-        def query(self, path: str, params: dict[str, Any]) -> list[Any]:
-            promql = params["query"]
-            asked.append(promql)
-            if "count_over_time" in promql:
-                return [{"metric": row, "value": [0, "10"]}]
-            if "increase(specgate_engine_restarts_total" in promql:
-                return [{"metric": row, "value": [0, "1"]}]
-            for fact, value in by_fact.items():
-                if f"pod:specgate_fleet_window_{fact}{{" in promql:
-                    return [{"metric": row, "value": [0, str(value)]}]
-            return []
-
-    slo = SLO(target_acceptance_length=2.0, window_seconds=60, lookback_seconds=600)
-    ask = FleetAsk(slo=slo, window_seconds=60, lookback_seconds=600, min_drafts=1, end=1_760_000_040, k=3,
-                   path="recorded")
-    got = evaluate(Facts(), PrometheusSource(), ask, "Prometheus test")
+    got = evaluate(Facts(HEALTHY, asked), PrometheusSource(), RECORDED_ASK, "Prometheus test")
     assert got.path == "recorded" and "sums of the recorded windows" in (got.path_reason or "")
     (pod,) = got.rows
     assert (pod.windows, pod.met, pod.restarts, pod.acceptance_rate) == (10, 10, 1.0, 0.5)
@@ -170,3 +148,66 @@ def test_two_recorded_series_behind_one_row_fall_back() -> None:
     assert got.path == "raw" and "2 recorded series behind one row" in (got.path_reason or "")
     with pytest.raises(BadAnswer, match="2 recorded series behind one row"):
         evaluate(Two(), PrometheusSource(), FleetAsk(**{**ask.__dict__, "path": "recorded"}), "Prometheus test")
+
+
+ROW = {"namespace": "llm", "pod": "p", "model": "m"}
+# A healthy pod's facts over ten windows: every window eligible and met, so the sparse counts (not_eligible,
+# below_target, non_finite: recorded only where true) have no series and the backend answers no row for them.
+HEALTHY: dict[str, float | str] = {"eligible_drafts:increase": 1000, "eligible_accepted_tokens:increase": 1500,
+                                   "acceptance_length:quotient": 2.5, "drafts:increase": 1000,
+                                   "accepted_tokens:increase": 1500, "draft_tokens:increase": 3000}
+
+
+class Facts:
+    """A backend holding one pod's recorded facts over ten windows (answers shaped as Prometheus' instant vectors),
+    `by_fact` the value of each fact's query; a fact not in it has no series (no answer row)."""
+
+    def __init__(self, by_fact: dict[str, float | str], asked: list[str] | None = None) -> None:
+        self.by_fact, self.asked = by_fact, asked if asked is not None else []
+
+    def query(self, path: str, params: dict[str, Any]) -> list[Any]:
+        promql = params["query"]
+        self.asked.append(promql)
+        if "count_over_time" in promql:
+            return [{"metric": ROW, "value": [0, "10"]}]
+        if "increase(specgate_engine_restarts_total" in promql:
+            return [{"metric": ROW, "value": [0, "1"]}]
+        for fact, value in self.by_fact.items():
+            if f"pod:specgate_fleet_window_{fact}{{" in promql:
+                return [{"metric": ROW, "value": [0, str(value)]}]
+        return []
+
+
+def _recorded_ask() -> Any:
+    from gate.evidence.fleet.collect import FleetAsk
+    from gate.plan.model import SLO
+
+    slo = SLO(target_acceptance_length=2.0, window_seconds=60, lookback_seconds=600)
+    return FleetAsk(slo=slo, window_seconds=60, lookback_seconds=600, min_drafts=1, end=1_760_000_040, k=3,
+                    path="recorded")
+
+
+RECORDED_ASK = _recorded_ask()
+
+
+@pytest.mark.parametrize(("sparse", "windows", "met", "non_finite", "not_eligible"), [
+    ({}, 10, 10, 0, 0),  # healthy: no sparse row is none of them
+    ({"not_eligible:bool": 2, "below_target:bool": 3}, 8, 5, 0, 2),
+    ({"non_finite:bool": 1, "below_target:bool": 9}, 9, 0, 1, 0),
+    ({"not_eligible:bool": 4, "non_finite:bool": 7}, 0, 0, 8, 4),  # 10 - 4 - 7 < 0: the facts do not add up
+    ({"below_target:bool": 11}, 0, 0, 1, 0),  # more below the target than eligible: met would be negative
+    ({"not_eligible:bool": 1.5}, 0, 0, 1, 0),  # not a whole count: nothing derived from it
+    ({"below_target:bool": -1}, 0, 0, 1, 0),
+    ({"not_eligible:bool": "NaN"}, 0, 0, 1, 0),
+])
+def test_eligible_and_met_are_derived_from_the_sparse_counts(sparse: dict[str, float | str], windows: int, met: int,
+                                                             non_finite: int, not_eligible: int) -> None:
+    """eligible = windows - not eligible - non-finite, met = eligible - below; a count that is not whole and
+    non-negative, or a derived eligible or met below 0, is a non-finite window: the row is never evidence."""
+    from gate.evidence.fleet.collect import evaluate
+    from gate.plan.model import PrometheusSource
+
+    (pod,) = evaluate(Facts({**HEALTHY, **sparse}), PrometheusSource(), RECORDED_ASK, "Prometheus test").rows
+    assert (pod.windows, pod.met) == (windows, met)
+    assert pod.excluded["non_finite"] == non_finite
+    assert pod.excluded.get("not_eligible", 0) == not_eligible
