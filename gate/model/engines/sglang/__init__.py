@@ -365,8 +365,8 @@ class SglangProfile(BaseProfile):
         if charge == own:
             return charge, None
         if full_layers != target.num_layers:
-            why += (f" ({full_layers} of the target's {target.num_layers} layers hold KV: SGLang divides by its "
-                    "full-attention layers only)")
+            why += (f" (SGLang divides the target's full-attention bytes by its {full_layers} full-attention "
+                    f"layers, not by all {target.num_layers})")
         if charge < own:
             why += (f"; the draft pool then holds the draft's own {own:,} B for each of those tokens, "
                     f"{own - charge:,} B/token more than SGLang's sizing reserved")
