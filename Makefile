@@ -63,7 +63,7 @@ bench: venv tools
 	$(BIN)/python bench/exporter.py --curve
 	$(BIN)/python bench/probe_vs_reference.py
 	$(BIN)/python bench/client_cpu.py  # the probe's and vllm bench's own CPU per token at concurrency 32, ~2 min
-	$(BIN)/python bench/fleet.py --json  # docs/scale-fleet.png and .json: 10 to 10,000 pods, ~11 min
+	$(BIN)/python bench/fleet.py --json  # docs/scale-fleet.png and .json: 10 to 20,000 pods on the recorded path, ~30 min
 
 # The differential tests of tests/exporter/test_parse_oracle.py (300 pages each in make test), run longer.
 FUZZ_EXAMPLES ?= 20000
