@@ -25,5 +25,5 @@ def test_parser_rejects_broken_promql() -> None:
 
 
 def test_there_is_something_to_parse() -> None:
-    assert sum(w.startswith("rule ") for w, _ in EXPRS) == 42  # 24 recording (10 fleet facts: issue 40) + 18 alerting rules (energy: issue 38; quality, card: issue 37)
+    assert sum(w.startswith("rule ") for w, _ in EXPRS) == 43  # 25 recording (11 fleet facts: issue 40) + 18 alerting rules (energy: issue 38; quality, card: issue 37)
     assert sum(w.startswith("panel ") for w, _ in EXPRS) >= 30
