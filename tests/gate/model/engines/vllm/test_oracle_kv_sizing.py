@@ -15,7 +15,6 @@ from gate.model.engines.base import HybridPoolPredictor
 from gate.model.engines.vllm.pools import (
     LayerSpec,
     layer_specs,
-    vllm_aligned_block,
     vllm_blocks_per_request,
     vllm_capacity_tokens,
     vllm_kv_groups,
@@ -23,7 +22,11 @@ from gate.model.engines.vllm.pools import (
 )
 from gate.model.geometry import kv_geometry
 from tests.gate.model.engines.oracle import exceptions
-from tests.gate.model.engines.vllm.test_oracle_mamba_sizing import mamba_answer
+from tests.gate.model.engines.vllm.test_oracle_mamba_sizing import (
+    KERNEL_MULTIPLE,
+    aligned_pool_answer,
+    mamba_answer,
+)
 
 TESTS = Path(__file__).resolve().parents[4]
 ORACLE = TESTS / "fixtures" / "oracle"
@@ -50,7 +53,6 @@ def extra_retained_tokens(inputs: dict[str, Any]) -> int:
 
 LINEAR = [i for i, r in enumerate(ROWS) if r["inputs"].get("kind") == "linear"]
 SWA = [i for i, r in enumerate(ROWS) if r["inputs"].get("kind") not in ("linear", "mamba")]
-KERNEL_MULTIPLE = {"CPU_ATTN": 32, "FLASH_ATTN": 16}  # get_supported_kernel_block_sizes of vLLM 0.32
 LINEAR_CONFIGS = ("target-hybrid-linear__QuantTrio__Qwen3-Coder-Next-E336.json",
                   "target-hybrid-linear__Qwen__Qwen3.5-27B__tt-metal-trimmed.json")
 
@@ -78,17 +80,7 @@ def linear_answer(inputs: dict[str, Any]) -> dict[str, Any]:
     state = max(x.state_bytes or 0 for x in specs) + k * draft_conv_bytes(cfg)
     if inputs["drafter"] == "mtp":
         specs.append(full)  # one MTP layer: neither fixture names num_nextn_predict_layers, vLLM's default is 1
-    block = vllm_aligned_block(full.bytes_per_token, state, KERNEL_MULTIPLE[inputs["attention_backend"]],
-                               inputs["start_block_size"])
-    length, mode = inputs["max_model_len"], inputs["mamba_cache_mode"]
-    groups = vllm_kv_groups(specs)
-    blocks = vllm_num_blocks(inputs["kv_cache_memory_bytes"], groups, block)
-    if blocks - 1 < vllm_blocks_per_request(groups, block, length, length, mamba_cache_mode=mode,
-                                            num_speculative_blocks=k):
-        return {"block_size": block, "error": True}
-    return {"block_size": block, "num_gpu_blocks": blocks,
-            "kv_cache_size_tokens": vllm_capacity_tokens(blocks, groups, block, length, length, mamba_cache_mode=mode,
-                                                         num_speculative_blocks=k)}
+    return aligned_pool_answer(inputs, specs, full.bytes_per_token, state, k)
 
 
 def gate_answer(inputs: dict[str, Any]) -> dict[str, Any]:

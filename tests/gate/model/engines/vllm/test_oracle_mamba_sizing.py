@@ -15,6 +15,7 @@ import pytest
 from gate.model.engines import profile
 from gate.model.engines.base import HybridPoolPredictor
 from gate.model.engines.vllm.pools import (
+    LayerSpec,
     layer_specs,
     vllm_aligned_block,
     vllm_blocks_per_request,
@@ -49,15 +50,22 @@ def mamba_answer(inputs: dict[str, Any]) -> dict[str, Any]:
     specs = layer_specs(geom, state)
     assert specs is not None
     full = next(x for x in specs if x.kind == "full")
-    block = vllm_aligned_block(full.bytes_per_token, state, KERNEL_MULTIPLE[inputs["attention_backend"]],
+    return {"state_bytes": state, **aligned_pool_answer(inputs, specs, full.bytes_per_token, state, k)}
+
+
+def aligned_pool_answer(inputs: dict[str, Any], specs: list[LayerSpec], full_bytes_per_token: int, state: int,
+                        k: int) -> dict[str, Any]:
+    """A state hybrid's row (linear or Mamba-2): the block vLLM aligns to the state, then the pool at that block, or
+    vLLM's refusal where one request at max_model_len does not fit the usable blocks (one null block kept back)."""
+    block = vllm_aligned_block(full_bytes_per_token, state, KERNEL_MULTIPLE[inputs["attention_backend"]],
                                inputs["start_block_size"])
     length, mode = inputs["max_model_len"], inputs["mamba_cache_mode"]
     groups = vllm_kv_groups(specs)
     blocks = vllm_num_blocks(inputs["kv_cache_memory_bytes"], groups, block)
     if blocks - 1 < vllm_blocks_per_request(groups, block, length, length, mamba_cache_mode=mode,
                                             num_speculative_blocks=k):
-        return {"block_size": block, "state_bytes": state, "error": True}
-    return {"block_size": block, "state_bytes": state, "num_gpu_blocks": blocks,
+        return {"block_size": block, "error": True}
+    return {"block_size": block, "num_gpu_blocks": blocks,
             "kv_cache_size_tokens": vllm_capacity_tokens(blocks, groups, block, length, length, mamba_cache_mode=mode,
                                                          num_speculative_blocks=k)}
 
