@@ -38,7 +38,7 @@ def oracle(data: bytes) -> tuple[int, dict[str, str], bytes, bool]:
 
 
 def ours(data: bytes, max_bytes: int = 1 << 20) -> tuple[int, dict[str, str], bytes, bool]:
-    fp = io.BufferedReader(io.BytesIO(data))  # type: ignore[arg-type]
+    fp = io.BufferedReader(io.BytesIO(data))
     r = http1.read_head(fp)
     return r.status, r.headers, http1.read_body(fp, r, max_bytes), r.will_close
 
@@ -150,3 +150,41 @@ def test_a_body_framed_by_the_connection_end_closes_it_and_a_sized_one_keeps_it(
     assert ours(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc")[3] is False
     assert ours(b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nabc")[3] is True
     assert ours(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\nabc")[3] is False
+
+
+def _receiver(data: bytes, sizes: list[int]):  # noqa: ANN202
+    """A `recv_into` that hands out `data` in receives of `sizes` bytes (then the rest), as a socket may."""
+    state = {"at": 0, "i": 0}
+
+    def recv_into(view: memoryview) -> int:
+        at, i = state["at"], state["i"]
+        n = min(len(view), len(data) - at, sizes[i] if i < len(sizes) else len(data))
+        view[:n] = data[at:at + n]
+        state["at"], state["i"] = at + n, i + 1
+        return n
+
+    return recv_into
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=responses(), sizes=st.lists(st.integers(1, 97), max_size=12), size=st.sampled_from([16, 64, 4096]))
+def test_the_scrapers_reader_reads_what_a_buffered_reader_reads(data: bytes, sizes: list[int], size: int) -> None:
+    """`http1.Reader` (the scraper's receive buffer), fed in arbitrary receives through a buffer smaller than the
+    answer (it moves held bytes to the front and grows for a body larger than itself), reads each generated answer
+    as `http.client` does."""
+    fp = http1.Reader(_receiver(data, sizes), size=size)
+    r = http1.read_head(fp)
+    assert (r.status, r.headers, http1.read_body(fp, r, 1 << 20), r.will_close) == oracle(data)
+
+
+def test_the_reader_keeps_what_follows_an_answer_and_limits_lines() -> None:
+    """Two answers back to back on one kept-alive connection come out one after the other; a line longer than the
+    limit is cut at it (as a buffered reader's `readline(limit)` is), and the end of the connection reads b""."""
+    one = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
+    two = b"HTTP/1.1 200 OK\r\nContent-Length: 70000\r\n\r\n" + b"x" * 70_000
+    fp = http1.Reader(_receiver(one + two, [5, 1, 200]), size=64)
+    assert http1.read_body(fp, http1.read_head(fp), 10) == b"abc"
+    assert http1.read_body(fp, http1.read_head(fp), 1 << 20) == b"x" * 70_000
+    assert fp.read1(10) == b"" and fp.readline(10) == b""
+    fp = http1.Reader(_receiver(b"a" * 40 + b"\nb\n", []), size=64)
+    assert fp.readline(16) == b"a" * 16 and fp.readline(100) == b"a" * 24 + b"\n" and fp.read(-1) == b"b\n"
