@@ -27,11 +27,12 @@ behind `carries_acceptance` / `request_acceptance`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from operator import is_, itemgetter
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from exporter.engines.base import (
+    MAX_POSITIONS,
     EngineAdapter,
     EngineSnapshot,
     GetJson,
@@ -52,7 +53,6 @@ from exporter.engines.common import (
     fold,
     histograms,
     per_position,
-    samples,
 )
 from exporter.engines.versions import VersionRange
 from exporter.engines.vllm import stream
@@ -89,6 +89,65 @@ FAMILIES = frozenset({
 
 
 _LABELS = itemgetter(0)
+_VALUE = itemgetter(1)
+_NO_SIDE = SideInfo()
+_NO_ROWS: list[Sample] = []
+# the families `snapshot` reads sample by sample (the histograms have their own plans), in `_Recipe` order
+_READ_BASES = (USAGE_NEW, USAGE_OLD, RUNNING, WAITING, DRAFTS, DRAFT_TOKENS, ACCEPTED, PROMPT, GENERATION, PREEMPTIONS,
+               ACCEPTED_POS, CACHE_INFO)
+_READ = tuple(f"{KIND}:{base}" for base in _READ_BASES)
+_NAME = dict(zip(_READ_BASES, _READ, strict=True))
+_INDEX = {base: i for i, base in enumerate(_READ_BASES)}
+_POS = _INDEX[ACCEPTED_POS]
+# a stream's values after its usage ratio, in `_stream`'s order (its per-position counts follow)
+_FIELDS = tuple(_INDEX[base] for base in (RUNNING, WAITING, PROMPT, GENERATION, PREEMPTIONS, DRAFTS, DRAFT_TOKENS,
+                                          ACCEPTED))
+
+
+_Pick = Callable[[list[float | None]], tuple[float | None, ...]]
+
+
+class _Recipe(NamedTuple):
+    """What a page read in full (`VllmAdapter._in_full`) gives a page with the same series: its `_READ`
+    families' label mappings (the parser's own objects, compared by identity) and row counts, its TTFT
+    streams, its hints and dropped positions, and per stream (in output order) its key, pool, whether it
+    speculates, the picker of its values out of the families' values and its number of positions."""
+
+    labels: list[Mapping[str, str]]
+    lengths: tuple[int, ...]
+    ttft_keys: frozenset[StreamKey]
+    hints: tuple[str, ...]
+    beyond: int
+    streams: list[tuple[StreamKey, tuple[int | None, int | None], bool, _Pick, int]]
+
+
+def _stream(key: StreamKey, pool: tuple[int | None, int | None], side: SideInfo, spec: bool,
+            values: tuple[float | None, ...], depth: int, ttft: Mapping[StreamKey, Histogram],
+            tpot: Mapping[StreamKey, Histogram], itl: Mapping[StreamKey, Histogram]) -> StreamSnapshot:
+    """One stream from its values: usage, running, waiting, prompt, generation, preemptions, drafts, draft
+    tokens, accepted tokens, then `depth` per-position counts (a position the page lacks reads 0)."""
+    model, rank = key
+    usage, running, waiting, prompt, generation, preemptions, drafts, draft_tokens, accepted = values[:9]
+    return StreamSnapshot(
+        model=model, rank=rank, kv_pool_tokens=pool[0], kv_block_size=pool[1], kv_usage_ratio=usage,
+        context_cap_tokens=side.max_model_len.get(model) if model is not None else None,
+        spec=SpecCounters(drafts=drafts, draft_tokens=draft_tokens, accepted_tokens=accepted,
+                          accepted_per_position=tuple([0.0 + v for v in values[9:]]) if depth else ())  # type: ignore[operator]
+        if spec else None,
+        ttft=ttft.get(key), tpot=tpot.get(key), itl=itl.get(key), prompt_tokens=prompt,
+        generation_tokens=generation, requests_running=running, requests_waiting=waiting, preemptions=preemptions,
+    )
+
+
+def _engine_snapshot(page: ParsedPage, timestamp: float, side: SideInfo, streams: tuple[StreamSnapshot, ...],
+                     hints: tuple[str, ...], beyond: int) -> EngineSnapshot:
+    start = page.get("process_start_time_seconds", _NO_ROWS)
+    return EngineSnapshot(
+        engine=KIND, timestamp=timestamp, streams=streams,
+        process_start_time=finite(start[0][1]) if start else None,
+        version=side.version, version_hints=hints,
+        anomalies={"position_limit": beyond} if beyond else {},
+    )
 
 
 def _replica(labels: Mapping[str, str]) -> str | None:
@@ -130,6 +189,7 @@ class VllmAdapter(EngineAdapter):
         # series are the same), the pools read from them and the hints that reading gave
         self._pools_memo: tuple[list[Mapping[str, str]], dict[str | None, tuple[int | None, int | None]],
                                 list[str]] | None = None
+        self._recipe: _Recipe | None = None  # how the last page read in full became its streams
 
     def side_info(self, get_json: GetJson) -> SideInfo:
         """`max_model_len` per served model from `GET /v1/models` (the context cap is not in `/metrics`),
@@ -148,11 +208,29 @@ class VllmAdapter(EngineAdapter):
         return not side.max_model_len
 
     def snapshot(self, page: ParsedPage, timestamp: float, side: SideInfo | None = None) -> EngineSnapshot:
-        side = side or SideInfo()
+        side = side or _NO_SIDE
+        ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._keys, self._histograms)
+        tpot: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", self._keys, self._histograms)
+        itl: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{ITL}", self._keys, self._histograms) or \
+            histograms(page, f"{KIND}:{ITL_OLD}", self._keys, self._histograms)
+        read = [page.get(name, _NO_ROWS) for name in _READ]
+        recipe = self._recipe
+        if recipe is not None:
+            snap = self._by_recipe(recipe, page, read, timestamp, side, ttft, tpot, itl)
+            if snap is not None:
+                return snap
+        snap, self._recipe = self._in_full(page, read, timestamp, side, ttft, tpot, itl)
+        return snap
+
+    def _in_full(self, page: ParsedPage, read: list[list[Sample]], timestamp: float, side: SideInfo,
+                 ttft: dict[StreamKey, Histogram], tpot: dict[StreamKey, Histogram],
+                 itl: dict[StreamKey, Histogram]) -> tuple[EngineSnapshot, _Recipe | None]:
+        """The page normalised from its samples, and its `_Recipe` (None when the page has none)."""
         hints: list[str] = []
         key_of = self._keys.key
-        g = {base: fold(samples(page, KIND, base), key_of, "max") for base in (USAGE_NEW, USAGE_OLD, RUNNING, WAITING)}
-        c = {base: fold(samples(page, KIND, base), key_of, "sum")
+        rows = dict(zip(_READ, read, strict=True))
+        g = {base: fold(rows[_NAME[base]], key_of, "max") for base in (USAGE_NEW, USAGE_OLD, RUNNING, WAITING)}
+        c = {base: fold(rows[_NAME[base]], key_of, "sum")
              for base in (DRAFTS, DRAFT_TOKENS, ACCEPTED, PROMPT, GENERATION, PREEMPTIONS)}
         usage = g[USAGE_NEW]
         if usage:
@@ -162,47 +240,89 @@ class VllmAdapter(EngineAdapter):
             hints.append("vllm<0.9.2: gpu_cache_usage_perc")
         per_pos: dict[StreamKey, dict[int, float]] = {}
         # positions past MAX_POSITIONS (or negative): dropped, counted as position_limit
-        beyond = per_position(samples(page, KIND, ACCEPTED_POS), "position", key_of, per_pos)
-        ttft: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TTFT}", self._keys, self._histograms)
-        tpot: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{TPOT}", self._keys, self._histograms)
-        itl: dict[StreamKey, Histogram] = histograms(page, f"{KIND}:{ITL}", self._keys, self._histograms) or \
-            histograms(page, f"{KIND}:{ITL_OLD}", self._keys, self._histograms)
+        beyond = per_position(rows[_NAME[ACCEPTED_POS]], "position", key_of, per_pos)
 
         keys: set[StreamKey] = set()
         for folded in (*g.values(), *c.values()):
             keys |= set(folded)
         keys |= set(per_pos) | set(ttft)
 
-        pools = self._pools_of(samples(page, KIND, CACHE_INFO), hints)
+        pools = self._pools_of(rows[_NAME[CACHE_INFO]], hints)
         for rank in pools:
             if not any(k[1] == rank for k in keys):
                 keys.add(StreamKey(None, rank))  # a page with only cache_config_info: its own stream
 
         streams = []
-        for key in sorted(keys, key=lambda k: (k[0] or "", k[1] or "")):
-            model, rank = key
-            pool_tokens, block = pools.get(rank, (None, None))
-            spec = None
-            if key in c[DRAFTS] or key in c[ACCEPTED] or key in per_pos:
-                spec = SpecCounters(
-                    drafts=c[DRAFTS].get(key), draft_tokens=c[DRAFT_TOKENS].get(key),
-                    accepted_tokens=c[ACCEPTED].get(key), accepted_per_position=dense(per_pos.get(key, {})),
-                )
-            streams.append(StreamSnapshot(
-                model=model, rank=rank, kv_pool_tokens=pool_tokens, kv_block_size=block,
-                kv_usage_ratio=usage.get(key),
-                context_cap_tokens=side.max_model_len.get(model) if model is not None else None,
-                spec=spec, ttft=ttft.get(key), tpot=tpot.get(key), itl=itl.get(key), prompt_tokens=c[PROMPT].get(key),
-                generation_tokens=c[GENERATION].get(key), requests_running=g[RUNNING].get(key),
-                requests_waiting=g[WAITING].get(key), preemptions=c[PREEMPTIONS].get(key),
-            ))
-        start = page.get("process_start_time_seconds", [])
-        return EngineSnapshot(
-            engine=KIND, timestamp=timestamp, streams=tuple(streams),
-            process_start_time=finite(start[0][1]) if start else None,
-            version=side.version, version_hints=tuple(hints),
-            anomalies={"position_limit": beyond} if beyond else {},
-        )
+        ordered = sorted(keys, key=lambda k: (k[0] or "", k[1] or ""))
+        for key in ordered:
+            pos = dense(per_pos.get(key, {}))
+            streams.append(_stream(
+                key, pools.get(key[1], (None, None)), side,
+                key in c[DRAFTS] or key in c[ACCEPTED] or key in per_pos,
+                (usage.get(key), g[RUNNING].get(key), g[WAITING].get(key), c[PROMPT].get(key),
+                 c[GENERATION].get(key), c[PREEMPTIONS].get(key), c[DRAFTS].get(key), c[DRAFT_TOKENS].get(key),
+                 c[ACCEPTED].get(key), *pos),
+                len(pos), ttft, tpot, itl))
+        snap = _engine_snapshot(page, timestamp, side, tuple(streams), tuple(hints), beyond)
+        return snap, self._recipe_of(read, ordered, pools, bool(g[USAGE_NEW]), frozenset(ttft), tuple(hints),
+                                     beyond, snap)
+
+    def _recipe_of(self, read: list[list[Sample]], ordered: list[StreamKey],
+                   pools: dict[str | None, tuple[int | None, int | None]], new_usage: bool,
+                   ttft_keys: frozenset[StreamKey], hints: tuple[str, ...], beyond: int,
+                   snap: EngineSnapshot) -> _Recipe | None:
+        """Where each stream's values were on a page just read in full, when each one is a single sample's
+        value (every sample finite, one series per stream and family, per position): `_by_recipe` then
+        reads a page with the same series by position. None otherwise (such a page is read in full each time)."""
+        flat = [row for rows in read for row in rows]
+        total = sum(v for _, v in flat)
+        if total - total != 0.0:  # a NaN or ±Inf (or a sum past the float's range: read in full then too)
+            return None
+        key_of = self._keys.key
+        at: dict[tuple[int, StreamKey] | tuple[int, StreamKey, int], int] = {}
+        n = 0
+        for f, rows in enumerate(read):
+            for labels, _ in rows:
+                k = key_of(labels)
+                if f == _POS:  # one series per stream and position: `per_position` adds nothing up
+                    pos = as_int(labels.get("position"))
+                    if pos is not None and 0 <= pos < MAX_POSITIONS:
+                        if (f, k, pos) in at:
+                            return None
+                        at[(f, k, pos)] = n
+                elif (f, k) in at:
+                    return None
+                else:
+                    at[(f, k)] = n
+                n += 1
+        none, zero = n, n + 1
+        usage_f = _INDEX[USAGE_NEW] if new_usage else _INDEX[USAGE_OLD]
+        plans: list[tuple[StreamKey, tuple[int | None, int | None], bool, _Pick, int]] = []
+        for key, s in zip(ordered, snap.streams, strict=True):
+            depth = len(s.spec.accepted_per_position) if s.spec is not None else 0
+            idx = [at.get((f, key), none) for f in (usage_f, *_FIELDS)]
+            idx += [at.get((_POS, key, p), zero) for p in range(depth)]
+            plans.append((key, pools.get(key[1], (None, None)), s.spec is not None, itemgetter(*idx), depth))
+        return _Recipe([row[0] for row in flat], tuple(map(len, read)), ttft_keys, hints, beyond, plans)
+
+    def _by_recipe(self, recipe: _Recipe, page: ParsedPage, read: list[list[Sample]], timestamp: float,
+                   side: SideInfo, ttft: dict[StreamKey, Histogram], tpot: dict[StreamKey, Histogram],
+                   itl: dict[StreamKey, Histogram]) -> EngineSnapshot | None:
+        """The snapshot `_in_full` makes of `page`, when its series are the recipe's page's (the same label
+        mappings, by identity, in the same families and order) and every value is finite; else None."""
+        if tuple(map(len, read)) != recipe.lengths or ttft.keys() != recipe.ttft_keys:
+            return None
+        flat = [row for rows in read for row in rows]
+        if not all(map(is_, recipe.labels, map(_LABELS, flat))):
+            return None
+        values: list[float | None] = list(map(_VALUE, flat))
+        total = sum(values)  # type: ignore[arg-type]  # no None yet
+        if total - total != 0.0:  # as `_recipe_of`: every value finite
+            return None
+        values += (None, 0.0)
+        streams = tuple(_stream(key, pool, side, spec, pick(values), depth, ttft, tpot, itl)
+                        for key, pool, spec, pick, depth in recipe.streams)
+        return _engine_snapshot(page, timestamp, side, streams, recipe.hints, recipe.beyond)
 
     def _pools_of(self, infos: list[Sample], hints: list[str]) -> dict[str | None, tuple[int | None, int | None]]:
         """`_pools`, read again only when the info series are not the last page's label mappings (by
