@@ -141,7 +141,8 @@ class HistogramMemo(Generic[K]):
 
     - `share(les)`: one `les` tuple per bucket layout, so every histogram with the same bounds shares it
       (see `Histogram`); at most `MAX_LAYOUTS` layouts, then it starts over.
-    - a plan per family: which stream each bucket series belongs to and where it falls in le order.
+    - a plan per family: which stream each bucket series belongs to and where it falls in le order (and,
+      in `wholes`, where each stream's count and sum are, when each is one series).
       An engine writes the same series in the same order on every scrape, and the parser hands out
       the same label mapping for each (`PageParser`), so when a page's bucket series are exactly the
       last page's (compared by identity) the counts are picked out by position instead of being sorted
@@ -151,6 +152,7 @@ class HistogramMemo(Generic[K]):
     def __init__(self) -> None:
         self._layouts: dict[tuple[float, ...], tuple[float, ...]] = {}
         self.plans: dict[str, tuple[list[Mapping[str, str]], list[tuple[K, tuple[float, ...], Pick]]]] = {}
+        self.wholes: dict[str, Whole[K]] = {}  # per family, its whole histograms' plan (`_whole_plan`)
 
     def share(self, les: tuple[float, ...]) -> tuple[float, ...]:
         shared = self._layouts.get(les)
@@ -163,6 +165,18 @@ class HistogramMemo(Generic[K]):
 
 # picks a stream's counts out of a family's values by their positions (`_pick`)
 Pick = Callable[[list[float]], tuple[float, ...]]
+# a family's whole histograms by position (`_whole_plan`): the label mappings of its bucket, count and sum
+# series (in that order), how many of each, and per stream its key, bounds, bucket picker and where its count
+# and sum are (past the last value: None)
+Whole = tuple[list[Mapping[str, str]], int, int, int, list[tuple[K, tuple[float, ...], Pick, int, int]]]
+_NO_ROWS: list[Sample] = []
+
+
+def _no_counts(values: list[float]) -> tuple[float, ...]:
+    return ()
+
+
+_NO_PICK: Pick = _no_counts  # a stream with a count or sum and no buckets
 
 
 def _pick(idx: tuple[int, ...]) -> Pick:
@@ -189,21 +203,78 @@ def histograms(page: ParsedPage, base: str, keys: SeriesKeys[K], memo: Histogram
     """Assemble `<base>_bucket/_count/_sum` into Histograms per key; bucket bounds read from `le`.
 
     `memo` (an adapter keeps one between scrapes) shares bucket layouts and remembers how the page's
-    bucket series fall into streams (`HistogramMemo`)."""
-    rows = page.get(base + "_bucket", [])
+    bucket series fall into streams (`HistogramMemo`), and, when every count and sum series is its
+    stream's only one, where each stream's count and sum are (`_whole_by_plan`)."""
+    rows = page.get(base + "_bucket", _NO_ROWS)
+    count_rows = page.get(base + "_count", _NO_ROWS)
+    sum_rows = page.get(base + "_sum", _NO_ROWS)
+    if memo is not None:
+        whole = memo.wholes.get(base)
+        if whole is not None:
+            planned = _whole_by_plan(rows, count_rows, sum_rows, whole)
+            if planned is not None:
+                return planned
     plan = memo.plans.get(base) if memo is not None else None
     by_stream = _buckets_by_plan(rows, plan) if plan is not None else None
     if by_stream is None:
         by_stream = _buckets_in_full(rows, base, keys, memo)
     key = keys.key
-    counts = fold(page.get(base + "_count", []), key, "sum")
-    sums = fold(page.get(base + "_sum", []), key, "sum")
+    counts = fold(count_rows, key, "sum")
+    sums = fold(sum_rows, key, "sum")
     out: dict[K, Histogram] = {}
     for k in by_stream.keys() | counts.keys():
         got = by_stream.get(k)
         out[k] = Histogram(got[0], got[1], counts.get(k), sums.get(k)) if got is not None else \
             Histogram((), array("d"), counts.get(k), sums.get(k))
+    if memo is not None:
+        whole = _whole_plan(rows, count_rows, sum_rows, memo.plans.get(base), keys, out)
+        if whole is None:
+            memo.wholes.pop(base, None)
+        else:
+            memo.wholes[base] = whole
     return out
+
+
+def _whole_plan(rows: list[Sample], count_rows: list[Sample], sum_rows: list[Sample],
+                plan: tuple[list[Mapping[str, str]], list[tuple[K, tuple[float, ...], Pick]]] | None,
+                keys: SeriesKeys[K], out: dict[K, Histogram]) -> Whole[K] | None:
+    """The plan of a family's whole histograms, just assembled as `out` from these rows: its buckets are
+    planned (`plan`, made from or checked against `rows`), and each count and sum series is finite and the
+    only one of its stream (so `fold` added nothing up). None otherwise."""
+    if plan is None or len(plan[0]) != len(rows):
+        return None
+    tail = count_rows + sum_rows
+    total = sum(v for _, v in tail)
+    if total - total != 0.0:  # a NaN or ±Inf (or past the float's range: no plan then either)
+        return None
+    n = len(rows)
+    count_at = {keys.key(labels): n + i for i, (labels, _) in enumerate(count_rows)}
+    sum_at = {keys.key(labels): n + len(count_rows) + i for i, (labels, _) in enumerate(sum_rows)}
+    if len(count_at) != len(count_rows) or len(sum_at) != len(sum_rows):  # a stream with two: `fold` adds up
+        return None
+    none = n + len(tail)
+    buckets = {k: (les, pick) for k, les, pick in plan[1]}
+    streams = [(k, *buckets.get(k, ((), _NO_PICK)), count_at.get(k, none), sum_at.get(k, none)) for k in out]
+    return plan[0] + [labels for labels, _ in tail], len(rows), len(count_rows), len(sum_rows), streams
+
+
+def _whole_by_plan(rows: list[Sample], count_rows: list[Sample], sum_rows: list[Sample],
+                   whole: Whole[K]) -> dict[K, Histogram] | None:
+    """What `histograms` assembles from these rows, when they are the planned series (by identity, in
+    order) and all finite; else None."""
+    labels, n_buckets, n_counts, n_sums, streams = whole
+    if len(rows) != n_buckets or len(count_rows) != n_counts or len(sum_rows) != n_sums:
+        return None
+    every = rows + count_rows + sum_rows
+    if not all(map(operator.is_, labels, map(operator.itemgetter(0), every))):
+        return None
+    values: list[float | None] = list(map(operator.itemgetter(1), every))
+    total = sum(values)  # type: ignore[arg-type]  # no None yet
+    if total - total != 0.0:
+        return None
+    values.append(None)
+    return {k: Histogram(les, array("d", pick(values)), values[c], values[s])  # type: ignore[arg-type]
+            for k, les, pick, c, s in streams}
 
 
 def _buckets_in_full(rows: list[Sample], base: str, keys: SeriesKeys[K],
