@@ -95,7 +95,8 @@ class _DeadlineSocket(socket.socket):
     `polled` (set by `HttpClient` on a plain connection, which it puts in non-blocking mode): a receive or
     send is tried at once and waits (`poll`, for the time left) only when the kernel has nothing for it.
     With a socket timeout every call cost three system calls (setting the timeout, poll, recv) where the
-    data is usually there already: 11 per loopback scrape of a 53 KB page, 5 this way. Otherwise
+    data is usually there already: 11 per loopback scrape of a 53 KB page, 5 this way. (The scraper's own
+    receives on such a connection go through `_polled_receiver` into its `http1.Reader`.) Otherwise
     (`gate.inputs.fetch`, a TLS handshake) the socket's own timeout is set to the time left before each call.
     """
 
