@@ -1,7 +1,11 @@
 """Side by side: a real Prometheus and the exporter's scraper read the same pages at the same interval.
 
 One page server (a child process, HTTP/1.1 keep-alive) serves the two bench pages (the real vLLM
-capture and the generated 8 x 4-stream page, see bench/exporter.py). A real Prometheus (the one
+capture and the generated 8 x 4-stream page, see bench/exporter.py). The capture advances as an engine's
+page with traffic does (`bench.exporter.advancing_pages`: counters and histograms +0.2 % a scrape, each
+connection its own sequence, so a window's arithmetic runs as it does on a live engine; a replayed page
+has zero deltas and lets it short-circuit); the generated page is served as it is (as many advancing
+copies of 1.27 MB would hold hundreds of MB). `--static` serves the capture as it is too. A real Prometheus (the one
 `make test` installs into .tools/bin) scrapes both every second; in this process the exporter's
 own code does, at the same interval, what the sidecar does per scrape: fetch (`Scraper.fetch`),
 parse + normalise (`Scraper.snapshot_from_page`) and derive (`ExporterState.record_success`).
@@ -42,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.exporter import CAPTURE, CURVE_PNG, large_page, reference_parse  # noqa: E402
+from bench.exporter import CAPTURE, CURVE_PNG, advancing_pages, large_page, reference_parse  # noqa: E402
 from exporter.scrape import Scraper  # noqa: E402
 from exporter.settings import ExporterSettings  # noqa: E402
 from exporter.state import ExporterState  # noqa: E402
@@ -56,20 +60,28 @@ def page_texts() -> dict[str, bytes]:
     return {"capture": capture.encode(), "generated": large_page(capture).encode()}
 
 
-def serve(port_file: Path) -> None:
-    """The page server (child process): /capture/metrics and /generated/metrics, until killed."""
+def serve(port_file: Path, advancing: int = 0) -> None:
+    """The page server (child process): /capture/metrics and /generated/metrics, until killed. With `advancing`,
+    the capture is the first of that many advancing pages, the next one on each request of a connection."""
     bodies = page_texts()
+    sequence = {"capture": advancing_pages(bodies["capture"].decode(), advancing)} if advancing else {}
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True
 
+        def setup(self) -> None:
+            super().setup()
+            self.served = 0  # requests answered on this connection
+
         def do_GET(self) -> None:  # noqa: N802
             name = self.path.strip("/").split("/")[0]
-            body = bodies.get(name)
+            pages = sequence.get(name)
+            body = pages[min(self.served, len(pages) - 1)] if pages else bodies.get(name)
             if body is None or not self.path.endswith("/metrics"):
                 self.send_error(404)
                 return
+            self.served += 1
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
@@ -118,12 +130,15 @@ def up(port: int) -> bool:
         return False
 
 
-def run(seconds: float, interval: float = 1.0) -> dict:
+def run(seconds: float, interval: float = 1.0, static: bool = False) -> dict:
     work = Path(tempfile.mkdtemp(prefix="specgate-side-by-side-"))
     procs: list[subprocess.Popen] = []
     try:
         port_file = work / "port"
-        procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", str(port_file)]))
+        # enough advancing pages for every request of this run on one connection (ours: both phases)
+        advancing = 0 if static else int(2 * seconds / interval) + 60
+        procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", str(port_file),
+                                       "--advancing", str(advancing)]))
         wait_for(port_file.exists, "the page server", 20)
         wait_for(lambda: port_file.read_text() != "", "the page server's port", 5)
         page_port = int(port_file.read_text())
@@ -161,6 +176,7 @@ def run(seconds: float, interval: float = 1.0) -> dict:
                 break
         window = int(time.time() - t_start) + 1
         out = {"interval_seconds": interval, "seconds": round(time.time() - t_start, 1), "pages": [],
+               "capture_advancing": not static,
                "load_average_1m_start": load_start, "commit": commit()}
         medians = {}
         for p in PAGES:
@@ -235,15 +251,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=30.0, help="how long both scrape (default 30)")
     ap.add_argument("--json", action="store_true", help="one JSON object")
     ap.add_argument("--write", action="store_true", help="store the result in docs/scale-exporter.json")
+    ap.add_argument("--static", action="store_true", help="serve the capture as it is (zero deltas), not advancing")
     ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--advancing", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.advancing)
         return 0
     if not PROMETHEUS.exists():
         print(f"{PROMETHEUS} is missing: run `make tools` first", file=sys.stderr)
         return 1
-    result = run(args.seconds)
+    result = run(args.seconds, static=args.static)
     if args.write:
         write(result)
     if args.json:
