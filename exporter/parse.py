@@ -195,12 +195,15 @@ class PagePlan:
     last time, so the result is built from the values alone, in C (`map(str.startswith, ...)`,
     `map(float, ...)`, `zip`), instead of one Python step per sample. `cuts[i]` is `slice(len(heads[i]),
     None)` (one object per length). The plan keeps the heads of the wanted lines (not the rest of the
-    page); `families`: (key, label mappings, where their values are) in output order.
+    page); `labels[i]`: the label mapping of line i's sample (None for a repeat, which is not taken), so the
+    (labels, value) pairs are made by one `zip` over the page; `families`: (key, where its pairs are) in
+    output order.
     """
 
     heads: list[str]
     cuts: list[slice]
-    families: tuple[tuple[str, tuple[Labels, ...], slice | tuple[int, ...]], ...]
+    labels: tuple[Labels | None, ...]
+    families: tuple[tuple[str, slice | tuple[int, ...]], ...]
     duplicates: int
 
 
@@ -384,8 +387,11 @@ class PageParser:
             if cut is None:
                 cut = by_length[n] = slice(n, None)
             cuts.append(cut)
-        return PagePlan(heads, cuts, tuple(
-            (k, tuple(labels for labels, _ in result[k]), _where(where[k])) for k in result), duplicates)
+        by_line: list[Labels | None] = [None] * len(lines)
+        for k, rows in result.items():
+            for i, (labels, _) in zip(where[k], rows, strict=True):
+                by_line[i] = labels
+        return PagePlan(heads, cuts, tuple(by_line), tuple((k, _where(where[k])) for k in result), duplicates)
 
     def _by_plan(self, plan: PagePlan, lines: list[str]) -> Samples | None:
         """The page's samples read by `plan`, or None when the page is not the planned one (other lines,
@@ -413,11 +419,10 @@ class PageParser:
             total = sum(floats)
             if total - total != 0.0 or min(floats) < 0.0:
                 return None
-        # not zip(strict=True): each family's labels and positions were made from the same samples, and
-        # `floats` has the planned length (checked above); the strict check cost ~1/3 of this build
-        return {key: list(zip(labels, floats[at] if type(at) is slice else map(floats.__getitem__, at),
-                                      strict=False))
-                for key, labels, at in plan.families}
+        # not zip(strict=True): `floats` has the planned length (checked above); one zip over the page, then
+        # each family's run of pairs (one slice: no list of its values, no zip of its own)
+        pairs: list[tuple[Labels, float]] = list(zip(plan.labels, floats, strict=False))  # type: ignore[arg-type]
+        return {key: pairs[at] if type(at) is slice else [pairs[i] for i in at] for key, at in plan.families}
 
 
 def parse_page(text: str, wanted: Iterable[str] | None = None, unprefixed: Iterable[str] = DEFAULT_UNPREFIXED,
