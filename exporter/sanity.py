@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
 from dataclasses import replace
+from operator import is_
 
 from exporter.bounds import MAX_DEPTH, MAX_POOL_TOKENS
 from exporter.engines import ADAPTERS
@@ -191,12 +192,13 @@ def check_snapshot(snap: EngineSnapshot, found: Mapping[str, int] | None = None)
     """`snap` without impossible values; its `anomalies` are `found` (the parser's counts), the adapter's
     and this check's, added up."""
     counts: dict[str, int] = dict(snap.anomalies)
-    for k, v in (found or {}).items():
-        counts[k] = counts.get(k, 0) + v
+    if found:
+        for k, v in found.items():
+            counts[k] = counts.get(k, 0) + v
     most = ADAPTERS[snap.engine].max_pool_tokens
-    streams = tuple(check_stream(s, counts, most) for s in snap.streams)
-    speculative = check_settings(snap.speculative, counts)
-    if (counts == snap.anomalies and speculative is snap.speculative
-            and all(a is b for a, b in zip(streams, snap.streams, strict=True))):
+    # a list, not a generator (one frame less to make per scrape); `map(is_)` compares in C
+    streams = tuple([check_stream(s, counts, most) for s in snap.streams])
+    speculative = check_settings(snap.speculative, counts) if snap.speculative is not None else None
+    if counts == snap.anomalies and speculative is snap.speculative and all(map(is_, streams, snap.streams)):
         return snap  # nothing left out: the snapshot as it is (a replace per scrape is not free)
     return replace(snap, streams=streams, anomalies=counts, speculative=speculative)
