@@ -5,16 +5,18 @@ capture and the generated 8 x 4-stream page, see bench/exporter.py). The capture
 page with traffic does (`bench.exporter.advancing_pages`: counters and histograms +0.2 % a scrape, each
 connection its own sequence, so a window's arithmetic runs as it does on a live engine; a replayed page
 has zero deltas and lets it short-circuit); the generated page is served as it is (as many advancing
-copies of 1.27 MB would hold hundreds of MB). `--static` serves the capture as it is too. A real Prometheus (the one
-`make test` installs into .tools/bin) scrapes both every second; in this process the exporter's
-own code does, at the same interval, what the sidecar does per scrape: fetch (`Scraper.fetch`),
-parse + normalise (`Scraper.snapshot_from_page`) and derive (`ExporterState.record_success`).
-At the end Prometheus is asked for the median of its own `scrape_duration_seconds` per page, and
-ours is the median of the same number of cycles. Medians, not minima: both sides see the same
-noisy machine at the same moments. Printed, never asserted.
+copies of 1.27 MB would hold hundreds of MB). `--static` serves the capture as it is too. A real
+Prometheus (the one `make test` installs into .tools/bin) scrapes both every second; one child process per
+page (`sidecar`: one sidecar per engine, as deployed) does, at the same interval, what the sidecar does per
+scrape: fetch (`Scraper.fetch`), parse + normalise (`Scraper.snapshot_from_page`) and derive
+(`ExporterState.record_success`). Each child starts on its own phase, in the middle of the longest stretch
+between Prometheus' scrape starts and the other child's (`quiet_phase`): the page server is one Python
+process, and two exchanges at once slow each other. At the end Prometheus is asked for the median of its
+own `scrape_duration_seconds` per page over the children's window, and ours is the median of that
+window's cycles. Medians, not minima: both sides see the same noisy machine. Printed, never asserted.
 
-Then, in the same run, prometheus_client's parser (`bench.exporter.reference_parse`) reads the same
-fetched pages at the same interval, as many times, after Prometheus' window has been read (so its
+Then, in the same run and the same children, prometheus_client's parser (`bench.exporter.reference_parse`)
+reads the pages as fetched at the same interval, as many times, after Prometheus' window has been read (so its
 100+ ms on the large page never lands on one of Prometheus' scrapes): its median against our
 parse + normalise + derive median is the ratio bench/exporter.py reports best-of, here cold, as a
 scrape every second is. The 1-minute load average is printed at the start and the end.
@@ -117,8 +119,9 @@ def wait_for(pred, what: str, seconds: float) -> None:
     raise RuntimeError(f"timed out waiting for {what}")
 
 
-def prom_query(port: int, expr: str) -> list[dict]:
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+def prom_query(port: int, expr: str, at: float | None = None) -> list[dict]:
+    params = {"query": expr} if at is None else {"query": expr, "time": repr(at)}
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode(params)
     with urllib.request.urlopen(url, timeout=10) as r:
         return json.load(r)["data"]["result"]
 
@@ -152,58 +155,64 @@ def run(seconds: float, interval: float = 1.0, static: bool = False) -> dict:
                                        f"--web.listen-address=127.0.0.1:{prom_port}"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         wait_for(lambda: up(prom_port), "Prometheus' first scrape of both pages", 60)
-        scrapers = {p: Scraper(f"http://127.0.0.1:{page_port}/{p}", engine="vllm", timeout=interval) for p in PAGES}
-        states = {p: ExporterState.from_settings(ExporterSettings(), started_at=0.0) for p in PAGES}
-        ours: dict[str, list[float]] = {p: [] for p in PAGES}
-        phases: dict[str, list[tuple[float, float, float]]] = {p: [] for p in PAGES}
         load_start = os.getloadavg()[0]
-        t_start = time.time()
-        next_at = time.monotonic()
-        while time.monotonic() - next_at < seconds or not ours[PAGES[0]]:
-            for p in PAGES:
-                t0 = time.perf_counter()
-                raw = scrapers[p].fetch()
-                t1 = time.perf_counter()
-                snap = scrapers[p].snapshot_from_page(raw, time.time())
-                t2 = time.perf_counter()
-                states[p].record_success(snap, 0.0)
-                t3 = time.perf_counter()
-                ours[p].append(t3 - t0)
-                phases[p].append((t1 - t0, t2 - t1, t3 - t2))
-            next_at += interval
-            time.sleep(max(0.0, next_at - time.monotonic()))
-            if time.time() - t_start > seconds:
-                break
-        window = int(time.time() - t_start) + 1
-        out = {"interval_seconds": interval, "seconds": round(time.time() - t_start, 1), "pages": [],
+        prom_at = prometheus_phases(prom_port, interval)
+        # each page's sidecar in its own process, as one sidecar per engine is (the 1.27 MB page's 5 ms of
+        # allocations in the same process left the small page's next cycle to fault its memory in again: its
+        # fetch read 0.84-0.86 ms beside it, 0.62 ms alone), each started on a phase of its own between
+        # Prometheus' scrapes: the page server is one Python process (one GIL), so overlapping cycles slow both
+        taken = list(prom_at)
+        start_at: dict[str, float] = {}
+        base = time.time() + 3.0  # the children's imports
+        for p in PAGES:
+            phase = quiet_phase(taken, interval)
+            taken.append(phase)
+            start_at[p] = base + (phase - base) % interval
+        children = {p: subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--sidecar", p, "--port", str(page_port), "--seconds",
+             str(seconds), "--interval", str(interval), "--start-at", repr(start_at[p])],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for p in PAGES}
+        procs.extend(children.values())
+        measured = {p: json.loads(c.stdout.readline()) for p, c in children.items()}  # type: ignore[union-attr]
+        t_start = min(m["t_start"] for m in measured.values())
+        t_end = max(m["t_end"] for m in measured.values())
+        window = int(t_end - t_start) + 1
+        out = {"interval_seconds": interval, "seconds": round(t_end - t_start, 1), "pages": [],
                "capture_advancing": not static,
+               "prometheus_phases_seconds": [round(x, 4) for x in prom_at],
+               "sidecar_phases_seconds": {p: round(start_at[p] % interval, 4) for p in PAGES},
                "load_average_1m_start": load_start, "commit": commit()}
         medians = {}
         for p in PAGES:
-            med = prom_query(prom_port, f'quantile_over_time(0.5, scrape_duration_seconds{{job="{p}"}}[{window}s])')
-            cnt = prom_query(prom_port, f'count_over_time(scrape_duration_seconds{{job="{p}"}}[{window}s])')
+            med = prom_query(prom_port, f'quantile_over_time(0.5, scrape_duration_seconds{{job="{p}"}}[{window}s])',
+                             t_end)
+            cnt = prom_query(prom_port, f'count_over_time(scrape_duration_seconds{{job="{p}"}}[{window}s])', t_end)
             medians[p] = (float(med[0]["value"][1]) if med else float("nan"), int(float(cnt[0]["value"][1])) if cnt else 0)
-        reference = reference_phase(scrapers, len(ours[PAGES[0]]), interval)
+        for c in children.values():  # Prometheus' window is read: now prometheus_client's parser, in each child
+            c.stdin.write("go\n")  # type: ignore[union-attr]
+            c.stdin.flush()  # type: ignore[union-attr]
+        results = {p: json.loads(c.stdout.readline()) for p, c in children.items()}  # type: ignore[union-attr]
+        for c in children.values():
+            c.wait(timeout=30)
         for p in PAGES:
             theirs, count = medians[p]
-            mine = statistics.median(ours[p])
-            parse_derive = statistics.median(x[1] + x[2] for x in phases[p])
-            ref = statistics.median(reference[p])
+            ours, phases, reference = results[p]["ours"], results[p]["phases"], results[p]["reference"]
+            mine = statistics.median(ours)
+            parse_derive = statistics.median(x[1] + x[2] for x in phases)
+            ref = statistics.median(reference)
             out["pages"].append({
                 "page": p, "page_bytes": len(page_texts()[p]),
                 "prometheus_scrape_duration_median_seconds": theirs,
                 "prometheus_scrapes": count,
-                "specgate_fetch_parse_derive_median_seconds": mine, "specgate_scrapes": len(ours[p]),
-                "specgate_fetch_median_seconds": statistics.median(x[0] for x in phases[p]),
-                "specgate_parse_median_seconds": statistics.median(x[1] for x in phases[p]),
-                "specgate_derive_median_seconds": statistics.median(x[2] for x in phases[p]),
+                "specgate_fetch_parse_derive_median_seconds": mine, "specgate_scrapes": len(ours),
+                "specgate_fetch_median_seconds": statistics.median(x[0] for x in phases),
+                "specgate_parse_median_seconds": statistics.median(x[1] for x in phases),
+                "specgate_derive_median_seconds": statistics.median(x[2] for x in phases),
                 "specgate_parse_derive_median_seconds": parse_derive,
-                "prometheus_client_parse_median_seconds": ref, "prometheus_client_parses": len(reference[p]),
+                "prometheus_client_parse_median_seconds": ref, "prometheus_client_parses": len(reference),
                 "prometheus_client_over_specgate_parse_derive": ref / parse_derive,
                 "load_average_1m": os.getloadavg()[0],
                 "specgate_over_prometheus": mine / theirs if theirs == theirs and theirs > 0 else None})
-        for s in scrapers.values():
-            s.close()
         return out
     finally:
         for proc in procs:
@@ -216,19 +225,59 @@ def run(seconds: float, interval: float = 1.0, static: bool = False) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def reference_phase(scrapers: dict[str, Scraper], n: int, interval: float) -> dict[str, list[float]]:
-    """prometheus_client's parser on each page as fetched, `n` times at `interval` (seconds each)."""
-    got: dict[str, list[float]] = {p: [] for p in PAGES}
+def prometheus_phases(port: int, interval: float) -> list[float]:
+    """When in each interval Prometheus scrapes each page (its last scrape's start, `timestamp(up)`, modulo the
+    interval): Prometheus keeps a target's offset for as long as it runs."""
+    return [float(prom_query(port, f'timestamp(up{{job="{p}"}})')[0]["value"][1]) % interval for p in PAGES]
+
+
+def quiet_phase(taken: list[float], interval: float) -> float:
+    """The middle of the longest stretch of the interval between Prometheus' scrape starts (wall-clock seconds
+    modulo the interval): where our cycle of both pages is farthest from theirs."""
+    at = sorted(taken)
+    gaps = [((at[(i + 1) % len(at)] - a) % interval or interval, a) for i, a in enumerate(at)]
+    length, start = max(gaps)
+    return (start + length / 2) % interval
+
+
+def sidecar(page: str, port: int, seconds: float, interval: float, start_at: float) -> None:
+    """One page's sidecar (child process): from wall-clock `start_at`, every `interval` for `seconds`, what the
+    sidecar does per scrape — fetch (`Scraper.fetch`), parse + normalise (`Scraper.snapshot_from_page`), derive
+    (`ExporterState.record_success`) — each timed; one JSON line with the window's wall-clock ends, then, after a
+    line on stdin (the parent has read Prometheus' medians), prometheus_client's parser on the page as fetched as
+    many times at the same interval, and one JSON line with all the times."""
+    scraper = Scraper(f"http://127.0.0.1:{port}/{page}", engine="vllm", timeout=interval)
+    state = ExporterState.from_settings(ExporterSettings(), started_at=0.0)
+    ours: list[float] = []
+    phases: list[tuple[float, float, float]] = []
+    time.sleep(max(0.0, start_at - time.time()))
     next_at = time.monotonic()
-    for _ in range(n):
-        for p in PAGES:
-            text = scrapers[p].fetch().decode("utf-8", errors="replace")
-            t0 = time.perf_counter()
-            reference_parse(text)
-            got[p].append(time.perf_counter() - t0)
+    t_start = time.time()
+    while not ours or time.time() - t_start <= seconds:
+        t0 = time.perf_counter()
+        raw = scraper.fetch()
+        t1 = time.perf_counter()
+        snap = scraper.snapshot_from_page(raw, time.time())
+        t2 = time.perf_counter()
+        state.record_success(snap, 0.0)
+        t3 = time.perf_counter()
+        ours.append(t3 - t0)
+        phases.append((t1 - t0, t2 - t1, t3 - t2))
         next_at += interval
         time.sleep(max(0.0, next_at - time.monotonic()))
-    return got
+    print(json.dumps({"t_start": t_start, "t_end": time.time()}), flush=True)
+    sys.stdin.readline()
+    reference: list[float] = []
+    next_at = time.monotonic()
+    for _ in ours:
+        text = scraper.fetch().decode("utf-8", errors="replace")
+        t0 = time.perf_counter()
+        reference_parse(text)
+        reference.append(time.perf_counter() - t0)
+        next_at += interval
+        time.sleep(max(0.0, next_at - time.monotonic()))
+    scraper.close()
+    print(json.dumps({"ours": ours, "phases": phases, "reference": reference}), flush=True)
 
 
 def commit() -> str | None:
@@ -254,9 +303,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--static", action="store_true", help="serve the capture as it is (zero deltas), not advancing")
     ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--advancing", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--sidecar", choices=PAGES, help=argparse.SUPPRESS)
+    ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--interval", type=float, default=1.0, help=argparse.SUPPRESS)
+    ap.add_argument("--start-at", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve:
         serve(args.serve, args.advancing)
+        return 0
+    if args.sidecar:
+        sidecar(args.sidecar, args.port, args.seconds, args.interval, args.start_at)
         return 0
     if not PROMETHEUS.exists():
         print(f"{PROMETHEUS} is missing: run `make tools` first", file=sys.stderr)
