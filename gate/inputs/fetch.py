@@ -31,13 +31,14 @@ Limits per kind of answer (the callers pass them; the sizes say why):
 from __future__ import annotations
 
 import base64
+import io
 import re
 import socket
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from exporter import http1
@@ -181,7 +182,7 @@ class _Exchange:
 
     target: _Target
     sock: socket.socket
-    fp: BinaryIO
+    fp: io.BufferedReader
     head: http1.Response
     seconds: float  # the deadline as a length, for messages
     _closed: bool = field(default=False, init=False)
@@ -281,7 +282,7 @@ class Stream:
         if left is not None and left > self.max_bytes:
             raise http1.TooLarge(f"{left} bytes (limit {self.max_bytes})")
         while left is None or left > 0:
-            data = fp.read1(READ_CHUNK if left is None else min(left, READ_CHUNK))  # type: ignore[attr-defined]
+            data = fp.read1(READ_CHUNK if left is None else min(left, READ_CHUNK))
             if not data:
                 if left:
                     raise http1.ResponseError(f"the connection ended {left} bytes short of the body")
