@@ -16,6 +16,8 @@ advance every scrape (`advancing_pages`, what traffic looks like) is printed nex
     python bench/exporter.py --soak     # 10,000 cycles on the large page in a subprocess, RSS start/end
     python bench/exporter.py --curve    # cycle time and RSS against streams per page (1 ... 256), one
                                         # subprocess per point; writes docs/scale-exporter.png and .json
+    python bench/exporter.py --cold     # the 53 KB page's cycle piece by piece, cold (48 MiB of memory
+                                        # touched before each, as a second's other work does) and warm
 
 Each side's figure is its best over `ROUNDS` rounds that take turns (ours, the reference, ours on
 advancing pages, then again), so a quiet moment of the shared machine helps both sides alike.
@@ -36,6 +38,7 @@ import json
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -347,6 +350,45 @@ def plot(points: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+EVICT_MIB = 48  # memory touched before each cold cycle: more than the machine's last-level cache
+
+
+def cold(cycles: int = 200, evict: bool = True) -> dict:
+    """Medians of one cycle of the capture, advancing, piece by piece, with `EVICT_MIB` of memory touched before
+    each (`evict`; a sidecar scrapes once a second and the machine's other work evicts its caches in between)
+    or back to back: decode, parse + normalise (`PageReader.read`), the adapter's snapshot, `check_snapshot`,
+    derive (`ExporterState.record_success`), microseconds."""
+    from exporter.sanity import check_snapshot
+
+    scraper = Scraper("http://127.0.0.1:1/", engine="vllm", timeout=1.0)
+    state = ExporterState.from_settings(ExporterSettings(), started_at=0.0)
+    raws = advancing_pages(CAPTURE.read_text(), cycles + 3)
+    junk = bytearray(EVICT_MIB << 20) if evict else bytearray()
+    names = ("decode", "parse", "adapter", "check", "derive", "total")
+    got: dict[str, list[float]] = {k: [] for k in names}
+    for i, raw in enumerate(raws):
+        for j in range(0, len(junk), 64):
+            junk[j] = (junk[j] + 1) & 255
+        t0 = time.perf_counter()
+        text = raw.decode("utf-8", errors="replace")
+        t1 = time.perf_counter()
+        dropped: dict[str, int] = {}
+        ad, page = scraper._reader.read(text, dropped)
+        t2 = time.perf_counter()
+        snap = ad.snapshot(page, 1000.0 + i, None)
+        t3 = time.perf_counter()
+        snap = check_snapshot(snap, dropped)
+        t4 = time.perf_counter()
+        state.record_success(snap, 0.0)
+        t5 = time.perf_counter()
+        if i >= 3:  # the first reads plan the page
+            for k, a, b in zip(names, (t0, t1, t2, t3, t4, t0), (t1, t2, t3, t4, t5, t5), strict=True):
+                got[k].append((b - a) * 1e6)
+    return {"cycles": cycles, "evicted_mib": EVICT_MIB if evict else 0,
+            "median_us": {k: round(statistics.median(v), 1) for k, v in got.items()},
+            "load_average_1m": os.getloadavg()[0]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--json", action="store_true", help="print one JSON object with per-page ratios")
@@ -356,7 +398,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--curve", action="store_true",
                     help=f"cycle time and RSS against streams per page; writes {CURVE_PNG.relative_to(ROOT)}")
     ap.add_argument("--curve-child", nargs=2, type=int, metavar=("MODELS", "RANKS"), help=argparse.SUPPRESS)
+    ap.add_argument("--cold", action="store_true",
+                    help=f"the 53 KB page's cycle piece by piece, cold ({EVICT_MIB} MiB touched before each) and warm")
     args = ap.parse_args(argv)
+    if args.cold:
+        got = {"cold": cold(), "warm": cold(evict=False)}
+        if args.json:
+            print(json.dumps(got))
+        else:
+            for k, r in got.items():
+                print(f"{k}: " + ", ".join(f"{n} {v:.0f}" for n, v in r["median_us"].items())
+                      + f" µs (medians of {r['cycles']}, load average {r['load_average_1m']:.1f})")
+        return 0
     if args.soak_child:
         print(json.dumps(soak_child(args.cycles)))
         return 0
