@@ -60,6 +60,7 @@ bench: venv tools
 	$(BIN)/python bench/exporter.py
 	$(BIN)/python bench/side_by_side.py
 	$(BIN)/python bench/exporter.py --soak
+	$(BIN)/python bench/exporter.py --cold  # the 53 KB cycle piece by piece, caches evicted before each
 	$(BIN)/python bench/exporter.py --curve
 	$(BIN)/python bench/probe_vs_reference.py
 	$(BIN)/python bench/client_cpu.py  # the probe's and vllm bench's own CPU per token at concurrency 32, ~2 min
