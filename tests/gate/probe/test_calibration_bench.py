@@ -104,8 +104,8 @@ def test_engine_clock_of_a_run() -> None:
 
 
 def test_occupancy_samples_the_running_gauge(engine: _Engine) -> None:
+    engine.running = 0.0  # idle before the sampler starts: its first sample may come before this thread runs again
     with pvr.Occupancy(engine.url, every=0.01) as occ:
-        engine.running = 0.0
         time.sleep(0.15)
         engine.running = 8.0
         time.sleep(0.3)
