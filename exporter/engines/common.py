@@ -187,14 +187,29 @@ def _pick(idx: tuple[int, ...]) -> Pick:
     return lambda values: tuple([values[i] for i in idx])
 
 
+def all_finite(values: list[float]) -> bool:
+    """No NaN and no ±Inf among `values`, in C: their sum is finite (a sum past the float's range reads as not
+    finite too, and such a page is then read in full)."""
+    total = sum(values)
+    return total - total == 0.0
+
+
+def planned_values(labels: list[Mapping[str, str]], rows: list[Sample]) -> list[float] | None:
+    """The values of `rows` when they are the planned series — the label mappings in `labels`, by identity
+    (the parser hands out one mapping per label text), in order — and all finite; else None. What every
+    reading by position (histogram buckets, whole histograms, an adapter's recipe) checks first."""
+    if len(labels) != len(rows) or not all(map(operator.is_, labels, map(operator.itemgetter(0), rows))):
+        return None
+    values = list(map(operator.itemgetter(1), rows))
+    return values if all_finite(values) else None
+
+
 def _buckets_by_plan(rows: list[Sample], plan: tuple[list[Mapping[str, str]], list[tuple[K, tuple[float, ...],
                      Pick]]]) -> dict[K, tuple[tuple[float, ...], array[float]]] | None:
     """The per-stream (les, counts) of `rows` when they are the planned series, all finite; else None."""
     labels, streams = plan
-    if len(labels) != len(rows) or not all(map(operator.is_, labels, map(operator.itemgetter(0), rows))):
-        return None
-    values = list(map(operator.itemgetter(1), rows))
-    if not all(map(math.isfinite, values)):
+    values = planned_values(labels, rows)
+    if values is None:
         return None
     return {k: (les, array("d", pick(values))) for k, les, pick in streams}
 
@@ -244,8 +259,7 @@ def _whole_plan(rows: list[Sample], count_rows: list[Sample], sum_rows: list[Sam
     if plan is None or len(plan[0]) != len(rows):
         return None
     tail = count_rows + sum_rows
-    total = sum(v for _, v in tail)
-    if total - total != 0.0:  # a NaN or ±Inf (or past the float's range: no plan then either)
+    if not all_finite([v for _, v in tail]):
         return None
     n = len(rows)
     count_at = {keys.key(labels): n + i for i, (labels, _) in enumerate(count_rows)}
@@ -265,13 +279,10 @@ def _whole_by_plan(rows: list[Sample], count_rows: list[Sample], sum_rows: list[
     labels, n_buckets, n_counts, n_sums, streams = whole
     if len(rows) != n_buckets or len(count_rows) != n_counts or len(sum_rows) != n_sums:
         return None
-    every = rows + count_rows + sum_rows
-    if not all(map(operator.is_, labels, map(operator.itemgetter(0), every))):
+    got = planned_values(labels, rows + count_rows + sum_rows)
+    if got is None:
         return None
-    values: list[float | None] = list(map(operator.itemgetter(1), every))
-    total = sum(values)  # type: ignore[arg-type]  # no None yet
-    if total - total != 0.0:
-        return None
+    values: list[float | None] = got  # type: ignore[assignment]  # and past the last value: None
     values.append(None)
     return {k: Histogram(les, array("d", pick(values)), values[c], values[s])  # type: ignore[arg-type]
             for k, les, pick, c, s in streams}

@@ -47,12 +47,14 @@ from exporter.engines.base import (
 from exporter.engines.common import (
     HistogramMemo,
     SeriesKeys,
+    all_finite,
     as_int,
     dense,
     finite,
     fold,
     histograms,
     per_position,
+    planned_values,
 )
 from exporter.engines.versions import VersionRange
 from exporter.engines.vllm import stream
@@ -89,7 +91,6 @@ FAMILIES = frozenset({
 
 
 _LABELS = itemgetter(0)
-_VALUE = itemgetter(1)
 _NO_SIDE = SideInfo()
 _NO_ROWS: list[Sample] = []
 # the families `snapshot` reads sample by sample (the histograms have their own plans), in `_Recipe` order
@@ -275,8 +276,7 @@ class VllmAdapter(EngineAdapter):
         value (every sample finite, one series per stream and family, per position): `_by_recipe` then
         reads a page with the same series by position. None otherwise (such a page is read in full each time)."""
         flat = [row for rows in read for row in rows]
-        total = sum(v for _, v in flat)
-        if total - total != 0.0:  # a NaN or ±Inf (or a sum past the float's range: read in full then too)
+        if not all_finite([v for _, v in flat]):  # a NaN or ±Inf: such a page is read in full each time
             return None
         key_of = self._keys.key
         at: dict[tuple[int, StreamKey] | tuple[int, StreamKey, int], int] = {}
@@ -312,13 +312,10 @@ class VllmAdapter(EngineAdapter):
         mappings, by identity, in the same families and order) and every value is finite; else None."""
         if tuple(map(len, read)) != recipe.lengths or ttft.keys() != recipe.ttft_keys:
             return None
-        flat = [row for rows in read for row in rows]
-        if not all(map(is_, recipe.labels, map(_LABELS, flat))):
+        got = planned_values(recipe.labels, [row for rows in read for row in rows])
+        if got is None:
             return None
-        values: list[float | None] = list(map(_VALUE, flat))
-        total = sum(values)  # type: ignore[arg-type]  # no None yet
-        if total - total != 0.0:  # as `_recipe_of`: every value finite
-            return None
+        values: list[float | None] = got  # type: ignore[assignment]  # and past the last value: None, 0.0
         values += (None, 0.0)
         streams = tuple(_stream(key, pool, side, spec, pick(values), depth, ttft, tpot, itl)
                         for key, pool, spec, pick, depth in recipe.streams)
