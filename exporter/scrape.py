@@ -78,13 +78,15 @@ def _arm(sock: socket.socket, deadline: float) -> None:
     sock.settimeout(left)
 
 
-def _wait(sock: socket.socket, deadline: float, events: int) -> None:
-    """Until `sock` is ready for `events` (`select.POLLIN`/`POLLOUT`), at most until `deadline`."""
+def _wait(sock: socket.socket, deadline: float, events: int, poller: select.poll | None = None) -> None:
+    """Until `sock` is ready for `events` (`select.POLLIN`/`POLLOUT`), at most until `deadline`; `poller`: one
+    already registered for them (a connection's receives keep one)."""
     left = deadline - time.monotonic()
     if left <= 0:
         raise _Expired("deadline passed")
-    poller = select.poll()
-    poller.register(sock, events)
+    if poller is None:
+        poller = select.poll()
+        poller.register(sock, events)
     if not poller.poll(math.ceil(left * 1000)):
         raise _Expired("deadline passed")
 
@@ -92,11 +94,11 @@ def _wait(sock: socket.socket, deadline: float, events: int) -> None:
 class _DeadlineSocket(socket.socket):
     """A socket whose every receive and send waits only until `deadline` (monotonic seconds).
 
-    `polled` (set by `HttpClient` on a plain connection, which it puts in non-blocking mode): a receive or
-    send is tried at once and waits (`poll`, for the time left) only when the kernel has nothing for it.
+    `polled` (set by `HttpClient` on a plain connection, which it puts in non-blocking mode): a send is tried
+    at once and waits (`poll`, for the time left) only when the kernel has nothing for it, and receives go
+    through `_polled_receiver` into the connection's `http1.Reader`, never through this socket's own methods.
     With a socket timeout every call cost three system calls (setting the timeout, poll, recv) where the
-    data is usually there already: 11 per loopback scrape of a 53 KB page, 5 this way. (The scraper's own
-    receives on such a connection go through `_polled_receiver` into its `http1.Reader`.) Otherwise
+    data is usually there already: 11 per loopback scrape of a 53 KB page, 5 this way. Otherwise
     (`gate.inputs.fetch`, a TLS handshake) the socket's own timeout is set to the time left before each call.
     """
 
@@ -104,24 +106,14 @@ class _DeadlineSocket(socket.socket):
     polled: bool = False
 
     def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
-        if not self.polled:
-            _arm(self, self.deadline)
-            return super().recv_into(buffer, nbytes, flags)
-        while True:
-            try:
-                return super().recv_into(buffer, nbytes, flags)
-            except BlockingIOError:
-                _wait(self, self.deadline, select.POLLIN)
+        assert not self.polled, "a polled connection receives through _polled_receiver"
+        _arm(self, self.deadline)
+        return super().recv_into(buffer, nbytes, flags)
 
     def recv(self, bufsize: int, flags: int = 0) -> bytes:
-        if not self.polled:
-            _arm(self, self.deadline)
-            return super().recv(bufsize, flags)
-        while True:
-            try:
-                return super().recv(bufsize, flags)
-            except BlockingIOError:
-                _wait(self, self.deadline, select.POLLIN)
+        assert not self.polled, "a polled connection receives through _polled_receiver"
+        _arm(self, self.deadline)
+        return super().recv(bufsize, flags)
 
     def sendall(self, data: Any, flags: int = 0) -> None:
         if not self.polled:
@@ -137,7 +129,7 @@ class _DeadlineSocket(socket.socket):
 
 
 def _polled_receiver(sock: socket.socket) -> Callable[[memoryview], int]:
-    """`recv_into` for a non-blocking plain connection: wait (`poll`, for the time left to the socket's
+    """`recv_into` for a non-blocking plain connection: wait (`_wait`, for the time left to the socket's
     `deadline`; one poller per connection), then receive once. Waiting first, not after a receive that
     failed: the first receive of an exchange comes right after the request, when nothing can be there yet
     (a failed receive is a system call and an exception: ~0.03 ms of a cold 0.6 ms fetch)."""
@@ -147,9 +139,7 @@ def _polled_receiver(sock: socket.socket) -> Callable[[memoryview], int]:
 
     def recv_into(view: memoryview) -> int:
         while True:
-            left = sock.deadline - time.monotonic()  # type: ignore[attr-defined]
-            if left <= 0 or not poller.poll(math.ceil(left * 1000)):
-                raise _Expired("deadline passed")
+            _wait(sock, sock.deadline, select.POLLIN, poller)  # type: ignore[attr-defined]
             try:
                 return receive(view)
             except BlockingIOError:  # woken with nothing to read after all
